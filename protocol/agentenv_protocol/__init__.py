@@ -1,0 +1,1 @@
+"""agentenv protocol v1: the env server SDK, clients and gateway."""
