@@ -1,0 +1,331 @@
+"""Configuration: one TOML file, ``AGENT_ENV_*`` variables and ``configure()`` in code.
+
+Precedence, per value: built-in default < config file < ``AGENT_ENV_*`` variable < ``configure()``.
+The file is ``AGENT_ENV_CONFIG`` (which must exist) or the first ``.agentenv/config.toml`` found
+walking up from the working folder; with none, every backend takes its local default.
+
+Values may be references, resolved when the config is loaded: ``env:NAME`` (an environment
+variable) and ``secret:KEY`` (the configured secret store), each with an optional ``?default``.
+Secrets never need to live in the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agent_env.errors import ConfigError
+
+CONFIG_ENV = "AGENT_ENV_CONFIG"
+CONFIG_RELATIVE = Path(".agentenv") / "config.toml"
+
+#: The backend each store kind uses when nothing says otherwise (all local, no cloud SDK).
+DEFAULT_STORES = {"document": "sqlite", "object": "filesystem", "image": "local", "secret": "local"}
+
+#: Variables that pick a backend, as in the reference.
+ENV_VARIABLES = {
+    "AGENT_ENV_DOCUMENT_STORE": ("stores", "document"),
+    "AGENT_ENV_OBJECT_STORE": ("stores", "object"),
+    "AGENT_ENV_IMAGE_STORE": ("stores", "image"),
+    "AGENT_ENV_SECRET_STORE": ("stores", "secret"),
+    "AGENT_ENV_RUNNER": ("runner", "backend"),
+    "AGENT_ENV_SANDBOX": ("sandbox", "default"),
+    "AGENT_ENV_MODEL_BASE_URL": ("model", "base_url"),
+    "AGENT_ENV_MODEL_API_KEY": ("model", "api_key"),
+}
+
+#: Known sections and their known keys (None: any key, e.g. a plugin's own table).
+KNOWN_KEYS: dict[str, set[str] | None] = {
+    "stores": {"document", "object", "image", "secret"},
+    "runner": {"backend", "max_concurrency"},
+    "sandbox": {"default", "agent_default", "providers"},
+    "model": {"base_url", "api_key", "name"},
+    "plugins": None,
+    "state": {"root"},
+}
+
+_REFERENCE = re.compile(r"^(env|secret):([^?]*)(?:\?(.*))?$", re.DOTALL)
+_SECRET_KEY = re.compile(r"(key|token|secret|password|credential)", re.IGNORECASE)
+
+SecretLookup = Callable[[str], "str | None"]
+
+
+@attrs.frozen
+class StoreChoice:
+    """The backend chosen for one store kind and its settings table."""
+
+    kind: str
+    backend: str
+    settings: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Config:
+    """The configuration in effect: merged data plus where each section came from."""
+
+    data: dict[str, Any]
+    path: Path | None
+    sources: dict[str, str]
+    warnings: tuple[str, ...] = ()
+    raw: dict[str, Any] = attrs.field(factory=dict)  # before references were resolved
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.data.get(name, {})
+        return value if isinstance(value, dict) else {}
+
+    def store(self, kind: str) -> StoreChoice:
+        """Which backend serves ``kind`` (``document``/``object``/``image``/``secret``)."""
+        value = self.section("stores").get(kind, DEFAULT_STORES[kind])
+        if isinstance(value, dict):
+            settings = {k: v for k, v in value.items() if k != "backend"}
+            return StoreChoice(kind, str(value.get("backend", DEFAULT_STORES[kind])), settings)
+        return StoreChoice(kind, str(value))
+
+    def sandbox_chain(self, *, agent: bool = False) -> list[str]:
+        """The sandbox providers to try, in order (``[sandbox] default = "a,b"``)."""
+        section = self.section("sandbox")
+        value = section.get("agent_default" if agent else "default") or section.get("default")
+        return [p.strip() for p in str(value or "local").split(",") if p.strip()]
+
+    def provider_settings(self, name: str) -> dict[str, Any]:
+        providers = self.section("sandbox").get("providers", {})
+        table = providers.get(name, {}) if isinstance(providers, dict) else {}
+        config = table.get("config", {}) if isinstance(table, dict) else {}
+        return dict(config) if isinstance(config, dict) else {}
+
+    def plugin_tables(self) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.section("plugins").items() if isinstance(v, dict)}
+
+    @property
+    def state_root(self) -> Path:
+        """Where local stores and work folders live (created 0700 on first use)."""
+        explicit = self.section("state").get("root") or os.environ.get("AGENT_ENV_STATE_DIR")
+        if explicit:
+            root = Path(str(explicit)).expanduser()
+        else:
+            base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+            root = Path(base) / "agent-env"
+        return ensure_private_dir(root)
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with mode 0700 and return it."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.chmod(0o700)
+    return path
+
+
+# -- finding and reading the file ---------------------------------------------------------
+
+
+def find_config_file(start: Path | None = None) -> Path | None:
+    """``AGENT_ENV_CONFIG`` if set (it must exist), else the nearest ``.agentenv/config.toml``."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise ConfigError(
+                f"{CONFIG_ENV} names {path}, which does not exist "
+                "(create it, or unset the variable to use .agentenv/config.toml)"
+            )
+        return path
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        path = candidate / CONFIG_RELATIVE
+        if path.is_file():
+            return path
+    return None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file with tomlkit; an error names the file and line."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return tomlkit.parse(text).unwrap()
+    except ParseError as exc:
+        raise ConfigError(
+            f"{path}:{exc.line}: invalid TOML ({_parse_reason(exc)}); fix that line"
+        ) from None
+
+
+def _parse_reason(exc: Exception) -> str:
+    text = str(exc)
+    return re.sub(r"\s+at line \d+ col \d+$", "", text)
+
+
+# -- merging ------------------------------------------------------------------------------
+
+_OVERRIDES: dict[str, Any] = {}
+_CACHED: Config | None = None
+
+
+def configure(**sections: Any) -> None:
+    """Override config from code (highest precedence), e.g. ``configure(stores={"object": "s3"})``."""
+    global _CACHED
+    for name, value in sections.items():
+        if isinstance(value, dict) and isinstance(_OVERRIDES.get(name), dict):
+            _OVERRIDES[name] = _deep_merge(_OVERRIDES[name], value)
+        else:
+            _OVERRIDES[name] = value
+    _CACHED = None
+
+
+def reset() -> None:
+    """Drop overrides and the cached config (tests)."""
+    global _CACHED
+    _OVERRIDES.clear()
+    _CACHED = None
+
+
+def get_config() -> Config:
+    """The config in effect for this process (loaded once)."""
+    global _CACHED
+    if _CACHED is None:
+        _CACHED = load_config()
+    return _CACHED
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    secrets: SecretLookup | None = None,
+) -> Config:
+    """Merge defaults, the file, ``AGENT_ENV_*`` variables and overrides; resolve references."""
+    environ = os.environ if environ is None else environ
+    overrides = _OVERRIDES if overrides is None else overrides
+    path = path if path is not None else find_config_file()
+    data: dict[str, Any] = {"stores": dict(DEFAULT_STORES)}
+    sources = {name: "default" for name in data}
+    warnings: list[str] = []
+    if path is not None:
+        file_data = read_toml(path)
+        warnings.extend(_check_shape(file_data, path))
+        for name, value in file_data.items():
+            data[name] = _deep_merge(data.get(name, {}), value) if isinstance(value, dict) else value
+            sources[name] = f"file {path}"
+    for variable, (section, key) in ENV_VARIABLES.items():
+        if environ.get(variable):
+            table = data.setdefault(section, {})
+            table[key] = environ[variable]
+            sources[section] = f"{sources.get(section, 'default')} + ${variable}"
+    for name, value in overrides.items():
+        data[name] = _deep_merge(data.get(name, {}), value) if isinstance(value, dict) else value
+        sources[name] = f"{sources.get(name, 'default')} + configure()"
+    resolved = resolve_references(data, environ=environ, secrets=secrets)
+    return Config(resolved, path, sources, tuple(warnings), raw=data)
+
+
+def _deep_merge(base: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base) if isinstance(base, dict) else {}
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _check_shape(data: dict[str, Any], path: Path) -> list[str]:
+    """Refuse sections that are not tables; warn about unknown sections and keys."""
+    warnings = []
+    for name, value in data.items():
+        if name not in KNOWN_KEYS:
+            warnings.append(f"{path}: unknown section [{name}] is ignored")
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: [{name}] must be a table, not {type(value).__name__}")
+        known = KNOWN_KEYS[name]
+        if known is None:
+            continue
+        for key in value:
+            if key not in known:
+                expected = ", ".join(sorted(known))
+                warnings.append(f"{path}: unknown key '{key}' in [{name}] (known: {expected})")
+    return warnings
+
+
+# -- references ---------------------------------------------------------------------------
+
+
+def resolve_references(
+    value: Any,
+    *,
+    environ: Mapping[str, str] | None = None,
+    secrets: SecretLookup | None = None,
+    where: str = "",
+) -> Any:
+    """Replace ``env:NAME[?default]`` and ``secret:KEY[?default]`` strings, recursively.
+
+    ``secret:`` references are left as written when no secret lookup is given (they are
+    resolved when the backend that needs them is built, by :func:`resolve_secrets`).
+    """
+    environ = os.environ if environ is None else environ
+    if isinstance(value, dict):
+        return {
+            k: resolve_references(v, environ=environ, secrets=secrets, where=_join(where, k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [
+            resolve_references(v, environ=environ, secrets=secrets, where=f"{where}[{i}]")
+            for i, v in enumerate(value)
+        ]
+    if not isinstance(value, str):
+        return value
+    match = _REFERENCE.match(value)
+    if match is None:
+        return value
+    scheme, name, default = match.groups()
+    if scheme == "env":
+        found = environ.get(name)
+    elif secrets is None:
+        return value
+    else:
+        found = secrets(name)
+    if found is None:
+        if default is not None:
+            return default
+        fix = (
+            f"export {name}=..." if scheme == "env" else f"add '{name}' to the secret store"
+        )
+        raise ConfigError(
+            f"{where or 'config'}: '{value}' is not set ({fix}, or give a default: "
+            f"'{scheme}:{name}?DEFAULT')"
+        )
+    if _REFERENCE.match(found):
+        return resolve_references(found, environ=environ, secrets=secrets, where=where)
+    return found
+
+
+def resolve_secrets(value: Any, lookup: SecretLookup, where: str = "") -> Any:
+    """Resolve the ``secret:`` references left in a settings table, with ``lookup``."""
+    return resolve_references(value, secrets=lookup, where=where)
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def mask(value: Any, key: str = "") -> Any:
+    """A copy safe to print: values under secret-looking keys are masked, references kept."""
+    if isinstance(value, dict):
+        return {k: mask(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v, key) for v in value]
+    if isinstance(value, str) and _SECRET_KEY.search(key) and not _REFERENCE.match(value):
+        return "****" if value else value
+    return value

@@ -1,0 +1,25 @@
+"""Run events delivered to observers through ``agent_env_run_event``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+EVENT_KINDS = ("run_started", "run_finished", "step_started", "step_finished")
+
+
+@attrs.frozen
+class RunEvent:
+    """One thing that happened in a run; ``step_*`` fields are None for run-level events."""
+
+    kind: str = attrs.field(validator=attrs.validators.in_(EVENT_KINDS))
+    instance_id: str
+    task_id: str
+    timestamp_utc: str
+    step_id: str | None = None
+    step_type: str | None = None
+    outcome: str | None = None
+    error: str | None = None
+    duration_seconds: float | None = None
+    detail: dict[str, Any] = attrs.field(factory=dict)

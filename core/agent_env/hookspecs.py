@@ -1,0 +1,130 @@
+"""Everything a plugin can extend, in one place.
+
+This module is the table of contents of AgentEnv's extension points. A plugin is a module (found
+through the ``agent_env`` entry-point group, see :mod:`agent_env.plugins`) that implements some of
+the hooks below with ``@agent_env.hookimpl``. The kernel's own features (local stores, the local
+sandbox, the core step types, the hello bundle, the core CLI commands) are plugins too: they are
+listed in :data:`agent_env.plugins.BUILTIN_PLUGINS` and register through these very hooks.
+
+Contribution hooks (the first group) take no arguments and return a list. The kernel calls each
+plugin's implementation once, the first time a registry of that kind is needed, and remembers
+which plugin contributed which name, so that:
+
+* a name claimed by two plugins is left out for both and reported as a conflict;
+* a plugin may not take a name the core already uses (it is skipped and reported);
+* ``agent-env plugin list/show/check`` can say what each plugin provides.
+
+Importing a plugin module must be cheap: return classes whose modules import heavy SDKs (docker,
+boto3, google-cloud, ...) inside methods, not at import time.
+
+Hooks are grouped by phase: what a plugin contributes, how it is configured, how it extends the
+command line, and what it can observe while runs happen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from agent_env.contributions import BundleSource, StoreBackend
+    from agent_env.events import RunEvent
+
+PROJECT = "agent_env"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --- What a plugin contributes -------------------------------------------------------------
+
+
+@hookspec
+def agent_env_env_types() -> list[type]:
+    """Return environment type classes.
+
+    Each class has a class attribute ``name`` (the ``type`` an ``env.toml`` names, for example
+    ``"mcp_server"``) and deploys through the sandbox-provider contract, never through one
+    particular provider. Called the first time the env-type registry is needed.
+    """
+
+
+@hookspec
+def agent_env_sandbox_providers() -> list[type]:
+    """Return sandbox provider classes.
+
+    Each class has a class attribute ``name`` (``"local"``, ``"docker"``, ``"tensorlake"``, ...)
+    as used by ``sandbox_type`` in steps and ``[sandbox] default`` in config, and a classmethod
+    ``from_config(**settings)`` receiving ``[sandbox.providers.<name>.config]``. See
+    :mod:`agent_env.sandbox.base` for the contract a provider implements.
+    """
+
+
+@hookspec
+def agent_env_step_types() -> list[type]:
+    """Return task step classes.
+
+    Each class has a class attribute ``type`` (the ``type`` field of a step in a task file);
+    its attrs fields are the step's JSON keys and ``async run(ctx)`` performs it. See
+    :mod:`agent_env.tasks.steps` for the base class. Called the first time a task is planned.
+    """
+
+
+@hookspec
+def agent_env_stores() -> list[StoreBackend]:
+    """Return store backends as :class:`agent_env.contributions.StoreBackend` records.
+
+    A record names the store kind (``document``, ``object``, ``image`` or ``secret``), the
+    backend name config uses (``[stores] object = "s3"``) and a factory called with the
+    backend's settings table. The factory is only called when config selects that backend.
+    """
+
+
+@hookspec
+def agent_env_bundles() -> list[BundleSource]:
+    """Return the bundle folders this plugin ships, as :class:`BundleSource` records.
+
+    ``agent-env run`` with no argument lists them; ``agent-env run NAME`` looks them up by name
+    or alias. Only paths are returned here: nothing in the bundle is read until it runs.
+    """
+
+
+# --- How a plugin is configured ------------------------------------------------------------
+
+
+@hookspec
+def agent_env_configure(settings: dict[str, Any]) -> None:
+    """Receive this plugin's own settings, the ``[plugins.<distribution>]`` config table.
+
+    Called once per plugin, after config is loaded and before any contribution is used, with
+    only that plugin's table (an empty dict when the file has none). References such as
+    ``env:NAME`` are already resolved.
+    """
+
+
+# --- The command line ----------------------------------------------------------------------
+
+
+@hookspec
+def agent_env_cli(cli: click.Group) -> None:
+    """Add click commands or groups to the ``agent-env`` root group.
+
+    Called when the CLI needs a command the core does not have (and for ``--help``). A command
+    whose name the core already uses is dropped and reported; the core's command wins.
+    """
+
+
+# --- Observing runs ------------------------------------------------------------------------
+
+
+@hookspec
+def agent_env_run_event(event: RunEvent) -> None:
+    """Observe a run as it happens: run started/finished, step started/finished.
+
+    Called synchronously from the run's event loop for every event, in no guaranteed plugin
+    order, so an observer must be quick (queue work elsewhere). An exception raised here is
+    logged and does not affect the run.
+    """

@@ -1,0 +1,178 @@
+"""The sandbox-provider contract every provider implements (local, docker, smol_vm, clouds).
+
+A *provider* creates *sandboxes*: either a VM-like host able to run Docker (``mode="vm"``) or a
+single container (``mode="container"``). Env types and steps only ever talk to this contract, so
+``deploy_env`` works the same on every provider and no plugin imports another.
+
+The rules a provider keeps (checked by the provider conformance suite):
+
+* ``exec`` returns exit code, stdout and stderr; exit code ``-1`` means the transport was lost;
+* ``put_file``/``get_file`` copy files in and out; paths are inside the sandbox;
+* ``expose(port)`` gives a URL the host can reach;
+* ``terminate`` is idempotent and never raises for an already-gone sandbox;
+* ``provider.attach(sandbox_id)`` finds a sandbox again from its id alone (after a crash);
+* a request the provider cannot honour (a network policy, a mode) is refused with
+  :class:`SandboxUnsupported` and a message saying what it cannot do.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import attrs
+
+from agent_env.errors import UserError
+
+
+class SandboxError(Exception):
+    """A sandbox operation failed."""
+
+
+class SandboxUnsupported(UserError):
+    """The provider cannot do what was asked; the message says what and what to use instead."""
+
+
+class PathOutsideSandbox(UserError):
+    """A path would escape the sandbox (``../``, an absolute path elsewhere, a symlink out)."""
+
+
+@attrs.frozen
+class ExecResult:
+    """What a command did: ``exit_code`` -1 when the transport to the sandbox was lost."""
+
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@attrs.frozen
+class SandboxSpec:
+    """What a step asks for. ``image`` is ignored by providers that have no images (local)."""
+
+    name: str
+    mode: str = attrs.field(default="vm", validator=attrs.validators.in_(("vm", "container")))
+    image: str | None = None
+    cpu: float | None = None
+    memory_mb: int | None = None
+    disk_mb: int | None = None
+    ttl_seconds: int | None = None
+    ports: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    env_vars: dict[str, str] = attrs.field(factory=dict)
+    network_policy: str | None = None
+    labels: dict[str, str] = attrs.field(factory=dict)  # includes agentenv.run
+
+
+@attrs.frozen
+class ContainerSpec:
+    """A container to run inside a VM-like sandbox, on that sandbox's private network.
+
+    ``publish`` ports are the only ones reachable from the host (on 127.0.0.1); everything else
+    stays on the private network, where containers reach each other by ``name``.
+    """
+
+    name: str
+    image: str
+    env: dict[str, str] = attrs.field(factory=dict)
+    command: tuple[str, ...] | None = None
+    publish: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    labels: dict[str, str] = attrs.field(factory=dict)
+
+
+class Sandbox(abc.ABC):
+    """A running sandbox. Methods are async because most providers talk over a network."""
+
+    id: str
+    provider_name: str
+
+    @abc.abstractmethod
+    async def exec(
+        self,
+        command: str | list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run ``command`` (a string goes through ``bash -c``) and wait for it."""
+
+    @abc.abstractmethod
+    async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        """Write ``data`` at ``path`` inside the sandbox, creating parent folders."""
+
+    @abc.abstractmethod
+    async def get_file(self, path: str) -> bytes:
+        """Read the file at ``path`` inside the sandbox (``FileNotFoundError`` if absent)."""
+
+    @abc.abstractmethod
+    async def expose(self, port: int) -> str:
+        """A URL (``http://host:port``) on which the host reaches ``port`` of the sandbox."""
+
+    @abc.abstractmethod
+    async def terminate(self) -> None:
+        """Stop and remove the sandbox and what it holds. Idempotent; never raises if gone."""
+
+    # -- VM-like sandboxes (mode "vm") also run containers; env types deploy through these --
+
+    async def build_image(self, context: str, tag: str, *, labels: dict[str, str]) -> str:
+        """Build (or reuse, when ``tag`` exists) an image from a build-context folder."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot build images")
+
+    async def run_container(self, spec: ContainerSpec) -> dict[int, str]:
+        """Start a container; returns ``{published port: URL reachable from the host}``."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot run containers")
+
+    async def container_logs(self, name: str, *, tail: int = 50) -> str:
+        """The last ``tail`` log lines of a container (for error messages)."""
+        return ""
+
+    def describe(self) -> dict[str, Any]:
+        """What a run record keeps to find this sandbox again (no secrets)."""
+        return {"id": self.id, "provider": self.provider_name}
+
+
+class SandboxProvider(abc.ABC):
+    """Creates and finds sandboxes. Contributed through ``agent_env_sandbox_providers``."""
+
+    name: ClassVar[str]
+    #: The modes this provider can create; others are refused with SandboxUnsupported.
+    modes: ClassVar[tuple[str, ...]] = ("vm", "container")
+
+    @classmethod
+    def from_config(cls, **settings: Any) -> SandboxProvider:
+        """Build the provider from ``[sandbox.providers.<name>.config]``."""
+        return cls(**settings)
+
+    @classmethod
+    def availability(cls) -> str | None:
+        """None when usable on this host, else a one-line reason (for fallback chains)."""
+        return None
+
+    @abc.abstractmethod
+    async def create(self, spec: SandboxSpec) -> Sandbox:
+        """Create and start a sandbox; on failure, leave nothing behind."""
+
+    @abc.abstractmethod
+    async def attach(self, sandbox_id: str) -> Sandbox | None:
+        """Find a sandbox from its id alone, or None if it no longer exists."""
+
+    async def list_sandboxes(self, labels: dict[str, str]) -> list[Sandbox]:
+        """Sandboxes carrying all ``labels`` (for ``agent-env gc``); empty if unsupported."""
+        return []
+
+    def check_spec(self, spec: SandboxSpec) -> None:
+        """Refuse what this provider cannot do, before creating anything."""
+        if spec.mode not in self.modes:
+            raise SandboxUnsupported(
+                f"the '{self.name}' sandbox provider cannot create mode '{spec.mode}' "
+                f"sandboxes (it supports: {', '.join(self.modes)})"
+            )
+        if spec.network_policy is not None:
+            raise SandboxUnsupported(
+                f"the '{self.name}' sandbox provider cannot enforce network policy "
+                f"'{spec.network_policy}'"
+            )
