@@ -311,7 +311,8 @@ class AgentEnvEnvironment:
                 uri=mark.uri, name=mark.op or key, route=route, method=mark.method,
                 fn=getattr(self, key), params=params, accepts_extra=extra,
                 is_async=inspect.iscoroutinefunction(fn),
-                description=mark.description or (inspect.cleandoc(fn.__doc__) if fn.__doc__ else None),
+                description=mark.description or (
+                    inspect.cleandoc(fn.__doc__) if fn.__doc__ else None),
                 required=mark.required, op=mark.op,
             ))
         reg = Registry(env_name, tools, data, extensions)

@@ -94,7 +94,8 @@ def read_params(fn: Callable[..., Any], *, skip: tuple[type, ...] = ()) -> tuple
             # pydantic's Field(default=...) carries a default inside the metadata
             for extra in typing.get_args(ann)[1:]:
                 d = getattr(extra, "default", _MISSING)
-                if d is not _MISSING and type(d).__name__ != "PydanticUndefinedType" and d is not ...:
+                undefined = type(d).__name__ == "PydanticUndefinedType"
+                if d is not _MISSING and not undefined and d is not ...:
                     default = d
         params.append(ParamSpec(pname, inner, default, desc))
     return params, injected, var_kw
@@ -327,7 +328,8 @@ def coerce(value: Any, tp: Any) -> Any:
             return tuple(coerce(v, a) for v, a in zip(value, args, strict=True))
         item = args[0] if args else Any
         return container(coerce(v, item) for v in value)
-    if origin is not None and inspect.isclass(origin) and issubclass(origin, Mapping) or tp is dict:
+    is_mapping = origin is not None and inspect.isclass(origin) and issubclass(origin, Mapping)
+    if is_mapping or tp is dict:
         if isinstance(value, str):
             try:
                 value = json.loads(value)

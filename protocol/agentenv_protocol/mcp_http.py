@@ -1,0 +1,233 @@
+"""MCP streamable HTTP, server side: one endpoint class shared by env servers and the gateway.
+
+It owns what is the same for both: version negotiation, ``Mcp-Session-Id`` sessions, JSON vs
+SSE replies chosen from ``Accept``, ``tools/list`` paging, ``ping``, notifications and DELETE.
+What the tools are and how a call runs is left to a ``ToolHost``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+from aiohttp import web
+
+from .access import normalise_role
+from .env import ROLE_META_KEY, SESSION_META_KEY
+
+SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_VERSION = "2025-11-25"
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+ROLE_HEADER = "AgentEnv-Role"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+SESSION_NOT_FOUND = -32001
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+@attrs.define(frozen=True)
+class Caller:
+    """Who is calling: role (None = default) and session, from ``_meta`` or headers."""
+
+    role: str | None
+    session: str | None
+
+
+class ToolHost(Protocol):
+    """What an MCP endpoint serves: a tool listing and a way to run one call."""
+
+    def mcp_tools(self, caller: Caller) -> Sequence[dict[str, Any]]: ...
+
+    async def mcp_call(
+        self, name: str, arguments: dict[str, Any], caller: Caller, call_id: str
+    ) -> dict[str, Any]: ...
+
+
+def negotiate_version(requested: Any) -> str:
+    """The client's version when we support it, else our newest."""
+    return requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
+
+
+def caller_from(params: dict[str, Any], request: web.Request) -> Caller:
+    """``_meta`` role (and session) when present; otherwise the headers."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and meta.get(ROLE_META_KEY) is not None:
+        session = meta.get(SESSION_META_KEY)
+        return Caller(normalise_role(meta[ROLE_META_KEY]), session if session else None)
+    headers = request.headers
+    return Caller(normalise_role(headers.get(ROLE_HEADER)), headers.get(SESSION_HEADER))
+
+
+@attrs.define
+class _Session:
+    protocol_version: str
+
+
+class McpEndpoint:
+    """Answers POST/GET/DELETE on ``/mcp`` for one ``ToolHost``."""
+
+    def __init__(
+        self,
+        host: ToolHost,
+        *,
+        server_name: str,
+        server_version: str = "0.1.0",
+        instructions: str | None = None,
+        prefer_json: bool = False,
+        page_size: int = 100,
+    ) -> None:
+        self.host = host
+        self.server_name = server_name
+        self.server_version = server_version
+        self.instructions = instructions
+        self.prefer_json = prefer_json
+        self.page_size = max(1, page_size)
+        self.sessions: dict[str, _Session] = {}
+
+    # -- replies ----------------------------------------------------------------------------
+    def _reply(self, payload: dict[str, Any], sse: bool, headers: dict[str, str] | None = None,
+               status: int = 200) -> web.Response:
+        body = _dumps(payload)
+        if sse:
+            return web.Response(
+                body=f"event: message\ndata: {body}\n\n".encode(),
+                status=status,
+                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                         **(headers or {})},
+            )
+        return web.Response(body=body.encode(), status=status,
+                            headers={"Content-Type": "application/json", **(headers or {})})
+
+    def _error(self, msg_id: Any, code: int, message: str, status: int = 200,
+               sse: bool = False, data: Any = None) -> web.Response:
+        err: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            err["data"] = data
+        return self._reply({"jsonrpc": "2.0", "id": msg_id, "error": err}, sse, status=status)
+
+    # -- handlers ---------------------------------------------------------------------------
+    async def handle_get(self, request: web.Request) -> web.Response:
+        """No server-initiated stream is offered: 405, as the MCP transport allows."""
+        return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+
+    async def handle_delete(self, request: web.Request) -> web.Response:
+        sid = request.headers.get(SESSION_HEADER)
+        if not sid:
+            return self._error(None, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
+                               status=400)
+        if self.sessions.pop(sid, None) is None:
+            return self._error(None, SESSION_NOT_FOUND, "Session not found", status=404)
+        return web.Response(status=200)
+
+    async def handle_post(self, request: web.Request) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        wants_sse = "text/event-stream" in accept
+        wants_json = not accept or "application/json" in accept or "*/*" in accept
+        if not wants_sse and not wants_json:
+            return self._error(None, INVALID_REQUEST,
+                               "Not Acceptable: accept application/json or text/event-stream",
+                               status=406)
+        sse = wants_sse and not (wants_json and self.prefer_json)
+        body = await request.read()
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            return self._error(None, PARSE_ERROR, "Parse error", status=400)
+        if isinstance(msg, list):
+            return self._error(None, INVALID_REQUEST, "Invalid Request: batches are not supported",
+                               status=400)
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            return self._error(None, INVALID_REQUEST, "Invalid Request", status=400)
+        method = msg.get("method")
+        msg_id = msg.get("id")
+        if method is None:
+            if "result" in msg or "error" in msg:  # a client's reply to us: nothing to do
+                return web.Response(status=202)
+            return self._error(msg_id, INVALID_REQUEST, "Invalid Request", status=400)
+        if not isinstance(method, str):
+            return self._error(msg_id, INVALID_REQUEST, "Invalid Request", status=400)
+        is_notification = "id" not in msg
+        params = msg.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return self._error(msg_id, INVALID_PARAMS, "Invalid params: params must be an object",
+                               sse=sse)
+
+        if method == "initialize":
+            if is_notification:
+                return self._error(None, INVALID_REQUEST, "Invalid Request: initialize needs an id",
+                                   status=400)
+            version = negotiate_version(params.get("protocolVersion"))
+            sid = secrets.token_hex(16)
+            self.sessions[sid] = _Session(version)
+            result: dict[str, Any] = {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": self.server_name, "version": self.server_version},
+            }
+            if self.instructions:
+                result["instructions"] = self.instructions
+            return self._reply({"jsonrpc": "2.0", "id": msg_id, "result": result}, sse,
+                               headers={SESSION_HEADER: sid})
+
+        sid = request.headers.get(SESSION_HEADER)
+        if not sid:
+            return self._error(msg_id, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
+                               status=400)
+        if sid not in self.sessions:
+            return self._error(msg_id, SESSION_NOT_FOUND, "Session not found", status=404)
+        version_header = request.headers.get(VERSION_HEADER)
+        if version_header is not None and version_header not in SUPPORTED_VERSIONS:
+            return self._error(msg_id, INVALID_REQUEST,
+                               f"Bad Request: unsupported protocol version {version_header}",
+                               status=400)
+        if is_notification:
+            return web.Response(status=202)
+
+        if method == "tools/call":
+            name = params.get("name")
+            arguments = params.get("arguments")
+            if arguments is None:
+                arguments = {}
+            if not isinstance(name, str) or not isinstance(arguments, dict):
+                return self._error(msg_id, INVALID_PARAMS,
+                                   "Invalid params: tools/call needs a name and object arguments",
+                                   sse=sse)
+            result = await self.host.mcp_call(name, arguments, caller_from(params, request),
+                                              str(msg_id))
+        elif method == "tools/list":
+            tools = self.host.mcp_tools(caller_from(params, request))
+            cursor = params.get("cursor")
+            start = 0
+            if cursor is not None:
+                try:
+                    start = int(cursor)
+                    if start < 0 or start > len(tools):
+                        raise ValueError(cursor)
+                except (TypeError, ValueError):
+                    return self._error(msg_id, INVALID_PARAMS, "Invalid params: bad cursor",
+                                       sse=sse)
+            end = start + self.page_size
+            result = {"tools": list(tools[start:end])}
+            if end < len(tools):
+                result["nextCursor"] = str(end)
+        elif method == "ping":
+            result = {}
+        else:
+            return self._error(msg_id, METHOD_NOT_FOUND, f"Method not found: {method}", sse=sse)
+        return self._reply({"jsonrpc": "2.0", "id": msg_id, "result": result}, sse)
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    """A compact JSON reply (cheaper than ``web.json_response``'s default dumps)."""
+    return web.Response(body=_dumps(data).encode(), status=status,
+                        content_type="application/json")

@@ -1,0 +1,280 @@
+"""The env server: an aiohttp app serving one ``AgentEnvEnvironment``.
+
+Routes: the card, the JSON-RPC data plane (``POST /agentenv``, always HTTP 200), MCP at ``/mcp``,
+extension routes, ``/tools/disable|enable`` when the env sets ``tool_access``, and ``GET /ready``.
+Built by an app factory so tests and the gateway can run it in-process; no module state.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from .access import AccessRuleError, ToolAccessRules
+from .env import (
+    AgentEnvEnvironment,
+    ExtensionEntry,
+    ToolContext,
+    ToolEntry,
+    agentenv_error_result,
+    error_result,
+    tool_result,
+)
+from .errors import AgentEnvError
+from .mcp_http import Caller, McpEndpoint, json_response
+from .parts import PartError, part_to_wire, parts_from_wire
+from .schema import CoercionError, coerce, to_jsonable
+
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = 18765
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+_FAILED_CODES = {"data/reset": "reset_failed", "data/add": "add_failed", "data/get": "get_failed"}
+
+
+class ArgumentError(ValueError):
+    """Tool or extension arguments that do not match the handler's parameters."""
+
+
+def bind_arguments(params: Sequence[Any], raw: dict[str, Any], accepts_extra: bool,
+                   *, reject_unknown: bool) -> dict[str, Any]:
+    """Coerce ``raw`` onto declared parameters; missing required ones raise ArgumentError."""
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        if p.name in raw:
+            try:
+                kwargs[p.name] = coerce(raw[p.name], p.annotation)
+            except CoercionError as exc:
+                raise ArgumentError(f"invalid value for {p.name}: {exc}") from None
+        elif p.required:
+            raise ArgumentError(f"missing parameter: {p.name}")
+    if len(kwargs) != len(raw):
+        known = {p.name for p in params}
+        extra = [k for k in raw if k not in known]
+        if accepts_extra:
+            kwargs.update({k: raw[k] for k in extra})
+        elif reject_unknown and extra:
+            raise ArgumentError(f"unknown parameter: {extra[0]}")
+    return kwargs
+
+
+def _ext_error(code: str, message: str, status: int, applied: str = "no") -> web.Response:
+    return json_response({"ok": False, "error": {"code": code, "message": message,
+                                                 "retryable": False, "applied": applied}},
+                         status=status)
+
+
+class EnvServer:
+    """Serves one env instance: the ToolHost for MCP plus the plain HTTP routes."""
+
+    def __init__(self, env: AgentEnvEnvironment) -> None:
+        self.env = env
+        self.registry = env.agentenv_registry()
+        self.tools: dict[str, ToolEntry] = self.registry.tools
+        self.enforce_access = bool(getattr(env, "tool_access", False))
+        self.rules = ToolAccessRules()
+        self._listing = [t.mcp_listing() for t in self.tools.values()]
+        self._card = json.dumps(env.agentenv_card()).encode()
+
+    # -- MCP ToolHost -----------------------------------------------------------------------
+    def mcp_tools(self, caller: Caller) -> Sequence[dict[str, Any]]:
+        return self._listing
+
+    async def mcp_call(self, name: str, arguments: dict[str, Any], caller: Caller,
+                       call_id: str) -> dict[str, Any]:
+        entry = self.tools.get(name)
+        if entry is None:
+            return error_result(f"Unknown tool: {name}")
+        if self.enforce_access and not self.rules.allowed(caller.role, name, hidden=entry.hidden):
+            return agentenv_error_result(AgentEnvError(
+                "permission_denied",
+                f"tool {name!r} is not allowed for role {caller.role or 'default'!r}"))
+        try:
+            kwargs = bind_arguments(entry.params, arguments, entry.accepts_extra,
+                                    reject_unknown=False)
+        except ArgumentError as exc:
+            return error_result(f"Invalid arguments for tool {name}: {exc}")
+        if entry.context_param:
+            kwargs[entry.context_param] = ToolContext(
+                caller.role, caller.session, name, arguments, call_id)
+        try:
+            value = entry.fn(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        except AgentEnvError as exc:
+            return agentenv_error_result(exc)
+        except Exception as exc:
+            return error_result(f"Error executing tool {name}: {exc}")
+        return tool_result(value)
+
+    # -- HTTP routes ------------------------------------------------------------------------
+    async def card(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._card, content_type="application/json")
+
+    async def ready(self, request: web.Request) -> web.Response:
+        return json_response({"ready": True})
+
+    async def dataplane(self, request: web.Request) -> web.Response:
+        """JSON-RPC 2.0 on ``POST /agentenv``: always HTTP 200, errors by code."""
+        body = await request.read()
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            return _rpc_error(None, -32700, "parse error")
+        if not isinstance(msg, dict):
+            return _rpc_error(None, -32600, "invalid request")
+        msg_id = msg.get("id")
+        method = msg.get("method")
+        if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
+            return _rpc_error(msg_id, -32600, "invalid request")
+        handler = self.registry.data.get(method)
+        if handler is None:
+            return _rpc_error(msg_id, -32601, f"method not found: {method}")
+        params = msg.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict) and method != "data/reset":
+            return _rpc_error(msg_id, -32602, "invalid_request",
+                              {"detail": "params must be an object"})
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        if method == "data/add":
+            try:
+                args.append(parts_from_wire(params.get("parts")))
+            except PartError as exc:
+                return _rpc_error(msg_id, -32602, "invalid_request", {"detail": str(exc)})
+        elif method == "data/get":
+            grant = params.get("write_namespace")
+            if grant is not None:
+                if not isinstance(grant, dict):
+                    return _rpc_error(msg_id, -32602, "invalid_request",
+                                      {"detail": "write_namespace must be an object"})
+                if _accepts(handler, "write_namespace"):
+                    kwargs["write_namespace"] = grant
+        try:
+            value = handler(*args, **kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            if method == "data/get":
+                if isinstance(value, dict) and "parts" in value:
+                    value = value["parts"]
+                result: dict[str, Any] = {"parts": [part_to_wire(p) for p in value or []]}
+            else:
+                result = {}
+        except Exception as exc:
+            return _rpc_error(msg_id, -32000, str(exc), {"code": _FAILED_CODES[method]})
+        return json_response({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def extension_handler(self, entry: ExtensionEntry) -> Callable[
+        [web.Request], Awaitable[web.Response]
+    ]:
+        """One aiohttp handler per extension route, with coercion and the error bodies."""
+
+        async def handle(request: web.Request) -> web.Response:
+            raw: dict[str, Any] = {}
+            for key in request.query:
+                values = request.query.getall(key)
+                raw[key] = values[0] if len(values) == 1 else values
+            if request.method != "GET":
+                body = await request.read()
+                if body.strip():
+                    try:
+                        loaded = json.loads(body)
+                    except ValueError:
+                        return _ext_error("invalid_params", "body is not valid JSON", 400)
+                    if not isinstance(loaded, dict):
+                        return _ext_error("invalid_params", "body must be a JSON object", 400)
+                    raw.update(loaded)
+            try:
+                kwargs = bind_arguments(entry.params, raw, entry.accepts_extra,
+                                        reject_unknown=True)
+            except ArgumentError as exc:
+                return _ext_error("invalid_params", str(exc), 400)
+            try:
+                value = entry.fn(**kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+            except AgentEnvError as exc:
+                return json_response({"ok": False, "error": exc.to_dict()}, status=exc.status)
+            except Exception as exc:
+                return _ext_error("extension_failed", str(exc) or type(exc).__name__, 500,
+                                  applied="unknown")
+            return json_response({} if value is None else to_jsonable(value))
+
+        return handle
+
+    async def tools_access(self, request: web.Request) -> web.Response:
+        allow = request.path.endswith("/enable")
+        try:
+            body = json.loads(await request.read() or b"{}")
+            result = self.rules.apply(body, allow=allow,
+                                      tools={n: t.hidden for n, t in self.tools.items()})
+        except (ValueError, AccessRuleError) as exc:
+            return _ext_error("invalid_params", str(exc), 400)
+        return json_response(result)
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _rpc_error(msg_id: Any, code: int, message: str, data: Any = None) -> web.Response:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return json_response({"jsonrpc": "2.0", "id": msg_id, "error": err})
+
+
+def create_app(
+    env: AgentEnvEnvironment,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    prefer_json: bool = False,
+    page_size: int = 100,
+) -> web.Application:
+    """Build the aiohttp app for ``env``.
+
+    ``max_body_bytes`` caps request bodies (larger ones get 413); ``prefer_json`` answers
+    plain JSON when a client accepts both JSON and SSE (SSE otherwise); ``page_size`` is the
+    ``tools/list`` page length.
+    """
+    server = EnvServer(env)
+    card = type(env).__agentenv_card__
+    mcp = McpEndpoint(server, server_name=server.registry.name,
+                      server_version=str(card.get("version", "0.1.0")),
+                      instructions=card.get("instructions"),
+                      prefer_json=prefer_json, page_size=page_size)
+    app = web.Application(client_max_size=max_body_bytes)
+    app["agentenv_server"] = server
+    app["agentenv_mcp"] = mcp
+    app.router.add_get("/.well-known/agent-env.json", server.card)
+    app.router.add_get("/ready", server.ready)
+    app.router.add_post("/agentenv", server.dataplane)
+    app.router.add_post("/mcp", mcp.handle_post)
+    app.router.add_get("/mcp", mcp.handle_get, allow_head=False)
+    app.router.add_delete("/mcp", mcp.handle_delete)
+    for entry in server.registry.extensions:
+        app.router.add_route(entry.method, entry.route, server.extension_handler(entry))
+    if server.enforce_access:
+        app.router.add_post("/tools/disable", server.tools_access)
+        app.router.add_post("/tools/enable", server.tools_access)
+    return app
+
+
+def serve(env: AgentEnvEnvironment, host: str | None = None, port: int | None = None,
+          **options: Any) -> None:
+    """Run the env's server until interrupted (``MCP_HOST``/``MCP_PORT`` when not given)."""
+    host = host or os.environ.get("MCP_HOST") or DEFAULT_HOST
+    port = port or int(os.environ.get("MCP_PORT") or DEFAULT_PORT)
+    app = create_app(env, **options)
+    print(f"agentenv env {env.environment_name!r} serving on http://{host}:{port}", flush=True)
+    web.run_app(app, host=host, port=port, print=None, access_log=None)
