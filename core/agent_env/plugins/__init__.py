@@ -37,7 +37,9 @@ ENTRY_POINT_GROUP = "agent_env"
 CORE_DISTRIBUTION = "agentenv-framework"
 
 #: The kernel's own plugins, registered exactly like outside ones (as pytest's default_plugins).
-BUILTIN_PLUGINS: tuple[str, ...] = ("agent_env.builtin",)
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "agent_env.cli.builtin_commands",
+)
 
 # Statuses shown by ``agent-env plugin list``; reasons are stable codes for ``--json``.
 ACTIVE, FAILED, SKIPPED, CONFLICT, UNLOADED = "active", "failed", "skipped", "conflict", "unloaded"

@@ -1,0 +1,1 @@
+"""The ``agent-env`` command line (click); commands live in ``*_cmd`` modules."""

@@ -1,0 +1,30 @@
+"""The core's own commands, added through the same ``agent_env_cli`` hook plugins use."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from agent_env.hookspecs import hookimpl
+
+#: command name -> "module:attribute"; a module not written yet is simply not offered.
+CORE_COMMANDS = {
+    "plugin": "agent_env.cli.plugin_cmd:plugin",
+    "config": "agent_env.cli.config_cmd:config",
+    "run": "agent_env.cli.run_cmd:run",
+    "task": "agent_env.cli.task_cmd:task",
+}
+
+
+@hookimpl
+def agent_env_cli(cli: click.Group) -> None:
+    for name, target in CORE_COMMANDS.items():
+        module_name, attribute = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        cli.add_command(getattr(module, attribute), name)

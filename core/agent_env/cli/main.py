@@ -1,0 +1,144 @@
+"""The ``agent-env`` root command: global options, error handling and exit codes.
+
+Exit codes: 0 ok; 1 a user error, a failed task or a failed check; 2 usage; 130 after SIGINT;
+143 after SIGTERM. A :class:`~agent_env.errors.UserError` prints as one line ``Error: ...``
+(tracebacks only with ``-v``); anything else is a defect and keeps its traceback.
+
+Startup is kept cheap: ``--version`` answers before anything but click is imported, and plugins
+are loaded only when a command is looked up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+EXIT_USER_ERROR = 1
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+def _version() -> str:
+    from agent_env.plugins import core_version
+
+    return core_version()
+
+
+class AgentEnvGroup(click.Group):
+    """A group whose commands come from plugins (the core's own included), loaded on demand."""
+
+    _extended = False
+
+    def _ensure_commands(self, ctx: click.Context) -> None:
+        if self._extended:
+            return
+        self._extended = True
+        from agent_env.plugins import get_host
+
+        get_host().extend_cli(self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._ensure_commands(ctx)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._ensure_commands(ctx)
+        return super().list_commands(ctx)
+
+
+def _disable_plugins(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> None:
+    names = []
+    for value in values:
+        if not value.startswith("no:"):
+            raise click.BadParameter(f"expected no:NAME, got {value!r}", ctx=ctx, param=param)
+        names.append(value[3:])
+    if names:
+        from agent_env.plugins import disable
+
+        disable(names)
+
+
+def _use_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:
+        os.environ["AGENT_ENV_CONFIG"] = value
+
+
+@click.group(cls=AgentEnvGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    package_name="agentenv-framework", prog_name="agent-env", message="%(prog)s %(version)s"
+)
+@click.option("-v", "--verbose", is_flag=True, help="Debug logs and tracebacks for every error.")
+@click.option("--log-json", is_flag=True, help="Logs as JSON lines (or AGENT_ENV_LOG_JSON=1).")
+@click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    expose_value=False,
+    is_eager=True,
+    callback=_use_config,
+    help="Config file to use instead of the nearest .agentenv/config.toml.",
+)
+@click.option(
+    "-p",
+    "plugin_switches",
+    metavar="no:NAME",
+    multiple=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_disable_plugins,
+    help="Turn a plugin off for this command (repeatable).",
+)
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool, log_json: bool) -> None:
+    """Build, deploy and run agent environments and the tasks that grade agents in them."""
+    ctx.obj = {"verbose": verbose}
+    if verbose or log_json or os.environ.get("AGENT_ENV_LOG_JSON"):
+        from agent_env.logs import configure_logging
+
+        configure_logging(verbose=verbose, json_lines=log_json or None)
+
+
+def _print_error(message: str, notes: list[str]) -> None:
+    click.echo(f"Error: {message}", err=True)
+    for note in notes:
+        click.echo(note, err=True)
+
+
+def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:
+    """Entry point: run the CLI and turn errors into messages and exit codes."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # the fast path: nothing but this module imported
+        click.echo(f"agent-env {_version()}")
+        sys.exit(0)
+    verbose = any(a in ("-v", "--verbose") for a in args)
+    code = 0
+    try:
+        result: Any = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        code = EXIT_SIGINT
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        code = EXIT_SIGINT
+    except Exception as exc:
+        from agent_env.errors import UserError
+
+        if isinstance(exc, UserError):
+            if verbose:
+                import traceback
+
+                traceback.print_exc()
+            _print_error(exc.message, exc.notes)
+            code = EXIT_USER_ERROR
+        else:
+            raise
+    sys.exit(code)
