@@ -50,7 +50,9 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
 }
 
 _REFERENCE = re.compile(r"^(env|secret):([^?]*)(?:\?(.*))?$", re.DOTALL)
-_SECRET_KEY = re.compile(r"(key|token|secret|password|credential)", re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"(key|token|password|passwd|credential|secret_|_secret)$|^secret_", re.IGNORECASE
+)
 
 SecretLookup = Callable[[str], "str | None"]
 
@@ -172,7 +174,7 @@ _CACHED: Config | None = None
 
 
 def configure(**sections: Any) -> None:
-    """Override config from code (highest precedence), e.g. ``configure(stores={"object": "s3"})``."""
+    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``."""
     global _CACHED
     for name, value in sections.items():
         if isinstance(value, dict) and isinstance(_OVERRIDES.get(name), dict):
@@ -194,6 +196,10 @@ def get_config() -> Config:
     global _CACHED
     if _CACHED is None:
         _CACHED = load_config()
+        for warning in _CACHED.warnings:
+            import sys
+
+            sys.stderr.write(f"warning: {warning}\n")
     return _CACHED
 
 
@@ -215,7 +221,7 @@ def load_config(
         file_data = read_toml(path)
         warnings.extend(_check_shape(file_data, path))
         for name, value in file_data.items():
-            data[name] = _deep_merge(data.get(name, {}), value) if isinstance(value, dict) else value
+            data[name] = _merge_value(data.get(name), value)
             sources[name] = f"file {path}"
     for variable, (section, key) in ENV_VARIABLES.items():
         if environ.get(variable):
@@ -223,10 +229,14 @@ def load_config(
             table[key] = environ[variable]
             sources[section] = f"{sources.get(section, 'default')} + ${variable}"
     for name, value in overrides.items():
-        data[name] = _deep_merge(data.get(name, {}), value) if isinstance(value, dict) else value
+        data[name] = _merge_value(data.get(name), value)
         sources[name] = f"{sources.get(name, 'default')} + configure()"
     resolved = resolve_references(data, environ=environ, secrets=secrets)
     return Config(resolved, path, sources, tuple(warnings), raw=data)
+
+
+def _merge_value(base: Any, value: Any) -> Any:
+    return _deep_merge(base or {}, value) if isinstance(value, dict) else value
 
 
 def _deep_merge(base: Any, extra: Mapping[str, Any]) -> dict[str, Any]:

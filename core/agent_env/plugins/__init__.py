@@ -199,7 +199,7 @@ class PluginHost:
         try:
             with _stdout_to_stderr():
                 module = entry_point.load()
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from a plugin must not exit us
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             record.status, record.reason = FAILED, "import-error"
@@ -345,7 +345,7 @@ class PluginHost:
             try:
                 with _stdout_to_stderr():
                     impl.function(event=event)
-            except Exception:  # noqa: BLE001 - an observer must not break a run
+            except Exception:
                 from agent_env.logs import get_logger
 
                 get_logger("plugins").warning(

@@ -1,0 +1,42 @@
+"""``agent-env config show``: which file is in effect and where each section came from."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from agent_env.config import get_config, mask
+
+
+@click.group()
+def config() -> None:
+    """Inspect the configuration in effect."""
+
+
+@config.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def show_config(as_json: bool) -> None:
+    """The file in effect, each section's source and values (secrets masked)."""
+    cfg = get_config()
+    shown = mask(cfg.raw)
+    if as_json:
+        payload = {
+            "format_version": 1,
+            "file": str(cfg.path) if cfg.path else None,
+            "state_root": str(cfg.state_root),
+            "sources": cfg.sources,
+            "values": shown,
+            "warnings": list(cfg.warnings),
+        }
+        click.echo(json.dumps(payload, indent=2, default=str))
+        return
+    import tomlkit
+
+    click.echo(f"Config file: {cfg.path or 'none (local defaults)'}")
+    click.echo(f"State root: {cfg.state_root}")
+    for name in sorted(shown):
+        value = shown[name]
+        click.echo()
+        click.echo(f"# [{name}] from {cfg.sources.get(name, 'default')}")
+        click.echo(tomlkit.dumps({name: value}).rstrip())

@@ -1,0 +1,276 @@
+"""``plugin add`` / ``plugin remove``: change the Python environment agent-env runs in, safely.
+
+The installer is the one that owns the environment (uv for a uv-made venv or uv tool, else pip),
+always aimed at ``sys.executable``. ``add`` snapshots the installed distributions first, checks in
+a fresh process that every new plugin loads, and otherwise puts the environment back exactly as
+it was (removes what came in, reinstalls what changed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import attrs
+import click
+
+from agent_env.errors import UserError
+from agent_env.plugins import CORE_DISTRIBUTION, _normalise
+from agent_env.plugins.catalog import by_short_name
+
+PROTECTED = {_normalise(CORE_DISTRIBUTION), _normalise("agentenv-framework-protocol")}
+
+
+@attrs.frozen
+class Installed:
+    """One installed distribution, with what it takes to reinstall it exactly."""
+
+    name: str
+    version: str
+    url: str | None = None
+    editable: bool = False
+
+    def reinstall_spec(self) -> list[str]:
+        if self.url and self.url.startswith("file://"):
+            path = self.url[len("file://") :]
+            return ["-e", path] if self.editable else [path]
+        if self.url:
+            return [self.url]
+        return [f"{self.name}=={self.version}"]
+
+
+_SNAPSHOT_CODE = """
+import json, importlib.metadata as m
+out = {}
+for d in m.distributions():
+    name = d.metadata["Name"]
+    direct = d.read_text("direct_url.json")
+    url = editable = None
+    if direct:
+        info = json.loads(direct)
+        url = info.get("url")
+        editable = bool(info.get("dir_info", {}).get("editable"))
+    out[name] = [d.version, url, editable]
+print(json.dumps(out))
+"""
+
+
+def snapshot() -> dict[str, Installed]:
+    """The distributions installed in this environment, read in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SNAPSHOT_CODE], capture_output=True, text=True, check=True
+    )
+    raw = json.loads(done.stdout)
+    return {
+        _normalise(name): Installed(name, version, url, bool(editable))
+        for name, (version, url, editable) in raw.items()
+    }
+
+
+def installer_command() -> list[str]:
+    """The installer that owns this environment, as an argv prefix."""
+    prefix = Path(sys.prefix)
+    cfg = prefix / "pyvenv.cfg"
+    made_by_uv = cfg.is_file() and re.search(r"^uv\s*=", cfg.read_text(), re.MULTILINE)
+    is_uv_tool = (prefix / "uv-receipt.toml").is_file()
+    uv = shutil.which("uv") or _venv_uv()
+    if (made_by_uv or is_uv_tool) and uv:
+        return [uv, "pip"]
+    return [sys.executable, "-m", "pip"]
+
+
+def _venv_uv() -> str | None:
+    candidate = Path(sys.executable).parent / "uv"
+    return str(candidate) if candidate.is_file() else None
+
+
+def _run_installer(verb: str, args: list[str]) -> None:
+    command = installer_command()
+    full = [*command, verb]
+    if command[-1] == "pip" and command[0] != sys.executable:  # uv pip
+        full += ["--python", sys.executable]
+    if verb == "uninstall" and command[0] == sys.executable:
+        full.append("-y")
+    full += args
+    click.echo(f"$ {' '.join(full)}", err=True)
+    done = subprocess.run(full)
+    if done.returncode != 0:
+        raise UserError(f"the installer failed ({' '.join(full[:3])} exit {done.returncode})")
+
+
+def refuse_externally_managed() -> None:
+    """PEP 668: never pip-install into a system Python that says it is externally managed."""
+    if sys.prefix != sys.base_prefix:
+        return
+    marker = Path(sysconfig.get_path("stdlib")) / "EXTERNALLY-MANAGED"
+    if marker.is_file():
+        raise UserError(
+            f"{sys.executable} is an externally managed Python (PEP 668); install agent-env "
+            "in a virtualenv (python3 -m venv .venv && .venv/bin/pip install agentenv-framework) "
+            "or with 'uv tool install agentenv-framework', and run plugin add from there"
+        )
+
+
+def _spec_name(spec: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+    return _normalise(match.group(1)) if match else ""
+
+
+def _checkout_root() -> Path | None:
+    import agent_env
+
+    root = Path(agent_env.__file__).resolve().parents[2]
+    return root if (root / "plugins").is_dir() and (root / "pyproject.toml").is_file() else None
+
+
+def resolve_specs(specs: list[str]) -> list[str]:
+    """Map first-party short names to their folders in a checkout; refuse the core."""
+    resolved = []
+    root = _checkout_root()
+    for spec in specs:
+        if not Path(spec).exists() and _spec_name(spec) in PROTECTED:
+            raise UserError(
+                f"'{spec}' is agent-env itself, not a plugin; upgrade it with your installer "
+                "instead of plugin add"
+            )
+        first_party = by_short_name(spec)
+        if first_party is not None:
+            folder = root / "plugins" / first_party.short_name if root else None
+            if folder is not None and (folder / "pyproject.toml").is_file():
+                resolved.append(str(folder))
+                continue
+            resolved.append(first_party.distribution)
+            continue
+        resolved.append(spec)
+    return resolved
+
+
+def add(specs: list[str], *, dry_run: bool = False, assume_yes: bool = False) -> None:
+    """Install ``specs``, verify the new plugins load, roll back exactly if they don't."""
+    refuse_externally_managed()
+    targets = resolve_specs(specs)
+    click.echo(f"Plan: install {' '.join(targets)} into {sys.prefix}")
+    click.echo(f"Installer: {' '.join(installer_command()[:2])}")
+    if dry_run:
+        click.echo("Dry run: nothing changed.")
+        return
+    if not assume_yes and not click.confirm("Proceed?", default=False):
+        raise UserError("nothing installed (answer y, or pass -y)")
+    before = snapshot()
+    args: list[str] = []
+    for target in targets:
+        args += ["-e", target] if Path(target).is_dir() else [target]
+    try:
+        _run_installer("install", args)
+        after = snapshot()
+        added = sorted(set(after) - set(before))
+        problems = verify_plugins_load([after[n].name for n in added])
+    except (UserError, KeyboardInterrupt):
+        restore(before)
+        raise
+    if problems:
+        restore(before)
+        raise UserError(
+            "the new plugin did not load, so the environment was restored: " + "; ".join(problems)
+        )
+    click.echo(f"Added {', '.join(after[n].name + ' ' + after[n].version for n in added)}.")
+
+
+def verify_plugins_load(distributions: list[str]) -> list[str]:
+    """Ask a fresh agent-env process whether the named distributions' plugins are active."""
+    env = dict(os.environ)
+    env.pop("AGENT_ENV_PLUGINS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_env", "plugin", "list", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if done.returncode != 0:
+        return [f"agent-env plugin list failed: {done.stderr.strip()[-300:]}"]
+    rows = {_normalise(r["package"]): r for r in json.loads(done.stdout)["plugins"]}
+    problems = []
+    for name in distributions:
+        row = rows.get(_normalise(name))
+        if row is None:
+            continue  # a plain dependency, not a plugin
+        if row["status"] != "active":
+            problems.append(f"{name}: {row['status']} ({row['reason']}: {row['detail']})")
+    return problems
+
+
+def restore(before: dict[str, Installed]) -> None:
+    """Put the environment back to ``before``: remove newcomers, reinstall what changed."""
+    now = snapshot()
+    extra = [now[n].name for n in sorted(set(now) - set(before))]
+    if extra:
+        _run_installer("uninstall", extra)
+    changed = [before[n] for n in before if n in now and now[n] != before[n]]
+    missing = [before[n] for n in before if n not in now]
+    for dist in [*changed, *missing]:
+        _run_installer("install", ["--no-deps", *dist.reinstall_spec()])
+
+
+def _uses(provides: list[dict[str, str]]) -> list[str]:
+    """What in the config or the stored tasks still uses any of ``provides``."""
+    from agent_env.config import get_config
+
+    config = get_config()
+    uses = []
+    for item in provides:
+        kind, name = item["kind"], item["name"]
+        if kind == "store":
+            store_kind, backend = name.split(":", 1)
+            if config.store(store_kind).backend == backend:
+                uses.append(f"the config's [stores] {store_kind} = '{backend}'")
+        if kind == "sandbox_provider":
+            if name in config.sandbox_chain() or name in config.sandbox_chain(agent=True):
+                uses.append(f"the config's [sandbox] chain names '{name}'")
+    step_types = {i["name"] for i in provides if i["kind"] == "step_type"}
+    providers = {i["name"] for i in provides if i["kind"] == "sandbox_provider"}
+    if step_types or providers:
+        uses.extend(_stored_task_uses(step_types, providers))
+    return uses
+
+
+def _stored_task_uses(step_types: set[str], providers: set[str]) -> list[str]:
+    try:
+        from agent_env.stores.versioned import stored_step_usage  # type: ignore[attr-defined]
+    except ImportError:
+        return []
+    return [
+        f"stored task '{task_id}' uses {what}"
+        for task_id, what in stored_step_usage(step_types, providers)
+    ]
+
+
+def remove(names: list[str], *, force: bool = False, assume_yes: bool = False) -> None:
+    """Uninstall plugin distributions; blocked while config or stored tasks use them."""
+    refuse_externally_managed()
+    from agent_env.cli.plugin_cmd import _find_row, _package_rows
+
+    rows = _package_rows()
+    distributions = []
+    for name in names:
+        first_party = by_short_name(name)
+        row = _find_row(first_party.distribution if first_party else name, rows)
+        if _normalise(row["package"]) in PROTECTED:
+            raise UserError(f"'{row['package']}' is agent-env itself and cannot be removed")
+        uses = _uses(row["provides"])
+        if uses and not force:
+            raise UserError(
+                f"{row['package']} is still in use: {'; '.join(uses)} "
+                "(change those first, or pass --force)"
+            )
+        distributions.append(row["package"])
+    click.echo(f"Plan: uninstall {' '.join(distributions)} from {sys.prefix}")
+    if not assume_yes and not click.confirm("Proceed?", default=False):
+        raise UserError("nothing removed (answer y, or pass -y)")
+    _run_installer("uninstall", distributions)
+    click.echo(f"Removed {', '.join(distributions)}.")

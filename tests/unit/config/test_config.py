@@ -1,0 +1,145 @@
+"""Config: finding the file, precedence, references and the errors a user sees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from agent_env import config as cfg
+from agent_env.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    for name in list(os.environ):
+        if name.startswith("AGENT_ENV_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    cfg.reset()
+    yield
+    cfg.reset()
+
+
+def write_config(folder: Path, text: str) -> Path:
+    path = folder / ".agentenv" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_no_file_means_local_defaults(tmp_path: Path) -> None:
+    config = cfg.load_config()
+    assert config.path is None
+    assert config.store("object").backend == "filesystem"
+    assert config.sources["stores"] == "default"
+
+
+def test_the_file_is_found_by_walking_up(tmp_path: Path, monkeypatch) -> None:
+    path = write_config(tmp_path, '[stores]\nobject = "s3"\n')
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    config = cfg.load_config()
+    assert config.path == path
+    assert config.store("object").backend == "s3"
+    assert config.store("document").backend == "sqlite"  # absent keys keep their default
+
+
+def test_precedence_default_file_env_code(tmp_path: Path, monkeypatch) -> None:
+    write_config(tmp_path, '[stores]\nobject = "from-file"\ndocument = "from-file"\n')
+    monkeypatch.setenv("AGENT_ENV_OBJECT_STORE", "from-env")
+    monkeypatch.setenv("AGENT_ENV_DOCUMENT_STORE", "from-env")
+    cfg.configure(stores={"document": "from-code"})
+    config = cfg.load_config()
+    assert config.store("object").backend == "from-env"
+    assert config.store("document").backend == "from-code"
+    assert config.store("secret").backend == "local"
+    assert "AGENT_ENV_OBJECT_STORE" in config.sources["stores"]
+    assert "configure()" in config.sources["stores"]
+
+
+def test_store_settings_table(tmp_path: Path) -> None:
+    write_config(tmp_path, '[stores.object]\nbackend = "s3"\nbucket = "b1"\n')
+    choice = cfg.load_config().store("object")
+    assert (choice.backend, choice.settings) == ("s3", {"bucket": "b1"})
+
+
+def test_agent_env_config_must_exist(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AGENT_ENV_CONFIG", str(tmp_path / "nope.toml"))
+    with pytest.raises(ConfigError, match=r"AGENT_ENV_CONFIG names .*nope.toml, which does not"):
+        cfg.load_config()
+
+
+def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
+    path = write_config(tmp_path, '[stores]\nobject = "s3"\nbroken = \n')
+    with pytest.raises(ConfigError) as info:
+        cfg.load_config()
+    assert str(info.value).startswith(f"{path}:3: invalid TOML")
+
+
+def test_a_section_that_is_not_a_table_is_an_error(tmp_path: Path) -> None:
+    write_config(tmp_path, 'stores = "s3"\n')
+    with pytest.raises(ConfigError, match=r"\[stores\] must be a table"):
+        cfg.load_config()
+
+
+def test_unknown_keys_and_sections_warn_by_name(tmp_path: Path) -> None:
+    write_config(tmp_path, '[stores]\nobjekt = "s3"\n[nonsense]\nx = 1\n')
+    warnings = cfg.load_config().warnings
+    assert any("unknown key 'objekt' in [stores]" in w for w in warnings)
+    assert any("unknown section [nonsense]" in w for w in warnings)
+
+
+def test_env_references_with_and_without_default(tmp_path: Path, monkeypatch) -> None:
+    write_config(
+        tmp_path,
+        '[model]\nbase_url = "env:MODEL_URL"\napi_key = "env:MODEL_KEY?none"\n',
+    )
+    monkeypatch.setenv("MODEL_URL", "http://127.0.0.1:9")
+    model = cfg.load_config().section("model")
+    assert model == {"base_url": "http://127.0.0.1:9", "api_key": "none"}
+
+
+def test_an_unresolved_env_reference_is_a_clear_error(tmp_path: Path) -> None:
+    write_config(tmp_path, '[model]\napi_key = "env:NOT_SET_ANYWHERE"\n')
+    with pytest.raises(ConfigError) as info:
+        cfg.load_config()
+    message = str(info.value)
+    assert "model.api_key" in message and "export NOT_SET_ANYWHERE=" in message
+    assert "\n" not in message
+
+
+def test_secret_references_resolve_through_a_lookup(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("POINTER", "secret:real?x")
+    resolved = cfg.resolve_references(
+        {"a": ["env:POINTER"], "b": "secret:tok"},
+        secrets={"real": "s3cr3t", "tok": "t"}.get,
+    )
+    assert resolved == {"a": ["s3cr3t"], "b": "t"}
+
+
+def test_mask_hides_secret_values_but_not_references() -> None:
+    shown = cfg.mask({"model": {"api_key": "sk-123", "base_url": "u"},
+                      "p": {"token": "env:TOK"}, "stores": {"secret": "local"}})
+    assert shown["model"] == {"api_key": "****", "base_url": "u"}
+    assert shown["p"]["token"] == "env:TOK"
+    assert shown["stores"]["secret"] == "local"
+
+
+def test_state_root_is_private(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    root = cfg.load_config().state_root
+    assert root == tmp_path / "xdg" / "agent-env"
+    assert (root.stat().st_mode & 0o777) == 0o700
+
+
+def test_sandbox_chain_and_provider_settings(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        '[sandbox]\ndefault = "tensorlake, docker"\n'
+        '[sandbox.providers.tensorlake.config]\napi_key = "k"\n',
+    )
+    config = cfg.load_config()
+    assert config.sandbox_chain() == ["tensorlake", "docker"]
+    assert config.provider_settings("tensorlake") == {"api_key": "k"}
