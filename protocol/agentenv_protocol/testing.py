@@ -96,18 +96,19 @@ async def serve_env(env: Any, *, host: str = "127.0.0.1", port: int = 0,
 
 @contextlib.asynccontextmanager
 async def serve_gateway(children: Sequence[str], *, token: str | None = None,
-                        host: str = "127.0.0.1", port: int = 0,
+                        host: str = "127.0.0.1", port: int = 0, settle_timeout: float = 30.0,
                         **gateway_options: Any) -> AsyncIterator[RunningServer]:
     """Serve a gateway over ``children`` (base URLs); a random token unless one is given.
 
-    The gateway has connected to its children when the block starts (``ready_timeout``
-    and the other options go to ``gateway.create_gateway_app``).
+    The block starts once every child is connected or has failed its first readiness wait
+    (bounded by ``settle_timeout``); other options go to ``gateway.create_gateway_app``.
     """
     from .gateway import create_gateway_app
 
     token = token or secrets.token_urlsafe(24)
     app = create_gateway_app(list(children), token=token, **gateway_options)
     async with serve_app(app, host=host, port=port, token=token) as server:
+        await app["agentenv_gateway"].wait_settled(settle_timeout)
         yield server
 
 

@@ -1,0 +1,710 @@
+"""The gateway: one authenticated MCP endpoint in front of N env servers.
+
+Run it as::
+
+    python -m agentenv_protocol.gateway --child URL [--child URL ...] [--host 0.0.0.0]
+        [--port 18765] [--token TOKEN] [--mode performance|consistent] [--name NAME]
+        [--call-timeout 30] [--ready-timeout 120] [--internal-url URL]
+        [--max-body-bytes N] [--prefer-json]
+
+``--token`` defaults to ``$AGENTENV_GATEWAY_TOKEN``; without either a random token is made and
+the capability URL printed. Every route needs the token, as ``Authorization: Bearer <token>``
+or inside the path as a capability URL, ``/t/<token>/...`` (e.g. ``/t/<token>/mcp``), so a
+stock MCP client given only a URL gets through. Anything else is a bare 401.
+
+Routes (each also under ``/t/<token>``): ``/mcp`` (one flat tool namespace over all
+children), ``/.well-known/agent-env.json`` (composed card, children under
+``children_environments`` with endpoints rewritten to ``/env/<child>/...``), ``/env/<child>/...``
+(a pass-through to that child), ``/agentenv`` (data plane: ``data/reset`` fans out; add/get go
+to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON lines),
+``/tools/disable``, ``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``).
+
+Children are waited for (``GET /ready`` 200; a server without ``/ready`` is ready when ``/mcp``
+answers below 500). A tool name served by two children is served by none, reported on
+``/state``, and keeps ``/ready`` at 503. Calls carry the caller's role and session to the
+child in ``_meta``. In ``performance`` mode calls run concurrently; ``consistent`` runs them
+one at a time. Trajectory events: ``tool_call``; then ``tool_call_result`` when the child
+answered (``is_error`` tells a tool-level failure) or ``tool_call_failed`` when it did not
+(timeout, unreachable) or the gateway refused the call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import hmac
+import itertools
+import json
+import os
+import re
+import secrets
+import sys
+import time
+import zoneinfo
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import aiohttp
+import attrs
+from aiohttp import web
+
+from .access import AccessRuleError, ToolAccessRules
+from .card import (
+    Capabilities,
+    EnvironmentCard,
+    ExtensionInfo,
+    Interface,
+    ToolInfo,
+)
+from .client import McpClient, fetch_card_raw
+from .clock import CLOCK_URI, ClockError, VirtualClock
+from .env import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
+from .errors import ProtocolError, TransportError
+from .mcp_http import Caller, McpEndpoint, json_response
+
+DEFAULT_PORT = 18765
+MODES = ("performance", "consistent")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_HOP_HEADERS = frozenset({"host", "authorization", "connection", "keep-alive", "content-length",
+                          "transfer-encoding", "upgrade", "te", "trailer",
+                          "proxy-authorization"})
+_GET_TIME_TOOL = {
+    "name": "get_time",
+    "description": "The current virtual time (clock/v1), optionally in an IANA time zone.",
+    "inputSchema": {"type": "object", "properties": {"time_zone": {
+        "type": "string", "description": "IANA time zone, e.g. Europe/Paris (default UTC)."}}},
+}
+
+
+def _now_utc() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _tool_error(code: str, message: str, *, retryable: bool = False,
+                applied: str = "no") -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": f"{code}: {message}"}],
+            "structuredContent": {"code": code, "message": message, "retryable": retryable,
+                                  "applied": applied},
+            "isError": True}
+
+
+class Child:
+    """One env server behind the gateway: its card, MCP session and tools."""
+
+    def __init__(self, url: str, index: int) -> None:
+        self.url = url.rstrip("/")
+        self.index = index
+        self.name = f"env{index}"
+        self.card: dict[str, Any] | None = None
+        self.client: McpClient | None = None
+        self.tools: list[dict[str, Any]] = []
+        self.ready = False
+        self.error: str | None = None
+
+    async def wait_ready(self, http: aiohttp.ClientSession, timeout: float) -> None:
+        """Poll ``/ready`` (200), or ``/mcp`` (< 500) for servers without ``/ready``."""
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        probe = aiohttp.ClientTimeout(total=2)
+        while True:
+            try:
+                async with http.get(self.url + "/ready", timeout=probe) as resp:
+                    status = resp.status
+                if status == 200:
+                    return
+                if status in (404, 405):
+                    async with http.get(self.url + "/mcp", timeout=probe) as resp:
+                        if resp.status < 500:
+                            return
+            except (TimeoutError, aiohttp.ClientError):
+                pass
+            if time.monotonic() > deadline:
+                raise TransportError(f"{self.url} was not ready within {timeout:g}s")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    async def connect(self, http: aiohttp.ClientSession, call_timeout: float) -> None:
+        """Read the card, open the MCP session and list every tool."""
+        try:
+            self.card = await fetch_card_raw(self.url, session=http)
+        except TransportError:
+            self.card = None  # a server without a card still serves MCP
+        mcp_path = "/mcp"
+        if self.card is not None:
+            with contextlib.suppress(Exception):
+                mcp_path = EnvironmentCard.from_wire(self.card).mcp_path
+        self.client = McpClient(self.url + mcp_path, session=http, timeout=call_timeout,
+                                client_name="agentenv-gateway")
+        init = await self.client.connect()
+        name = (self.card or {}).get("name") or (init.get("serverInfo") or {}).get("name")
+        if name:
+            self.name = re.sub(r"[^A-Za-z0-9_.-]", "-", str(name))
+        self.tools = await self.client.list_tools_raw()
+
+
+class Gateway:
+    """State and handlers of one gateway deployment."""
+
+    def __init__(self, children: Sequence[str], *, token: str | None, mode: str = "performance",
+                 name: str = "gateway", call_timeout: float = 30.0, ready_timeout: float = 120.0,
+                 internal_url: str | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if not children:
+            raise ValueError("a gateway needs at least one child URL")
+        self.token = token
+        self.mode = mode
+        self.name = name
+        self.call_timeout = call_timeout
+        self.ready_timeout = ready_timeout
+        self.internal_url = internal_url.rstrip("/") if internal_url else None
+        self.children = [Child(u, i) for i, u in enumerate(children)]
+        self.by_name: dict[str, Child] = {}
+        self.tools: dict[str, tuple[Child, dict[str, Any]]] = {}
+        self.clashes: dict[str, list[str]] = {}
+        self.rules = ToolAccessRules()
+        self.clock = VirtualClock()
+        self.trajectory: list[dict[str, Any]] = []
+        self._event_ids = itertools.count(1)
+        self._listing: list[dict[str, Any]] = []
+        self._lock = asyncio.Lock()
+        self._http: aiohttp.ClientSession | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.in_flight = 0
+        self.calls = 0
+        self.last_internal_url: str | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def start(self, app: web.Application) -> None:
+        self._http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
+            timeout=aiohttp.ClientTimeout(total=self.call_timeout))
+        self._tasks = [asyncio.create_task(self._bring_up(c)) for c in self.children]
+
+    async def stop(self, app: web.Application) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        for child in self.children:
+            if child.client is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(child.client.close(), 2)
+        if self._http is not None:
+            await self._http.close()
+
+    async def wait_settled(self, timeout: float | None = None) -> bool:
+        """Wait until every child is connected or has failed its first readiness wait."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._first_outcomes(), timeout)
+        return self.ready
+
+    async def _first_outcomes(self) -> None:
+        while any(not c.ready and c.error is None for c in self.children):
+            await asyncio.sleep(0.01)
+
+    async def _bring_up(self, child: Child) -> None:
+        """Wait for a child and connect; keep retrying in the background after a failure."""
+        assert self._http is not None
+        while True:
+            try:
+                await child.wait_ready(self._http, self.ready_timeout)
+                await child.connect(self._http, self.call_timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                child.error = str(exc) or type(exc).__name__
+                await asyncio.sleep(1.0)
+                continue
+            child.ready = True
+            child.error = None
+            self._rebuild()
+            return
+
+    def _rebuild(self) -> None:
+        """One flat namespace; a name served by two children is served by none."""
+        self.by_name = {}
+        for child in self.children:
+            if child.ready:
+                name = child.name
+                n = 2
+                while name in self.by_name:
+                    name = f"{child.name}-{n}"
+                    n += 1
+                child.name = name
+                self.by_name[name] = child
+        owners: dict[str, list[tuple[Child, dict[str, Any]]]] = {}
+        for child in self.children:
+            for tool in child.tools if child.ready else []:
+                owners.setdefault(tool["name"], []).append((child, tool))
+        self.tools = {n: o[0] for n, o in owners.items() if len(o) == 1}
+        self.clashes = {n: [c.name for c, _ in o] for n, o in owners.items() if len(o) > 1}
+        self._listing = [tool for _, tool in self.tools.values()]
+
+    @property
+    def ready(self) -> bool:
+        return all(c.ready for c in self.children) and not self.clashes
+
+    # -- MCP ToolHost -----------------------------------------------------------------------
+    def _visible(self, tool: dict[str, Any], role: str | None) -> bool:
+        hidden = bool((tool.get("_meta") or {}).get(HIDDEN_META_KEY))
+        return self.rules.allowed(role, tool["name"], hidden=hidden)
+
+    def mcp_tools(self, caller: Caller) -> Sequence[dict[str, Any]]:
+        if self.rules or any((t.get("_meta") or {}).get(HIDDEN_META_KEY)
+                             for t in self._listing):
+            listing = [t for t in self._listing if self._visible(t, caller.role)]
+        else:
+            listing = self._listing
+        if self.clock.armed and "get_time" not in self.tools:
+            listing = [*listing, _GET_TIME_TOOL]
+        return listing
+
+    def _record(self, kind: str, call_id: str, caller: Caller, tool: str,
+                **fields: Any) -> None:
+        event = {"event_id": f"evt-{next(self._event_ids)}", "type": kind,
+                 "timestamp_utc": _now_utc(), "role": caller.role or "default",
+                 "session": caller.session, "call_id": call_id, "tool": tool, **fields}
+        if self.clock.armed:
+            event["virtual_time"] = self.clock.now_iso()
+        self.trajectory.append(event)
+
+    async def mcp_call(self, name: str, arguments: dict[str, Any], caller: Caller,
+                       call_id: str) -> dict[str, Any]:
+        self.calls += 1
+        call_id = f"{caller.session or '-'}:{call_id}"
+        self._record("tool_call", call_id, caller, name, arguments=arguments,
+                     duration_ms=None)
+        start = time.perf_counter()
+        entry = self.tools.get(name)
+        if entry is None:
+            if name == "get_time" and self.clock.armed:
+                result = self._get_time(arguments)
+                self._record("tool_call_result", call_id, caller, name, env=None,
+                             is_error=bool(result.get("isError")), result=result,
+                             duration_ms=_ms(start))
+                return result
+            if name in self.clashes:
+                message = (f"tool {name!r} is served by several environments "
+                           f"({', '.join(self.clashes[name])}) and is disabled")
+                result = _tool_error("tool_name_clash", message)
+            else:
+                result = {"content": [{"type": "text", "text": f"Unknown tool: {name}"}],
+                          "isError": True}
+            self._record("tool_call_failed", call_id, caller, name, env=None,
+                         error=result["content"][0]["text"], duration_ms=_ms(start))
+            return result
+        child, listing = entry
+        if not self._visible(listing, caller.role):
+            result = _tool_error("permission_denied",
+                                 f"tool {name!r} is not allowed for role "
+                                 f"{caller.role or 'default'!r}")
+            self._record("tool_call_failed", call_id, caller, name, env=child.name,
+                         error="permission_denied", duration_ms=_ms(start))
+            return result
+        meta = {ROLE_META_KEY: caller.role or "default", SESSION_META_KEY: caller.session}
+        assert child.client is not None
+        self.in_flight += 1
+        try:
+            if self.mode == "consistent":
+                async with self._lock:
+                    result = await child.client.call_tool_raw(name, arguments, meta=meta)
+            else:
+                result = await child.client.call_tool_raw(name, arguments, meta=meta)
+        except (TransportError, ProtocolError) as exc:
+            message = f"environment {child.name!r} failed tool {name!r}: {exc}"
+            timed_out = isinstance(exc, TransportError) and "within" in str(exc)
+            self._record("tool_call_failed", call_id, caller, name, env=child.name,
+                         error=message, duration_ms=_ms(start))
+            return _tool_error("env_timeout" if timed_out else "env_unavailable", message,
+                               retryable=True,
+                               applied="unknown" if timed_out else "no")
+        finally:
+            self.in_flight -= 1
+        self._record("tool_call_result", call_id, caller, name, env=child.name,
+                     is_error=bool(result.get("isError")), result=result,
+                     duration_ms=_ms(start))
+        return result
+
+    def _get_time(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        tz_name = arguments.get("time_zone") or "UTC"
+        try:
+            tz = zoneinfo.ZoneInfo(str(tz_name))
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            return _tool_error("invalid_params", f"unknown time zone {tz_name!r}")
+        now = self.clock.now()
+        assert now is not None
+        local = now.astimezone(tz).isoformat()
+        return {"content": [{"type": "text", "text": local}],
+                "structuredContent": {"virtual_time": local, "time_zone": str(tz_name)},
+                "isError": False}
+
+    # -- plain routes -----------------------------------------------------------------------
+    async def ready_route(self, request: web.Request) -> web.Response:
+        if self.ready:
+            return json_response({"ready": True})
+        return json_response({"ready": False, "clashes": self.clashes,
+                              "waiting": [c.url for c in self.children if not c.ready]},
+                             status=503)
+
+    async def state_route(self, request: web.Request) -> web.Response:
+        return json_response({
+            "name": self.name, "mode": self.mode, "ready": self.ready,
+            "children": [{"name": c.name, "url": c.url, "ready": c.ready, "error": c.error,
+                          "tools": [t["name"] for t in c.tools]} for c in self.children],
+            "tools": {n: c.name for n, (c, _) in sorted(self.tools.items())},
+            "clashes": self.clashes,
+            "rules": self.rules.snapshot(),
+            "clock": self.clock.state(self._time_url(request)),
+            "calls": {"total": self.calls, "in_flight": self.in_flight,
+                      "events": len(self.trajectory)},
+        })
+
+    async def trajectory_route(self, request: web.Request) -> web.Response:
+        body = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n"
+                       for e in self.trajectory)
+        return web.Response(text=body, content_type="application/x-ndjson")
+
+    async def card_route(self, request: web.Request) -> web.Response:
+        return json_response(self.card().to_wire())
+
+    def card(self) -> EnvironmentCard:
+        """The composed card: the flat tool namespace plus every child's card, rewritten."""
+        tools = [ToolInfo(n, t.get("description") or "", t.get("inputSchema") or {})
+                 for n, (_, t) in self.tools.items()]
+        clock_ext = ExtensionInfo(CLOCK_URI, "Virtual time served by the gateway.", {
+            "endpoint": "/clock",
+            "methods": {
+                "set-time": {"method": "PUT", "endpoint": "/clock/set-time", "request": {
+                    "type": "object", "required": ["virtual_time"], "properties": {
+                        "virtual_time": {"type": "string", "format": "date-time"},
+                        "virtual_seconds_per_real_second": {
+                            "type": "number", "minimum": 0, "maximum": 86400}}}},
+                "time": {"method": "GET", "endpoint": "/clock/time",
+                         "request": {"type": "object"}},
+                "clear": {"method": "POST", "endpoint": "/clock/clear",
+                          "request": {"type": "object"}},
+                "state": {"method": "GET", "endpoint": "/clock/state",
+                          "request": {"type": "object"}},
+            }}, False)
+        children = []
+        for child in self.children:
+            if child.card is None or not child.ready:
+                continue
+            with contextlib.suppress(Exception):
+                children.append(_rewrite_card(EnvironmentCard.from_wire(child.card),
+                                              f"/env/{child.name}"))
+        return EnvironmentCard(
+            name=self.name,
+            capabilities=Capabilities(extensions=[clock_ext], tools=tools or None,
+                                      operations=self._operations()),
+            children_environments=children,
+        )
+
+    def _child_ops(self) -> dict[str, list[Child]]:
+        ops: dict[str, list[Child]] = {}
+        for child in self.children:
+            if not child.ready:
+                continue
+            served = ((child.card or {}).get("capabilities") or {}).get("operations")
+            if served is None:
+                served = ["data/reset", "data/add", "data/get"]
+            for op in served:
+                ops.setdefault(op, []).append(child)
+        return ops
+
+    def _operations(self) -> list[str]:
+        ops = self._child_ops()
+        return [op for op in ("data/reset", "data/add", "data/get")
+                if (op == "data/reset" and ops.get(op)) or len(ops.get(op, [])) == 1]
+
+    async def dataplane_route(self, request: web.Request) -> web.Response:
+        """``data/reset`` fans out to every child serving it; add/get go to the only one."""
+        body = await request.read()
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            return _rpc(None, error={"code": -32700, "message": "parse error"})
+        if not isinstance(msg, dict):
+            return _rpc(None, error={"code": -32600, "message": "invalid request"})
+        method = msg.get("method")
+        msg_id = msg.get("id")
+        if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
+            return _rpc(msg_id, error={"code": -32600, "message": "invalid request"})
+        targets = self._child_ops().get(method, [])
+        if method not in self._operations():
+            return _rpc(msg_id, error={"code": -32601, "message": f"method not found: {method}"})
+        assert self._http is not None
+        replies = await asyncio.gather(*(self._forward_rpc(c, body) for c in targets))
+        for reply in replies:
+            if "error" in reply:
+                return _rpc(msg_id, error=reply["error"])
+        return _rpc(msg_id, result=replies[0].get("result", {}) if len(replies) == 1 else {})
+
+    async def _forward_rpc(self, child: Child, body: bytes) -> dict[str, Any]:
+        assert self._http is not None
+        path = ((child.card or {}).get("url")) or "/agentenv"
+        try:
+            async with self._http.post(child.url + path, data=body,
+                                       headers={"Content-Type": "application/json"}) as resp:
+                reply = json.loads(await resp.read())
+            return reply if isinstance(reply, dict) else {}
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            return {"error": {"code": -32000, "message": f"{child.name}: {exc or 'timeout'}",
+                              "data": {"code": "env_unavailable"}}}
+
+    async def proxy_route(self, request: web.Request) -> web.StreamResponse:
+        """Pass ``/env/<child>/<path>`` through to that child (data plane, extensions, MCP)."""
+        child = self.by_name.get(request.match_info["child"])
+        if child is None:
+            return json_response({"ok": False, "error": {
+                "code": "not_found", "message": "no such environment", "retryable": False,
+                "applied": "no"}}, status=404)
+        assert self._http is not None
+        tail = request.match_info["tail"]
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        try:
+            async with self._http.request(
+                    request.method, f"{child.url}/{tail}", params=request.query,
+                    data=await request.read(), headers=headers, allow_redirects=False) as resp:
+                body = await resp.read()
+                out = {k: v for k, v in resp.headers.items()
+                       if k.lower() not in _HOP_HEADERS and k.lower() not in (
+                           "content-encoding", "date", "server")}
+                return web.Response(body=body, status=resp.status, headers=out)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            return json_response({"ok": False, "error": {
+                "code": "env_unavailable", "message": f"{child.name}: {exc or 'timeout'}",
+                "retryable": True, "applied": "unknown"}}, status=502)
+
+    async def tools_access_route(self, request: web.Request) -> web.Response:
+        allow = request.path.endswith("/enable")
+        tools = {n: bool((t.get("_meta") or {}).get(HIDDEN_META_KEY))
+                 for n, (_, t) in self.tools.items()}
+        try:
+            body = json.loads(await request.read() or b"{}")
+            return json_response(self.rules.apply(body, allow=allow, tools=tools))
+        except (ValueError, AccessRuleError) as exc:
+            return _bad_request(str(exc))
+
+    # -- clock/v1 ---------------------------------------------------------------------------
+    def _time_url(self, request: web.Request) -> str:
+        base = self.internal_url or f"{request.scheme}://{request.host}"
+        prefix = f"/t/{self.token}" if self.token else ""
+        return f"{base}{prefix}/clock/time"
+
+    async def clock_set_route(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read() or b"{}")
+            if not isinstance(body, dict):
+                raise ClockError("body must be a JSON object")
+            self.clock.set_time(body.get("virtual_time"),
+                                body.get("virtual_seconds_per_real_second"))
+        except (ValueError, ClockError) as exc:
+            return _bad_request(str(exc))
+        url = self._time_url(request)
+        synced = await self._sync_children(url)
+        return json_response({"ok": True, **self.clock.state(url), "synced": synced})
+
+    async def _sync_children(self, url: str) -> list[str]:
+        """Tell children that consume clock/v1 where virtual time is served (best effort)."""
+        assert self._http is not None
+        synced = []
+        for child in self.children:
+            exts = ((child.card or {}).get("capabilities") or {}).get("extensions") or []
+            endpoints = [m.get("endpoint") for e in exts
+                         for m in ((e.get("params") or {}).get("methods") or {}).values()
+                         if str(m.get("endpoint", "")).endswith("/sync_time")]
+            if not endpoints:
+                continue
+            with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
+                async with self._http.post(child.url + endpoints[0],
+                                           json={"env_get_time_url": url},
+                                           timeout=aiohttp.ClientTimeout(total=5)) as resp:
+                    if resp.status < 300:
+                        synced.append(child.name)
+        return synced
+
+    async def clock_time_route(self, request: web.Request) -> web.Response:
+        now = self.clock.now_iso()
+        if now is None:
+            return json_response({"ok": False, "error": {
+                "code": "clock_unarmed", "message": "the clock is not armed",
+                "retryable": False, "applied": "no"}}, status=404)
+        return json_response({"virtual_time": now})
+
+    async def clock_clear_route(self, request: web.Request) -> web.Response:
+        self.clock.clear()
+        return json_response({"ok": True, "armed": False})
+
+    async def clock_state_route(self, request: web.Request) -> web.Response:
+        return json_response(self.clock.state(self._time_url(request)))
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def _rpc(msg_id: Any, *, result: Any = None, error: Any = None) -> web.Response:
+    payload: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id}
+    if error is not None:
+        payload["error"] = error
+    else:
+        payload["result"] = result
+    return json_response(payload)
+
+
+def _bad_request(message: str) -> web.Response:
+    return json_response({"ok": False, "error": {"code": "invalid_params", "message": message,
+                                                 "retryable": False, "applied": "no"}},
+                         status=400)
+
+
+def _rewrite_card(card: EnvironmentCard, prefix: str) -> EnvironmentCard:
+    """A child's card with its endpoints moved under ``prefix`` on the gateway."""
+
+    def moved(url: str) -> str:
+        return url if "://" in url else prefix + (url if url.startswith("/") else "/" + url)
+
+    exts = None
+    if card.capabilities.extensions is not None:
+        exts = []
+        for ext in card.capabilities.extensions:
+            params = dict(ext.params or {})
+            if isinstance(params.get("endpoint"), str):
+                params["endpoint"] = moved(params["endpoint"])
+            methods = {}
+            for mname, spec in (params.get("methods") or {}).items():
+                spec = dict(spec)
+                if isinstance(spec.get("endpoint"), str):
+                    spec["endpoint"] = moved(spec["endpoint"])
+                methods[mname] = spec
+            if "methods" in params:
+                params["methods"] = methods
+            exts.append(ExtensionInfo(ext.uri, ext.description, params, ext.required))
+    return attrs.evolve(
+        card,
+        url=moved(card.url),
+        additional_interfaces=[Interface(moved(i.url), i.transport)
+                               for i in card.additional_interfaces],
+        capabilities=attrs.evolve(card.capabilities, extensions=exts),
+    )
+
+
+def _auth_middleware(token: str | None) -> Any:
+    """Bearer header or ``/t/<token>`` path; anything else is a bare 401."""
+    expected = token.encode() if token else None
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if expected is None:
+            return await handler(request)
+        given = request.match_info.get("token")
+        if given is None:
+            header = request.headers.get("Authorization", "")
+            given = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        if not hmac.compare_digest(given.encode(), expected):
+            return web.Response(status=401, headers={"WWW-Authenticate": "Bearer"})
+        return await handler(request)
+
+    return auth
+
+
+def create_gateway_app(
+    children: Sequence[str],
+    *,
+    token: str | None,
+    mode: str = "performance",
+    name: str = "gateway",
+    call_timeout: float = 30.0,
+    ready_timeout: float = 120.0,
+    internal_url: str | None = None,
+    max_body_bytes: int = 32 * 1024 * 1024,
+    prefer_json: bool = False,
+    page_size: int = 100,
+) -> web.Application:
+    """Build the gateway app over ``children`` (base URLs of env servers).
+
+    ``token=None`` disables authentication (for tests of unauthenticated setups only).
+    ``call_timeout`` bounds each forwarded call; ``ready_timeout`` each child's readiness wait
+    (the gateway keeps retrying a failed child in the background). ``internal_url`` is how
+    children reach the gateway (for clock/v1's ``env_get_time_url``).
+    """
+    gateway = Gateway(children, token=token, mode=mode, name=name, call_timeout=call_timeout,
+                      ready_timeout=ready_timeout, internal_url=internal_url)
+    mcp = McpEndpoint(gateway, server_name=name, prefer_json=prefer_json, page_size=page_size)
+    app = web.Application(client_max_size=max_body_bytes,
+                          middlewares=[_auth_middleware(token)])
+    app["agentenv_gateway"] = gateway
+    app["agentenv_mcp"] = mcp
+    app.on_startup.append(gateway.start)
+    app.on_cleanup.append(gateway.stop)
+
+    routes: list[tuple[str, str, Handler]] = [
+        ("POST", "/mcp", mcp.handle_post),
+        ("GET", "/mcp", mcp.handle_get),
+        ("DELETE", "/mcp", mcp.handle_delete),
+        ("GET", "/.well-known/agent-env.json", gateway.card_route),
+        ("POST", "/agentenv", gateway.dataplane_route),
+        ("GET", "/ready", gateway.ready_route),
+        ("GET", "/state", gateway.state_route),
+        ("GET", "/trajectory", gateway.trajectory_route),
+        ("POST", "/tools/disable", gateway.tools_access_route),
+        ("POST", "/tools/enable", gateway.tools_access_route),
+        ("PUT", "/clock/set-time", gateway.clock_set_route),
+        ("GET", "/clock/time", gateway.clock_time_route),
+        ("POST", "/clock/clear", gateway.clock_clear_route),
+        ("GET", "/clock/state", gateway.clock_state_route),
+        ("*", "/env/{child}/{tail:.*}", gateway.proxy_route),
+    ]
+    for method, path, handler in routes:
+        app.router.add_route(method, path, handler)
+        if token:
+            app.router.add_route(method, "/t/{token}" + path, handler)
+    if token:
+        async def not_found(request: web.Request) -> web.Response:
+            return web.Response(status=404)
+
+        app.router.add_route("*", "/t/{token}/{tail:.*}", not_found)
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The ``python -m agentenv_protocol.gateway`` entry point (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m agentenv_protocol.gateway",
+                                     description="Authenticated MCP gateway over env servers.")
+    parser.add_argument("--child", action="append", required=True, metavar="URL",
+                        help="base URL of an env server (repeat for several)")
+    parser.add_argument("--host", default=os.environ.get("MCP_HOST", "0.0.0.0"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("MCP_PORT", DEFAULT_PORT)))
+    parser.add_argument("--token", default=os.environ.get("AGENTENV_GATEWAY_TOKEN"),
+                        help="per-deployment token (default $AGENTENV_GATEWAY_TOKEN)")
+    parser.add_argument("--mode", choices=MODES, default="performance")
+    parser.add_argument("--name", default="gateway")
+    parser.add_argument("--call-timeout", type=float, default=30.0)
+    parser.add_argument("--ready-timeout", type=float, default=120.0)
+    parser.add_argument("--internal-url", default=None,
+                        help="how children reach this gateway (clock/v1)")
+    parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024)
+    parser.add_argument("--prefer-json", action="store_true",
+                        help="answer JSON rather than SSE when a client accepts both")
+    args = parser.parse_args(argv)
+    token = args.token
+    if not token:
+        token = secrets.token_urlsafe(24)
+        print(f"no token given; capability URL: http://{args.host}:{args.port}/t/{token}/mcp",
+              file=sys.stderr, flush=True)
+    app = create_gateway_app(args.child, token=token, mode=args.mode, name=args.name,
+                             call_timeout=args.call_timeout, ready_timeout=args.ready_timeout,
+                             internal_url=args.internal_url,
+                             max_body_bytes=args.max_body_bytes, prefer_json=args.prefer_json)
+    print(f"agentenv gateway on http://{args.host}:{args.port} over {len(args.child)} child(ren)",
+          flush=True)
+    web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
