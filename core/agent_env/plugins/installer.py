@@ -80,7 +80,12 @@ def installer_command() -> list[str]:
     made_by_uv = cfg.is_file() and re.search(r"^uv\s*=", cfg.read_text(), re.MULTILINE)
     is_uv_tool = (prefix / "uv-receipt.toml").is_file()
     uv = shutil.which("uv") or _venv_uv()
-    if (made_by_uv or is_uv_tool) and uv:
+    if made_by_uv or is_uv_tool:
+        if not uv:
+            raise UserError(
+                f"{sys.prefix} is managed by uv, but uv is not on PATH (install uv, or put it "
+                "on PATH, and run plugin add again)"
+            )
         return [uv, "pip"]
     return [sys.executable, "-m", "pip"]
 
