@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Make a working Docker daemon and an offline `python:3.11-slim` stand-in available.
+#
+# Idempotent: every step checks first and does nothing when already done, so CI and the README's
+# test command can run it every time. Why a stand-in: these machines reach no image registry
+# (no Docker Hub), so `FROM python:3.11-slim` only resolves from a local image of that tag, which
+# we build once from Debian's packages and keep in /var/lib/docker (see spec/workplace.md).
+#
+# Variables: DOCKERD_LOG (default /tmp/agentenv-dockerd.log), DOCKERD_WAIT (seconds, default 60),
+# BASE_IMAGE (default python:3.11-slim), DEBIAN_MIRROR (default http://deb.debian.org/debian).
+set -euo pipefail
+
+DOCKERD_LOG="${DOCKERD_LOG:-/tmp/agentenv-dockerd.log}"
+DOCKERD_WAIT="${DOCKERD_WAIT:-60}"
+BASE_IMAGE="${BASE_IMAGE:-python:3.11-slim}"
+DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+say() { printf '[docker.sh] %s\n' "$*"; }
+die() { printf '[docker.sh] error: %s\n' "$*" >&2; exit 1; }
+
+APT_UPDATED=0
+apt_install() {
+    # Install the named Debian packages, running `apt-get update` at most once per run.
+    if [ "$APT_UPDATED" -eq 0 ]; then
+        say "apt-get update"
+        $SUDO apt-get update -qq >/dev/null
+        APT_UPDATED=1
+    fi
+    say "apt-get install $*"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_packages() {
+    local missing=()
+    command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+    command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+    command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        apt_install "${missing[@]}"
+    fi
+}
+
+start_daemon() {
+    if docker info >/dev/null 2>&1; then
+        say "docker daemon already running"
+        return
+    fi
+    ensure_packages
+    if ! pgrep -x dockerd >/dev/null 2>&1; then
+        say "starting dockerd (log: $DOCKERD_LOG)"
+        # setsid: the daemon must outlive this script and its process group.
+        $SUDO setsid dockerd >"$DOCKERD_LOG" 2>&1 < /dev/null &
+    else
+        say "dockerd is starting already; waiting for it"
+    fi
+    local waited=0
+    until docker info >/dev/null 2>&1; do
+        if [ "$waited" -ge "$DOCKERD_WAIT" ]; then
+            printf '[docker.sh] error: dockerd did not answer on /var/run/docker.sock within %ss; last log lines:\n' \
+                "$DOCKERD_WAIT" >&2
+            tail -n 30 "$DOCKERD_LOG" >&2 || true
+            exit 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    say "docker daemon ready after ${waited}s ($(docker version --format '{{.Server.Version}}' 2>/dev/null))"
+}
+
+build_base_image() {
+    if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+        say "base image $BASE_IMAGE present"
+        return
+    fi
+    # The registry binary is wanted by the image-store tests even when the daemon was up.
+    ensure_packages
+    local started rootfs
+    started=$(date +%s)
+    rootfs=$(mktemp -d /tmp/agentenv-rootfs.XXXXXX)
+    # shellcheck disable=SC2064
+    trap "$SUDO rm -rf '$rootfs'" EXIT
+    say "building $BASE_IMAGE from Debian bookworm packages (debootstrap, about a minute)"
+    $SUDO debootstrap --variant=minbase \
+        --include=python3,python3-pip,python3-venv,python-is-python3,ca-certificates \
+        bookworm "$rootfs" "$DEBIAN_MIRROR" >/tmp/agentenv-debootstrap.log 2>&1 || {
+        tail -n 30 /tmp/agentenv-debootstrap.log >&2
+        die "debootstrap failed (full log: /tmp/agentenv-debootstrap.log)"
+    }
+    # The official image lets pip install into the system Python; Debian's marker refuses it.
+    $SUDO rm -f "$rootfs"/usr/lib/python3*/EXTERNALLY-MANAGED
+    # Containers reach the package registries through the same path as the host, so they need
+    # the host's CA bundle to trust it.
+    if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+        $SUDO cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
+    fi
+    # Keep the image small: package caches and lists are not needed at run time.
+    $SUDO rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    say "importing rootfs as $BASE_IMAGE"
+    $SUDO tar -C "$rootfs" -c . | docker import \
+        -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        -c 'ENV LANG=C.UTF-8' \
+        -c 'CMD ["python3"]' \
+        - "$BASE_IMAGE" >/dev/null
+    $SUDO rm -rf "$rootfs"
+    trap - EXIT
+    say "built $BASE_IMAGE in $(( $(date +%s) - started ))s"
+}
+
+start_daemon
+build_base_image
+command -v docker-registry >/dev/null 2>&1 || ensure_packages
+say "ready"
