@@ -16,15 +16,11 @@ from typing import Any
 
 import click
 
+from agent_env._version import VERSION
+
 EXIT_USER_ERROR = 1
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-
-
-def _version() -> str:
-    from agent_env.plugins import core_version
-
-    return core_version()
 
 
 class AgentEnvGroup(click.Group):
@@ -67,9 +63,7 @@ def _use_config(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.group(cls=AgentEnvGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(
-    package_name="agentenv-framework", prog_name="agent-env", message="%(prog)s %(version)s"
-)
+@click.version_option(VERSION, prog_name="agent-env", message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs and tracebacks for every error.")
 @click.option("--log-json", is_flag=True, help="Logs as JSON lines (or AGENT_ENV_LOG_JSON=1).")
 @click.option(
@@ -110,9 +104,6 @@ def _print_error(message: str, notes: list[str]) -> None:
 def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:
     """Entry point: run the CLI and turn errors into messages and exit codes."""
     args = sys.argv[1:] if argv is None else argv
-    if args == ["--version"]:  # the fast path: nothing but this module imported
-        click.echo(f"agent-env {_version()}")
-        sys.exit(0)
     verbose = any(a in ("-v", "--verbose") for a in args)
     code = 0
     try:

@@ -84,12 +84,9 @@ class Contribution:
 
 
 def core_version() -> str:
-    from importlib import metadata
+    from agent_env._version import VERSION
 
-    try:
-        return metadata.version(CORE_DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    return VERSION
 
 
 def _normalise(name: str) -> str:
