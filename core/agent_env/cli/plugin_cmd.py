@@ -222,7 +222,8 @@ def check_plugins() -> None:
         for problem in problems:
             click.echo(f"problem: {problem}")
         raise UserError(f"{len(problems)} plugin problem(s); see 'agent-env plugin show NAME'")
-    click.echo(f"ok: {len(rows)} plugin package(s), {count} contribution(s), all in effect")
+    loaded = [r for r in rows if r["status"] == ACTIVE]  # unloaded/turned-off ones don't count
+    click.echo(f"ok: {len(loaded)} plugin package(s), {count} contribution(s), all in effect")
 
 
 @plugin.command("add")

@@ -18,6 +18,8 @@ def agent_env(*args: str, cwd: Path, extra_path: Path | None = None,
     full_env["AGENT_ENV_STATE_DIR"] = str(cwd / "state")
     if extra_path is not None:
         full_env["PYTHONPATH"] = str(extra_path)
+        # only the toys load: installed plugins must not change what these tests count
+        full_env["AGENT_ENV_PLUGINS"] = ",".join(p.stem for p in extra_path.glob("*.py"))
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "agent_env", *args],
