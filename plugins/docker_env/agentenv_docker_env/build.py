@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from agent_env.errors import UserError
 from agent_env.sandbox.base import SandboxError
+
 from agentenv_docker_env import hermetic
 from agentenv_docker_env.context import context_digest, context_entries, write_context_tar
 from agentenv_docker_env.engine import docker_client
@@ -153,7 +153,8 @@ def build_image(
                 time.monotonic() - started,
             )
     say(f"building {plan.tag} from {plan.context}")
-    image_id, log = _run_build(client, plan, {**(labels or {}), **plan.labels}, build_args, say, tail)
+    all_labels = {**(labels or {}), **plan.labels}
+    image_id, log = _run_build(client, plan, all_labels, build_args, say, tail)
     return BuiltImage(
         plan.tag, image_id, plan.source_digest, plan.build_digest, False,
         time.monotonic() - started, tuple(log),

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import IO
 
 import attrs
-
 from agent_env.errors import UserError
 
 FILE, DIRECTORY, SYMLINK = "file", "dir", "symlink"
@@ -35,7 +34,7 @@ class ContextEntry:
 
 
 def read_dockerignore(root: Path) -> list[str]:
-    """The patterns of ``root/.dockerignore`` (comments and blanks dropped), as the SDK reads them."""
+    """The patterns of ``root/.dockerignore`` (comments and blanks dropped), as the SDK reads."""
     path = root / ".dockerignore"
     if not path.is_file():
         return []

@@ -44,7 +44,6 @@ import zipfile
 from pathlib import Path
 
 import attrs
-
 from agent_env.errors import UserError
 
 PROTOCOL_DISTRIBUTION = "agentenv-framework-protocol"
@@ -68,7 +67,7 @@ class ProtocolWheel:
 
 
 def default_cache_dir() -> Path:
-    from agent_env.config import get_config, ensure_private_dir
+    from agent_env.config import ensure_private_dir, get_config
 
     return ensure_private_dir(get_config().state_root / "docker_env" / "wheels")
 
@@ -121,7 +120,8 @@ def _build_from_source(project: Path, out: Path) -> Path:
     wheels = sorted(out.glob("*.whl"))
     if done.returncode != 0 or not wheels:
         raise UserError(
-            f"cannot build a wheel of {project}", notes=(done.stderr or done.stdout).splitlines()[-10:]
+            f"cannot build a wheel of {project}",
+            notes=(done.stderr or done.stdout).splitlines()[-10:],
         )
     return wheels[0]
 
@@ -132,7 +132,7 @@ def _record_hash(data: bytes) -> str:
 
 
 def _wheel_from_installed(out: Path) -> tuple[Path, str]:
-    """Pack the installed distribution's files back into a wheel (protocol installed from a wheel)."""
+    """Pack the installed distribution's files back into a wheel (no source tree here)."""
     from importlib import metadata
 
     dist = metadata.distribution(PROTOCOL_DISTRIBUTION)
@@ -162,7 +162,8 @@ def _wheel_from_installed(out: Path) -> tuple[Path, str]:
             rows.append((arcname, _record_hash(data), str(len(data))))
         record = io.StringIO()
         csv.writer(record, lineterminator="\n").writerows([*rows, (f"{dist_info}/RECORD", "", "")])
-        wheel.writestr(zipfile.ZipInfo(f"{dist_info}/RECORD", (1980, 1, 1, 0, 0, 0)), record.getvalue())
+        record_info = zipfile.ZipInfo(f"{dist_info}/RECORD", (1980, 1, 1, 0, 0, 0))
+        wheel.writestr(record_info, record.getvalue())
     path = out / f"{name}-{version}-py3-none-any.whl"
     path.write_bytes(buffer.getvalue())
     return path, digest.hexdigest()

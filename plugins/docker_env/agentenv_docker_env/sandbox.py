@@ -1,0 +1,514 @@
+"""The ``docker`` sandbox provider: containers and private networks on the local engine.
+
+``mode="container"``: one long-lived container from ``spec.image`` (kept alive by a sleep loop
+under docker-init) that commands are exec'd into. ``mode="vm"``: a VM-like host made of a
+private network (``internal``: no way out, containers reach each other by name) plus an *edge*
+bridge joined only by containers that publish ports, because Docker publishes ports only
+through a non-internal network. ``run_container`` starts containers there; exec/put/get go to a
+helper *host* container created on first use (so a deploy that only runs containers pays
+nothing for it).
+
+Everything created carries ``agentenv.sandbox=<id>`` and ``agentenv.run`` (from
+``spec.labels``), so :meth:`DockerSandboxProvider.attach` finds a sandbox from its id alone and
+``terminate`` removes it by label, also after a crash. Ports are published on 127.0.0.1 only, on
+host ports the engine picks free at start (no race between choosing and binding).
+
+The SDK is blocking: every async method runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import posixpath
+import secrets
+import signal
+import tarfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agent_env.sandbox.base import (
+    ContainerSpec,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+    SandboxUnsupported,
+)
+
+from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
+from agentenv_docker_env.build import slugify
+from agentenv_docker_env.engine import daemon_problem, docker_client
+
+PROVIDER_LABEL = "agentenv.provider"
+MODE_LABEL = "agentenv.mode"
+ROLE_LABEL = "agentenv.role"  # main | host | container | network
+NAME_LABEL = "agentenv.container"
+EXPIRES_LABEL = "agentenv.expires"
+HOST_IMAGE_LABEL = "agentenv.host_image"
+PORTS_LABEL = "agentenv.ports"
+LOOPBACK = "127.0.0.1"
+DEFAULT_IMAGE = "python:3.11-slim"
+KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
+
+
+def _gone(exc: BaseException) -> bool:
+    import docker.errors
+
+    return isinstance(exc, docker.errors.NotFound)
+
+
+def _transport_lost(exc: BaseException) -> bool:
+    import docker.errors
+    import requests
+
+    return isinstance(exc, docker.errors.APIError | requests.exceptions.RequestException)
+
+
+def _published(attrs: dict[str, Any]) -> dict[int, str]:
+    """``{container port: http://127.0.0.1:host_port}`` from a container's inspect data."""
+    ports = (attrs.get("NetworkSettings") or {}).get("Ports") or {}
+    urls: dict[int, str] = {}
+    for key, bindings in ports.items():
+        for binding in bindings or ():
+            if binding.get("HostIp") in (LOOPBACK, "") and binding.get("HostPort"):
+                urls[int(key.split("/")[0])] = f"http://{LOOPBACK}:{binding['HostPort']}"
+                break
+    return urls
+
+
+def _in_sandbox_path(path: str, workdir: str = "/") -> str:
+    return posixpath.normpath(posixpath.join(workdir or "/", path))
+
+
+class DockerSandbox(Sandbox):
+    """A sandbox on the local engine; rebuilt from labels alone by ``attach``."""
+
+    provider_name = "docker"
+
+    def __init__(
+        self,
+        client: Any,
+        sandbox_id: str,
+        mode: str,
+        *,
+        labels: dict[str, str],
+        host_image: str = DEFAULT_IMAGE,
+        ports: tuple[int, ...] = (),
+        env_vars: dict[str, str] | None = None,
+    ) -> None:
+        self.client = client
+        self.id = sandbox_id
+        self.mode = mode
+        self.labels = labels
+        self.host_image = host_image
+        self.ports = ports
+        self.env_vars = env_vars or {}
+
+    # -- names -----------------------------------------------------------------------------
+
+    @property
+    def network(self) -> str:
+        return self.id
+
+    @property
+    def edge_network(self) -> str:
+        return f"{self.id}-edge"
+
+    @property
+    def shell_container(self) -> str:
+        """The container exec/put/get talk to: the main one, or the vm's helper host."""
+        return self.id if self.mode == "container" else f"{self.id}-host"
+
+    def container_name(self, name: str) -> str:
+        return f"{self.id}-{slugify(name)}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "provider": self.provider_name, "mode": self.mode,
+                "network": self.network if self.mode == "vm" else None}
+
+    def _labels(self, role: str, **extra: str) -> dict[str, str]:
+        return {**self.labels, ROLE_LABEL: role, **extra}
+
+    # -- containers ------------------------------------------------------------------------
+
+    def _create_started(
+        self,
+        name: str,
+        image: str,
+        *,
+        role: str,
+        command: list[str] | None = None,
+        entrypoint: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        publish: tuple[int, ...] = (),
+        alias: str | None = None,
+        extra_labels: dict[str, str] | None = None,
+        host_options: dict[str, Any] | None = None,
+    ) -> dict[int, str]:
+        """Create and start a container, attached to the sandbox's networks; returns its URLs."""
+        import docker.errors
+
+        api = self.client.api
+        try:
+            self.client.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(
+                f"image {image} is not on the local Docker engine (build or pull it first)"
+            ) from None
+        host_config = api.create_host_config(
+            port_bindings={port: (LOOPBACK, None) for port in publish},
+            init=True,
+            **(host_options or {}),
+        )
+        networking = None
+        if self.mode == "vm":
+            aliases = [alias] if alias else None
+            networking = api.create_networking_config(
+                {self.network: api.create_endpoint_config(aliases=aliases)}
+            )
+        created = api.create_container(
+            image,
+            command=command,
+            entrypoint=entrypoint,
+            name=name,
+            environment=env or None,
+            labels=self._labels(role, **(extra_labels or {})),
+            ports=list(publish) or None,
+            host_config=host_config,
+            networking_config=networking,
+        )
+        try:
+            if self.mode == "vm" and (publish or role == "host"):
+                api.connect_container_to_network(created["Id"], self.edge_network)
+            api.start(created["Id"])
+            return _published(api.inspect_container(created["Id"]))
+        except BaseException:
+            api.remove_container(created["Id"], force=True)
+            raise
+
+    def _ensure_shell_container(self) -> Any:
+        """The container to exec into (created on first use for vm sandboxes)."""
+        import docker.errors
+
+        try:
+            return self.client.containers.get(self.shell_container)
+        except docker.errors.NotFound:
+            if self.mode == "container":
+                raise
+        try:
+            self._create_started(
+                self.shell_container, self.host_image, role="host", entrypoint=KEEP_ALIVE,
+                command=[], env=self.env_vars, publish=self.ports, alias="host",
+            )
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: a concurrent call created it first
+                raise
+        return self.client.containers.get(self.shell_container)
+
+    # -- the contract ----------------------------------------------------------------------
+
+    async def exec(
+        self,
+        command: str | list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+        state: dict[str, Any] = {}
+        try:
+            task = asyncio.to_thread(self._exec_blocking, argv, cwd, env, state)
+            result = await asyncio.wait_for(task, timeout) if timeout else await task
+        except TimeoutError:
+            self._kill_exec(state)
+            return ExecResult(124, "", f"timed out after {timeout} s")
+        if isinstance(command, str) and result.exit_code in (126, 127) and (
+            '"bash"' in result.stdout + result.stderr
+        ):  # images without bash (alpine): fall back to sh
+            return await self.exec(["/bin/sh", "-c", command], cwd=cwd, env=env, timeout=timeout)
+        return result
+
+    def _exec_blocking(
+        self, argv: list[str], cwd: str | None, env: dict[str, str] | None, state: dict[str, Any]
+    ) -> ExecResult:
+        api = self.client.api
+        try:
+            container = self._ensure_shell_container()
+            exec_id = api.exec_create(
+                container.id, argv, workdir=cwd, environment=env or None, stdout=True, stderr=True
+            )["Id"]
+            state["exec_id"] = exec_id
+            stdout, stderr = api.exec_start(exec_id, demux=True)
+            code = api.exec_inspect(exec_id).get("ExitCode")
+        except Exception as exc:
+            if _transport_lost(exc):
+                return ExecResult(-1, "", f"lost the sandbox {self.id}: {exc}")
+            raise
+        text_out = (stdout or b"").decode("utf-8", "replace")
+        text_err = (stderr or b"").decode("utf-8", "replace")
+        if code is None:  # the exec never finished: the container went away under it
+            return ExecResult(-1, text_out, text_err or "the command did not finish")
+        return ExecResult(int(code), text_out, text_err)
+
+    def _kill_exec(self, state: dict[str, Any]) -> None:
+        """Kill a timed-out exec's process (Docker has no API for it; the pid is a host pid)."""
+        exec_id = state.get("exec_id")
+        if exec_id is None:
+            return
+        try:
+            pid = self.client.api.exec_inspect(exec_id).get("Pid")
+            if pid and Path("/var/run/docker.sock").exists():
+                os.kill(int(pid), signal.SIGKILL)
+        except Exception:
+            pass
+
+    async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        await asyncio.to_thread(self._put_blocking, path, data, mode)
+
+    def _put_blocking(self, path: str, data: bytes, mode: int) -> None:
+        container = self._ensure_shell_container()
+        target = _in_sandbox_path(path, container.attrs.get("Config", {}).get("WorkingDir", "/"))
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo(target.lstrip("/"))
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        # Extracting at "/" lets the engine create missing parent folders.
+        if not container.put_archive("/", buffer.getvalue()):
+            raise SandboxError(f"could not write {target} in sandbox {self.id}")
+
+    async def get_file(self, path: str) -> bytes:
+        return await asyncio.to_thread(self._get_blocking, path)
+
+    def _get_blocking(self, path: str) -> bytes:
+        import docker.errors
+
+        container = self._ensure_shell_container()
+        target = _in_sandbox_path(path, container.attrs.get("Config", {}).get("WorkingDir", "/"))
+        try:
+            chunks, _stat = container.get_archive(target)
+            raw = b"".join(chunks)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(f"{target} does not exist in sandbox {self.id}") from None
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            member = tar.next()
+            if member is None:
+                raise FileNotFoundError(target)
+            if member.isdir():
+                raise IsADirectoryError(f"{target} is a folder in sandbox {self.id}")
+            while member is not None and member.issym():  # a symlink: the engine sends the link
+                target = _in_sandbox_path(member.linkname, posixpath.dirname(target))
+                return self._get_blocking(target)
+            handle = tar.extractfile(member)
+            if handle is None:
+                raise FileNotFoundError(f"{target} is not a regular file in sandbox {self.id}")
+            return handle.read()
+
+    async def expose(self, port: int) -> str:
+        urls = await asyncio.to_thread(self._published_urls)
+        if port in urls:
+            return urls[port]
+        where = "SandboxSpec.ports" if self.mode == "container" else (
+            "SandboxSpec.ports (the host) or ContainerSpec.publish"
+        )
+        raise SandboxUnsupported(
+            f"port {port} of docker sandbox {self.id} is not published: Docker publishes ports "
+            f"only when a container starts, so list it in {where}"
+        )
+
+    def _published_urls(self) -> dict[int, str]:
+        if self.mode == "vm" and self.ports:
+            self._ensure_shell_container()
+        urls: dict[int, str] = {}
+        for container in self._containers():
+            for port, url in _published(container.attrs).items():
+                if container.name == self.shell_container or port not in urls:
+                    urls[port] = url
+        return urls
+
+    def _containers(self) -> list[Any]:
+        return self.client.containers.list(
+            all=True, filters={"label": f"{SANDBOX_LABEL}={self.id}"}
+        )
+
+    def _networks(self) -> list[Any]:
+        return self.client.networks.list(filters={"label": f"{SANDBOX_LABEL}={self.id}"})
+
+    async def terminate(self) -> None:
+        await asyncio.to_thread(self._terminate_blocking)
+
+    def _terminate_blocking(self) -> None:
+        for container in self._containers():
+            try:
+                container.remove(force=True, v=True)
+            except Exception as exc:
+                if not _gone(exc) and "already in progress" not in str(exc):
+                    raise
+        for _attempt in range(3):
+            left = []
+            for network in self._networks():
+                try:
+                    network.remove()
+                except Exception as exc:
+                    if not _gone(exc):
+                        left.append(exc)
+            if not left:
+                return
+            time.sleep(0.2)  # an endpoint still detaching from a removed container
+        raise SandboxError(f"could not remove the networks of sandbox {self.id}: {left[0]}")
+
+    # -- VM-like sandboxes -----------------------------------------------------------------
+
+    async def build_image(self, context: str, tag: str, *, labels: dict[str, str]) -> str:
+        """Build ``context``; ``tag`` with a ``:`` is used as is, else it names the repository
+        slug and the tag is the content hash. Returns the image ref actually used."""
+        from agentenv_docker_env.build import build_image
+
+        if self.mode != "vm":
+            return await super().build_image(context, tag, labels=labels)
+        explicit = tag if ":" in tag.rsplit("/", 1)[-1] else None
+        name = None if explicit else tag
+        built = await asyncio.to_thread(
+            build_image, context, name=name, tag=explicit, labels=labels, client=self.client
+        )
+        return built.tag
+
+    async def run_container(self, spec: ContainerSpec) -> dict[int, str]:
+        if self.mode != "vm":
+            return await super().run_container(spec)
+        return await asyncio.to_thread(self._run_blocking, spec)
+
+    def _run_blocking(self, spec: ContainerSpec) -> dict[int, str]:
+        import docker.errors
+
+        name = self.container_name(spec.name)
+        try:  # a rerun of the same deploy step replaces its container
+            self.client.api.remove_container(name, force=True)
+        except docker.errors.NotFound:
+            pass
+        return self._create_started(
+            name, spec.image, role="container",
+            command=list(spec.command) if spec.command else None,
+            env=dict(spec.env), publish=tuple(spec.publish), alias=spec.name,
+            extra_labels={**spec.labels, NAME_LABEL: spec.name},
+        )
+
+    async def container_logs(self, name: str, *, tail: int = 50) -> str:
+        return await asyncio.to_thread(self._logs_blocking, name, tail)
+
+    def _logs_blocking(self, name: str, tail: int) -> str:
+        for candidate in (self.container_name(name), name):
+            try:
+                raw = self.client.api.logs(candidate, tail=tail, stdout=True, stderr=True)
+            except Exception as exc:
+                if _gone(exc):
+                    continue
+                raise
+            return raw.decode("utf-8", "replace")
+        return ""
+
+
+class DockerSandboxProvider(SandboxProvider):
+    """Sandboxes on the local Docker engine (``[sandbox.providers.docker.config]``)."""
+
+    name: ClassVar[str] = "docker"
+    modes: ClassVar[tuple[str, ...]] = ("vm", "container")
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        default_image: str = DEFAULT_IMAGE,
+        internal_network: bool = True,
+    ) -> None:
+        self.base_url = base_url
+        self.default_image = default_image
+        self.internal_network = internal_network
+
+    @classmethod
+    def availability(cls) -> str | None:
+        return daemon_problem()
+
+    @property
+    def client(self) -> Any:
+        return docker_client(self.base_url)
+
+    async def create(self, spec: SandboxSpec) -> DockerSandbox:
+        self.check_spec(spec)
+        return await asyncio.to_thread(self._create_blocking, spec)
+
+    def _create_blocking(self, spec: SandboxSpec) -> DockerSandbox:
+        sandbox_id = f"ae-{slugify(spec.name)[:32]}-{secrets.token_hex(4)}"
+        image = spec.image or self.default_image
+        labels = {
+            RUN_LABEL: sandbox_id,
+            **spec.labels,
+            SANDBOX_LABEL: sandbox_id,
+            PROVIDER_LABEL: self.name,
+            MODE_LABEL: spec.mode,
+            HOST_IMAGE_LABEL: image,
+            PORTS_LABEL: ",".join(str(p) for p in spec.ports),
+        }
+        if spec.ttl_seconds:
+            labels[EXPIRES_LABEL] = str(int(time.time()) + int(spec.ttl_seconds))
+        sandbox = DockerSandbox(
+            self.client, sandbox_id, spec.mode, labels=labels, host_image=image,
+            ports=tuple(spec.ports), env_vars=dict(spec.env_vars),
+        )
+        try:
+            if spec.mode == "vm":
+                self.client.networks.create(
+                    sandbox.network, driver="bridge", internal=self.internal_network,
+                    labels=sandbox._labels("network"),
+                )
+                self.client.networks.create(
+                    sandbox.edge_network, driver="bridge", labels=sandbox._labels("network")
+                )
+            else:
+                limits: dict[str, Any] = {}
+                if spec.cpu:
+                    limits["nano_cpus"] = int(spec.cpu * 1e9)
+                if spec.memory_mb:
+                    limits["mem_limit"] = f"{spec.memory_mb}m"
+                sandbox._create_started(
+                    sandbox.shell_container, image, role="main", entrypoint=KEEP_ALIVE,
+                    command=[], env=dict(spec.env_vars), publish=tuple(spec.ports),
+                    host_options=limits,
+                )
+        except BaseException:
+            sandbox._terminate_blocking()  # leave nothing behind
+            raise
+        return sandbox
+
+    async def attach(self, sandbox_id: str) -> DockerSandbox | None:
+        found = await asyncio.to_thread(self._find_blocking, {SANDBOX_LABEL: sandbox_id})
+        return found[0] if found else None
+
+    async def list_sandboxes(self, labels: dict[str, str]) -> list[Sandbox]:
+        return list(await asyncio.to_thread(self._find_blocking, labels))
+
+    def _find_blocking(self, labels: dict[str, str]) -> list[DockerSandbox]:
+        filters = {"label": [SANDBOX_LABEL, f"{PROVIDER_LABEL}={self.name}"]
+                   + [f"{key}={value}" for key, value in labels.items()]}
+        client = self.client
+        seen: dict[str, dict[str, str]] = {}
+        for network in client.networks.list(filters=filters):
+            found = network.attrs.get("Labels") or {}
+            seen.setdefault(found[SANDBOX_LABEL], found)
+        for container in client.containers.list(all=True, filters=filters):
+            found = container.labels or {}
+            seen.setdefault(found[SANDBOX_LABEL], found)
+        return [self._rebuild(client, sandbox_id, found) for sandbox_id, found in seen.items()]
+
+    def _rebuild(self, client: Any, sandbox_id: str, found: dict[str, str]) -> DockerSandbox:
+        own = {k: v for k, v in found.items() if k not in (ROLE_LABEL, NAME_LABEL)}
+        ports = tuple(int(p) for p in found.get(PORTS_LABEL, "").split(",") if p)
+        return DockerSandbox(
+            client, sandbox_id, found.get(MODE_LABEL, "container"), labels=own,
+            host_image=found.get(HOST_IMAGE_LABEL, self.default_image), ports=ports,
+        )
