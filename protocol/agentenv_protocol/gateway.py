@@ -613,6 +613,10 @@ def _auth_middleware(token: str | None) -> Any:
     return auth
 
 
+GATEWAY_KEY = web.AppKey("agentenv_gateway", Gateway)
+GATEWAY_MCP_KEY = web.AppKey("agentenv_gateway_mcp", McpEndpoint)
+
+
 def create_gateway_app(
     children: Sequence[str],
     *,
@@ -638,8 +642,8 @@ def create_gateway_app(
     mcp = McpEndpoint(gateway, server_name=name, prefer_json=prefer_json, page_size=page_size)
     app = web.Application(client_max_size=max_body_bytes,
                           middlewares=[_auth_middleware(token)])
-    app["agentenv_gateway"] = gateway
-    app["agentenv_mcp"] = mcp
+    app[GATEWAY_KEY] = gateway
+    app[GATEWAY_MCP_KEY] = mcp
     app.on_startup.append(gateway.start)
     app.on_cleanup.append(gateway.stop)
 

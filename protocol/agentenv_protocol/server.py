@@ -234,6 +234,10 @@ def _rpc_error(msg_id: Any, code: int, message: str, data: Any = None) -> web.Re
     return json_response({"jsonrpc": "2.0", "id": msg_id, "error": err})
 
 
+SERVER_KEY = web.AppKey("agentenv_server", EnvServer)
+MCP_KEY = web.AppKey("agentenv_mcp", McpEndpoint)
+
+
 def create_app(
     env: AgentEnvEnvironment,
     *,
@@ -254,8 +258,8 @@ def create_app(
                       instructions=card.get("instructions"),
                       prefer_json=prefer_json, page_size=page_size)
     app = web.Application(client_max_size=max_body_bytes)
-    app["agentenv_server"] = server
-    app["agentenv_mcp"] = mcp
+    app[SERVER_KEY] = server
+    app[MCP_KEY] = mcp
     app.router.add_get("/.well-known/agent-env.json", server.card)
     app.router.add_get("/ready", server.ready)
     app.router.add_post("/agentenv", server.dataplane)

@@ -103,12 +103,12 @@ async def serve_gateway(children: Sequence[str], *, token: str | None = None,
     The block starts once every child is connected or has failed its first readiness wait
     (bounded by ``settle_timeout``); other options go to ``gateway.create_gateway_app``.
     """
-    from .gateway import create_gateway_app
+    from .gateway import GATEWAY_KEY, create_gateway_app
 
     token = token or secrets.token_urlsafe(24)
     app = create_gateway_app(list(children), token=token, **gateway_options)
     async with serve_app(app, host=host, port=port, token=token) as server:
-        await app["agentenv_gateway"].wait_settled(settle_timeout)
+        await app[GATEWAY_KEY].wait_settled(settle_timeout)
         yield server
 
 

@@ -1,0 +1,27 @@
+"""Fixtures for the protocol integration tests: real servers on 127.0.0.1, free ports."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+# the reusable conformance module and the reference-style env live next to the tests
+sys.path.insert(0, str(Path(__file__).parent))
+
+from agentenv_protocol.testing import RunningServer, serve_env, serve_gateway
+from reference_style_env import EchoEnv
+
+
+@pytest.fixture
+async def echo_server() -> AsyncIterator[RunningServer]:
+    async with serve_env(EchoEnv()) as server:
+        yield server
+
+
+@pytest.fixture
+async def echo_gateway(echo_server: RunningServer) -> AsyncIterator[RunningServer]:
+    async with serve_gateway([echo_server.url], call_timeout=5, ready_timeout=10) as gateway:
+        yield gateway
