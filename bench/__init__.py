@@ -1,0 +1,1 @@
+"""AgentEnv's benchmarks: ``python -m bench``. Ratios against baselines measured in the same run."""

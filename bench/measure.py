@@ -1,0 +1,83 @@
+"""Timing primitives shared by every benchmark: commands as a user runs them, and coroutines."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+
+
+@attrs.define
+class Series:
+    """Samples of one measurement (seconds, or another ``unit``) and what it is compared to."""
+
+    name: str
+    samples: list[float]
+    unit: str = "s"
+    baseline: str | None = None  # the name of the series this one is divided by
+    bar: float | None = None  # the ratio it must stay under, when there is one
+    peak_rss_mib: float | None = None
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "median": self.median,
+            "min": min(self.samples),
+            "max": max(self.samples),
+            "n": len(self.samples),
+            "baseline": self.baseline,
+            "bar": self.bar,
+            "peak_rss_mib": self.peak_rss_mib,
+            "note": self.note,
+        }
+
+
+def time_command(
+    argv: Sequence[str],
+    *,
+    repeat: int,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    check: bool = True,
+) -> tuple[list[float], float]:
+    """Wall times of ``repeat`` runs and the largest peak RSS (MiB) any run reached."""
+    times: list[float] = []
+    peak = 0.0
+    full_env = {**os.environ, **(env or {})}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            list(argv), env=full_env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        times.append(time.perf_counter() - start)
+        code = os.waitstatus_to_exitcode(status)
+        process.returncode = code
+        if check and code != 0:
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"{' '.join(argv)} exited {code}: {stderr[-500:]}")
+        if process.stderr:
+            process.stderr.close()
+        peak = max(peak, usage.ru_maxrss / 1024)  # KiB on Linux
+    return times, peak
+
+
+def time_calls(fn: Callable[[], object], *, repeat: int) -> list[float]:
+    """Wall time of ``repeat`` calls of ``fn``."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return samples

@@ -1,0 +1,23 @@
+"""CLI startup: ``agent-env --version`` and ``agent-env plugin list`` vs ``python -c pass``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from bench.measure import Series, time_command
+
+
+def run(*, quick: bool, workdir: Path, agent_env: list[str]) -> list[Series]:
+    repeat = 10 if quick else 30
+    env = {"AGENT_ENV_STATE_DIR": str(workdir / "state")}
+    floor, floor_rss = time_command([sys.executable, "-c", "pass"], repeat=repeat)
+    version, version_rss = time_command([*agent_env, "--version"], repeat=repeat, env=env)
+    listing, listing_rss = time_command([*agent_env, "plugin", "list"], repeat=repeat, env=env)
+    return [
+        Series("python -c pass", floor, peak_rss_mib=floor_rss),
+        Series("agent-env --version", version, baseline="python -c pass", bar=8,
+               peak_rss_mib=version_rss),
+        Series("agent-env plugin list", listing, baseline="python -c pass", bar=25,
+               peak_rss_mib=listing_rss),
+    ]
