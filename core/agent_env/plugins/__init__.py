@@ -39,6 +39,7 @@ CORE_DISTRIBUTION = "agentenv-framework"
 #: The kernel's own plugins, registered exactly like outside ones (as pytest's default_plugins).
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "agent_env.cli.builtin_commands",
+    "agent_env.stores.builtin",
 )
 
 # Statuses shown by ``agent-env plugin list``; reasons are stable codes for ``--json``.
