@@ -186,6 +186,11 @@ def protocol_wheel(cache_dir: Path | None = None) -> ProtocolWheel:
     with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
         if project is not None:
             built = _build_from_source(project, Path(scratch))
+            after = source_digest(project)
+            if after != digest:  # edited while we built: name the wheel by what it holds
+                built.unlink()
+                digest = after
+                built = _build_from_source(project, Path(scratch))
         else:
             built, digest = _wheel_from_installed(Path(scratch))
             origin = f"installed {built.name}"

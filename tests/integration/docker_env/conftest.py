@@ -1,0 +1,80 @@
+"""Docker-tier fixtures: a real daemon or a skip with the reason (a failure under ``CI=true``)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    """The engine client; skips (fails under CI) when no daemon answers."""
+    try:
+        from agentenv_docker_env.engine import daemon_problem, docker_client
+    except ImportError as exc:
+        problem: str | None = f"docker_env is not installed: {exc}"
+    else:
+        problem = daemon_problem()
+    if problem:
+        message = f"no Docker daemon: {problem} (run `bash .ci/docker.sh`)"
+        if _in_ci():
+            pytest.fail(f"{message}; Docker tests never skip under CI=true")
+        pytest.skip(message)
+    client = docker_client()
+    try:
+        client.images.get("python:3.11-slim")
+    except Exception:  # noqa: BLE001 - any lookup failure means the base image is missing
+        message = "no python:3.11-slim image (run `bash .ci/docker.sh` to build it offline)"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _state_root(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterator[None]:
+    """Keep wheel caches and registry data out of the user's state folder."""
+    from agent_env import config
+
+    root = tmp_path_factory.getbasetemp() / "agentenv-state"
+    old = os.environ.get("AGENT_ENV_STATE_DIR")
+    os.environ["AGENT_ENV_STATE_DIR"] = str(root)
+    config.reset()
+    yield
+    if old is None:
+        os.environ.pop("AGENT_ENV_STATE_DIR", None)
+    else:
+        os.environ["AGENT_ENV_STATE_DIR"] = old
+    config.reset()
+
+
+@pytest.fixture
+def run_id(docker_client: Any) -> Iterator[str]:
+    """A unique ``agentenv.run`` label; whatever carries it is removed after the test."""
+    value = f"test-{uuid.uuid4().hex[:10]}"
+    yield value
+    label = {"label": f"agentenv.run={value}"}
+    for container in docker_client.containers.list(all=True, filters=label):
+        container.remove(force=True)
+    for network in docker_client.networks.list(filters=label):
+        network.remove()
+
+
+@pytest.fixture
+def image_names(docker_client: Any) -> Iterator[list[str]]:
+    """Collects image tags a test made, and removes them afterwards."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        try:
+            docker_client.images.remove(name, force=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass

@@ -1,0 +1,154 @@
+"""Content-hash image builds and hermetic protocol injection, on the real engine."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentenv_docker_env.build import (
+    BUILD_DIGEST_LABEL,
+    SOURCE_DIGEST_LABEL,
+    ImageBuildError,
+    build_image,
+    image_tag,
+)
+
+pytestmark = pytest.mark.docker
+
+SIMPLE = "FROM python:3.11-slim\nCOPY app.py /app/app.py\nCMD [\"python\", \"/app/app.py\"]\n"
+
+
+def _context(root: Path, dockerfile: str = SIMPLE, **files: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "Dockerfile").write_text(dockerfile)
+    for name, text in {"app.py": "print('hi')\n", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _name() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}"
+
+
+def test_same_sources_same_tag_and_no_rebuild(tmp_path: Path, image_names: list[str]) -> None:
+    context = _context(tmp_path / "ctx")
+    name = _name()
+    first = build_image(context, name=name)
+    image_names.append(first.tag)
+    second = build_image(context, name=name)
+    assert first.tag == second.tag
+    assert first.tag.startswith(f"agentenv/{name}:") and len(first.tag.rsplit(":", 1)[1]) == 16
+    assert first.reused is False and second.reused is True
+    assert second.image_id == first.image_id
+    assert second.seconds < 1.0
+
+
+def test_digest_recorded_as_labels(tmp_path: Path, docker_client: Any, image_names: list[str]):
+    built = build_image(_context(tmp_path / "ctx"), name=_name(), labels={"team": "x"})
+    image_names.append(built.tag)
+    labels = docker_client.images.get(built.tag).labels
+    assert labels[SOURCE_DIGEST_LABEL] == built.source_digest
+    assert labels[BUILD_DIGEST_LABEL] == built.build_digest
+    assert built.tag.endswith(built.build_digest[:16])
+    assert labels["team"] == "x"
+
+
+def test_changing_a_file_changes_the_tag(tmp_path: Path, image_names: list[str]) -> None:
+    context = _context(tmp_path / "ctx")
+    name = _name()
+    before = build_image(context, name=name)
+    image_names.append(before.tag)
+    (context / "app.py").write_text("print('changed')\n")
+    after = build_image(context, name=name)
+    image_names.append(after.tag)
+    assert after.tag != before.tag and after.reused is False
+
+
+def test_tag_ignores_dockerignored_files_times_and_group_bits(tmp_path: Path) -> None:
+    context = _context(tmp_path / "ctx", **{".dockerignore": "scratch/\n", "scratch/a": "1"})
+    tag = image_tag(context, name="x")
+    (context / "scratch" / "a").write_text("2")  # ignored: not sent to the engine
+    os.utime(context / "app.py", (1, 1))  # times are not part of the digest
+    (context / "app.py").chmod(0o664)  # modes normalise to 0644/0755
+    assert image_tag(context, name="x") == tag
+    (context / "app.py").chmod(0o755)  # the executable bit is part of what is built
+    assert image_tag(context, name="x") != tag
+
+
+def test_failed_build_carries_the_log_tail(tmp_path: Path) -> None:
+    dockerfile = "FROM python:3.11-slim\nRUN echo broken-step-marker && exit 3\n"
+    context = _context(tmp_path / "ctx", dockerfile)
+    lines: list[str] = []
+    with pytest.raises(ImageBuildError) as caught:
+        build_image(context, name=_name(), progress=lines.append)
+    assert any("broken-step-marker" in line for line in caught.value.log_tail)
+    assert any("broken-step-marker" in line for line in caught.value.notes)
+    assert "non-zero code: 3" in str(caught.value) or "returned a non-zero" in str(caught.value)
+    assert any("broken-step-marker" in line for line in lines)  # streamed as it happened
+
+
+PROTOCOL_PROBE = """
+import hashlib, json, os, sys, agentenv_protocol
+from importlib import metadata
+pkg = os.path.dirname(agentenv_protocol.__file__)
+files = {}
+for folder, _, names in os.walk(pkg):
+    for name in names:
+        if name.endswith(".py"):
+            path = os.path.join(folder, name)
+            files[os.path.relpath(path, pkg)] = hashlib.sha256(open(path, "rb").read()).hexdigest()
+dist = metadata.distribution("agentenv-framework-protocol")
+print(json.dumps({"file": agentenv_protocol.__file__, "version": dist.version,
+                  "direct_url": dist.read_text("direct_url.json"), "files": files}))
+"""
+
+
+def _our_protocol_files() -> dict[str, str]:
+    import agentenv_protocol
+
+    package = Path(agentenv_protocol.__file__).parent
+    return {
+        path.relative_to(package).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in package.rglob("*.py")
+    }
+
+
+def test_hermetic_build_installs_our_protocol(
+    tmp_path: Path, docker_client: Any, image_names: list[str]
+) -> None:
+    dockerfile = (
+        "FROM python:3.11-slim\n"
+        "COPY requirements.txt /app/requirements.txt\n"
+        "RUN pip install --no-cache-dir -r /app/requirements.txt\n"
+        "RUN python -m venv /venv && /venv/bin/pip install --no-cache-dir "
+        "agentenv-framework-protocol\n"
+        "COPY probe.py /app/probe.py\n"
+    )
+    context = _context(
+        tmp_path / "ctx", dockerfile,
+        **{"requirements.txt": "agentenv-framework-protocol\n", "probe.py": PROTOCOL_PROBE},
+    )
+    built = build_image(context, name=_name())
+    image_names.append(built.tag)
+    ours = _our_protocol_files()
+    for python in ("python", "/venv/bin/python"):
+        out = docker_client.containers.run(
+            built.tag, [python, "/app/probe.py"], remove=True, network_disabled=True
+        )
+        found = json.loads(out)
+        # Every module of the image's agentenv_protocol is byte for byte this repository's...
+        assert found["files"] == ours, python
+        # ...installed from the wheel we put into the build, not from PyPI.
+        assert "file:///opt/agentenv/wheels/" in found["direct_url"], python
+        assert found["version"] == "0.1.0", python
+    # The user's context on disk is untouched.
+    assert (context / "Dockerfile").read_text() == dockerfile
+    assert not (context / ".agentenv-build").exists()
