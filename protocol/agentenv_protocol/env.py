@@ -308,7 +308,7 @@ class AgentEnvEnvironment:
             routes.add((mark.method, route))
             params, _ctx, extra = read_params(fn)
             extensions.append(ExtensionEntry(
-                uri=mark.uri, name=mark.op or key, route=route, method=mark.method,
+                uri=mark.uri, name=key, route=route, method=mark.method,
                 fn=getattr(self, key), params=params, accepts_extra=extra,
                 is_async=inspect.iscoroutinefunction(fn),
                 description=mark.description or (
