@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agentenv_docker_env.build import (
     BUILD_DIGEST_LABEL,
     SOURCE_DIGEST_LABEL,
