@@ -1,0 +1,1 @@
+"""Reusable test suites for plugin authors (they import pytest; never import these at runtime)."""
