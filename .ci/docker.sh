@@ -7,13 +7,16 @@
 # we build once from Debian's packages and keep in /var/lib/docker (see spec/workplace.md).
 #
 # Variables: DOCKERD_LOG (default /tmp/agentenv-dockerd.log), DOCKERD_WAIT (seconds, default 60),
-# BASE_IMAGE (default python:3.11-slim), DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# BASE_IMAGE (default python:3.11-slim), DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# BASE_ALIASES (space-separated extra tags for the same image, e.g. "python:3.12-slim", so
+# Dockerfiles naming another slim tag also resolve offline; the Python inside stays 3.11).
 set -euo pipefail
 
 DOCKERD_LOG="${DOCKERD_LOG:-/tmp/agentenv-dockerd.log}"
 DOCKERD_WAIT="${DOCKERD_WAIT:-60}"
 BASE_IMAGE="${BASE_IMAGE:-python:3.11-slim}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+BASE_ALIASES="${BASE_ALIASES:-}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
@@ -108,7 +111,18 @@ build_base_image() {
     say "built $BASE_IMAGE in $(( $(date +%s) - started ))s"
 }
 
+tag_aliases() {
+    local alias
+    for alias in $BASE_ALIASES; do
+        if ! docker image inspect "$alias" >/dev/null 2>&1; then
+            docker tag "$BASE_IMAGE" "$alias"
+            say "tagged $BASE_IMAGE as $alias"
+        fi
+    done
+}
+
 start_daemon
 build_base_image
+tag_aliases
 command -v docker-registry >/dev/null 2>&1 || ensure_packages
 say "ready"
