@@ -110,7 +110,11 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     async def expose(self, port: int) -> str:
-        """A URL (``http://host:port``) on which the host reaches ``port`` of the sandbox."""
+        """A URL (``http://host:port``) on which the host reaches ``port`` of the sandbox.
+
+        Some providers can only expose ports named when the sandbox was created
+        (``SandboxSpec.ports``); they refuse others with :class:`SandboxUnsupported`.
+        """
 
     @abc.abstractmethod
     async def terminate(self) -> None:
@@ -119,7 +123,11 @@ class Sandbox(abc.ABC):
     # -- VM-like sandboxes (mode "vm") also run containers; env types deploy through these --
 
     async def build_image(self, context: str, tag: str, *, labels: dict[str, str]) -> str:
-        """Build (or reuse, when ``tag`` exists) an image from a build-context folder."""
+        """Build (or reuse) an image from a build-context folder; returns the ref to run.
+
+        A ``tag`` without ``:`` is a name the provider completes with a content hash, so the
+        same sources give the same ref and are not rebuilt; always run the returned ref.
+        """
         raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot build images")
 
     async def run_container(self, spec: ContainerSpec) -> dict[int, str]:
