@@ -146,10 +146,23 @@ def dumps(document: Mapping[str, Any]) -> str:
         raise InvalidQuery(f"a document must be JSON (str keys, finite numbers): {exc}") from None
 
 
+def _check_keys(value: Any, where: str = "document") -> None:
+    """JSON would silently turn ``{1: x}`` into ``{"1": x}``: refuse non-string keys instead."""
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                raise InvalidQuery(f"{where}: keys must be strings, not {key!r}")
+            _check_keys(child, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for child in value:
+            _check_keys(child, where)
+
+
 def prepare_document(document: Mapping[str, Any], new_id: str | None = None) -> Document:
     """A deep, JSON-checked copy of ``document`` with a string ``_id``."""
     if not isinstance(document, Mapping):
         raise InvalidQuery(f"a document must be a mapping, not {type(document).__name__}")
+    _check_keys(document)
     doc: Document = json.loads(dumps(document))
     if ID_FIELD not in doc:
         if new_id is None:
