@@ -40,6 +40,9 @@ CORE_DISTRIBUTION = "agentenv-framework"
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "agent_env.cli.builtin_commands",
     "agent_env.stores.builtin",
+    "agent_env.sandbox.local",
+    "agent_env.tasks.builtin_steps",
+    "agent_env.bundles.shipped",
 )
 
 # Statuses shown by ``agent-env plugin list``; reasons are stable codes for ``--json``.

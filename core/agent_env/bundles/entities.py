@@ -1,0 +1,47 @@
+"""Reading stored entities back: artifacts for running steps, tasks for ``task run``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
+
+
+class StoredArtifacts:
+    """An :class:`ArtifactSource` over the stores; ``pins`` fix the version per id."""
+
+    def __init__(self, versioned: Any, objects: Any, pins: Mapping[str, int] | None = None):
+        self.versioned = versioned
+        self.objects = objects
+        self.pins = dict(pins or {})
+        self._cache: dict[tuple[str, int], ArtifactContent] = {}
+
+    async def load(self, artifact_id: str) -> ArtifactContent:
+        import asyncio
+
+        return await asyncio.to_thread(self.load_now, artifact_id)
+
+    def load_now(self, artifact_id: str) -> ArtifactContent:
+        record = self.versioned.get("artifacts", artifact_id, self.pins.get(artifact_id))
+        if record is None:
+            raise LookupError(f"no artifact '{artifact_id}' is stored")
+        key = (artifact_id, record.version)
+        if key not in self._cache:
+            files = [
+                ArtifactFile(path, self.objects.get(meta["key"]), int(meta.get("mode", 0o644)))
+                for path, meta in sorted(record.body.get("files", {}).items())
+            ]
+            self._cache[key] = ArtifactContent(
+                artifact_id, record.version, record.body.get("type", "file"), tuple(files)
+            )
+        return self._cache[key]
+
+
+def entity_exists(versioned: Any) -> Any:
+    """A ``stored(kind, id)`` check for preflight of ids from outside a bundle."""
+
+    def stored(kind: str, entity_id: str) -> bool:
+        return entity_id.startswith("@") and versioned.latest_version(kind, entity_id) > 0
+
+    return stored

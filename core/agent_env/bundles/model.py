@@ -1,0 +1,122 @@
+"""What a parsed bundle holds: records for its tasks, artifacts, envs and evals, with ids."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+#: The folders that make a folder a bundle.
+BUNDLE_FOLDERS = ("envs", "agents", "artifacts", "skills", "tasks", "evals")
+
+
+def local_id_root(folder: Path) -> str:
+    """``@local/<absolute path, $HOME shown as ~>`` for a folder bundle."""
+    path = str(folder.resolve())
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        path = "~" + path[len(home):]
+    return "@local/" + path.lstrip("/")
+
+
+def installed_id_root(distribution: str, name: str) -> str:
+    """``@local/<distribution>/<name>`` for a bundle a package ships."""
+    return f"@local/{distribution}/{name}"
+
+
+@attrs.frozen
+class BundleFile:
+    """A file of an artifact or env: ``path`` relative to its folder, POSIX style."""
+
+    path: str
+    source: Path
+    sha256: str
+    size: int
+    mode: int
+
+
+@attrs.frozen
+class ArtifactEntry:
+    name: str
+    id: str
+    type: str
+    label: str
+    files: tuple[BundleFile, ...]
+
+
+@attrs.frozen
+class EnvEntry:
+    name: str
+    id: str
+    type: str
+    label: str
+    folder: Path
+    files: tuple[BundleFile, ...]
+    image: str | None = None
+    environment_name: str | None = None
+
+
+@attrs.frozen
+class TaskEntry:
+    """A task file; ``raw_steps`` as written (entity names not yet rewritten)."""
+
+    name: str
+    id: str
+    label: str
+    raw_steps: tuple[Any, ...]
+
+
+@attrs.frozen
+class EvalEntry:
+    name: str
+    id: str
+    label: str
+    task_names: tuple[str, ...]
+    type: str | None = None
+
+
+@attrs.frozen
+class Bundle:
+    folder: Path
+    id_root: str
+    description: str
+    tasks: tuple[TaskEntry, ...] = ()
+    artifacts: tuple[ArtifactEntry, ...] = ()
+    envs: tuple[EnvEntry, ...] = ()
+    evals: tuple[EvalEntry, ...] = ()
+    #: kind -> {alias or name: entity name}
+    aliases: dict[str, dict[str, str]] = attrs.field(factory=dict)
+
+    def entity_ids(self) -> dict[str, dict[str, str]]:
+        """kind -> {name or alias: id}: what a step field may name."""
+        ids: dict[str, dict[str, str]] = {
+            "artifacts": {a.name: a.id for a in self.artifacts},
+            "envs": {e.name: e.id for e in self.envs},
+            "tasks": {t.name: t.id for t in self.tasks},
+            "evals": {e.name: e.id for e in self.evals},
+        }
+        for kind, table in self.aliases.items():
+            names = ids.setdefault(kind, {})
+            for alias, name in table.items():
+                if name in names and alias not in names:
+                    names[alias] = names[name]
+        return ids
+
+    def task(self, name: str) -> TaskEntry | None:
+        """A task by file stem, file name or ``tasks/<file>``."""
+        stem = name.removeprefix("tasks/").removesuffix(".json")
+        return next((t for t in self.tasks if t.name == stem), None)
+
+    def eval(self, name: str) -> EvalEntry | None:
+        stem = name.removeprefix("evals/").removesuffix(".toml")
+        return next((e for e in self.evals if e.name == stem), None)
+
+    def contents(self) -> str:
+        """``1 task``, ``2 tasks, 1 eval``: what the listing shows."""
+        parts = []
+        for noun, count in (("task", len(self.tasks)), ("eval", len(self.evals))):
+            if count:
+                parts.append(f"{count} {noun}{'' if count == 1 else 's'}")
+        return ", ".join(parts) or "empty"

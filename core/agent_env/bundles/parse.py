@@ -1,0 +1,278 @@
+"""Reading a bundle folder into a :class:`Bundle`, collecting every problem on the way.
+
+Parsing never stops at the first problem: the caller reports them all together, each prefixed
+with the file it is about (``tasks/x.json:3: ...``), so one edit-run cycle fixes them all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from agent_env.bundles.jsonfile import StrictJSONError, loads_strict
+from agent_env.bundles.model import (
+    BUNDLE_FOLDERS,
+    ArtifactEntry,
+    Bundle,
+    BundleFile,
+    EnvEntry,
+    EvalEntry,
+    TaskEntry,
+)
+from agent_env.errors import UserError
+from agent_env.tasks.artifacts import DOCKER_IMAGE, FILE, FILE_UNIVERSE
+
+DEFAULT_ENV_TYPE = "mcp_server"
+_CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
+
+
+def ignored(name: str) -> bool:
+    """Dot files and ``__pycache__`` are never part of a bundle."""
+    return name.startswith(".") or name == "__pycache__"
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if not ignored(p.name))
+    except OSError:
+        return []
+
+
+def is_bundle(folder: Path) -> bool:
+    return any((folder / name).is_dir() for name in BUNDLE_FOLDERS)
+
+
+def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
+    """The bundle in ``folder`` and every problem found in it (an empty list: all good)."""
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder")
+    if not is_bundle(folder):
+        raise UserError(
+            f"{folder} is not a bundle: it has none of "
+            f"{', '.join(name + '/' for name in BUNDLE_FOLDERS)}"
+        )
+    problems: list[str] = []
+    artifacts = [a for p in _entries(folder / "artifacts")
+                 if (a := _parse_artifact(p, id_root, problems)) is not None]
+    envs = [e for p in _entries(folder / "envs")
+            if (e := _parse_env(p, id_root, problems)) is not None]
+    tasks = [t for p in _entries(folder / "tasks")
+             if (t := _parse_task(p, id_root, problems)) is not None]
+    evals = [e for p in _entries(folder / "evals")
+             if (e := _parse_eval(p, id_root, problems)) is not None]
+    bundle = Bundle(
+        folder, id_root, read_description(folder), tuple(tasks), tuple(artifacts), tuple(envs),
+        tuple(evals), _parse_aliases(folder, problems),
+    )
+    names = {t.name for t in tasks}
+    for entry in evals:
+        for task_name in entry.task_names:
+            if bundle.task(task_name) is None:
+                problems.append(f"{entry.label}: task '{task_name}' names no file in tasks/ "
+                                f"(tasks: {', '.join(sorted(names)) or 'none'})")
+    return bundle, problems
+
+
+def read_description(folder: Path) -> str:
+    """The first line of text of ``README.md`` (headings' ``#`` dropped)."""
+    try:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    for line in text.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line
+    return ""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def collect_files(folder: Path, label: str, problems: list[str]) -> list[BundleFile]:
+    """Every file under ``folder`` (dot files and __pycache__ skipped); symlinks must stay in."""
+    root = os.path.realpath(folder)
+    found: list[BundleFile] = []
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not ignored(d))
+        for name in list(dirs):
+            full = os.path.join(current, name)
+            if os.path.islink(full):
+                dirs.remove(name)
+                problems.append(_escape_problem(label, folder, full, root) or
+                                f"{label}: {os.path.relpath(full, folder)} is a symlink to a "
+                                "folder (copy the files in instead)")
+        for name in sorted(files):
+            if ignored(name):
+                continue
+            full = os.path.join(current, name)
+            relative = Path(os.path.relpath(full, folder)).as_posix()
+            problem = _escape_problem(label, folder, full, root)
+            if problem:
+                problems.append(problem)
+                continue
+            path = Path(full)
+            if not path.is_file():
+                problems.append(f"{label}: {relative} is not a regular file")
+                continue
+            stat = path.stat()
+            mode = 0o755 if stat.st_mode & 0o111 else 0o644
+            found.append(BundleFile(relative, path, _sha256(path), stat.st_size, mode))
+    return found
+
+
+def _escape_problem(label: str, folder: Path, full: str, root: str) -> str | None:
+    resolved = os.path.realpath(full)
+    if resolved == root or resolved.startswith(root + os.sep):
+        return None
+    relative = os.path.relpath(full, folder)
+    return (f"{label}: {relative} is a symlink out of its folder (to {resolved}); "
+            "a bundle may only hold its own files")
+
+
+def _read_toml(path: Path, label: str, problems: list[str]) -> dict[str, Any] | None:
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        return tomlkit.parse(path.read_text(encoding="utf-8")).unwrap()
+    except ParseError as exc:
+        problems.append(f"{label}:{exc.line}: invalid TOML ({str(exc).split(' at line')[0]})")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{label}: cannot read it ({exc})")
+    return None
+
+
+def _parse_artifact(path: Path, id_root: str, problems: list[str]) -> ArtifactEntry | None:
+    label = f"artifacts/{path.name}"
+    if path.is_file():  # artifacts/<name>.<ext>: a one-file artifact named by its stem
+        problem = _escape_problem(label, path.parent, str(path), os.path.realpath(path.parent))
+        if problem:
+            problems.append(problem)
+            return None
+        stat = path.stat()
+        one = BundleFile(path.name, path, _sha256(path), stat.st_size,
+                         0o755 if stat.st_mode & 0o111 else 0o644)
+        return ArtifactEntry(path.stem, f"{id_root}/{path.stem}", FILE, label, (one,))
+    files = collect_files(path, label, problems)
+    declared = None
+    if (path / "artifact.toml").is_file():
+        data = _read_toml(path / "artifact.toml", f"{label}/artifact.toml", problems) or {}
+        declared = data.get("type")
+        files = [f for f in files if f.path != "artifact.toml"]
+    if declared:
+        kind = str(declared)
+    elif any(f.path == "Dockerfile" for f in files):
+        kind = DOCKER_IMAGE
+    elif len(files) == 1:
+        kind = FILE
+    else:
+        kind = FILE_UNIVERSE
+    if not files:
+        problems.append(f"{label}: the artifact folder is empty")
+    return ArtifactEntry(path.name, f"{id_root}/{path.name}", kind, label, tuple(files))
+
+
+def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None:
+    label = f"envs/{path.name}"
+    if not path.is_dir():
+        problems.append(f"{label}: an env is a folder (a Docker build context), not a file")
+        return None
+    files = collect_files(path, label, problems)
+    settings: dict[str, Any] = {}
+    if (path / "env.toml").is_file():
+        settings = _read_toml(path / "env.toml", f"{label}/env.toml", problems) or {}
+        unknown = sorted(set(settings) - {"type", "image", "environment_name", "id"})
+        if unknown:
+            problems.append(f"{label}/env.toml: unknown key(s) {', '.join(unknown)} "
+                            "(known: environment_name, id, image, type)")
+    elif not (path / "Dockerfile").is_file():
+        problems.append(f"{label}: needs a Dockerfile or an env.toml")
+    env_type = str(settings.get("type") or DEFAULT_ENV_TYPE)
+    name = settings.get("environment_name")
+    if not name and env_type == DEFAULT_ENV_TYPE:
+        cards = set()
+        for item in files:
+            if item.path.endswith(".py"):
+                text = item.source.read_text(encoding="utf-8", errors="replace")
+                cards.update(_CARD.findall(text))
+        if len(cards) == 1:
+            name = cards.pop()
+        else:
+            problems.append(
+                f"{label}: cannot tell the environment's name: give environment_name in "
+                f"env.toml, or exactly one @environment_card(name=...) (found {len(cards)})"
+            )
+    entity_id = str(settings.get("id") or f"{id_root}/{path.name}")
+    return EnvEntry(path.name, entity_id, env_type, label, path, tuple(files),
+                    settings.get("image"), name)
+
+
+def _parse_task(path: Path, id_root: str, problems: list[str]) -> TaskEntry | None:
+    label = f"tasks/{path.name}"
+    if path.suffix != ".json" or not path.is_file():
+        return None
+    try:
+        data = loads_strict(path.read_text(encoding="utf-8"))
+    except StrictJSONError as exc:
+        problems.append(f"{exc.where(label)}: {exc.message}")
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{label}: cannot read it ({exc})")
+        return None
+    if not isinstance(data, list):
+        problems.append(f"{label}: must be a JSON array of step objects, not "
+                        f"{'an object' if isinstance(data, dict) else type(data).__name__}")
+        return None
+    bad = [i for i, step in enumerate(data, start=1) if not isinstance(step, dict)]
+    for position in bad:
+        problems.append(f"{label}: step {position} must be an object")
+    if not data:
+        problems.append(f"{label}: has no steps")
+    return TaskEntry(path.stem, f"{id_root}/{path.stem}", label, tuple(data))
+
+
+def _parse_eval(path: Path, id_root: str, problems: list[str]) -> EvalEntry | None:
+    label = f"evals/{path.name}"
+    if path.suffix != ".toml" or not path.is_file():
+        return None
+    data = _read_toml(path, label, problems)
+    if data is None:
+        return None
+    tasks = data.get("tasks")
+    if not (isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)):
+        problems.append(f"{label}: 'tasks' must be a list of task file names")
+        tasks = []
+    unknown = sorted(set(data) - {"tasks", "type", "id"})
+    if unknown:
+        problems.append(f"{label}: unknown key(s) {', '.join(unknown)} (known: id, tasks, type)")
+    entity_id = str(data.get("id") or f"{id_root}/{path.stem}")
+    return EvalEntry(path.stem, entity_id, label, tuple(tasks), data.get("type"))
+
+
+def _parse_aliases(folder: Path, problems: list[str]) -> dict[str, dict[str, str]]:
+    path = folder / "aliases.toml"
+    if not path.is_file():
+        return {}
+    data = _read_toml(path, "aliases.toml", problems) or {}
+    aliases: dict[str, dict[str, str]] = {}
+    for kind, table in data.items():
+        if not isinstance(table, dict):
+            problems.append(f"aliases.toml: [{kind}] must be a table of name = [aliases]")
+            continue
+        for name, names in table.items():
+            if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+                problems.append(f"aliases.toml: {kind}.{name} must be a list of aliases")
+                continue
+            for alias in names:
+                aliases.setdefault(kind, {})[alias] = name
+    return aliases

@@ -1,0 +1,179 @@
+"""Plan and preflight: which tasks and evals run, and every problem with them, before anything.
+
+Preflight gathers the problems of parsing, of each selected task's steps (types, ids,
+``depends_on``, fields, named entities, sandbox providers) and of the selection itself, and
+raises them together as one :class:`PreflightFailed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from agent_env.bundles.model import Bundle, EvalEntry, TaskEntry
+from agent_env.errors import UserError
+from agent_env.tasks.plan import TaskSpec, check_steps
+from agent_env.tasks.steps import Step, rewrite_entity_refs
+
+
+class PreflightFailed(UserError):
+    """Everything wrong with a bundle or task, one problem per note line."""
+
+    def __init__(self, where: str, problems: Sequence[str]) -> None:
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{where} has {count} {noun}; nothing was run:",
+                         notes=[f"  {p}" for p in problems])
+        self.problems = list(problems)
+
+
+@attrs.frozen
+class PlannedTask:
+    entry: TaskEntry
+    spec: TaskSpec
+    #: kind -> entity ids its steps name (what the ledger must write first)
+    references: dict[str, frozenset[str]]
+
+
+@attrs.frozen
+class PlannedEval:
+    entry: EvalEntry
+    task_names: tuple[str, ...]
+
+
+@attrs.frozen
+class BundlePlan:
+    bundle: Bundle
+    tasks: tuple[PlannedTask, ...]
+    evals: tuple[PlannedEval, ...]
+
+
+def step_registry() -> dict[str, type[Step]]:
+    from agent_env.plugins import get_host
+
+    return get_host().registry("step_type")
+
+
+def references(steps: Sequence[Step]) -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {}
+    for step in steps:
+        for field_name, kind in step.entity_fields.items():
+            value = getattr(step, field_name, None)
+            values = [value] if isinstance(value, str) else list(value or [])
+            found.setdefault(kind, set()).update(v for v in values if isinstance(v, str))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def preflight_steps(
+    label: str,
+    raw_steps: Sequence[Any],
+    *,
+    entity_names: Mapping[str, Mapping[str, str]],
+    registry: Mapping[str, type[Step]],
+    stored: Callable[[str, str], bool] | None = None,
+    sandbox_chain: Sequence[str] | None = None,
+) -> tuple[list[dict[str, Any]], list[Step], list[str]]:
+    """Rewrite entity names to ids, check the steps; returns (raw steps, steps, problems)."""
+    from agent_env.tasks.sandboxes import missing_provider_message, provider_names
+
+    rewritten = []
+    for raw in raw_steps:
+        step_class = registry.get(raw.get("type")) if isinstance(raw, dict) else None
+        rewritten.append(rewrite_entity_refs(raw, step_class, entity_names)
+                         if step_class is not None else raw)
+    known = {kind: set(names.values()) for kind, names in entity_names.items()}
+    if stored is not None:  # ids from outside the bundle must already be stored
+        for raw in rewritten:
+            step_class = registry.get(raw.get("type")) if isinstance(raw, dict) else None
+            for field_name, kind in (step_class.entity_fields.items() if step_class else ()):
+                value = raw.get(field_name)
+                for item in [value] if isinstance(value, str) else list(value or []):
+                    if isinstance(item, str) and item not in known.get(kind, set()) and \
+                            stored(kind, item):
+                        known.setdefault(kind, set()).add(item)
+    providers = frozenset(provider_names())
+    steps, problems = check_steps(
+        rewritten, registry, {k: frozenset(v) for k, v in known.items()}, providers
+    )
+    chains = [list(sandbox_chain)] if sandbox_chain else [
+        [p.strip() for p in str(getattr(s, "sandbox_type", "") or "").split(",") if p.strip()]
+        for s in steps
+    ]
+    missing = sorted({name for chain in chains for name in chain if name not in providers})
+    for name in missing:
+        problems.append(missing_provider_message(name))
+    return rewritten, steps, [f"{label}: {p}" for p in problems]
+
+
+def plan_bundle(
+    bundle: Bundle,
+    *,
+    parse_problems: Sequence[str] = (),
+    task_names: Sequence[str] = (),
+    eval_name: str | None = None,
+    sandbox_chain: Sequence[str] | None = None,
+    stored: Callable[[str, str], bool] | None = None,
+) -> BundlePlan:
+    """Select what runs and preflight it; raises :class:`PreflightFailed` with all problems."""
+    problems = list(parse_problems)
+    selected, evals = _select(bundle, task_names, eval_name, problems)
+    registry = step_registry()
+    names = bundle.entity_ids()
+    planned = []
+    for entry in selected:
+        rewritten, steps, found = preflight_steps(
+            entry.label, entry.raw_steps, entity_names=names, registry=registry,
+            stored=stored, sandbox_chain=sandbox_chain,
+        )
+        problems.extend(found)
+        spec = TaskSpec(entry.id, entry.label, tuple(rewritten))
+        planned.append(PlannedTask(entry, spec, references(steps)))
+    if problems:
+        raise PreflightFailed(str(bundle.folder), _unique(problems))
+    return BundlePlan(bundle, tuple(planned), tuple(evals))
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _select(
+    bundle: Bundle, task_names: Sequence[str], eval_name: str | None, problems: list[str]
+) -> tuple[list[TaskEntry], list[PlannedEval]]:
+    available = ", ".join(t.label for t in bundle.tasks) or "none"
+    if task_names:
+        chosen = []
+        for name in task_names:
+            entry = bundle.task(name)
+            if entry is None:
+                problems.append(f"--task {name}: no such task in this bundle (tasks: {available})")
+            elif entry not in chosen:
+                chosen.append(entry)
+        return chosen, []
+    if eval_name is not None:
+        entry = bundle.eval(eval_name)
+        if entry is None:
+            known = ", ".join(e.label for e in bundle.evals) or "none"
+            problems.append(f"--eval {eval_name}: no such eval in this bundle (evals: {known})")
+            return [], []
+        evals = [entry]
+    else:
+        evals = list(bundle.evals)
+    if not evals:
+        if not bundle.tasks:
+            problems.append("the bundle has no tasks to run")
+        return list(bundle.tasks), []
+    chosen = []
+    planned = []
+    for entry in evals:
+        names = []
+        for name in entry.task_names:
+            task = bundle.task(name)
+            if task is not None:
+                names.append(task.name)
+                if task not in chosen:
+                    chosen.append(task)
+        planned.append(PlannedEval(entry, tuple(names)))
+    return chosen, planned

@@ -1,0 +1,299 @@
+"""``agent-env run [BUNDLE]``: list installed bundles, or run a bundle's evals or tasks.
+
+Output (tasks.md section 4): one ledger line per entity, progress lines per step, a ``Tasks:``
+(and ``Evals:``) summary, then what teardown did, last. Exit codes: 0 all passed (or unscored),
+1 a run failed or scored below 1, 130 / 143 after SIGINT / SIGTERM. The first signal cancels the
+runs and tears down; a second stops the teardown and lists what is still up.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from agent_env.tasks.engine import TaskResult
+    from agent_env.tasks.records import FailureRecord
+    from agent_env.tasks.session import RunRequest
+    from agent_env.tasks.steps import Step
+    from agent_env.tasks.teardown import Teardown
+
+EXIT_OK, EXIT_FAILED, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
+LISTING_FOOTER = "Run one with agent-env run NAME. To change one, copy its folder and run the copy."
+
+
+def echo(text: str = "", *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def seconds(value: float) -> str:
+    return f"{value:.1f}s"
+
+
+# -- the listing --------------------------------------------------------------------------------
+
+
+def print_listing() -> None:
+    import shutil
+
+    from agent_env.bundles.find import installed_bundles
+    from agent_env.bundles.parse import parse_bundle, read_description
+
+    bundles = installed_bundles()
+    if not bundles:
+        echo("No bundles are installed. Run a bundle folder with agent-env run PATH.")
+        return
+    rows = []
+    for bundle in bundles:
+        try:
+            parsed, _ = parse_bundle(bundle.path, bundle.id_root)
+            contents, description = parsed.contents(), parsed.description
+        except Exception:
+            contents, description = "?", read_description(bundle.path)
+        rows.append((bundle, f"{bundle.distribution} {bundle.version}", contents, description))
+    name_w = max(4, *(len(b.name) for b, *_ in rows))
+    package_w = max(7, *(len(p) for _, p, *_ in rows))
+    contents_w = max(8, *(len(c) for *_, c, _ in rows))
+    width = max(100, shutil.get_terminal_size((100, 24)).columns)
+    echo(f"{'NAME':<{name_w}}  {'PACKAGE':<{package_w}}  {'CONTENTS':<{contents_w}}  DESCRIPTION")
+    indent = " " * (name_w + 2)
+    for bundle, package, contents, description in rows:
+        line = f"{bundle.name:<{name_w}}  {package:<{package_w}}  {contents:<{contents_w}}  "
+        room = width - len(line)
+        if len(description) > room:
+            description = description[: max(room - 4, 10)].rstrip() + " ..."
+        echo(line + description)
+        echo(indent + str(bundle.path))
+        if bundle.aliases:
+            echo(indent + "aliases: " + ", ".join(bundle.aliases))
+    echo()
+    echo(LISTING_FOOTER)
+
+
+# -- progress -------------------------------------------------------------------------------------
+
+
+class ProgressPrinter:
+    """Plain progress lines (the same on a terminal and in a pipe, so logs diff cleanly)."""
+
+    def step_started(self, task: Any, position: int, total: int, step: Step) -> None:
+        echo(f"[{task.label}] step {position}/{total} {step.id} ({step.type})")
+
+    def step_finished(
+        self, task: Any, position: int, total: int, step: Step, took: float,
+        failure: FailureRecord | None,
+    ) -> None:
+        if failure is None:
+            echo(f"[{task.label}] step {position}/{total} {step.id} done in {seconds(took)}")
+            return
+        tolerated = "" if failure.is_fatal else " (tolerated)"
+        echo(f"[{task.label}] step {position}/{total} {step.id} failed in {seconds(took)}"
+             f"{tolerated}: {failure.summary}")
+        echo(f"error: {task.label}: step '{step.id}' ({step.type}) failed: {failure.summary}",
+             err=True)
+
+
+    def task_finished(self, result: TaskResult) -> None:
+        outcome = "failed" if result.outcome == "failed" else result.outcome
+        echo(f"[{result.task.label}] {outcome} in {seconds(result.duration_seconds)}")
+
+
+def task_line(result: TaskResult) -> str:
+    version = f" v{result.task.version}" if result.task.version else ""
+    return (f"  {result.task.label}{version}: {result.describe()}, "
+            f"{seconds(result.duration_seconds)}, instance {result.instance_id}")
+
+
+def is_success(result: TaskResult) -> bool:
+    return result.outcome in ("passed", "unscored")
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+def teardown_summary(teardown: Teardown, stopped: bool) -> None:
+    from agent_env.tasks.teardown import plural
+
+    report = teardown.report()
+    counts: dict[str, int] = {}
+    for item in report.terminated:
+        counts[item.kind] = counts.get(item.kind, 0) + 1
+    for item in report.failed:
+        if item.error and not stopped:
+            echo(f"Could not tear down {item.label}: {item.error}", err=True)
+    if stopped and report.failed:
+        echo("Teardown stopped; still up:", err=True)
+        for item in report.failed:
+            echo(f"  {item.label}", err=True)
+    if counts:
+        echo(f"Tore down {', '.join(plural(n, kind) for kind, n in counts.items())}.")
+    elif report.failed and not stopped:
+        echo(f"Could not tear down {plural(len(report.failed), 'thing')}.")
+
+
+def execute(
+    requests: Sequence[RunRequest],
+    *,
+    keep: bool = False,
+    sandbox_chain: Sequence[str] | None = None,
+    eval_lines: Any = None,
+) -> tuple[list[TaskResult], int]:
+    """Run ``requests``, print progress and the summary, tear down; returns (results, code)."""
+    import asyncio
+
+    return asyncio.run(_execute(requests, keep, sandbox_chain, eval_lines))
+
+
+async def _execute(
+    requests: Sequence[RunRequest], keep: bool, sandbox_chain: Sequence[str] | None,
+    eval_lines: Any,
+) -> tuple[list[TaskResult], int]:
+    import asyncio
+    import signal
+
+    from agent_env.stores import document_store
+    from agent_env.tasks.records import StoredInstances
+    from agent_env.tasks.session import Session
+
+    session = Session(instances=StoredInstances(document_store()), observer=ProgressPrinter(),
+                      sandbox_chain=sandbox_chain)
+    loop = asyncio.get_running_loop()
+    state: dict[str, Any] = {"signals": 0, "code": None, "teardown": None}
+    hold = asyncio.Event()
+    names = {signal.SIGINT: ("Ctrl-C", EXIT_SIGINT), signal.SIGTERM: ("SIGTERM", EXIT_SIGTERM)}
+
+    def on_signal(signum: int) -> None:
+        reason, code = names[signum]
+        if state.get("holding") and not hold.is_set():
+            hold.set()  # --keep: Ctrl-C ends the hold as asked; the runs' outcome decides
+            return
+        if state["teardown"] is not None:
+            state["teardown"].cancel()
+        elif state["code"] is None:
+            state["code"] = code
+            echo(f"cancelled by {reason}; tearing down (again to stop the teardown)", err=True)
+            session.cancel(reason)
+        else:
+            state["skip_teardown"] = True
+
+    for signum in names:
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        results = await session.run_all(requests)
+        echo()
+        echo("Tasks:")
+        for result in results:
+            echo(task_line(result))
+        if eval_lines is not None:
+            lines = eval_lines(results)
+            if lines:
+                echo()
+                echo("Evals:")
+                for line in lines:
+                    echo(line)
+        up = session.teardown.still_up()
+        if keep and up and state["code"] is None:
+            count = sum(1 for item in up if item.kind == "sandbox") or len(up)
+            noun = "sandbox" if any(i.kind == "sandbox" for i in up) else "thing"
+            from agent_env.tasks.teardown import plural
+
+            echo()
+            echo(f"Holding {plural(count, noun)} up; Ctrl-C tears {'it' if count == 1 else 'them'}"
+                 " down.")
+            state["holding"] = True
+            await hold.wait()
+        echo()
+        teardown = asyncio.ensure_future(session.teardown.run())
+        state["teardown"] = teardown
+        stopped = False
+        try:
+            if state.get("skip_teardown"):
+                teardown.cancel()
+            await teardown
+        except asyncio.CancelledError:
+            stopped = True
+        teardown_summary(session.teardown, stopped)
+    finally:
+        for signum in names:
+            loop.remove_signal_handler(signum)
+    if state["code"] is not None:
+        return results, state["code"]
+    return results, EXIT_OK if all(is_success(r) for r in results) else EXIT_FAILED
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+@click.command("run")
+@click.argument("bundle", required=False)
+@click.option("--task", "tasks", multiple=True, metavar="NAME",
+              help="Run only this task (file name or stem); repeatable.")
+@click.option("--eval", "eval_name", metavar="NAME", help="Run only this eval's tasks.")
+@click.option("--sandbox", metavar="A[,B...]",
+              help="Sandbox providers to use for every sandbox (a fallback chain).")
+@click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
+@click.option("--dry-run", is_flag=True, help="Parse, plan and preflight; write and run nothing.")
+def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandbox: str | None,
+        keep: bool, dry_run: bool) -> int:
+    """Run a bundle's evals (or all its tasks); with no BUNDLE, list the installed bundles."""
+    if bundle is None:
+        print_listing()
+        return EXIT_OK
+    return run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
+                      dry_run=dry_run)
+
+
+def run_bundle(
+    text: str, *, tasks: Sequence[str] = (), eval_name: str | None = None,
+    sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
+) -> int:
+    import attrs
+
+    from agent_env.bundles.entities import StoredArtifacts, entity_exists
+    from agent_env.bundles.find import locate
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.parse import parse_bundle
+    from agent_env.bundles.plan import plan_bundle
+    from agent_env.stores import object_store, versioned_store
+    from agent_env.tasks.session import RunRequest
+
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    location = locate(text)
+    bundle, problems = parse_bundle(location.folder, location.id_root)
+    versioned = versioned_store()
+    plan = plan_bundle(bundle, parse_problems=problems, task_names=tasks, eval_name=eval_name,
+                       sandbox_chain=chain, stored=entity_exists(versioned))
+    objects = object_store()
+    ledger = Ledger(versioned, objects, dry_run=dry_run).write_plan(plan)
+    for line in ledger.lines:
+        echo(str(line))
+    if dry_run:
+        for task in plan.tasks:
+            ids = ", ".join(str(s.get("id")) for s in task.spec.raw_steps)
+            echo(f"[{task.entry.label}] would run {len(task.spec.raw_steps)} steps: {ids}")
+        echo("Dry run: nothing was written or run.")
+        return EXIT_OK
+    artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
+    requests = [
+        RunRequest(attrs.evolve(t.spec, version=ledger.version("tasks", t.entry.id)), artifacts)
+        for t in plan.tasks
+    ]
+
+    def eval_lines(results: list[TaskResult]) -> list[str]:
+        by_name = {r.task.id: r for r in results}
+        ids = {t.entry.name: t.entry.id for t in plan.tasks}
+        lines = []
+        for planned in plan.evals:
+            ran = [by_name[ids[n]] for n in planned.task_names if ids.get(n) in by_name]
+            passed = sum(1 for r in ran if r.outcome == "passed")
+            version = ledger.version("evals", planned.entry.id)
+            lines.append(f"  {planned.entry.label} v{version}: {passed} of {len(ran)} passed")
+        return lines
+
+    _, code = execute(requests, keep=keep, sandbox_chain=chain, eval_lines=eval_lines)
+    return code

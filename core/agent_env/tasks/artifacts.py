@@ -1,0 +1,63 @@
+"""How a running step reads artifacts: by id, at the version the run pinned.
+
+The engine does not care where artifacts live; a run hands its context an
+:class:`ArtifactSource`. Bundle runs and stored tasks read the stores
+(:class:`agent_env.bundles.entities.StoredArtifacts`); tests use :class:`MemoryArtifacts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+import attrs
+
+#: Artifact types (tasks.md section 1).
+FILE = "file"
+FILE_UNIVERSE = "file_artifact_universe"
+DOCKER_IMAGE = "docker_image"
+
+
+@attrs.frozen
+class ArtifactFile:
+    """One file of an artifact; ``path`` is relative to the artifact's folder, POSIX style."""
+
+    path: str
+    data: bytes = attrs.field(repr=False)
+    mode: int = 0o644
+
+
+@attrs.frozen
+class ArtifactContent:
+    id: str
+    version: int
+    type: str
+    files: tuple[ArtifactFile, ...] = attrs.field(converter=tuple, factory=tuple)
+
+    def file(self, path: str) -> ArtifactFile:
+        for item in self.files:
+            if item.path == path:
+                return item
+        raise KeyError(f"artifact {self.id} has no file '{path}'")
+
+
+class ArtifactSource(Protocol):
+    async def load(self, artifact_id: str) -> ArtifactContent:
+        """The artifact's files; ``LookupError`` with a clear message when it does not exist."""
+        ...
+
+
+class MemoryArtifacts:
+    """Artifacts held in memory (tests, and callers that built them on the fly)."""
+
+    def __init__(self, artifacts: Iterable[ArtifactContent] = ()) -> None:
+        self._by_id = {a.id: a for a in artifacts}
+
+    def add(self, artifact: ArtifactContent) -> None:
+        self._by_id[artifact.id] = artifact
+
+    async def load(self, artifact_id: str) -> ArtifactContent:
+        try:
+            return self._by_id[artifact_id]
+        except KeyError:
+            raise LookupError(f"no artifact '{artifact_id}'") from None

@@ -1,0 +1,200 @@
+"""The context the steps of one task run share.
+
+It holds what earlier steps brought up (sandboxes by name, deployed envs by id, agents), what
+verifiers decided, the run's metadata and step outputs, and the secrets to keep out of records.
+Steps bring things up through it so that the caller's teardown always finds them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent_env.tasks.scores import ScoreRow, Verification, aggregate
+from agent_env.tasks.steps import StepError
+from agent_env.tasks.teardown import Close, Teardown, TeardownItem
+
+if TYPE_CHECKING:
+    from agent_env.sandbox.base import Sandbox, SandboxSpec
+    from agent_env.tasks.artifacts import ArtifactContent, ArtifactSource
+    from agent_env.tasks.steps import Step
+
+_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|credential|authorization)", re.I)
+REDACTED = "****"
+
+
+class TaskContext:
+    """Shared state of one task run. Steps read and write it; the engine records a snapshot."""
+
+    def __init__(
+        self,
+        *,
+        task_id: str,
+        instance_id: str,
+        artifacts: ArtifactSource,
+        teardown: Teardown | None = None,
+        metadata: dict[str, Any] | None = None,
+        sandbox_chain: Sequence[str] | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.instance_id = instance_id
+        self.artifacts = artifacts
+        self.teardown = teardown if teardown is not None else Teardown()
+        #: Free-form run metadata (``seed``...); recorded with secrets stripped.
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        #: ``--sandbox``: when set, it replaces every step's own ``sandbox_type``.
+        self.sandbox_chain: list[str] | None = list(sandbox_chain) if sandbox_chain else None
+        self.labels = {"agentenv.run": instance_id, **(labels or {})}
+        self.sandboxes: dict[str, Sandbox] = {}
+        self.envs: dict[str, Any] = {}
+        self.agents: dict[str, Any] = {}
+        self.verifications: dict[str, Verification] = {}
+        #: Results steps hand to later steps and to the record, by step id (``run_code``...).
+        self.outputs: dict[str, Any] = {}
+        self._secrets: set[str] = set()
+        self._sandbox_items: dict[str, TeardownItem] = {}
+
+    # -- sandboxes -------------------------------------------------------------------------
+
+    def provider_chain(self, sandbox_type: str | None) -> list[str]:
+        """Providers to try for a step: ``--sandbox``, else the step's, else the config's."""
+        if self.sandbox_chain:
+            return list(self.sandbox_chain)
+        if sandbox_type:
+            return [p.strip() for p in sandbox_type.split(",") if p.strip()]
+        from agent_env.config import get_config
+
+        return get_config().sandbox_chain()
+
+    async def create_sandbox(self, spec: SandboxSpec, sandbox_type: str | None = None) -> Sandbox:
+        """Create a sandbox, register it by ``spec.name`` and for teardown, and return it."""
+        import attrs
+
+        from agent_env.tasks.sandboxes import choose_provider, open_provider
+
+        if spec.name in self.sandboxes:
+            raise StepError(f"a sandbox named '{spec.name}' is already up in this task")
+        provider = open_provider(choose_provider(self.provider_chain(sandbox_type)))
+        spec = attrs.evolve(spec, labels={**self.labels, **spec.labels})
+        sandbox = await provider.create(spec)
+        self.add_sandbox(spec.name, sandbox)
+        return sandbox
+
+    def add_sandbox(self, name: str, sandbox: Sandbox) -> None:
+        """Register a sandbox made elsewhere (an env type's host) by name, for teardown too."""
+        self.sandboxes[name] = sandbox
+        self._sandbox_items[name] = self.teardown.register(
+            "sandbox", f"sandbox {name} ({sandbox.provider_name} {sandbox.id})", sandbox.terminate
+        )
+
+    def sandbox(self, name: str) -> Sandbox:
+        """The sandbox an earlier step deployed as ``name``."""
+        try:
+            return self.sandboxes[name]
+        except KeyError:
+            up = ", ".join(sorted(self.sandboxes)) or "none"
+            raise StepError(f"no sandbox named '{name}' is up (up: {up})") from None
+
+    async def tear_down_sandbox(self, name: str) -> bool:
+        """Take one sandbox down now; False when it could not be (it stays in the report)."""
+        item = self._sandbox_items.pop(name, None)
+        self.sandboxes.pop(name, None)
+        return True if item is None else await self.teardown.close(item)
+
+    # -- envs, agents, teardown --------------------------------------------------------------
+
+    def add_env(self, env_id: str, deployment: Any, *, close: Close | None = None) -> None:
+        """Register a deployed env by id (``close`` takes it down at teardown)."""
+        self.envs[env_id] = deployment
+        if close is not None:
+            self.on_teardown("env", f"env {env_id}", close)
+
+    def env(self, env_id: str) -> Any:
+        """The deployment of ``env_id`` made by an earlier step."""
+        try:
+            return self.envs[env_id]
+        except KeyError:
+            up = ", ".join(sorted(self.envs)) or "none"
+            raise StepError(f"env '{env_id}' is not deployed in this task (deployed: {up})") \
+                from None
+
+    def on_teardown(self, kind: str, label: str, close: Close) -> TeardownItem:
+        """Have the caller's teardown run ``close`` (newest first), whatever happens."""
+        return self.teardown.register(kind, label, close)
+
+    # -- artifacts ---------------------------------------------------------------------------
+
+    async def artifact(self, artifact_id: str) -> ArtifactContent:
+        """An artifact's files, at the version this run pinned (latest otherwise)."""
+        try:
+            return await self.artifacts.load(artifact_id)
+        except LookupError as exc:
+            raise StepError(str(exc).strip("'\"")) from None
+
+    # -- verifications -------------------------------------------------------------------------
+
+    def record_verification(
+        self, step: Step, verifier_id: str | None, rows: Sequence[ScoreRow], aggregator: str
+    ) -> Verification:
+        """Score ``rows`` and keep them as ``metadata.verifications[verifier_id]``."""
+        verification = Verification(
+            verifier_id or step.id, step.id, aggregate(aggregator, rows), tuple(rows)
+        )
+        self.verifications[verification.verifier_id] = verification
+        return verification
+
+    def forget_step(self, step_id: str) -> None:
+        """Drop what a step recorded (its span is rolled back before a retry)."""
+        self.outputs.pop(step_id, None)
+        for key in [k for k, v in self.verifications.items() if v.step_id == step_id]:
+            del self.verifications[key]
+
+    # -- secrets and records -------------------------------------------------------------------
+
+    def register_secret(self, value: str | None) -> None:
+        """Never store ``value``: records show ``****`` in its place."""
+        if value and len(value) >= 4:
+            self._secrets.add(value)
+
+    def strip_secrets(self, value: Any, key: str = "") -> Any:
+        """A JSON-safe copy without secret-looking keys and with registered secrets masked."""
+        if isinstance(value, dict):
+            return {
+                str(k): self.strip_secrets(v, str(k))
+                for k, v in value.items()
+                if not _SECRET_KEY.search(str(k))
+            }
+        if isinstance(value, list | tuple):
+            return [self.strip_secrets(v, key) for v in value]
+        if isinstance(value, str):
+            for secret in self._secrets:
+                value = value.replace(secret, REDACTED)
+            return value
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return self.strip_secrets(_describe(value), key)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the instance record keeps of this context (secrets stripped)."""
+        metadata = dict(self.metadata)
+        metadata["verifications"] = {k: v.to_json() for k, v in self.verifications.items()}
+        return self.strip_secrets({
+            "metadata": metadata,
+            "sandboxes": {n: s.describe() for n, s in self.sandboxes.items()},
+            "envs": {n: _describe(e) for n, e in self.envs.items()},
+            "agents": {n: _describe(a) for n, a in self.agents.items()},
+            "outputs": self.outputs,
+        })
+
+
+def _describe(value: Any) -> Any:
+    describe: Callable[[], Any] | None = getattr(value, "describe", None)
+    if callable(describe):
+        return describe()
+    import attrs
+
+    if attrs.has(type(value)):
+        return attrs.asdict(value)
+    return repr(value)

@@ -1,0 +1,259 @@
+"""The task engine: runs a task's steps as a DAG and records what happened.
+
+Ready steps run concurrently. The first fatal failure stops new dispatch, waits for the steps in
+flight and is recorded; a tolerant failure (``fail_task_on_error: false``) unblocks dependents
+but still fails the outcome; a failing step with ``retry_config`` rolls back its span (the
+retry-from step and everything depending on it) and dispatches it again, up to
+``max_retries`` times. Cancelling the engine cancels the steps in flight and records
+``cancelled``. The engine never tears anything down: its caller does (see
+:mod:`agent_env.tasks.teardown`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from agent_env.tasks import records, scores
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.plan import TaskSpec, apply_seed, descendants, effective_dependencies
+from agent_env.tasks.records import FailureRecord, InstanceRecord, InstanceStore
+from agent_env.tasks.steps import Step, StepError, structure_step
+
+
+@attrs.define
+class TaskResult:
+    """How one run of a task ended."""
+
+    task: TaskSpec
+    instance_id: str
+    outcome: str
+    scores: dict[str, float]
+    failures: list[FailureRecord]
+    completed_steps: list[str]
+    duration_seconds: float
+    retried_failures: list[FailureRecord] = attrs.field(factory=list)
+    cancel_reason: str | None = None
+
+    @property
+    def first_fatal(self) -> FailureRecord | None:
+        fatal = [f for f in self.failures if f.is_fatal]
+        return fatal[0] if fatal else (self.failures[0] if self.failures else None)
+
+    def describe(self) -> str:
+        """``passed (hello: 1)``, ``failed at step 'v': RuntimeError: boom``, ``cancelled``."""
+        if self.outcome == scores.FAILED and self.first_fatal is not None:
+            return f"failed at step '{self.first_fatal.step_id}': {self.first_fatal.summary}"
+        if self.outcome == scores.CANCELLED and self.cancel_reason:
+            return f"cancelled by {self.cancel_reason}"
+        if self.scores:
+            return f"{self.outcome} ({scores.format_scores(self.scores)})"
+        return self.outcome
+
+
+class TaskObserver:
+    """Told about progress (the CLI prints it); every method is optional."""
+
+    def step_started(self, task: TaskSpec, position: int, total: int, step: Step) -> None:
+        pass
+
+    def step_finished(
+        self, task: TaskSpec, position: int, total: int, step: Step, seconds: float,
+        failure: FailureRecord | None,
+    ) -> None:
+        pass
+
+    def task_finished(self, result: TaskResult) -> None:
+        pass
+
+
+def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -> list[Step]:
+    """The task's step objects with ``<k>`` seed placeholders replaced."""
+    raw_steps = apply_seed([dict(s) for s in task.raw_steps], seed or {})
+    steps = []
+    for raw in raw_steps:
+        try:
+            steps.append(structure_step(registry[raw["type"]], raw))
+        except (KeyError, ValueError) as exc:
+            from agent_env.errors import UserError
+
+            raise UserError(f"{task.label}: step '{raw.get('id')}': {exc}") from None
+    return steps
+
+
+def _emit(kind: str, ctx: TaskContext, **fields: Any) -> None:
+    from agent_env.events import RunEvent
+    from agent_env.plugins import get_host
+
+    event = RunEvent(kind, ctx.instance_id, ctx.task_id, records.utc_now(), **fields)
+    get_host().emit(event)
+
+
+async def run_task(
+    task: TaskSpec,
+    ctx: TaskContext,
+    *,
+    registry: Mapping[str, type[Step]] | None = None,
+    observer: TaskObserver | None = None,
+    instances: InstanceStore | None = None,
+    emit: Callable[..., None] = _emit,
+) -> TaskResult:
+    """Run ``task`` in ``ctx``; returns its result (also on cancellation), never tears down."""
+    if registry is None:
+        from agent_env.plugins import get_host
+
+        registry = get_host().registry("step_type")
+    observer = observer or TaskObserver()
+    steps = build_steps(task, registry, ctx.metadata.get("seed"))
+    started_wall, started = records.utc_now(), time.monotonic()
+    record = InstanceRecord(ctx.instance_id, task.id, task.version, records.RUNNING, started_wall)
+    record.context = ctx.snapshot()
+    if instances is not None:
+        instances.save(record)
+    emit("run_started", ctx)
+    run = _DagRun(task, steps, ctx, observer, emit)
+    cancelled = False
+    try:
+        await run.execute()
+    except asyncio.CancelledError:
+        cancelled = True
+        await run.cancel_in_flight()
+    reported = scores.reported_scores(ctx.verifications)
+    failed = bool(run.failures)
+    outcome = scores.outcome(cancelled=cancelled, failed=failed, scores=reported)
+    duration = time.monotonic() - started
+    result = TaskResult(
+        task, ctx.instance_id, outcome, reported, run.failures, run.completed_in_order(),
+        duration, run.retried, ctx.metadata.get("cancel_reason") if cancelled else None,
+    )
+    record.status = (records.CANCELLED if cancelled else records.FAILED if failed
+                     else records.COMPLETED)
+    record.finished_at_utc = records.utc_now()
+    record.outcome, record.scores = outcome, reported
+    record.completed_steps, record.failures = result.completed_steps, run.failures
+    record.retried_failures, record.cancel_reason = run.retried, result.cancel_reason
+    record.duration_seconds = round(duration, 3)
+    record.context = ctx.snapshot()
+    if instances is not None:
+        instances.save(record)
+    observer.task_finished(result)
+    emit("run_finished", ctx, outcome=outcome, duration_seconds=duration,
+         error=result.first_fatal.summary if result.first_fatal else None)
+    return result
+
+
+class _DagRun:
+    """The dispatch loop of one task run."""
+
+    def __init__(
+        self, task: TaskSpec, steps: Sequence[Step], ctx: TaskContext, observer: TaskObserver,
+        emit: Callable[..., None],
+    ) -> None:
+        self.task, self.steps, self.ctx = task, list(steps), ctx
+        self.observer, self.emit = observer, emit
+        self.by_id = {step.id: step for step in steps}
+        self.position = {step.id: i for i, step in enumerate(steps, start=1)}
+        self.deps = effective_dependencies(steps)
+        self.done: set[str] = set()
+        self.completed: set[str] = set()
+        self.failures: list[FailureRecord] = []
+        self.retried: list[FailureRecord] = []
+        self.retries_used: dict[str, int] = {}
+        self.running: dict[asyncio.Task[FailureRecord | None], Step] = {}
+
+    def completed_in_order(self) -> list[str]:
+        return [step.id for step in self.steps if step.id in self.completed]
+
+    async def execute(self) -> None:
+        pending = [step.id for step in self.steps]
+        stopped = False
+        while True:
+            if not stopped:
+                for step_id in [s for s in pending if set(self.deps[s]) <= self.done]:
+                    pending.remove(step_id)
+                    step = self.by_id[step_id]
+                    self.running[asyncio.ensure_future(self._run_one(step))] = step
+            if not self.running:
+                return
+            finished, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
+            order = {f: self.position[self.running[f].id] for f in finished}
+            for future in sorted(finished, key=order.__getitem__):
+                step = self.running.pop(future, None)
+                if step is None:  # rolled back while it finished
+                    continue
+                failure = future.result()
+                if failure is None:
+                    self.done.add(step.id)
+                    self.completed.add(step.id)
+                elif not failure.is_fatal:
+                    self.failures.append(failure)
+                    self.done.add(step.id)
+                elif not stopped and self._may_retry(step):
+                    self.retried.append(failure)
+                    pending = await self._roll_back(step, pending)
+                else:
+                    self.failures.append(failure)
+                    stopped = True
+
+    def _may_retry(self, step: Step) -> bool:
+        config = step.retry_config
+        if config is None or self.retries_used.get(step.id, 0) >= config.max_retries:
+            return False
+        self.retries_used[step.id] = self.retries_used.get(step.id, 0) + 1
+        return True
+
+    async def _roll_back(self, step: Step, pending: list[str]) -> list[str]:
+        """Undo the span from ``retry_from_step_id`` and queue it again."""
+        assert step.retry_config is not None
+        origin = step.retry_config.retry_from_step_id or step.id
+        span = {origin, step.id} | descendants(self.deps, origin)
+        in_flight = [f for f, s in self.running.items() if s.id in span]
+        for future in in_flight:
+            future.cancel()
+            del self.running[future]
+        if in_flight:
+            await asyncio.gather(*in_flight, return_exceptions=True)
+        for step_id in span:
+            self.done.discard(step_id)
+            self.completed.discard(step_id)
+            self.ctx.forget_step(step_id)
+        return sorted(set(pending) | span, key=self.position.__getitem__)
+
+    async def cancel_in_flight(self) -> None:
+        for future in self.running:
+            future.cancel()
+        if self.running:
+            await asyncio.gather(*self.running, return_exceptions=True)
+        self.running.clear()
+
+    async def _run_one(self, step: Step) -> FailureRecord | None:
+        position, total = self.position[step.id], len(self.steps)
+        self.observer.step_started(self.task, position, total, step)
+        self.emit("step_started", self.ctx, step_id=step.id, step_type=step.type)
+        started_wall, started = records.utc_now(), time.monotonic()
+        failure = None
+        try:
+            await step.run(self.ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = FailureRecord(
+                step.id, step.type, self.ctx.strip_secrets(str(exc)), type(exc).__name__,
+                started_wall, round(time.monotonic() - started, 3), step.fail_task_on_error,
+            )
+            if not isinstance(exc, StepError):
+                from agent_env.logs import get_logger
+
+                get_logger("tasks").debug("step raised", step=step.id, exc_info=True)
+        seconds = time.monotonic() - started
+        self.observer.step_finished(self.task, position, total, step, seconds, failure)
+        self.emit(
+            "step_finished", self.ctx, step_id=step.id, step_type=step.type,
+            outcome="failed" if failure else "completed", duration_seconds=seconds,
+            error=failure.summary if failure else None,
+        )
+        return failure

@@ -1,0 +1,204 @@
+"""The base class of every step type, and how a step's JSON becomes a step object.
+
+A step type is an attrs class whose fields are the step's JSON keys, with a class attribute
+``type`` and an ``async run(ctx)``; plugins contribute them through ``agent_env_step_types``::
+
+    @attrs.define(kw_only=True)
+    class Ping(Step):
+        type = "ping"
+        entity_fields = {"env_id": "envs"}   # rewritten to bundle ids, checked at preflight
+
+        env_id: str
+        times: int = 1
+
+        async def run(self, ctx: TaskContext) -> None:
+            env = ctx.env(self.env_id)
+            ...
+
+The keys every step has (``id``, ``depends_on``, ``fail_task_on_error``, ``retry_config``,
+``description``) live here. A key the class has no field for, or a value of the wrong type, is a
+preflight problem, reported with every other problem of the bundle before anything runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+if TYPE_CHECKING:
+    from agent_env.tasks.context import TaskContext
+
+#: Keys the engine reads from every step (``type`` selects the class and is not a field).
+COMMON_KEYS = (
+    "id", "type", "depends_on", "fail_task_on_error", "retry_config", "description", "version"
+)
+
+
+class StepError(Exception):
+    """A step failed for a reason its message explains; the run records it without a traceback."""
+
+
+@attrs.frozen
+class RetryConfig:
+    """Roll back from ``retry_from_step_id`` (the step itself by default) and run again."""
+
+    retry_from_step_id: str | None = None
+    max_retries: int = 1
+
+
+@attrs.frozen
+class PreflightView:
+    """What a step may consult while the plan is checked (nothing runs, nothing is written).
+
+    ``entities`` maps an entity kind (``artifacts``, ``envs``, ``tasks``, ``evals``) to the ids
+    that will exist when the task runs: the bundle's own plus, for stored tasks, the store's.
+    """
+
+    step_ids: frozenset[str]
+    entities: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    sandbox_providers: frozenset[str] = frozenset()
+
+    def has_entity(self, kind: str, entity_id: str) -> bool:
+        return entity_id in self.entities.get(kind, frozenset())
+
+
+@attrs.define(kw_only=True)
+class Step:
+    """A step of a task. Subclasses add fields (their JSON keys) and implement :meth:`run`."""
+
+    #: The ``type`` a task file names this step by.
+    type: ClassVar[str] = ""
+    #: Fields that name bundle entities, field name -> entity kind (``"artifacts"``...). A value
+    #: naming one of the bundle's entities is rewritten to its id (``greeting`` ->
+    #: ``@local/~/b/greeting``); preflight reports a value that names nothing. A field may hold a
+    #: string or a list of strings.
+    entity_fields: ClassVar[dict[str, str]] = {}
+
+    id: str
+    depends_on: list[str] | None = None
+    fail_task_on_error: bool = True
+    retry_config: RetryConfig | None = None
+    description: str | None = None
+    #: Kept for task files written for the reference, which carry a step version.
+    version: int | None = None
+
+    async def run(self, ctx: TaskContext) -> None:
+        """Do the step's work. Raise (ideally :class:`StepError`) to fail it."""
+        raise NotImplementedError(f"step type '{self.type}' does not implement run()")
+
+    def check(self, view: PreflightView) -> list[str]:
+        """Extra preflight problems (messages without the ``step 'x':`` prefix)."""
+        problems = []
+        for field_name, kind in self.entity_fields.items():
+            for value in _as_list(getattr(self, field_name, None)):
+                if _is_url(value):
+                    continue
+                if not view.has_entity(kind, value):
+                    singular = kind.rstrip("s")
+                    problems.append(f"{field_name} '{value}' names no {singular} in this bundle")
+        return problems
+
+    @property
+    def is_fatal(self) -> bool:
+        return self.fail_task_on_error
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)]
+
+
+def _is_url(value: str) -> bool:
+    return value.startswith(("http://", "https://", "s3://", "gs://", "file://"))
+
+
+def rewrite_entity_refs(
+    raw: Mapping[str, Any], step_class: type[Step], ids: Mapping[str, Mapping[str, str]]
+) -> dict[str, Any]:
+    """A copy of a raw step whose entity fields name ids (``ids[kind][name] -> id``)."""
+    out = dict(raw)
+    for field_name, kind in step_class.entity_fields.items():
+        value = out.get(field_name)
+        names = ids.get(kind, {})
+        if isinstance(value, str):
+            out[field_name] = names.get(value, value)
+        elif isinstance(value, list):
+            out[field_name] = [names.get(v, v) if isinstance(v, str) else v for v in value]
+    return out
+
+
+# -- JSON -> step objects (cattrs at the edge) ---------------------------------------------
+
+
+@functools.cache
+def _converter() -> Any:
+    import cattrs
+
+    converter = cattrs.Converter(forbid_extra_keys=True, prefer_attrib_converters=True)
+
+    def strict_bool(value: Any, _type: Any) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, got {value!r}")
+        return value
+
+    def strict_str(value: Any, _type: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {value!r}")
+        return value
+
+    def strict_int(value: Any, _type: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return value
+
+    def strict_float(value: Any, _type: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"expected a number, got {value!r}")
+        return float(value)
+
+    converter.register_structure_hook(bool, strict_bool)
+    converter.register_structure_hook(str, strict_str)
+    converter.register_structure_hook(int, strict_int)
+    converter.register_structure_hook(float, strict_float)
+    return converter
+
+
+def structure_step(step_class: type[Step], raw: Mapping[str, Any]) -> Step:
+    """Build ``step_class`` from a raw step; raises ``ValueError`` with every problem found."""
+    data = {k: v for k, v in raw.items() if k != "type"}
+    known = {f.name for f in attrs.fields(step_class)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        listed = ", ".join(f"'{k}'" for k in unknown)
+        raise ValueError(
+            f"{'key' if len(unknown) == 1 else 'keys'} {listed} "
+            f"{'is' if len(unknown) == 1 else 'are'} not known to '{step_class.type}' "
+            f"(it takes: {', '.join(sorted(known))})"
+        )
+    depends_on = data.get("depends_on")
+    if depends_on is not None and not (
+        isinstance(depends_on, list) and all(isinstance(d, str) for d in depends_on)
+    ):
+        raise ValueError("depends_on must be a list of step ids (e.g. [\"a\"]), not "
+                         f"{type(depends_on).__name__} {depends_on!r}")
+    import cattrs
+
+    try:
+        return _converter().structure(data, step_class)
+    except cattrs.BaseValidationError as exc:
+        raise ValueError("; ".join(_describe(m) for m in cattrs.transform_error(exc))) from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _describe(message: str) -> str:
+    """cattrs says ``required field missing @ $.x``; we say ``x: required field missing``."""
+    text, _, where = message.rpartition(" @ ")
+    where = where.removeprefix("$").lstrip(".")
+    return f"{where}: {text}" if where else message

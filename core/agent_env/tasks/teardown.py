@@ -1,0 +1,85 @@
+"""Teardown: everything a run brought up, taken down by the caller, always, never raising.
+
+Steps register what they start (a sandbox, a deployed env, a gateway) with a close function.
+The caller of a run (``agent-env run``, ``task run``, an episode) calls :meth:`Teardown.run` in
+a ``finally``; the report says what was terminated and what could not be, so a leak is visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import attrs
+
+Close = Callable[[], Awaitable[None]]
+
+
+@attrs.define
+class TeardownItem:
+    """One thing to take down: ``kind`` (``sandbox``, ``env``...) and a label for people."""
+
+    kind: str
+    label: str
+    close: Close = attrs.field(repr=False)
+    done: bool = False
+    error: str | None = None
+
+
+@attrs.frozen
+class TeardownReport:
+    terminated: tuple[TeardownItem, ...] = ()
+    failed: tuple[TeardownItem, ...] = ()
+
+    def count(self, kind: str) -> int:
+        return sum(1 for item in self.terminated if item.kind == kind)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}es" if noun.endswith(
+        ("s", "x", "ch")
+    ) else f"{count} {noun}s"
+
+
+class Teardown:
+    """The registry of what is up. Shared by the tasks of one ``agent-env run``."""
+
+    def __init__(self, *, timeout_per_item: float = 120.0) -> None:
+        self.items: list[TeardownItem] = []
+        self.timeout_per_item = timeout_per_item
+
+    def register(self, kind: str, label: str, close: Close) -> TeardownItem:
+        item = TeardownItem(kind, label, close)
+        self.items.append(item)
+        return item
+
+    def still_up(self) -> list[TeardownItem]:
+        return [item for item in self.items if not item.done]
+
+    async def close(self, item: TeardownItem) -> bool:
+        """Take one item down now (``teardown_sandboxes`` does); False if it failed."""
+        import asyncio
+
+        if item.done:
+            return True
+        try:
+            await asyncio.wait_for(item.close(), self.timeout_per_item)
+        except asyncio.CancelledError:
+            item.error = "teardown stopped"
+            raise
+        except Exception as exc:
+            item.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return False
+        item.done, item.error = True, None
+        return True
+
+    async def run(self) -> TeardownReport:
+        """Take down everything still up, newest first; never raises (except cancellation)."""
+        for item in reversed(self.still_up()):
+            await self.close(item)
+        return self.report()
+
+    def report(self) -> TeardownReport:
+        return TeardownReport(
+            tuple(item for item in self.items if item.done),
+            tuple(item for item in self.items if not item.done),
+        )
