@@ -14,13 +14,14 @@ from agent_env.hookspecs import hookimpl
 
 
 def _under(state_root: Path | None, path: str | None, default: str) -> Path:
-    if path:
+    """``path`` if absolute, else under the state root (the working folder varies by run)."""
+    if path and Path(path).expanduser().is_absolute():
         return Path(path).expanduser()
     if state_root is None:
         from agent_env.config import get_config
 
         state_root = get_config().state_root
-    return Path(state_root) / default
+    return Path(state_root) / (path or default)
 
 
 def sqlite_document_store(

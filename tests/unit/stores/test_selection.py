@@ -66,6 +66,8 @@ def test_path_setting_overrides_the_default(host: PluginHost, tmp_path: Path) ->
     assert open_store("document", config, host=host).path == tmp_path / "elsewhere" / "d.db"
     objects = open_store("object", config, host=host)
     assert objects.root == (tmp_path / "blobs").resolve() and objects.fsync is False
+    relative = _config(document={"backend": "sqlite", "path": "sub/d.db"})
+    assert open_store("document", relative, host=host).path == relative.state_root / "sub/d.db"
 
 
 def test_a_backend_from_an_absent_first_party_plugin_names_the_extra(host: PluginHost) -> None:
@@ -138,14 +140,13 @@ def test_a_plugin_backend_is_selected_by_name(host: PluginHost) -> None:
     assert built is not store and built.get("b") == "2"
 
 
-def test_the_kernel_registers_the_local_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kernel_registers_the_local_stores(
+    host: PluginHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agent_env import plugins
 
-    monkeypatch.setenv("AGENT_ENV_PLUGINS", "")
-    plugins.reset_host()
-    try:
-        registry = plugins.get_host().registry("store")
-        assert {"document:sqlite", "object:filesystem", "secret:local"} <= set(registry)
-        assert isinstance(open_store("document"), SqliteDocumentStore)
-    finally:
-        plugins.reset_host()
+    assert "agent_env.stores.builtin" in plugins.BUILTIN_PLUGINS
+    monkeypatch.setattr(plugins, "_HOST", host)  # the process host, minus other teams' plugins
+    registry = plugins.get_host().registry("store")
+    assert {"document:sqlite", "object:filesystem", "secret:local"} <= set(registry)
+    assert isinstance(open_store("document"), SqliteDocumentStore)  # config and host defaults
