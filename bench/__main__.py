@@ -27,6 +27,7 @@ RESULTS = ROOT / "bench" / "results"
 BENCHMARKS = {
     "startup": ("bench.startup", False),
     "hello": ("bench.hello", False),
+    "protocol": ("bench.protocol", False),
 }
 QUICK_MARGIN = 2.0
 
@@ -54,6 +55,8 @@ def machine() -> dict:
 def fmt(seconds: float, unit: str) -> str:
     if unit != "s":
         return f"{seconds:.1f} {unit}"
+    if seconds < 0.01:
+        return f"{seconds * 1000:.2f} ms"
     return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
 
@@ -68,7 +71,7 @@ def ratios(series: list[Series]) -> dict[str, float]:
 
 def print_table(series: list[Series]) -> None:
     ratio = ratios(series)
-    rows = [["BENCHMARK", "MEDIAN", "MIN", "MAX", "RATIO", "BAR", "PEAK RSS"]]
+    rows = [["BENCHMARK", "MEDIAN", "MIN", "MAX", "RATIO", "BAR", "PEAK RSS", "NOTE"]]
     for s in series:
         rows.append([
             s.name,
@@ -78,6 +81,7 @@ def print_table(series: list[Series]) -> None:
             f"{ratio[s.name]:.1f}x {s.baseline}" if s.name in ratio else "",
             f"<= {s.bar:g}x" if s.bar else "",
             f"{s.peak_rss_mib:.0f} MiB" if s.peak_rss_mib else "",
+            s.note,
         ])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:

@@ -1,0 +1,108 @@
+"""``tools/call`` round trips, direct and through the gateway, with 1 and 16 clients.
+
+Server, gateway and clients run as separate processes on loopback, as in a deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.measure import Series
+
+ECHO_ENV = Path(__file__).with_name("echo_env.py")
+TOKEN = "bench-token"
+
+
+async def _wait_ready(url: str) -> float:
+    import aiohttp
+
+    start = time.perf_counter()
+    async with aiohttp.ClientSession() as http:
+        for _ in range(400):
+            try:
+                async with http.get(url) as response:
+                    if response.status == 200:
+                        return time.perf_counter() - start
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.01)
+    raise RuntimeError(f"{url} never became ready")
+
+
+async def _calls(url: str, clients: int, per_client: int) -> tuple[list[float], float]:
+    from agentenv_protocol.client import McpClient
+
+    sessions = [McpClient(url) for _ in range(clients)]
+    for session in sessions:
+        await session.connect()
+        for _ in range(20):  # warm up connections and caches
+            await session.call_tool_raw("echo", {"text": "hi"})
+    latencies: list[float] = []
+
+    async def worker(session: McpClient) -> None:
+        for _ in range(per_client):
+            start = time.perf_counter()
+            await session.call_tool_raw("echo", {"text": "hi"})
+            latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(s) for s in sessions))
+    wall = time.perf_counter() - start
+    for session in sessions:
+        await session.close()
+    return latencies, clients * per_client / wall
+
+
+async def _measure(quick: bool) -> list[Series]:
+    from agentenv_protocol.testing import free_port
+
+    env_port, gateway_port = free_port(), free_port()
+    environ = {**os.environ, "MCP_HOST": "127.0.0.1", "MCP_PORT": str(env_port)}
+    started = time.perf_counter()
+    server = subprocess.Popen([sys.executable, str(ECHO_ENV)], env=environ,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gateway = None
+    try:
+        await _wait_ready(f"http://127.0.0.1:{env_port}/ready")
+        ready_after = time.perf_counter() - started
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "agentenv_protocol.gateway", "--child",
+             f"http://127.0.0.1:{env_port}", "--host", "127.0.0.1", "--port",
+             str(gateway_port), "--token", TOKEN],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        await _wait_ready(f"http://127.0.0.1:{gateway_port}/t/{TOKEN}/ready")
+        direct_url = f"http://127.0.0.1:{env_port}/mcp"
+        gateway_url = f"http://127.0.0.1:{gateway_port}/t/{TOKEN}/mcp"
+        out = [Series("env server start to /ready", [ready_after], note="bar: <= 300 ms")]
+        for clients, per_client in ((1, 300 if quick else 2000), (16, 40 if quick else 300)):
+            direct, direct_rate = await _calls(direct_url, clients, per_client)
+            through, gateway_rate = await _calls(gateway_url, clients, per_client)
+            name = f"tools/call direct, {clients} client(s)"
+            out.append(Series(name, direct, note=f"{direct_rate:.0f} calls/s"))
+            out.append(Series(
+                f"tools/call via gateway, {clients} client(s)", through, baseline=name,
+                note=f"{gateway_rate:.0f} calls/s = {gateway_rate / direct_rate:.2f} of direct; "
+                f"+{(_median(through) - _median(direct)) * 1000:.2f} ms median",
+            ))
+        return out
+    finally:
+        for process in (gateway, server):
+            if process is not None:
+                process.terminate()
+                process.wait()
+
+
+def _median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values)
+
+
+def run(*, quick: bool, workdir: Path, agent_env: list[str]) -> list[Series]:
+    return asyncio.run(_measure(quick))
