@@ -15,7 +15,6 @@ one connection pool per store:
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -173,6 +172,8 @@ def _factory(kind: str, backend: str, host: PluginHost | None) -> Any:
 
 def _parameters(factory: Any) -> set[str] | None:
     """Keyword names ``factory`` accepts, or ``None`` when it takes ``**kwargs`` (or is opaque)."""
+    import inspect  # not at import time: it costs several ms of CLI start-up
+
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):
