@@ -113,3 +113,22 @@ def test_a_plugin_that_does_not_load_is_rolled_back_exactly(
     assert "did not load, so the environment was restored" in done.stderr
     assert "toy is broken on purpose" in done.stderr
     assert freeze(uv_venv) == before
+
+
+def test_the_readme_example_plugin_installs_and_runs_its_bundle(
+    uv_venv: Path, tmp_path: Path
+) -> None:
+    example = ROOT / "examples" / "plugins" / "write-file"
+    added = agent_env(uv_venv, "plugin", "add", str(example), "-y", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    try:
+        row = packages(uv_venv, tmp_path)["agentenv-write-file"]
+        assert row["status"] == "active"
+        assert {(p["kind"], p["name"]) for p in row["provides"]} == {
+            ("step_type", "write_file"), ("bundle", "write-file-demo")
+        }
+        ran = agent_env(uv_venv, "run", "write-file-demo", cwd=tmp_path)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert "tasks/demo.json v1: passed (check: 1)" in ran.stdout
+    finally:
+        agent_env(uv_venv, "plugin", "remove", "agentenv-write-file", "-y", cwd=tmp_path)
