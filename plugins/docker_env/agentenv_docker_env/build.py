@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
 from agent_env.errors import UserError
 from agent_env.sandbox.base import SandboxError
-
 from agentenv_docker_env import hermetic
 from agentenv_docker_env.context import context_digest, context_entries, write_context_tar
 from agentenv_docker_env.engine import docker_client

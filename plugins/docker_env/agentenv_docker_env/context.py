@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 import attrs
+
 from agent_env.errors import UserError
 
 FILE, DIRECTORY, SYMLINK = "file", "dir", "symlink"

@@ -44,6 +44,7 @@ import zipfile
 from pathlib import Path
 
 import attrs
+
 from agent_env.errors import UserError
 
 PROTOCOL_DISTRIBUTION = "agentenv-framework-protocol"

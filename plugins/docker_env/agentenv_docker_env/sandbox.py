@@ -38,7 +38,6 @@ from agent_env.sandbox.base import (
     SandboxSpec,
     SandboxUnsupported,
 )
-
 from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
 from agentenv_docker_env.build import slugify
 from agentenv_docker_env.engine import daemon_problem, docker_client

@@ -25,7 +25,6 @@ from typing import Any
 from agent_env.errors import UserError
 from agent_env.sandbox.base import SandboxError
 from agent_env.stores.base import ImageStore, RegistryAuth
-
 from agentenv_docker_env.engine import docker_client
 
 LOOPBACK = "127.0.0.1"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agentenv_docker_env.build import (
     BUILD_DIGEST_LABEL,
     SOURCE_DIGEST_LABEL,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent_env.sandbox.base import ContainerSpec, SandboxSpec, SandboxUnsupported
 from agentenv_docker_env.sandbox import DockerSandboxProvider
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent_env.stores.base import ImageStore
 from agentenv_docker_env.stores import LocalImageStore, LocalRegistryImageStore
 

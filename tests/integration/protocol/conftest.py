@@ -11,8 +11,9 @@ import pytest
 # the reusable conformance module and the reference-style env live next to the tests
 sys.path.insert(0, str(Path(__file__).parent))
 
-from agentenv_protocol.testing import RunningServer, serve_env, serve_gateway
 from reference_style_env import EchoEnv
+
+from agentenv_protocol.testing import RunningServer, serve_env, serve_gateway
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ Kept verbatim-in-spirit on purpose: it must run unchanged on our SDK. Run it dir
 
 from typing import Annotated
 
+from pydantic import Field
+
 from agentenv_protocol import (
     AgentEnvEnvironment,
     AgentEnvError,
@@ -16,7 +18,6 @@ from agentenv_protocol import (
     reset_data,
     tool,
 )
-from pydantic import Field
 
 
 @environment_card(name="echo")

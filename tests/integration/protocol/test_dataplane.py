@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import dataplane_conformance as conformance
 import pytest
+
 from agentenv_protocol import (
     AgentEnvEnvironment,
     DataPart,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import aiohttp
 import pytest
+
 from agentenv_protocol import AgentEnvEnvironment, AgentEnvError, environment_card, extension
 from agentenv_protocol.testing import RunningServer, serve_env
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from agentenv_protocol import (
     AgentEnvEnvironment,
     McpClient,

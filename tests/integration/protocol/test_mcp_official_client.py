@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from agentenv_protocol import McpClient
-from agentenv_protocol.testing import RunningServer, serve_env, serve_gateway
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from reference_style_env import EchoEnv
+
+from agentenv_protocol import McpClient
+from agentenv_protocol.testing import RunningServer, serve_env, serve_gateway
 
 
 @pytest.fixture(params=["sse", "json"])

@@ -7,6 +7,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from agentenv_protocol import AgentEnvEnvironment, environment_card, tool
 from agentenv_protocol.testing import RunningServer, serve_env
 

@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 import aiohttp
-from agentenv_protocol import DataPlaneClient, McpClient, TextPart, fetch_card
-from agentenv_protocol.testing import free_port
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from agentenv_protocol import DataPlaneClient, McpClient, TextPart, fetch_card
+from agentenv_protocol.testing import free_port
 
 ENV_FILE = Path(__file__).with_name("reference_style_env.py")
 

@@ -10,8 +10,9 @@ from typing import Annotated, Any, Literal
 
 import attrs
 import pytest
-from agentenv_protocol.schema import CoercionError, coerce, input_schema, read_params, type_schema
 from pydantic import Field
+
+from agentenv_protocol.schema import CoercionError, coerce, input_schema, read_params, type_schema
 
 
 class Mode(enum.Enum):
