@@ -245,14 +245,22 @@ def _uses(provides: list[dict[str, str]]) -> list[str]:
 
 
 def _stored_task_uses(step_types: set[str], providers: set[str]) -> list[str]:
-    try:
-        from agent_env.stores.versioned import stored_step_usage  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    return [
-        f"stored task '{task_id}' uses {what}"
-        for task_id, what in stored_step_usage(step_types, providers)
-    ]
+    """Stored tasks (latest versions) whose steps name one of these step types or providers."""
+    from agent_env.stores import versioned_store
+
+    store = versioned_store()
+    uses = []
+    for task_id in store.list_ids("tasks"):
+        record = store.get("tasks", task_id)
+        steps = record.body.get("steps", []) if record and isinstance(record.body, dict) else []
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            if step.get("type") in step_types:
+                uses.append(f"stored task '{task_id}' uses step type '{step['type']}'")
+            elif step.get("sandbox_type") in providers:
+                uses.append(f"stored task '{task_id}' uses sandbox '{step['sandbox_type']}'")
+    return uses
 
 
 def remove(names: list[str], *, force: bool = False, assume_yes: bool = False) -> None:

@@ -130,5 +130,12 @@ def test_the_readme_example_plugin_installs_and_runs_its_bundle(
         ran = agent_env(uv_venv, "run", "write-file-demo", cwd=tmp_path)
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert "tasks/demo.json v1: passed (check: 1)" in ran.stdout
+        # the stored task now uses write_file: removing the plugin is blocked, naming it
+        blocked = agent_env(uv_venv, "plugin", "remove", "agentenv-write-file", "-y", cwd=tmp_path)
+        assert blocked.returncode == 1
+        assert "uses step type 'write_file'" in blocked.stderr
+        assert "--force" in blocked.stderr
     finally:
-        agent_env(uv_venv, "plugin", "remove", "agentenv-write-file", "-y", cwd=tmp_path)
+        agent_env(uv_venv, "plugin", "remove", "agentenv-write-file", "-y", "--force",
+                  cwd=tmp_path)
+    assert "agentenv-write-file" not in packages(uv_venv, tmp_path)
