@@ -72,11 +72,15 @@ def check_steps(
             earlier.add(raw["id"])
         if step_class is None:
             continue
+        depends_on = raw.get("depends_on")
+        if depends_on is not None and not (
+            isinstance(depends_on, list) and all(isinstance(d, str) for d in depends_on)
+        ):  # reported above; check the rest of the step all the same
+            raw = {k: v for k, v in raw.items() if k != "depends_on"}
         try:
             step = structure_step(step_class, raw)
         except ValueError as exc:
-            if "depends_on" not in str(exc):  # already reported above
-                problems.append(f"{label}: {exc}")
+            problems.append(f"{label}: {exc}")
             continue
         steps.append(step)
     view = PreflightView(frozenset(first_position), dict(view_entities or {}), sandbox_providers)

@@ -1,0 +1,173 @@
+"""``agent-env task``: stored, versioned tasks, run with the same engine as ``agent-env run``.
+
+A stored task's steps name stored entities by id (``@local/~/b/greeting``); ``validate`` is the
+preflight alone (for CI), with every problem listed and a non-zero exit when there is one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_env.errors import UserError
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def _read_task_file(path: Path) -> list[Any]:
+    from agent_env.bundles.jsonfile import StrictJSONError, loads_strict
+
+    try:
+        data = loads_strict(path.read_text(encoding="utf-8"))
+    except StrictJSONError as exc:
+        raise UserError(f"{exc.where(str(path))}: {exc.message}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    if not isinstance(data, list):
+        raise UserError(f"{path}: a task file is a JSON array of step objects")
+    return data
+
+
+def _preflight(label: str, raw_steps: list[Any], sandbox: str | None = None) -> list[Any]:
+    from agent_env.bundles.entities import entity_exists
+    from agent_env.bundles.plan import PreflightFailed, preflight_steps, step_registry
+    from agent_env.stores import versioned_store
+
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    rewritten, _, problems = preflight_steps(
+        label, raw_steps, entity_names={}, registry=step_registry(),
+        stored=entity_exists(versioned_store()), sandbox_chain=chain,
+    )
+    if problems:
+        raise PreflightFailed(label, problems)
+    return rewritten
+
+
+def _stored_task(task_id: str, version: int | None) -> Any:
+    from agent_env.stores import versioned_store
+
+    record = versioned_store().get("tasks", task_id, version)
+    if record is None:
+        at = f" version {version}" if version else ""
+        raise UserError(f"no task '{task_id}'{at} is stored (agent-env task create FILE --id "
+                        f"{task_id} stores one)")
+    return record
+
+
+@click.group("task")
+def task() -> None:
+    """Stored, versioned tasks: create, get, validate, run, get-instance."""
+
+
+@task.command("create")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--id", "task_id", required=True, help="The task's id.")
+def create(file: Path, task_id: str) -> None:
+    """Store FILE (a JSON array of steps) as the next version of task ID."""
+    from agent_env.bundles.ledger import steps_reason
+    from agent_env.stores import versioned_store
+
+    steps = _preflight(str(file), _read_task_file(file))
+    store = versioned_store()
+    latest = store.get("tasks", task_id)
+    reason = steps_reason(latest.body.get("steps") if latest else None, steps)
+    record, created = store.put_if_changed(
+        "tasks", task_id, {"name": task_id, "label": task_id, "steps": steps}, reason=reason
+    )
+    if created:
+        click.echo(f"task {task_id}: v{record.version} ({reason})")
+    else:
+        click.echo(f"task {task_id}: v{record.version}, unchanged")
+
+
+@task.command("get")
+@click.option("--id", "task_id", required=True)
+@click.option("--version", type=int, help="A version (default: the latest).")
+def get(task_id: str, version: int | None) -> None:
+    """Print a stored task as JSON."""
+    record = _stored_task(task_id, version)
+    _echo_json({"id": record.id, "version": record.version, "steps": record.body["steps"],
+                "created_at_utc": record.created_at_utc.isoformat(),
+                "reason": record.reason})
+
+
+@task.command("validate")
+@click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--id", "task_id", help="Validate a stored task instead of a file.")
+@click.option("--version", type=int)
+@click.option("--sandbox", metavar="A[,B...]", help="Check these sandbox providers instead.")
+def validate(file: Path | None, task_id: str | None, version: int | None,
+             sandbox: str | None) -> None:
+    """Preflight a task file (or a stored task): every problem, non-zero exit if any."""
+    if (file is None) == (task_id is None):
+        raise click.UsageError("give a task FILE or --id (one of them)")
+    if file is not None:
+        label, steps = str(file), _read_task_file(file)
+    else:
+        record = _stored_task(task_id or "", version)
+        label, steps = f"{record.id} v{record.version}", record.body["steps"]
+    _preflight(label, steps, sandbox)
+    click.echo(f"ok: {label}: {len(steps)} step{'' if len(steps) == 1 else 's'}, no problems")
+
+
+@task.command("run")
+@click.option("--id", "task_id", required=True)
+@click.option("--version", type=int)
+@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Write the instance record here as <instance>.json.")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+@click.option("--seed", "seeds", multiple=True, metavar="K=V",
+              help="Replace <K> with V in every string of every step; repeatable.")
+@click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
+def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
+        seeds: tuple[str, ...], keep: bool) -> int:
+    """Run a stored task."""
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.cli.run_cmd import execute
+    from agent_env.stores import document_store, object_store, versioned_store
+    from agent_env.tasks.plan import TaskSpec
+    from agent_env.tasks.records import StoredInstances
+    from agent_env.tasks.session import RunRequest
+
+    record = _stored_task(task_id, version)
+    steps = _preflight(f"{record.id} v{record.version}", record.body["steps"], sandbox)
+    seed = {}
+    for item in seeds:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected K=V, got {item!r}", param_hint="--seed")
+        seed[key] = value
+    spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
+    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()),
+                         {"seed": seed} if seed else {})
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    results, code = execute([request], keep=keep, sandbox_chain=chain)
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        stored = StoredInstances(document_store())
+        for result in results:
+            instance = stored.get(result.instance_id)
+            if instance is not None:
+                name = result.instance_id.rsplit("/", 1)[-1]
+                path = output_dir / f"{name}.json"
+                path.write_text(json.dumps(instance.to_json(), indent=2, default=str) + "\n")
+                click.echo(f"Wrote {path}")
+    return code
+
+
+@task.command("get-instance")
+@click.argument("instance_id")
+def get_instance(instance_id: str) -> None:
+    """Print an instance record (status, scores, completed steps, failures, context)."""
+    from agent_env.stores import document_store
+    from agent_env.tasks.records import StoredInstances
+
+    found = StoredInstances(document_store()).get(instance_id)
+    if found is None:
+        raise UserError(f"no task instance '{instance_id}' (agent-env run prints instance ids)")
+    _echo_json(found.to_json())

@@ -1,0 +1,90 @@
+"""Parsing bundle folders: strict JSON, entity types, ids, ignored files, escapes."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_env.bundles.jsonfile import StrictJSONError, loads_strict
+from agent_env.bundles.model import local_id_root
+from agent_env.bundles.parse import parse_bundle
+from agent_env.errors import UserError
+
+
+@pytest.mark.parametrize("text, message, line", [
+    ('[\n{"a": 1, "a": 2}]', 'duplicate key "a"', 2),
+    ('[\n\n{"a": NaN}]', "NaN is not valid JSON", 3),
+    ('[{"a": -Infinity}]', "-Infinity is not valid JSON", 1),
+    ('[\n{"a": 1,}\n]', "invalid JSON", 2),
+])
+def test_strict_json_refuses(text, message, line):
+    with pytest.raises(StrictJSONError) as caught:
+        loads_strict(text)
+    assert message in caught.value.message
+    assert caught.value.line == line
+
+
+def make_bundle(root: Path) -> Path:
+    (root / "tasks").mkdir(parents=True)
+    (root / "artifacts/greeting").mkdir(parents=True)
+    (root / "artifacts/one").mkdir(parents=True)
+    (root / "evals").mkdir()
+    (root / "README.md").write_text("\n# A test bundle\n\nMore.\n")
+    (root / "artifacts/greeting/hello.txt").write_text("hello\n")
+    (root / "artifacts/greeting/check.sh").write_text("grep hello hello.txt\n")
+    (root / "artifacts/greeting/.hidden").write_text("x")
+    (root / "artifacts/greeting/__pycache__").mkdir()
+    (root / "artifacts/greeting/__pycache__/x.pyc").write_text("x")
+    (root / "artifacts/one/verify.py").write_text("def run(i): return 1\n")
+    (root / "tasks/t.json").write_text(json.dumps([{"id": "a", "type": "deploy_sandbox"}]))
+    (root / "evals/smoke.toml").write_text('tasks = ["t.json"]\n')
+    return root
+
+
+def test_parse_a_bundle(tmp_path):
+    folder = make_bundle(tmp_path / "b")
+    bundle, problems = parse_bundle(folder, local_id_root(folder))
+    assert problems == []
+    assert bundle.description == "A test bundle"
+    greeting = next(a for a in bundle.artifacts if a.name == "greeting")
+    assert greeting.type == "file_artifact_universe"
+    assert [f.path for f in greeting.files] == ["check.sh", "hello.txt"]
+    assert next(a for a in bundle.artifacts if a.name == "one").type == "file"
+    assert bundle.tasks[0].label == "tasks/t.json"
+    assert bundle.evals[0].task_names == ("t.json",)
+    assert bundle.contents() == "1 task, 1 eval"
+
+
+def test_local_id_root_shows_home_as_tilde(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert local_id_root(tmp_path / "x" / "b") == "@local/~/x/b"
+    assert local_id_root(Path("/opt/b")) == "@local/opt/b"
+
+
+def test_not_a_bundle(tmp_path):
+    with pytest.raises(UserError, match="not a bundle: it has none of envs/"):
+        parse_bundle(tmp_path, "@local/x")
+
+
+def test_symlink_out_of_an_artifact_is_a_problem(tmp_path):
+    folder = make_bundle(tmp_path / "b")
+    os.symlink("/etc/passwd", folder / "artifacts/greeting/evil")
+    _, problems = parse_bundle(folder, "@local/b")
+    assert any("evil is a symlink out of its folder" in p for p in problems)
+
+
+def test_task_file_must_be_an_array_of_objects(tmp_path):
+    folder = make_bundle(tmp_path / "b")
+    (folder / "tasks/obj.json").write_text('{"steps": []}')
+    (folder / "tasks/mixed.json").write_text('[1, {"id": "a", "type": "x"}]')
+    _, problems = parse_bundle(folder, "@local/b")
+    assert "tasks/obj.json: must be a JSON array of step objects, not an object" in problems
+    assert "tasks/mixed.json: step 1 must be an object" in problems
+
+
+def test_eval_naming_a_missing_task(tmp_path):
+    folder = make_bundle(tmp_path / "b")
+    (folder / "evals/bad.toml").write_text('tasks = ["nope.json"]\n')
+    _, problems = parse_bundle(folder, "@local/b")
+    assert any(p.startswith("evals/bad.toml: task 'nope.json' names no file") for p in problems)
