@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the reference task file is kept exactly as written
 """``agent-env run`` as users run it."""
 
 from __future__ import annotations
