@@ -10,6 +10,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 HELLO = Path(__file__).resolve().parents[2] / "core/agent_env/bundles/shipped/hello"
 
 # The reference's own hello task file, byte for byte in shape.
@@ -165,7 +167,9 @@ def test_path_traversal_is_refused(agent_env):
     assert result.stdout.splitlines()[-1] == "Tore down 1 sandbox."
 
 
-def test_sigint_cancels_records_and_tears_down(agent_env):
+@pytest.mark.parametrize("signum, code, reason", [
+    (signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_cancels_records_and_tears_down(agent_env, signum, code, reason):
     folder = agent_env.root / "slow"
     (folder / "tasks").mkdir(parents=True)
     (folder / "tasks/slow.json").write_text(json.dumps([
@@ -181,11 +185,11 @@ def test_sigint_cancels_records_and_tears_down(agent_env):
             break
         time.sleep(0.05)
     time.sleep(0.5)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     out, err = process.communicate(timeout=30)
-    assert process.returncode == 130, out + err
+    assert process.returncode == code, out + err
     assert out.splitlines()[-1] == "Tore down 1 sandbox."
-    assert "cancelled by Ctrl-C" in out + err
+    assert f"cancelled by {reason}" in out + err
     assert no_work_folders(agent_env)
     instance = re.search(r"instance (\S+)", out).group(1)
     record = json.loads(agent_env("task", "get-instance", instance).stdout)
