@@ -1,0 +1,297 @@
+"""The ``mcp_server`` env type: an env server behind the gateway, deployed through the sandbox contract.
+
+What one deployment is, in a VM-like sandbox of any provider (docker, smol_vm, clouds):
+
+* the env image, built from the stored env's build context (content-hash tag, so an unchanged
+  env is a lookup, not a build), run as container ``env`` on the sandbox's private network with
+  ``MCP_HOST=0.0.0.0``, ``MCP_PORT=18765`` and ``ENVIRONMENT_NAME``; it publishes nothing;
+* the gateway image (:mod:`.gateway_image`), run as container ``gateway`` with ``--child
+  http://env:18765`` and a fresh random token (``AGENTENV_GATEWAY_TOKEN``); only its port is
+  published, and the host reaches it on the URL the provider returns;
+* readiness: the gateway answers ``/ready`` (every child up, no tool-name clash), its card has a
+  name (and so does every child's), and ``tools/list`` through it names at least one tool. A
+  clash refuses the deploy at once; anything else not ready by the timeout fails with the
+  containers' last log lines.
+
+The token is registered with the run context as a secret (records show ``****``) and handed to
+verifiers inside a capability URL (``<gateway>/t/<token>/mcp``), which a stock MCP client can use
+without headers. The provider's sandbox teardown removes both containers and the networks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+import string
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+from agent_env.tasks.steps import StepError
+from agentenv_mcp_env.gateway_image import (
+    GATEWAY_PORT,
+    IMAGE_NAME,
+    gateway_command,
+    write_gateway_context,
+)
+from agentenv_mcp_env.sources import EnvSource, scratch_folder, write_build_context
+
+if TYPE_CHECKING:
+    from agent_env.sandbox.base import Sandbox
+    from agent_env.tasks.context import TaskContext
+
+ENV_PORT = 18765
+ENV_CONTAINER = "env"
+GATEWAY_CONTAINER = "gateway"
+DEFAULT_TTL_SECONDS = 3 * 3600
+DEFAULT_READY_TIMEOUT = 120.0
+LOG_LINES = 30
+ENV_LABEL = "agentenv.env"
+INSTANCE_LABEL = "agentenv.env_instance"
+
+
+class DeployError(StepError):
+    """A deploy failed; the message says why and carries the containers' last log lines."""
+
+
+def new_instance_id(env_id: str) -> str:
+    """``<env_id>-<8 random>`` (lowercase letters and digits), as the reference names them."""
+    alphabet = string.ascii_lowercase + string.digits
+    return f"{env_id}-{''.join(secrets.choice(alphabet) for _ in range(8))}"
+
+
+def _utc(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="seconds")
+
+
+@attrs.frozen
+class GatewayDeployment:
+    """One deployed env: where its gateway is, its token (never stored) and when it expires."""
+
+    env_id: str
+    env_version: int
+    instance_id: str
+    environment_name: str
+    #: The gateway's base URL as the host reaches it (no token in it).
+    url: str
+    token: str = attrs.field(repr=False)
+    image: str
+    gateway_image: str
+    created_at: str
+    expires_at: str
+    tools: tuple[str, ...] = ()
+    sandbox: Sandbox | None = attrs.field(default=None, repr=False, eq=False)
+
+    @property
+    def capability_url(self) -> str:
+        """The gateway base URL with the token in the path: every route works under it."""
+        return f"{self.url}/t/{self.token}"
+
+    @property
+    def mcp_url(self) -> str:
+        """What verifiers and agents get: an MCP URL that needs no headers."""
+        return f"{self.capability_url}/mcp"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def describe(self) -> dict[str, Any]:
+        """What the run record keeps: everything but the token."""
+        return {
+            "env_id": self.env_id, "env_version": self.env_version,
+            "instance_id": self.instance_id, "environment_name": self.environment_name,
+            "url": self.url, "image": self.image, "gateway_image": self.gateway_image,
+            "created_at": self.created_at, "expires_at": self.expires_at,
+            "tools": list(self.tools),
+            "sandbox": self.sandbox.describe() if self.sandbox is not None else None,
+        }
+
+
+@attrs.frozen
+class Readiness:
+    """What the readiness checks saw: the gateway's card and the tools it serves."""
+
+    card: dict[str, Any]
+    tools: tuple[str, ...]
+
+
+class McpServerEnv:
+    """An env that serves MCP (and the agentenv data plane) from a Docker build context."""
+
+    name: ClassVar[str] = "mcp_server"
+
+    def __init__(self, source: EnvSource, artifacts: Any) -> None:
+        self.source = source
+        self.artifacts = artifacts
+
+    @classmethod
+    def from_spec(cls, source: EnvSource, artifacts: Any) -> McpServerEnv:
+        """The env type for a stored env; ``artifacts`` is where its files are read from."""
+        return cls(source, artifacts)
+
+    @property
+    def environment_name(self) -> str:
+        return self.source.environment_name or self.source.name
+
+    async def build_images(self, sandbox: Sandbox) -> tuple[str, str]:
+        """Build (or find) the env and gateway images, side by side; returns their refs."""
+        labels = {ENV_LABEL: self.source.id}
+        with scratch_folder("agent-env-env-") as env_dir, \
+                scratch_folder("agent-env-gateway-") as gateway_dir:
+            if self.source.image:
+                env_build = None
+            else:
+                await asyncio.to_thread(write_build_context, self.artifacts, self.source,
+                                        Path(env_dir))
+                env_build = sandbox.build_image(env_dir, self.source.name, labels=labels)
+            write_gateway_context(Path(gateway_dir))
+            gateway_build = sandbox.build_image(gateway_dir, IMAGE_NAME,
+                                                labels={"agentenv.role": "gateway"})
+            if env_build is None:
+                return str(self.source.image), await gateway_build
+            env_ref, gateway_ref = await asyncio.gather(env_build, gateway_build)
+        return env_ref, gateway_ref
+
+    async def deploy(
+        self,
+        ctx: TaskContext,
+        sandbox: Sandbox,
+        *,
+        ttl_seconds: int = DEFAULT_TTL_SECONDS,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    ) -> GatewayDeployment:
+        """Run the env and its gateway in ``sandbox`` and wait until they are ready."""
+        from agent_env.sandbox.base import ContainerSpec
+
+        started = time.time()
+        instance_id = new_instance_id(self.source.id)
+        token = secrets.token_urlsafe(32)
+        ctx.register_secret(token)
+        env_ref, gateway_ref = await self.build_images(sandbox)
+        labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
+        await sandbox.run_container(ContainerSpec(
+            name=ENV_CONTAINER, image=env_ref,
+            env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
+                 "ENVIRONMENT_NAME": self.environment_name},
+            labels=labels,
+        ))
+        urls = await sandbox.run_container(ContainerSpec(
+            name=GATEWAY_CONTAINER, image=gateway_ref,
+            env={"AGENTENV_GATEWAY_TOKEN": token},
+            command=gateway_command([f"http://{ENV_CONTAINER}:{ENV_PORT}"],
+                                    name=self.environment_name, ready_timeout=ready_timeout),
+            publish=(GATEWAY_PORT,), labels=labels,
+        ))
+        url = urls.get(GATEWAY_PORT)
+        if not url:
+            raise DeployError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
+                              f"gateway's port {GATEWAY_PORT}")
+        url = url.rstrip("/")
+        remaining = max(1.0, ready_timeout - (time.time() - started))
+        ready = await wait_ready(url, token, remaining, sandbox=sandbox,
+                                 env_name=self.environment_name)
+        return GatewayDeployment(
+            env_id=self.source.id, env_version=self.source.version, instance_id=instance_id,
+            environment_name=self.environment_name, url=url, token=token, image=env_ref,
+            gateway_image=gateway_ref, created_at=_utc(started),
+            expires_at=_utc(started + ttl_seconds), tools=ready.tools, sandbox=sandbox,
+        )
+
+
+async def wait_ready(
+    url: str, token: str, timeout: float, *, sandbox: Sandbox | None = None,
+    env_name: str = "env",
+) -> Readiness:
+    """Gateway ``/ready``, a card with a name, tools listed; a clash fails at once.
+
+    On timeout the error carries the gateway's view of its children (``/state``) and the last
+    log lines of the env and gateway containers.
+    """
+    import aiohttp
+
+    from agentenv_protocol.client import McpClient, fetch_card_raw
+    from agentenv_protocol.errors import TransportError
+
+    headers = {"Authorization": f"Bearer {token}"}
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    last = "the gateway did not answer"
+    probe = aiohttp.ClientTimeout(total=2)
+    async with aiohttp.ClientSession(headers=headers) as http:
+        while True:
+            try:
+                async with http.get(f"{url}/ready", timeout=probe) as resp:
+                    status = resp.status
+                    body = await resp.json(content_type=None) if status in (200, 503) else {}
+                if status == 200:
+                    break
+                if status == 401:
+                    raise DeployError(f"the gateway of {env_name} refused its own token")
+                clashes = (body or {}).get("clashes") or {}
+                if clashes:
+                    named = "; ".join(f"'{tool}' served by {', '.join(owners)}"
+                                      for tool, owners in sorted(clashes.items()))
+                    raise DeployError(
+                        f"deploy of {env_name} refused: tool-name clash ({named}); a tool name "
+                        "may be served by one env server only"
+                    )
+                last = f"waiting for {', '.join((body or {}).get('waiting') or ['the env'])}"
+            except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                last = f"the gateway did not answer ({type(exc).__name__})"
+            if time.monotonic() > deadline:
+                state = await _gateway_state(http, url)
+                raise DeployError(await _not_ready_message(
+                    env_name, timeout, last + state, sandbox))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        try:
+            card = await fetch_card_raw(url, headers=headers, session=http)
+        except TransportError as exc:
+            raise DeployError(f"{env_name}: the gateway serves no usable card: {exc}") from None
+        unnamed = [i for i, child in enumerate(card.get("children_environments") or [])
+                   if not (isinstance(child, dict) and child.get("name"))]
+        if unnamed:
+            raise DeployError(f"{env_name}: the env server's card has no name")
+        try:
+            async with McpClient(f"{url}/mcp", headers=headers, session=http,
+                                 client_name="agentenv-deploy") as client:
+                tools = tuple(t["name"] for t in await client.list_tools_raw())
+        except Exception as exc:  # any protocol failure is a failed readiness check
+            raise DeployError(f"{env_name}: tools/list through the gateway failed: {exc}") \
+                from None
+    if not tools:
+        raise DeployError(f"{env_name}: the env server lists no tools")
+    return Readiness(card, tools)
+
+
+async def _gateway_state(http: Any, url: str) -> str:
+    """The children's errors as the gateway saw them, for a timeout message (best effort)."""
+    import aiohttp
+
+    try:
+        async with http.get(f"{url}/state", timeout=aiohttp.ClientTimeout(total=2)) as resp:
+            state = await resp.json(content_type=None)
+    except Exception:  # noqa: BLE001 - only decoration for an error message
+        return ""
+    errors = [f"{c.get('url')}: {c.get('error')}" for c in state.get("children") or []
+              if c.get("error")]
+    return f"; gateway says: {'; '.join(errors)}" if errors else ""
+
+
+async def _not_ready_message(
+    env_name: str, timeout: float, reason: str, sandbox: Sandbox | None
+) -> str:
+    lines = [f"env {env_name} was not ready within {timeout:.0f}s ({reason})"]
+    if sandbox is not None:
+        for container in (ENV_CONTAINER, GATEWAY_CONTAINER):
+            try:
+                logs = (await sandbox.container_logs(container, tail=LOG_LINES)).rstrip()
+            except Exception as exc:  # noqa: BLE001 - the logs are a courtesy
+                logs = f"(could not read its logs: {exc})"
+            lines.append(f"--- last log lines of the {container} container ---")
+            lines.append(logs or "(no output)")
+    return "\n".join(lines)

@@ -1,0 +1,41 @@
+"""mcp_env's hook implementations: the ``mcp_server`` env type, its steps and two bundles.
+
+Cheap to import on purpose: the classes are imported inside the hooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_env.contributions import BundleSource
+from agent_env.hookspecs import hookimpl
+
+BUNDLES = Path(__file__).parent / "bundles"
+
+
+@hookimpl
+def agent_env_env_types() -> list[type]:
+    from agentenv_mcp_env.deployment import McpServerEnv
+
+    return [McpServerEnv]
+
+
+@hookimpl
+def agent_env_step_types() -> list[type]:
+    from agentenv_mcp_env.steps import (
+        DeployEnv,
+        EnvOutcomeVerifier,
+        ResetEnv,
+        VerifyEnvCard,
+        VerifyEnvCoreProtocol,
+    )
+
+    return [DeployEnv, EnvOutcomeVerifier, ResetEnv, VerifyEnvCard, VerifyEnvCoreProtocol]
+
+
+@hookimpl
+def agent_env_bundles() -> list[BundleSource]:
+    return [
+        BundleSource("echo-mcp", BUNDLES / "echo-mcp"),
+        BundleSource("mail-mcp", BUNDLES / "mail-mcp"),
+    ]

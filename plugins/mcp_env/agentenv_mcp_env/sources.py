@@ -1,0 +1,75 @@
+"""An env entity's files, read back from the stores and laid out as a Docker build context.
+
+The ledger stores an env like an artifact (``envs`` kind: a file table whose contents live in
+the object store under content-addressed keys). A deploy materialises that table into a scratch
+folder that the sandbox provider builds; the image tag comes from the content, so the scratch
+folder's own path never matters.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agent_env.tasks.steps import StepError
+
+
+@attrs.frozen
+class EnvSource:
+    """A stored env at one version: its settings and file table (path -> meta)."""
+
+    id: str
+    version: int
+    name: str
+    type: str
+    environment_name: str | None
+    image: str | None
+    files: dict[str, dict[str, Any]] = attrs.field(factory=dict, repr=False)
+
+
+def _stores(artifacts: Any) -> tuple[Any, Any]:
+    """The versioned and object stores: the run's own (``StoredArtifacts``), else the config's."""
+    versioned = getattr(artifacts, "versioned", None)
+    objects = getattr(artifacts, "objects", None)
+    if versioned is None or objects is None:
+        from agent_env.stores import object_store, versioned_store
+
+        versioned, objects = versioned_store(), object_store()
+    return versioned, objects
+
+
+def load_env_source(artifacts: Any, env_id: str, version: int | None = None) -> EnvSource:
+    """The stored env ``env_id`` (latest, or ``version``); StepError when it is not stored."""
+    versioned, _ = _stores(artifacts)
+    record = versioned.get("envs", env_id, version)
+    if record is None:
+        at = f" v{version}" if version else ""
+        raise StepError(f"no env '{env_id}'{at} is stored")
+    body = record.body
+    return EnvSource(
+        env_id, record.version, str(body.get("name") or env_id.rsplit("/", 1)[-1]),
+        str(body.get("type") or "mcp_server"), body.get("environment_name"), body.get("image"),
+        dict(body.get("files") or {}),
+    )
+
+
+def write_build_context(artifacts: Any, source: EnvSource, folder: Path) -> None:
+    """Write ``source``'s files under ``folder`` with their modes (what the build hashes)."""
+    _, objects = _stores(artifacts)
+    for path, meta in sorted(source.files.items()):
+        parts = path.split("/")
+        if posixpath.isabs(path) or ".." in parts:
+            raise StepError(f"env {source.id} has a file path that escapes its folder: '{path}'")
+        target = folder.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(objects.get(meta["key"]))
+        os.chmod(target, int(meta.get("mode", 0o644)))
+
+
+def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix=prefix)

@@ -1,0 +1,286 @@
+"""mcp_env's step types: deploy a stored env, verify it from a script, and protocol checks.
+
+* ``deploy_env``: the env's type (``mcp_server`` here) deploys it into a fresh VM-like sandbox.
+  ``sandbox_type`` names the provider; ``local`` (what the reference's task files say, meaning
+  "this machine") is read as ``docker`` for env deploys, since envs are container images and the
+  local folder sandbox cannot run them. So a reference bundle runs unchanged.
+* ``env_outcome_verifier``: loads a file artifact's ``verify.py`` and awaits its
+  ``verify(mcp_url)`` in this process (the official ``mcp`` client is a dependency of this
+  plugin, so the scripts' imports resolve); the URL carries the token, so a script that opens a
+  stock MCP client on it with no headers gets through. Rows ``[{id, result, description}]``.
+* ``reset_env``: ``data/reset`` through the gateway's data plane.
+* ``verify_env_card`` / ``verify_env_core_protocol``: protocol checks recorded as score rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import sys
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from agent_env.tasks.scores import AGGREGATORS, ScoreRow
+from agent_env.tasks.steps import PreflightView, Step, StepError
+from agentenv_mcp_env.deployment import (
+    DEFAULT_READY_TIMEOUT,
+    DEFAULT_TTL_SECONDS,
+    GatewayDeployment,
+)
+
+if TYPE_CHECKING:
+    from agent_env.tasks.context import TaskContext
+
+#: Provider names read differently for env deploys (see the module docstring).
+ENV_PROVIDER_ALIASES = {"local": "docker"}
+DEFAULT_VERIFY_TIMEOUT = 300.0
+
+
+def _aggregator_problems(name: str) -> list[str]:
+    if name in AGGREGATORS:
+        return []
+    return [f"score_aggregator '{name}' is not known (known: {', '.join(AGGREGATORS)})"]
+
+
+def env_provider_chain(ctx: TaskContext, sandbox_type: str | None) -> list[str]:
+    """The providers to try for an env: the run's chain with ``local`` read as ``docker``."""
+    chain = [ENV_PROVIDER_ALIASES.get(name, name) for name in ctx.provider_chain(sandbox_type)]
+    return list(dict.fromkeys(chain))
+
+
+def deployment(ctx: TaskContext, env_id: str) -> GatewayDeployment:
+    found = ctx.env(env_id)
+    if not isinstance(found, GatewayDeployment):
+        raise StepError(f"env '{env_id}' was not deployed behind a gateway")
+    return found
+
+
+@attrs.define(kw_only=True)
+class DeployEnv(Step):
+    """Deploy a stored env (its type decides how) in a sandbox of its own."""
+
+    type = "deploy_env"
+    entity_fields = {"env_id": "envs"}
+
+    env_id: str
+    env_version: int | None = None
+    sandbox_type: str | None = None
+    ttl_seconds: int | None = None
+    cpu: float | None = None
+    memory_mb: int | None = None
+    #: Ours: how long the env may take to become ready (default 120 s).
+    ready_timeout_seconds: float | None = None
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if self.ttl_seconds is not None and self.ttl_seconds <= 0:
+            problems.append("ttl_seconds must be positive")
+        if self.ready_timeout_seconds is not None and self.ready_timeout_seconds <= 0:
+            problems.append("ready_timeout_seconds must be positive")
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        from agent_env.plugins import get_host
+        from agent_env.sandbox.base import SandboxSpec
+        from agent_env.tasks.sandboxes import choose_provider, open_provider
+        from agentenv_mcp_env.sources import load_env_source
+
+        source = await asyncio.to_thread(load_env_source, ctx.artifacts, self.env_id,
+                                         self.env_version)
+        env_type: Any = get_host().registry("env_type").get(source.type)
+        if env_type is None:
+            raise StepError(f"env '{self.env_id}' has type '{source.type}', which no installed "
+                            "plugin provides")
+        env = env_type.from_spec(source, ctx.artifacts)
+        ttl = int(self.ttl_seconds or DEFAULT_TTL_SECONDS)
+        name = f"env-{source.name}"
+        spec = SandboxSpec(
+            name=name, mode="vm", cpu=self.cpu, memory_mb=self.memory_mb, ttl_seconds=ttl,
+            labels={**ctx.labels, "agentenv.step": self.id},
+        )
+        if name in ctx.sandboxes:
+            raise StepError(f"env '{self.env_id}' is already deployed in this task")
+        provider = open_provider(choose_provider(env_provider_chain(ctx, self.sandbox_type)))
+        sandbox = await provider.create(spec)
+        ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
+        try:
+            deployed = await env.deploy(
+                ctx, sandbox, ttl_seconds=ttl,
+                ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
+            )
+        except BaseException:
+            await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
+            raise
+        ctx.add_env(self.env_id, deployed)
+        ctx.outputs[self.id] = {"instance_id": deployed.instance_id, "url": deployed.url,
+                                "expires_at": deployed.expires_at, "tools": list(deployed.tools)}
+
+
+@attrs.define(kw_only=True)
+class EnvOutcomeVerifier(Step):
+    """Score a deployed env with a script's ``async verify(mcp_url)`` rows."""
+
+    type = "env_outcome_verifier"
+    entity_fields = {"env_id": "envs", "file_artifact_id": "artifacts"}
+
+    env_id: str
+    file_artifact_id: str
+    file_artifact_version: int | None = None
+    verifier_id: str | None = None
+    score_aggregator: str = "all_pass"
+    #: Ours: the script's file in the artifact (default ``verify.py``, or its only ``.py``).
+    script_file: str | None = None
+    timeout_seconds: float | None = None
+
+    def check(self, view: PreflightView) -> list[str]:
+        return super().check(view) + _aggregator_problems(self.score_aggregator)
+
+    async def run(self, ctx: TaskContext) -> None:
+        import tempfile
+
+        env = deployment(ctx, self.env_id)
+        artifact = await ctx.artifact(self.file_artifact_id)
+        names = [f.path for f in artifact.files if f.path.endswith(".py")]
+        entry = self.script_file or ("verify.py" if "verify.py" in names else
+                                     names[0] if len(names) == 1 else None)
+        if entry is None or entry not in names:
+            raise StepError(f"artifact {artifact.id} has no verify.py (its Python files: "
+                            f"{', '.join(names) or 'none'})")
+        timeout = float(self.timeout_seconds or DEFAULT_VERIFY_TIMEOUT)
+        with tempfile.TemporaryDirectory(prefix="agent-env-verify-") as scratch:
+            for item in artifact.files:
+                parts = item.path.split("/")
+                if ".." in parts or item.path.startswith("/"):
+                    continue
+                target = Path(scratch, *parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(item.data)
+            verify = _load_entry(Path(scratch, *entry.split("/")), "verify", artifact.id)
+            try:
+                result = verify(env.mcp_url)
+                if inspect.isawaitable(result):
+                    result = await asyncio.wait_for(result, timeout)
+            except TimeoutError:
+                raise StepError(f"{entry}: verify() did not finish within {timeout:g}s") \
+                    from None
+            except StepError:
+                raise
+            except Exception as exc:
+                raise StepError(f"{entry}: verify() raised {_last_frame(exc)}") from None
+        rows = rows_from_script(result, entry)
+        ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
+
+
+def _load_entry(path: Path, name: str, artifact_id: str) -> Any:
+    """Import ``path`` as a fresh module (its folder on ``sys.path`` while it loads)."""
+    module_name = f"agent_env_verify_{abs(hash((str(path), id(path)))):x}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise StepError(f"cannot load {path.name} of artifact {artifact_id}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise StepError(f"{path.name} of artifact {artifact_id} failed to import: "
+                        f"{_last_frame(exc)}") from None
+    finally:
+        sys.path.remove(str(path.parent))
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise StepError(f"{path.name} of artifact {artifact_id} has no {name}() function")
+    return function
+
+
+def _last_frame(exc: BaseException) -> str:
+    """``TypeError: x (verify.py:12)``: the error and the script line it came from."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "agent_env_verify" in (f.filename or "") or f.filename.endswith(".py")]
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def rows_from_script(result: Any, entry: str) -> list[ScoreRow]:
+    """``[{id, result, description}]`` (optional ``score``, ``weight``) -> score rows."""
+    if isinstance(result, dict):
+        result = [result]
+    if not isinstance(result, list):
+        raise StepError(f"{entry}: verify() must return a list of rows "
+                        f"({{id, result, description}}), not {type(result).__name__}")
+    rows = []
+    for index, raw in enumerate(result):
+        if not isinstance(raw, dict) or "result" not in raw:
+            raise StepError(f"{entry}: row {index} must be an object with 'id', 'result' and "
+                            f"'description', not {raw!r}")
+        passed = bool(raw["result"])
+        score = raw.get("score", 1.0 if passed else 0.0)
+        criterion = {k: v for k, v in raw.items()
+                     if k not in ("result", "description", "score", "weight")}
+        rows.append(ScoreRow(
+            index, float(score), passed, str(raw.get("description") or ""),
+            weight=float(raw.get("weight", 1.0)), criterion=criterion,
+        ))
+    return rows
+
+
+@attrs.define(kw_only=True)
+class ResetEnv(Step):
+    """``data/reset`` on a deployed env (every env server behind the gateway that serves it)."""
+
+    type = "reset_env"
+    entity_fields = {"env_id": "envs"}
+
+    env_id: str
+
+    async def run(self, ctx: TaskContext) -> None:
+        from agentenv_protocol.client import DataPlaneClient
+        from agentenv_protocol.errors import ProtocolError, TransportError
+
+        env = deployment(ctx, self.env_id)
+        try:
+            async with DataPlaneClient(env.url, headers=env.headers) as client:
+                await client.reset()
+        except (ProtocolError, TransportError) as exc:
+            raise StepError(f"data/reset on {env.environment_name} failed: {exc}") from None
+        ctx.outputs[self.id] = {"reset": True}
+
+
+@attrs.define(kw_only=True)
+class _EnvCheckStep(Step):
+    """A protocol check against a deployed env, recorded as a verification of named rows."""
+
+    entity_fields = {"env_id": "envs"}
+
+    env_id: str
+    verifier_id: str | None = None
+    score_aggregator: str = "all_pass"
+
+    def check(self, view: PreflightView) -> list[str]:
+        return super().check(view) + _aggregator_problems(self.score_aggregator)
+
+    async def run(self, ctx: TaskContext) -> None:
+        from agentenv_mcp_env import checks
+
+        env = deployment(ctx, self.env_id)
+        results = await getattr(checks, f"check_{self.type.removeprefix('verify_env_')}")(env)
+        rows = [ScoreRow(i, 1.0 if r.passed else 0.0, r.passed, r.why,
+                         criterion={"criterion": r.name}) for i, r in enumerate(results)]
+        ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
+
+
+@attrs.define(kw_only=True)
+class VerifyEnvCard(_EnvCheckStep):
+    """The composed card: a name, tools with object schemas, named children, operations."""
+
+    type = "verify_env_card"
+
+
+@attrs.define(kw_only=True)
+class VerifyEnvCoreProtocol(_EnvCheckStep):
+    """MCP initialize/list/call, unknown tools, the data plane, ``/ready`` and the token."""
+
+    type = "verify_env_core_protocol"
