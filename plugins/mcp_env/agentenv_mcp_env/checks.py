@@ -34,7 +34,7 @@ async def check_card(env: GatewayDeployment) -> list[CheckResult]:
     try:
         EnvironmentCard.from_wire(raw)
         results.append(CheckResult("card parses", True, "the card matches the schema"))
-    except Exception as exc:  # noqa: BLE001 - any structuring error is the finding
+    except Exception as exc:  # any structuring error is the finding
         results.append(CheckResult("card parses", False, f"{type(exc).__name__}: {exc}"))
     tools = ((raw.get("capabilities") or {}).get("tools")) or []
     bad = [t.get("name", "?") for t in tools
@@ -70,7 +70,7 @@ async def check_core_protocol(env: GatewayDeployment) -> list[CheckResult]:
             results.append(CheckResult(
                 "unknown tool is a tool error", unknown.is_error,
                 unknown.text or "isError set" if unknown.is_error else "no isError"))
-    except Exception as exc:  # noqa: BLE001 - a failed exchange is the finding
+    except Exception as exc:  # a failed exchange is the finding
         results.append(CheckResult("mcp session", False, f"{type(exc).__name__}: {exc}"))
     async with aiohttp.ClientSession() as http:
         results.append(await _status(http, "ready", f"{env.capability_url}/ready", 200))
@@ -86,7 +86,7 @@ async def _status(http: Any, name: str, url: str, expected: int) -> CheckResult:
     try:
         async with http.get(url, timeout=aiohttp.ClientTimeout(total=10)) as resp:
             status = resp.status
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return CheckResult(name, False, f"{type(exc).__name__}: {exc}")
     return CheckResult(name, status == expected, f"HTTP {status}")
 
@@ -100,7 +100,7 @@ async def _dataplane(http: Any, env: GatewayDeployment) -> CheckResult:
         async with http.post(f"{env.capability_url}/agentenv", json=body,
                              timeout=aiohttp.ClientTimeout(total=10)) as resp:
             reply = await resp.json(content_type=None)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return CheckResult("data plane answers JSON-RPC", False, f"{type(exc).__name__}: {exc}")
     code = ((reply or {}).get("error") or {}).get("code")
     return CheckResult("data plane answers JSON-RPC", code == -32601, f"error code {code}")

@@ -1,4 +1,4 @@
-"""The ``mcp_server`` env type: an env server behind the gateway, deployed through the sandbox contract.
+"""The ``mcp_server`` env type: an env server behind the gateway, through the sandbox contract.
 
 What one deployment is, in a VM-like sandbox of any provider (docker, smol_vm, clouds):
 
@@ -191,8 +191,8 @@ class McpServerEnv:
             raise DeployError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
                               f"gateway's port {GATEWAY_PORT}")
         url = url.rstrip("/")
-        remaining = max(1.0, ready_timeout - (time.time() - started))
-        ready = await wait_ready(url, token, remaining, sandbox=sandbox,
+        # The timeout counts from the containers' start: a cold build may take minutes.
+        ready = await wait_ready(url, token, ready_timeout, sandbox=sandbox,
                                  env_name=self.environment_name)
         return GatewayDeployment(
             env_id=self.source.id, env_version=self.source.version, instance_id=instance_id,
@@ -275,7 +275,7 @@ async def _gateway_state(http: Any, url: str) -> str:
     try:
         async with http.get(f"{url}/state", timeout=aiohttp.ClientTimeout(total=2)) as resp:
             state = await resp.json(content_type=None)
-    except Exception:  # noqa: BLE001 - only decoration for an error message
+    except Exception:  # only decoration for an error message
         return ""
     errors = [f"{c.get('url')}: {c.get('error')}" for c in state.get("children") or []
               if c.get("error")]
@@ -290,7 +290,7 @@ async def _not_ready_message(
         for container in (ENV_CONTAINER, GATEWAY_CONTAINER):
             try:
                 logs = (await sandbox.container_logs(container, tail=LOG_LINES)).rstrip()
-            except Exception as exc:  # noqa: BLE001 - the logs are a courtesy
+            except Exception as exc:  # the logs are a courtesy
                 logs = f"(could not read its logs: {exc})"
             lines.append(f"--- last log lines of the {container} container ---")
             lines.append(logs or "(no output)")
