@@ -1,0 +1,161 @@
+"""The ``mcp_server`` env type on the real engine, through the steps a task file names.
+
+Envs come from ``bundles/testenvs`` (a counter with a data-plane reset, and an env that crashes
+at start), stored through the same ledger ``agent-env run`` uses, then deployed by ``deploy_env``
+into a docker sandbox labelled with the test's own ``agentenv.run`` id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.steps import StepError
+from agentenv_mcp_env.deployment import GatewayDeployment
+from agentenv_mcp_env.steps import (
+    DeployEnv,
+    ResetEnv,
+    VerifyEnvCard,
+    VerifyEnvCoreProtocol,
+    env_provider_chain,
+)
+
+pytestmark = pytest.mark.docker
+HERE = Path(__file__).parent
+
+
+def store_test_envs() -> tuple[dict[str, str], Any]:
+    """Store ``bundles/testenvs``' envs; returns name -> id and the run's artifact source."""
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.parse import parse_bundle
+    from agent_env.stores import object_store, versioned_store
+
+    bundle, problems = parse_bundle(HERE / "bundles" / "testenvs", "@test/testenvs")
+    assert problems == []
+    ledger = Ledger(versioned_store(), object_store())
+    for env in bundle.envs:
+        ledger.write_files_entity("envs", env)
+    return {e.name: e.id for e in bundle.envs}, StoredArtifacts(versioned_store(), object_store())
+
+
+@pytest.fixture
+async def task(run_id: str) -> AsyncIterator[tuple[TaskContext, dict[str, str]]]:
+    ids, artifacts = store_test_envs()
+    ctx = TaskContext(task_id="@test/testenvs/t", instance_id=run_id, artifacts=artifacts)
+    yield ctx, ids
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+
+
+async def _status(url: str, headers: dict[str, str] | None = None) -> int:
+    async with aiohttp.ClientSession() as http, http.get(url, headers=headers or {}) as resp:
+        return resp.status
+
+
+async def test_deploy_serves_only_with_the_token_and_passes_protocol_checks(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker",
+                    ttl_seconds=600).run(ctx)
+    env = ctx.env(ids["counter"])
+    assert isinstance(env, GatewayDeployment)
+    assert re.fullmatch(re.escape(ids["counter"]) + r"-[a-z0-9]{8}", env.instance_id)
+    created = datetime.fromisoformat(env.created_at)
+    assert (datetime.fromisoformat(env.expires_at) - created).total_seconds() == 600
+    assert env.tools == ("bump",)
+    assert env.url.startswith("http://127.0.0.1:")
+
+    # The token is the only way in: no header, a wrong bearer and a wrong path are all 401.
+    assert await _status(f"{env.url}/ready") == 401
+    assert await _status(f"{env.url}/mcp") == 401
+    assert await _status(f"{env.url}/ready", {"Authorization": "Bearer nope"}) == 401
+    assert await _status(f"{env.url}/t/nope/ready") == 401
+    assert await _status(f"{env.url}/ready", env.headers) == 200
+    assert await _status(f"{env.capability_url}/ready") == 200
+
+    from agentenv_protocol.client import McpClient
+
+    async with McpClient(env.mcp_url) as client:  # a capability URL needs no headers
+        assert (await client.call_tool("bump")).text == "1"
+        assert (await client.call_tool("bump")).text == "2"
+        await ResetEnv(id="reset", env_id=ids["counter"]).run(ctx)
+        assert (await client.call_tool("bump")).text == "1"
+
+    await VerifyEnvCard(id="card", env_id=ids["counter"]).run(ctx)
+    await VerifyEnvCoreProtocol(id="core", env_id=ids["counter"]).run(ctx)
+    for verifier in ("card", "core"):
+        verification = ctx.verifications[verifier]
+        failed = [r.to_json() for r in verification.results if not r.result]
+        assert verification.score == 1.0, failed
+    assert len(ctx.verifications["core"].results) >= 5
+
+    # Only the gateway is published; the env sits on the private network alone.
+    containers = docker_client.containers.list(filters={"label": f"agentenv.run={run_id}"})
+    published = {c.labels.get("agentenv.container"): [
+        p for p, b in (c.attrs["NetworkSettings"]["Ports"] or {}).items() if b]
+        for c in containers}
+    assert published == {"env": [], "gateway": ["18765/tcp"]}
+
+    # The token never reaches a record.
+    assert env.token not in json.dumps(ctx.snapshot())
+    assert ctx.snapshot()["envs"][ids["counter"]]["instance_id"] == env.instance_id
+
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+    assert leftovers() == []
+
+
+async def test_env_that_crashes_fails_within_the_timeout_with_its_logs(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    step = DeployEnv(id="deploy", env_id=ids["crash"], sandbox_type="docker",
+                     ready_timeout_seconds=6)
+    # Build the images first, so the time measured below is the readiness wait alone.
+    from agent_env.sandbox.base import SandboxSpec
+    from agentenv_mcp_env.deployment import McpServerEnv
+    from agentenv_mcp_env.sources import load_env_source
+
+    warm = await ctx.create_sandbox(SandboxSpec(name="warm", mode="vm"), "docker")
+    await McpServerEnv(load_env_source(ctx.artifacts, ids["crash"]), ctx.artifacts) \
+        .build_images(warm)
+    assert await ctx.tear_down_sandbox("warm")
+
+    started = time.monotonic()
+    with pytest.raises(StepError) as failure:
+        await step.run(ctx)
+    elapsed = time.monotonic() - started
+    message = str(failure.value)
+    assert elapsed < 6 + 10, elapsed
+    assert "env crash was not ready within 6s" in message
+    assert "crash env booting" in message  # the env container's own output...
+    assert "boom: DATABASE_URL is not set" in message  # ...down to its last line
+    assert "last log lines of the gateway container" in message
+    # A failed deploy takes down what it made, before the run's teardown even starts.
+    assert ctx.sandboxes == {}
+    assert leftovers() == []
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+    assert leftovers() == []
+
+
+def test_local_means_docker_for_env_deploys(run_id: str) -> None:
+    ctx = TaskContext(task_id="t", instance_id=run_id, artifacts=None)  # type: ignore[arg-type]
+    assert env_provider_chain(ctx, "local") == ["docker"]
+    assert env_provider_chain(ctx, "local,docker") == ["docker"]
+    assert env_provider_chain(ctx, "tensorlake,local") == ["tensorlake", "docker"]
+    ctx.sandbox_chain = ["local"]  # --sandbox local
+    assert env_provider_chain(ctx, "docker") == ["docker"]
