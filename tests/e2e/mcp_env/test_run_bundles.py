@@ -1,0 +1,80 @@
+"""``agent-env run echo-mcp`` and ``mail-mcp`` via the CLI: pass, rerun unchanged, no leftovers."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+AGENT_ENV = Path(sys.executable).with_name("agent-env")
+
+
+def agent_env(state: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state)}
+    env.pop("AGENT_ENV_CONFIG", None)
+    return subprocess.run([str(AGENT_ENV), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, check=False)
+
+
+def left_by(client: Any, output: str) -> list[str]:
+    """Containers and networks still labelled with the run instances named in ``output``."""
+    names = []
+    instances = re.findall(r"instance (\S+)", output)
+    assert instances, output
+    for instance in instances:
+        label = {"label": f"agentenv.run={instance}"}
+        names += [c.name for c in client.containers.list(all=True, filters=label)]
+        names += [n.name for n in client.networks.list(filters=label)]
+    return names
+
+
+def test_echo_mcp_passes_and_a_rerun_reuses_everything(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    first = agent_env(tmp_path, "run", "echo-mcp")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "tasks/smoke.json v1: passed (echoes: 1)" in first.stdout
+    assert "Tore down 1 sandbox." in first.stdout
+    assert left_by(docker_client, first.stdout) == []
+
+    again = agent_env(tmp_path, "run", "echo-mcp")
+    assert again.returncode == 0, again.stdout + again.stderr
+    ledger = [line for line in again.stdout.splitlines() if line.startswith(
+        ("artifacts/", "envs/", "tasks/"))]
+    assert ledger == ["artifacts/check_echo: v1, unchanged", "envs/echo: v1, unchanged",
+                      "tasks/smoke.json: v1, unchanged"]
+    assert "tasks/smoke.json v1: passed (echoes: 1)" in again.stdout
+    assert left_by(docker_client, again.stdout) == []
+
+
+def test_mail_mcp_finds_the_invoice(tmp_path: Path, docker_client: Any) -> None:
+    run = agent_env(tmp_path, "run", "mail-mcp")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tasks/smoke.json v1: passed (finds-the-invoice: 1)" in run.stdout
+    assert left_by(docker_client, run.stdout) == []
+
+
+def test_a_bundle_written_for_the_reference_runs_unchanged(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    """``sandbox_type: local`` as the reference's smoke.json says it: envs go to docker."""
+    import shutil
+
+    from agentenv_mcp_env.plugin import BUNDLES
+
+    bundle = tmp_path / "echo-reference"
+    shutil.copytree(BUNDLES / "echo-mcp", bundle)
+    smoke = bundle / "tasks" / "smoke.json"
+    smoke.write_text(smoke.read_text().replace('"sandbox_type": "docker"',
+                                               '"sandbox_type": "local"'))
+    run = agent_env(tmp_path / "state", "run", str(bundle))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tasks/smoke.json v1: passed (echoes: 1)" in run.stdout
+    assert left_by(docker_client, run.stdout) == []
