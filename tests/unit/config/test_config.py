@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from agent_env import config as cfg
 from agent_env.errors import ConfigError
 

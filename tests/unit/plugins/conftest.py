@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from agent_env import config as config_module
 from agent_env.plugins import reset_host
 

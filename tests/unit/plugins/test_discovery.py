@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+
 from agent_env.plugins import ACTIVE, CONFLICT, FAILED, SKIPPED, UNLOADED, PluginHost
 
 STEP_PLUGIN = """

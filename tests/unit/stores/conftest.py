@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from agent_env import config as config_module
 from agent_env.stores import reset_stores
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agent_env.errors import UserError
 from agent_env.stores.base import InvalidObjectKey, validate_key, validate_prefix
 from agent_env.testing.store_conformance.object import BAD_KEYS

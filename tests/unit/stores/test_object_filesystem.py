@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from agent_env.stores.base import InvalidObjectKey, UnsupportedOperation
 from agent_env.stores.filesystem import FilesystemObjectStore
 from agent_env.testing.store_conformance.object import ObjectStoreSuite

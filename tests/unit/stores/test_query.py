@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent_env.stores import query as q
 from agent_env.stores.base import InvalidQuery, InvalidUpdate
 from agent_env.stores.sqlite import SqliteDocumentStore

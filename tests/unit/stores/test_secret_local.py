@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from agent_env.errors import ConfigError
 from agent_env.stores.secrets import LocalSecretStore
 from agent_env.testing.store_conformance.secret import SEEDED_SECRETS, SecretStoreSuite

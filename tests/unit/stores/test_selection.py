@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from agent_env.config import load_config
 from agent_env.contributions import StoreBackend
 from agent_env.errors import ConfigError, MissingPluginError

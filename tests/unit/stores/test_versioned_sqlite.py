@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from agent_env.stores.sqlite import SqliteDocumentStore
 from agent_env.stores.versioned import COLLECTION_PREFIX, VersionedStore
 from agent_env.testing.store_conformance.versioned import VersionedStoreSuite
