@@ -173,19 +173,22 @@ class McpServerEnv:
         ctx.register_secret(token)
         env_ref, gateway_ref = await self.build_images(sandbox)
         labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
-        await sandbox.run_container(ContainerSpec(
+        env_spec = ContainerSpec(
             name=ENV_CONTAINER, image=env_ref,
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
                  "ENVIRONMENT_NAME": self.environment_name},
             labels=labels,
-        ))
-        urls = await sandbox.run_container(ContainerSpec(
+        )
+        gateway_spec = ContainerSpec(
             name=GATEWAY_CONTAINER, image=gateway_ref,
             env={"AGENTENV_GATEWAY_TOKEN": token},
             command=gateway_command([f"http://{ENV_CONTAINER}:{ENV_PORT}"],
                                     name=self.environment_name, ready_timeout=ready_timeout),
             publish=(GATEWAY_PORT,), labels=labels,
-        ))
+        )
+        # Side by side: the gateway waits for its child anyway, so order buys nothing.
+        _, urls = await asyncio.gather(sandbox.run_container(env_spec),
+                                       sandbox.run_container(gateway_spec))
         url = urls.get(GATEWAY_PORT)
         if not url:
             raise DeployError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
@@ -218,7 +221,7 @@ async def wait_ready(
 
     headers = {"Authorization": f"Bearer {token}"}
     deadline = time.monotonic() + timeout
-    delay = 0.02
+    delay = 0.01
     last = "the gateway did not answer"
     probe = aiohttp.ClientTimeout(total=2)
     async with aiohttp.ClientSession(headers=headers) as http:
@@ -247,7 +250,7 @@ async def wait_ready(
                 raise DeployError(await _not_ready_message(
                     env_name, timeout, last + state, sandbox))
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            delay = min(delay * 1.5, 0.1)
         try:
             card = await fetch_card_raw(url, headers=headers, session=http)
         except TransportError as exc:

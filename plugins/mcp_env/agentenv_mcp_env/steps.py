@@ -104,6 +104,7 @@ class DeployEnv(Step):
         )
         if name in ctx.sandboxes:
             raise StepError(f"env '{self.env_id}' is already deployed in this task")
+        preload_verifier_imports()
         provider = open_provider(choose_provider(env_provider_chain(ctx, self.sandbox_type)))
         sandbox = await provider.create(spec)
         ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
@@ -118,6 +119,24 @@ class DeployEnv(Step):
         ctx.add_env(self.env_id, deployed)
         ctx.outputs[self.id] = {"instance_id": deployed.instance_id, "url": deployed.url,
                                 "expires_at": deployed.expires_at, "tools": list(deployed.tools)}
+
+
+def preload_verifier_imports() -> None:
+    """Import the official ``mcp`` client in a worker thread while the env deploys.
+
+    Why: verify scripts import it, and it costs about half a second (pydantic, httpx, anyio) that
+    would otherwise sit between a ready env and its verdict. Best effort, fire and forget.
+    """
+    if "mcp.client.streamable_http" in sys.modules:
+        return
+
+    def load() -> None:
+        try:
+            importlib.import_module("mcp.client.streamable_http")
+        except Exception:  # a missing mcp shows up, with its message, when a script imports it
+            pass
+
+    asyncio.get_running_loop().run_in_executor(None, load)
 
 
 @attrs.define(kw_only=True)
