@@ -102,6 +102,84 @@ class ProgressPrinter:
         outcome = "failed" if result.outcome == "failed" else result.outcome
         echo(f"[{result.task.label}] {outcome} in {seconds(result.duration_seconds)}")
 
+    def close(self) -> None:
+        """Nothing to clean up for plain lines."""
+
+
+class LiveProgress(ProgressPrinter):
+    """On a terminal: the same lines, plus one status line that shows what is running now.
+
+    The status line (running steps with their elapsed time) is redrawn in place by a small
+    thread, and erased before every permanent line, so what stays on screen is exactly what a
+    pipe would get.
+    """
+
+    def __init__(self, stream: Any = None) -> None:
+        import threading
+
+        self.stream = stream or sys.stdout
+        self.running: dict[tuple[str, str], tuple[str, float]] = {}
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._redraw_loop, daemon=True)
+        self.thread.start()
+
+    def _status(self) -> str:
+        import shutil
+        import time
+
+        now = time.monotonic()
+        parts = [f"{label} {seconds(now - started)}" for label, started in self.running.values()]
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        text = "running: " + ", ".join(parts) if parts else ""
+        return text[:width]
+
+    def _redraw_loop(self) -> None:
+        while not self.stopped.wait(0.2):
+            with self.lock:
+                if self.running:
+                    self.stream.write("\r\x1b[K" + self._status())
+                    self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        with self.lock:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            echo(text)
+
+    def step_started(self, task: Any, position: int, total: int, step: Step) -> None:
+        import time
+
+        with self.lock:
+            self.running[(task.label, step.id)] = (f"[{task.label}] {step.id}", time.monotonic())
+        self._line(f"[{task.label}] step {position}/{total} {step.id} ({step.type})")
+
+    def step_finished(
+        self, task: Any, position: int, total: int, step: Step, took: float,
+        failure: FailureRecord | None,
+    ) -> None:
+        with self.lock:
+            self.running.pop((task.label, step.id), None)
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+        super().step_finished(task, position, total, step, took, failure)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=1)
+        with self.lock:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def progress_for_stdout() -> ProgressPrinter:
+    """Live status on a terminal (unless TERM=dumb); plain lines in a pipe."""
+    import os
+
+    if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
+        return LiveProgress()
+    return ProgressPrinter()
+
 
 def task_line(result: TaskResult) -> str:
     version = f" v{result.task.version}" if result.task.version else ""
@@ -160,7 +238,8 @@ async def _execute(
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import Session
 
-    session = Session(instances=StoredInstances(document_store()), observer=ProgressPrinter(),
+    progress = progress_for_stdout()
+    session = Session(instances=StoredInstances(document_store()), observer=progress,
                       sandbox_chain=sandbox_chain)
     loop = asyncio.get_running_loop()
     state: dict[str, Any] = {"signals": 0, "code": None, "teardown": None}
@@ -184,7 +263,10 @@ async def _execute(
     for signum in names:
         loop.add_signal_handler(signum, on_signal, signum)
     try:
-        results = await session.run_all(requests)
+        try:
+            results = await session.run_all(requests)
+        finally:
+            progress.close()
         echo()
         echo("Tasks:")
         for result in results:
