@@ -40,3 +40,32 @@ def show_config(as_json: bool) -> None:
         click.echo()
         click.echo(f"# [{name}] from {cfg.sources.get(name, 'default')}")
         click.echo(tomlkit.dumps({name: value}).rstrip())
+
+
+@config.command("explain")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def explain_config(path: str, as_json: bool) -> None:
+    """One value (PATH like stores.object): what it is, as written, and where it came from."""
+    from agent_env.errors import UserError
+
+    cfg = get_config()
+    keys = path.split(".")
+    value: object = cfg.data
+    written: object = cfg.raw
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            known = ", ".join(sorted(value)) if isinstance(value, dict) else "none"
+            raise UserError(f"config has no '{path}' (keys here: {known})")
+        value = value[key]
+        written = written.get(key) if isinstance(written, dict) else None
+    source = cfg.sources.get(keys[0], "default")
+    shown, shown_written = mask(value, keys[-1]), mask(written, keys[-1])
+    if as_json:
+        click.echo(json.dumps({"path": path, "value": shown, "written": shown_written,
+                               "source": source}, indent=2, default=str))
+        return
+    click.echo(f"{path} = {json.dumps(shown, default=str)}")
+    if shown_written != shown:
+        click.echo(f"  written as {json.dumps(shown_written, default=str)}")
+    click.echo(f"  from {source}")

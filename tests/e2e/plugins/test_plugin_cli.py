@@ -165,3 +165,22 @@ def test_plugin_remove_refuses_the_core(tmp_path: Path) -> None:
     done = agent_env("plugin", "remove", "agentenv-framework", "-y", cwd=tmp_path)
     assert done.returncode == 1
     assert "cannot be removed" in done.stderr
+
+
+def test_config_explain_shows_value_reference_and_source(tmp_path: Path) -> None:
+    (tmp_path / ".agentenv").mkdir()
+    (tmp_path / ".agentenv" / "config.toml").write_text(
+        '[model]\nbase_url = "env:MODEL_URL?http://127.0.0.1:1"\napi_key = "env:MODEL_KEY"\n'
+    )
+    env = {"MODEL_URL": "http://127.0.0.1:9", "MODEL_KEY": "sk-hidden"}
+    done = agent_env("config", "explain", "model.base_url", "--json", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["value"] == "http://127.0.0.1:9"
+    assert payload["written"] == "env:MODEL_URL?http://127.0.0.1:1"
+    assert payload["source"].startswith("file ")
+    key = agent_env("config", "explain", "model.api_key", cwd=tmp_path, env=env)
+    assert "sk-hidden" not in key.stdout and "****" in key.stdout
+    missing = agent_env("config", "explain", "model.nope", cwd=tmp_path, env=env)
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("Error: config has no 'model.nope'")
