@@ -1,0 +1,1 @@
+"""AgentEnv stores on AWS (see agentenv_aws_stores.plugin)."""

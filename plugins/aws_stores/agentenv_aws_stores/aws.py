@@ -1,0 +1,168 @@
+"""What every AWS store shares: connection settings, client building and error translation.
+
+boto3 is imported inside functions only: the plugin module is imported by every ``agent-env``
+start, and boto3 costs ~100 ms to import.
+
+Retries: clients use botocore's ``standard`` retry mode (exponential backoff with jitter), which
+retries throttling (``ThrottlingException``, ``ProvisionedThroughputExceededException``,
+``SlowDown``, ...), 5xx answers and dropped connections. A retried write may have happened the
+first time, so each store marks its writes with a token and recognises its own write when the
+retry is refused (see ``S3ObjectStore.put`` and ``DynamoDocumentStore``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NoReturn
+
+import attrs
+
+from agent_env.errors import UserError
+from agent_env.stores.base import StoreError
+
+#: Error codes AWS services use for "these credentials may not do that".
+ACCESS_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",
+        "AuthorizationError",
+        "Forbidden",
+        "403",
+        "AllAccessDisabled",
+        "InvalidAccessKeyId",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "ExpiredTokenException",
+    }
+)
+
+_CLIENT_LOCK = threading.Lock()  # botocore's loaders are not safe to build clients in parallel
+
+
+class AwsStoreError(UserError, StoreError):
+    """An AWS store problem the user fixes outside the code (a resource, a permission)."""
+
+
+class ResourceMissing(AwsStoreError):
+    """A bucket, table, secret or repository that does not exist (and was not to be created)."""
+
+
+class AccessDenied(AwsStoreError):
+    """The credentials in use may not perform ``action`` on ``resource``."""
+
+    def __init__(self, action: str, resource: str, code: str, detail: str) -> None:
+        super().__init__(
+            f"access denied: {action} on {resource} ({code}"
+            + (f": {detail}" if detail else "")
+            + f"); allow {action} on it for the AWS identity in use",
+            notes=[
+                "credentials come from [stores.<kind>] access_key_id/secret_access_key "
+                "(as env:/secret: references), a profile, or the SDK's default chain"
+            ],
+        )
+        self.action, self.resource, self.code = action, resource, code
+
+
+@attrs.frozen
+class AwsSettings:
+    """Where and as whom to call AWS; the secrets never appear in a repr."""
+
+    region: str | None = None
+    endpoint_url: str | None = None
+    profile: str | None = None
+    access_key_id: str | None = attrs.field(default=None, repr=False)
+    secret_access_key: str | None = attrs.field(default=None, repr=False)
+    session_token: str | None = attrs.field(default=None, repr=False)
+    max_attempts: int = 6
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+
+    def __attrs_post_init__(self) -> None:
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            raise UserError(
+                "AWS credentials need both access_key_id and secret_access_key "
+                "(or neither, to use the SDK's default chain)"
+            )
+        if self.max_attempts < 1:
+            raise UserError(f"max_attempts must be at least 1, not {self.max_attempts}")
+
+    def client(self, service: str, **config: Any) -> Any:
+        """A boto3 client for ``service`` with retries, timeouts and these credentials."""
+        import boto3
+        from botocore.config import Config
+
+        options = Config(
+            retries={"mode": "standard", "max_attempts": self.max_attempts},
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            **config,
+        )
+        with _CLIENT_LOCK:
+            session = boto3.session.Session(
+                profile_name=self.profile,
+                aws_access_key_id=self.access_key_id or None,
+                aws_secret_access_key=self.secret_access_key or None,
+                aws_session_token=self.session_token or None,
+                region_name=self.region,
+            )
+            if session.region_name is None:
+                raise UserError(
+                    f"no AWS region for the {service} store: set region in its [stores.<kind>] "
+                    "table, or AWS_REGION / AWS_DEFAULT_REGION, or a profile with a region"
+                )
+            return session.client(service, endpoint_url=self.endpoint_url or None, config=options)
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a botocore ``ClientError`` (``""`` for anything else)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return ""
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def error_message(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return str(exc)
+    return str(response.get("Error", {}).get("Message", ""))
+
+
+def http_status(exc: BaseException) -> int:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return 0
+    return int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+def is_access_denied(exc: BaseException) -> bool:
+    return error_code(exc) in ACCESS_DENIED_CODES
+
+
+def raise_for(exc: BaseException, action: str, resource: str) -> NoReturn:
+    """Re-raise a botocore error as the store error a caller can act on.
+
+    Access denied becomes :class:`AccessDenied` naming ``action`` and ``resource``; missing
+    credentials and unreachable endpoints become one-line :class:`AwsStoreError`; anything else
+    becomes a :class:`StoreError` carrying the AWS code and message.
+    """
+    from botocore import exceptions as bx
+
+    if is_access_denied(exc):
+        raise AccessDenied(action, resource, error_code(exc), error_message(exc)) from None
+    if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
+        raise AwsStoreError(
+            f"no AWS credentials for {action} on {resource}: configure the SDK's default chain "
+            "(AWS_PROFILE, AWS_ACCESS_KEY_ID, an instance role) or set access_key_id and "
+            "secret_access_key as env:/secret: references in the store's settings"
+        ) from None
+    if isinstance(exc, bx.EndpointConnectionError | bx.ConnectTimeoutError):
+        raise AwsStoreError(f"cannot reach AWS for {action} on {resource}: {exc}") from None
+    if isinstance(exc, bx.ClientError):
+        raise StoreError(
+            f"{action} on {resource} failed: {error_code(exc)}: {error_message(exc)}"
+        ) from exc
+    raise exc
