@@ -84,8 +84,12 @@ def is_not_found(exc: BaseException) -> bool:
     return "NotFound" in _names(exc)
 
 
+_REFUSED = frozenset({"Unauthorized", "Unauthenticated", "RefreshError", "InvalidOperation"})
+
+
 def is_denied(exc: BaseException) -> bool:
-    return bool(_names(exc) & {"Forbidden", "PermissionDenied", "Unauthorized", "Unauthenticated"})
+    """403/401, or google-auth unable to (re)authenticate (a refused key, anonymous on a 401)."""
+    return bool(_names(exc) & ({"Forbidden", "PermissionDenied"} | _REFUSED))
 
 
 def is_precondition_failed(exc: BaseException) -> bool:
@@ -105,7 +109,7 @@ def message_of(exc: BaseException) -> str:
 def denied(exc: BaseException, *, action: str, resource: str, permission: str = "") -> AccessDenied:
     """An :class:`AccessDenied` naming the resource and the action (and the IAM permission)."""
     needs = f" (needs {permission})" if permission else ""
-    unauthenticated = bool(_names(exc) & {"Unauthorized", "Unauthenticated"})
+    unauthenticated = bool(_names(exc) & _REFUSED)
     reason = "the credentials were refused" if unauthenticated else "permission denied"
     return AccessDenied(
         f"{reason}: cannot {action} {resource}{needs}: {message_of(exc)}",
