@@ -1,0 +1,152 @@
+"""``EpisodeSpec``: a task prepared for outside players, from which episodes start side by side.
+
+``from_task`` checks once what every episode would otherwise fail on (see :mod:`.rules`) and
+builds the step registry the episodes run with: the engine's, with ``deploy_agent`` stood in for
+(and ``deploy_env`` going through the env pool when ``reuse_envs``). ``start()`` makes one episode
+per call; they share nothing but the pool.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from agent_env.episodes.episode import SPEC_LABEL, Episode, EpisodeDeployAgent
+from agent_env.episodes.errors import EpisodeError
+from agent_env.episodes.pool import EnvPool, pooled_step_type
+from agent_env.episodes.rules import EpisodePlan, Prompt, check_arguments, plan_episode
+from agent_env.episodes.task_source import Task
+
+if TYPE_CHECKING:
+    from agent_env.tasks.records import InstanceStore
+    from agent_env.tasks.steps import Step
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def _short_id(prefix: str) -> str:
+    return f"{prefix}-{''.join(secrets.choice(_ALPHABET) for _ in range(8))}"
+
+
+class EpisodeSpec:
+    """How to play a task from outside: which agents, with what deadline, reusing envs or not."""
+
+    def __init__(
+        self,
+        task: Task,
+        plan: EpisodePlan,
+        registry: Mapping[str, type[Step]],
+        *,
+        seed: Mapping[str, Any] | None = None,
+        turn_timeout: float | None = None,
+        reuse_envs: bool = False,
+        instances: InstanceStore | None = None,
+        sandbox_chain: Sequence[str] | None = None,
+    ) -> None:
+        self.id = _short_id("episodes")
+        self.task = task
+        self.plan = plan
+        self.registry = dict(registry)
+        self.seed = dict(seed) if seed else None
+        self.turn_timeout = float(turn_timeout) if turn_timeout is not None else None
+        self.instances = instances
+        self.sandbox_chain = list(sandbox_chain) if sandbox_chain else None
+        self.labels = {SPEC_LABEL: self.id}
+        self.pool = EnvPool(f"{self.id}-pool", self.labels) if reuse_envs else None
+        self.closed = False
+        self._live: dict[str, Episode] = {}
+
+    @classmethod
+    def from_task(
+        cls,
+        task: Task,
+        *,
+        trainer_agents: Iterable[str] | str | None = None,
+        seed: Mapping[str, Any] | None = None,
+        turn_timeout: float | None = None,
+        reuse_envs: bool = False,
+        sandbox: str | Sequence[str] | None = None,
+        instances: InstanceStore | None = None,
+    ) -> EpisodeSpec:
+        """Check ``task`` for outside play and prepare its episodes.
+
+        ``trainer_agents`` defaults to the task's only prompted agent; ``turn_timeout`` replaces
+        every outside prompt's ``timeout_seconds``; ``reuse_envs`` resets and reuses envs
+        between episodes; ``sandbox`` is a provider chain for every sandbox (like ``--sandbox``);
+        ``instances`` is where run records go (default: the configured document store).
+        """
+        if not isinstance(task, Task):
+            raise EpisodeError("from_task takes a Task (Task.get(id), Task.from_bundle(path, "
+                               f"name) or Task.from_steps(...)), not {type(task).__name__}")
+        check_arguments(seed, turn_timeout)
+        from agent_env.plugins import get_host
+        from agent_env.tasks.engine import build_steps
+
+        registry: dict[str, type[Step]] = dict(get_host().registry("step_type"))
+        registry["deploy_agent"] = EpisodeDeployAgent
+        if reuse_envs and "deploy_env" in registry:
+            registry["deploy_env"] = pooled_step_type(registry["deploy_env"])
+        steps = build_steps(task.spec, registry, dict(seed or {}))
+        plan = plan_episode(task.name, steps, trainer_agents, turn_timeout)
+        if instances is None:
+            from agent_env.stores import document_store
+            from agent_env.tasks.records import StoredInstances
+
+            instances = StoredInstances(document_store())
+        chain = [sandbox] if isinstance(sandbox, str) else sandbox
+        chain = [p.strip() for item in chain or () for p in item.split(",") if p.strip()]
+        return cls(task, plan, registry, seed=seed, turn_timeout=turn_timeout,
+                   reuse_envs=reuse_envs, instances=instances, sandbox_chain=chain)
+
+    def __repr__(self) -> str:
+        return (f"<EpisodeSpec {self.id} of {self.task.id}: plays "
+                f"{list(self.trainer_agents)}, {len(self._live)} running>")
+
+    @property
+    def trainer_agents(self) -> tuple[str, ...]:
+        """The agents the caller plays."""
+        return self.plan.trainer_agents
+
+    @property
+    def prompts(self) -> tuple[Prompt, ...]:
+        """The prompts the trainer's agents get, in task order (one turn each, per episode)."""
+        return self.plan.prompts
+
+    @property
+    def episodes(self) -> list[Episode]:
+        """The episodes still running."""
+        return list(self._live.values())
+
+    async def start(self) -> Episode:
+        """Start a new episode; returns once its run is recorded, before anything deploys."""
+        if self.closed:
+            raise EpisodeError("this EpisodeSpec is closed; make a new one to start episodes")
+        episode = Episode(self)
+        self._live[episode.id] = episode
+        await episode.start()
+        return episode
+
+    def forget(self, episode: Episode) -> None:
+        """An episode finished (its teardown ran)."""
+        self._live.pop(episode.id, None)
+
+    async def close(self) -> None:
+        """Abandon the episodes still running, then tear the env pool down."""
+        import asyncio
+
+        self.closed = True
+        running = list(self._live.values())
+        await asyncio.gather(*(e.abandon("the episode spec was closed") for e in running),
+                             return_exceptions=True)
+        if self.pool is not None:
+            await self.pool.close()
+
+    async def __aenter__(self) -> EpisodeSpec:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()

@@ -1,0 +1,107 @@
+"""A task ready to run as episodes: its steps (entity ids resolved) and where its files come from.
+
+Three ways to get one: a stored task by id (:meth:`Task.get`, what ``agent-env task create``
+and ``agent-env run`` store), a bundle's task (:meth:`Task.from_bundle`, which stores the bundle's
+entities first, as ``agent-env run`` does), or steps built in code (:meth:`Task.from_steps`).
+Each is preflighted the way ``agent-env run`` preflights, every problem reported at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agent_env.errors import UserError
+from agent_env.tasks.artifacts import ArtifactSource, MemoryArtifacts
+from agent_env.tasks.plan import TaskSpec
+
+
+@attrs.frozen
+class Task:
+    """One version of a task: what ``EpisodeSpec.from_task`` plays."""
+
+    id: str
+    #: Short name for messages (``task 'x' prompts no agent``).
+    name: str
+    #: The steps as stored, entity names rewritten to ids.
+    steps: tuple[dict[str, Any], ...] = attrs.field(converter=tuple, repr=False)
+    version: int | None = None
+    label: str = ""
+    artifacts: ArtifactSource = attrs.field(factory=MemoryArtifacts, eq=False, repr=False)
+
+    @property
+    def spec(self) -> TaskSpec:
+        """What the engine runs."""
+        return TaskSpec(self.id, self.label or self.name, self.steps, self.version)
+
+    @classmethod
+    def get(cls, task_id: str, version: int | None = None) -> Task:
+        """A stored task (the latest version unless ``version``); preflighted."""
+        from agent_env.bundles.entities import StoredArtifacts
+        from agent_env.stores import object_store, versioned_store
+
+        versioned = versioned_store()
+        record = versioned.get("tasks", task_id, version)
+        if record is None:
+            at = f" version {version}" if version else ""
+            raise UserError(
+                f"no task '{task_id}'{at} is stored (agent-env task create FILE --id {task_id} "
+                "stores one; agent-env run and Task.from_bundle store a bundle's tasks)"
+            )
+        label = f"{record.id} v{record.version}"
+        steps = _preflight(label, record.body.get("steps") or [], stored=True)
+        name = str(record.body.get("name") or task_id.rsplit("/", 1)[-1])
+        return cls(record.id, name, steps, record.version, label,
+                   StoredArtifacts(versioned, object_store()))
+
+    @classmethod
+    def from_bundle(cls, bundle: str | Path, task_name: str) -> Task:
+        """A bundle's task (a folder, or an installed bundle's name), stored like a run does."""
+        from agent_env.bundles.entities import StoredArtifacts, entity_exists
+        from agent_env.bundles.find import locate
+        from agent_env.bundles.ledger import Ledger
+        from agent_env.bundles.parse import parse_bundle
+        from agent_env.bundles.plan import plan_bundle
+        from agent_env.stores import object_store, versioned_store
+
+        text = str(bundle)
+        if isinstance(bundle, Path) and not text.startswith((".", "/", "~")):
+            text = f"./{text}"
+        location = locate(text)
+        parsed, problems = parse_bundle(location.folder, location.id_root)
+        versioned, objects = versioned_store(), object_store()
+        plan = plan_bundle(parsed, parse_problems=problems, task_names=[task_name],
+                           stored=entity_exists(versioned))
+        ledger = Ledger(versioned, objects).write_plan(plan)
+        planned = plan.tasks[0]
+        version = ledger.version("tasks", planned.entry.id)
+        artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
+        return cls(planned.entry.id, planned.entry.name, planned.spec.raw_steps, version,
+                   planned.entry.label, artifacts)
+
+    @classmethod
+    def from_steps(
+        cls, task_id: str, steps: Sequence[Mapping[str, Any]], *,
+        artifacts: ArtifactSource | None = None, name: str | None = None,
+    ) -> Task:
+        """A task built in code (not stored); its steps name entities by id."""
+        checked = _preflight(task_id, [dict(s) for s in steps], stored=True)
+        return cls(task_id, name or task_id.rsplit("/", 1)[-1], checked, None, task_id,
+                   artifacts if artifacts is not None else MemoryArtifacts())
+
+
+def _preflight(label: str, raw_steps: list[Any], *, stored: bool) -> list[dict[str, Any]]:
+    from agent_env.bundles.entities import entity_exists
+    from agent_env.bundles.plan import PreflightFailed, preflight_steps, step_registry
+    from agent_env.stores import versioned_store
+
+    rewritten, _, problems = preflight_steps(
+        label, raw_steps, entity_names={}, registry=step_registry(),
+        stored=entity_exists(versioned_store()) if stored else None,
+    )
+    if problems:
+        raise PreflightFailed(label, problems)
+    return rewritten

@@ -1,0 +1,290 @@
+"""Agent steps: ``deploy_agent``, ``prompt_agent`` and ``agent_prompt_response_verifier``.
+
+An agent lives in ``ctx.agents[agent_name]`` as an object with ``async prompt(step, timeout)``
+returning an :class:`AgentReply`. Who answers is not these steps' business: the episode machinery
+(:mod:`agent_env.episodes`) stands in a player from outside AgentEnv (a training loop), so a
+prompt becomes a turn of that player. Without one, an agent needs a model to run it; AgentEnv
+does not run model-backed agents in this version, so ``deploy_agent`` fails with a message that
+says so (never a made-up success).
+
+``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, trajectory}`` as its output;
+``agent_prompt_response_verifier`` scores the reply of one prompt (by ``prompt_id``, which is the
+prompt step's id unless the step sets its own) with ``response_contains`` (every string of
+``needles`` is in the reply) and ``response_regex_present`` (``pattern`` is found, ``re.search``
+with ``flags`` names, DOTALL by default). Sandbox probe criteria in the same list are kept as
+skipped rows, so one criteria list can be shared with ``verify_sandbox``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from agent_env.tasks.scores import AGGREGATORS, ScoreRow
+from agent_env.tasks.steps import PreflightView, Step, StepError
+
+if TYPE_CHECKING:
+    from agent_env.sandbox.base import Sandbox
+    from agent_env.tasks.context import TaskContext
+
+#: The agent a step means when it names none (as in the reference's task files).
+DEFAULT_AGENT_NAME = "agent"
+DEFAULT_PROMPT_TIMEOUT = 600.0
+RESPONSE_CHECKS = ("response_contains", "response_regex_present")
+#: Criteria other verifiers check; a shared criteria list keeps them as skipped rows here.
+SANDBOX_CHECKS = ("probe_file_exists", "probe_dir_exists", "probe_file_contains",
+                  "bash_cmd_succeeds")
+
+
+@attrs.frozen
+class AgentReply:
+    """What an agent answered to one prompt, and the tool calls it made on the way."""
+
+    response: str
+    trajectory: tuple[dict[str, Any], ...] = attrs.field(converter=tuple, factory=tuple)
+
+
+class Agent(Protocol):
+    """An agent as the steps see it, whoever plays it."""
+
+    name: str
+
+    async def prompt(self, step: PromptAgent, timeout: float) -> AgentReply:
+        """Answer ``step.prompt`` within ``timeout`` seconds (StepError otherwise)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the run record keeps of this agent."""
+        ...
+
+
+@attrs.frozen
+class AgentSetup:
+    """Everything ``deploy_agent`` resolved for an agent before anyone plays it."""
+
+    name: str
+    role: str | None
+    system_prompt: str | None
+    #: env id -> the deployment an earlier ``deploy_env`` made (its gateway URL and headers)
+    envs: dict[str, Any]
+    #: The sandbox the agent works in (its ``bash`` tool), when the step names one.
+    sandbox: Sandbox | None = attrs.field(default=None, eq=False)
+    sandbox_name: str | None = None
+    description: str | None = None
+
+
+def model_endpoint() -> str | None:
+    """The configured model endpoint (``[model] base_url``), if any."""
+    from agent_env.config import get_config
+
+    value = get_config().section("model").get("base_url")
+    return str(value) if value else None
+
+
+@attrs.define(kw_only=True)
+class DeployAgent(Step):
+    """Bring up an agent that uses the tools of ``env_ids`` as ``role``."""
+
+    type = "deploy_agent"
+    entity_fields = {"env_ids": "envs"}
+
+    agent_name: str = DEFAULT_AGENT_NAME
+    env_ids: list[str] = attrs.field(factory=list)
+    system_prompt: str | None = None
+    role: str | None = None
+    agent_description: str | None = None
+    #: A sandbox an earlier step deployed, that the agent works in (its ``bash`` tool).
+    sandbox_name: str | None = None
+    #: The reference's agent image to deploy; kept so its task files parse.
+    a2a_agent_id: str | None = None
+    a2a_agent_version: int | None = None
+    sandbox_type: str | None = None
+    ttl_seconds: int | None = None
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if not self.agent_name.strip():
+            problems.append("agent_name must not be empty")
+        if len(set(self.env_ids)) != len(self.env_ids):
+            problems.append("env_ids names an env twice")
+        return problems
+
+    def setup(self, ctx: TaskContext) -> AgentSetup:
+        """The envs and sandbox this agent gets; StepError naming what is missing."""
+        if self.agent_name in ctx.agents:
+            raise StepError(f"an agent named '{self.agent_name}' is already deployed in this task")
+        envs = {env_id: ctx.env(env_id) for env_id in self.env_ids}
+        sandbox = ctx.sandbox(self.sandbox_name) if self.sandbox_name else None
+        return AgentSetup(self.agent_name, self.role, self.system_prompt, envs, sandbox,
+                          self.sandbox_name, self.agent_description)
+
+    async def start(self, ctx: TaskContext, setup: AgentSetup) -> Agent:
+        """Start the agent. Here: refuse, since no model-backed agent runs in this version."""
+        endpoint = model_endpoint()
+        if endpoint is None:
+            raise StepError(
+                f"agent '{self.agent_name}' has nothing to run it: no model endpoint is "
+                "configured ([model] base_url or AGENT_ENV_MODEL_BASE_URL) and no outside player "
+                "plays it (play it from your own loop with agent_env.task.EpisodeSpec)"
+            )
+        raise StepError(
+            f"agent '{self.agent_name}': running an agent against the model endpoint {endpoint} "
+            "is not supported yet; play it from your own loop with agent_env.task.EpisodeSpec"
+        )
+
+    async def run(self, ctx: TaskContext) -> None:
+        setup = self.setup(ctx)
+        agent = await self.start(ctx, setup)
+        ctx.agents[self.agent_name] = agent
+        ctx.outputs[self.id] = agent.describe()
+
+
+@attrs.define(kw_only=True)
+class PromptAgent(Step):
+    """Send an agent a prompt and record its reply and trajectory."""
+
+    type = "prompt_agent"
+
+    prompt: str
+    agent_name: str = DEFAULT_AGENT_NAME
+    #: What verifiers name this prompt by (default: this step's id).
+    prompt_id: str | None = None
+    #: Replaces the agent's system prompt for this prompt.
+    system_prompt: str | None = None
+    timeout_seconds: float = DEFAULT_PROMPT_TIMEOUT
+    #: For model-backed agents; an outside player ignores it.
+    model: str | None = None
+
+    @property
+    def reply_id(self) -> str:
+        return self.prompt_id or self.id
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if self.timeout_seconds <= 0:
+            problems.append("timeout_seconds must be positive")
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        agent = ctx.agents.get(self.agent_name)
+        if agent is None:
+            up = ", ".join(sorted(ctx.agents)) or "none"
+            raise StepError(f"agent '{self.agent_name}' is not deployed in this task "
+                            f"(deployed: {up}); add a deploy_agent step before this one")
+        started = time.monotonic()
+        reply = await agent.prompt(self, float(self.timeout_seconds))
+        ctx.outputs[self.id] = {
+            "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.prompt,
+            "response": reply.response, "trajectory": list(reply.trajectory),
+            "duration_seconds": round(time.monotonic() - started, 3),
+        }
+
+
+def find_reply(ctx: TaskContext, prompt_id: str) -> dict[str, Any] | None:
+    """The recorded reply to ``prompt_id`` (a prompt_agent output), if any."""
+    for output in ctx.outputs.values():
+        if isinstance(output, dict) and output.get("prompt_id") == prompt_id \
+                and "response" in output:
+            return output
+    return None
+
+
+def _regex_flags(names: Any) -> int:
+    if names is None:
+        return re.DOTALL
+    flags = 0
+    for name in names:
+        flags |= getattr(re, name)
+    return flags
+
+
+@attrs.define(kw_only=True)
+class AgentPromptResponseVerifier(Step):
+    """Score the reply to one prompt with string and regex checks."""
+
+    type = "agent_prompt_response_verifier"
+
+    prompt_id: str
+    criteria: list[dict[str, Any]] = attrs.field(factory=list)
+    score_aggregator: str = "all_pass"
+    verifier_id: str | None = None
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if self.score_aggregator not in AGGREGATORS:
+            problems.append(f"score_aggregator '{self.score_aggregator}' is not known "
+                            f"(known: {', '.join(AGGREGATORS)})")
+        if not self.criteria:
+            problems.append("criteria is empty (give response_contains or "
+                            "response_regex_present checks)")
+        for index, criterion in enumerate(self.criteria):
+            problems.extend(_criterion_problems(index, criterion))
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        reply = find_reply(ctx, self.prompt_id)
+        if reply is None:
+            answered = sorted(str(o.get("prompt_id")) for o in ctx.outputs.values()
+                              if isinstance(o, dict) and "response" in o)
+            raise StepError(f"no reply to prompt '{self.prompt_id}' is recorded (replies: "
+                            f"{', '.join(answered) or 'none'})")
+        response = str(reply.get("response") or "")
+        rows = [_score(index, criterion, response)
+                for index, criterion in enumerate(self.criteria)]
+        ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
+
+
+def _criterion_problems(index: int, criterion: Any) -> list[str]:
+    where = f"criteria[{index}]"
+    if not isinstance(criterion, dict):
+        return [f"{where} must be an object"]
+    kind = criterion.get("type")
+    if kind in SANDBOX_CHECKS:
+        return []
+    if kind not in RESPONSE_CHECKS:
+        return [f"{where}: '{kind}' is not a response check (known: "
+                f"{', '.join(RESPONSE_CHECKS)})"]
+    if kind == "response_contains":
+        needles = criterion.get("needles")
+        if not (isinstance(needles, list) and needles and
+                all(isinstance(n, str) and n for n in needles)):
+            return [f"{where} (response_contains) needs 'needles', a list of strings"]
+        return []
+    pattern = criterion.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        return [f"{where} (response_regex_present) needs 'pattern', a regex"]
+    flags = criterion.get("flags")
+    if flags is not None and not (isinstance(flags, list) and all(
+            isinstance(f, str) and isinstance(getattr(re, f, None), re.RegexFlag)
+            for f in flags)):
+        return [f"{where}: 'flags' must list re flag names (e.g. [\"IGNORECASE\"])"]
+    try:
+        re.compile(pattern, _regex_flags(flags))
+    except re.error as exc:
+        return [f"{where}: 'pattern' is not a valid regex ({exc})"]
+    return []
+
+
+def _score(index: int, criterion: dict[str, Any], response: str) -> ScoreRow:
+    kind = criterion.get("type")
+    weight = float(criterion.get("weight", 1.0))
+    if kind == "response_contains":
+        missing = [n for n in criterion["needles"] if n not in response]
+        passed = not missing
+        why = "every needle is in the reply" if passed else f"the reply lacks {missing}"
+    elif kind == "response_regex_present":
+        pattern = criterion["pattern"]
+        passed = re.search(pattern, response, _regex_flags(criterion.get("flags"))) is not None
+        why = f"the reply matches {pattern!r}" if passed else f"no match for {pattern!r}"
+    else:
+        return ScoreRow(index, 0.0, False, f"'{kind}' is not checked by this verifier",
+                        skipped=True, weight=weight, criterion=criterion)
+    return ScoreRow(index, 1.0 if passed else 0.0, passed, why, weight=weight,
+                    criterion=criterion)
+
+
+#: What the core's builtin plugin registers.
+AGENT_STEP_TYPES: tuple[type[Step], ...] = (DeployAgent, PromptAgent, AgentPromptResponseVerifier)
