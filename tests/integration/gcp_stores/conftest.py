@@ -16,6 +16,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,4 +92,13 @@ def gcs_emulator() -> Iterator[str]:
 def gcs(gcs_emulator: str, authority: Authority, key_file: Path) -> Iterator[tuple[str, GcsProxy]]:
     """The emulator behind the precondition- and credential-checking proxy: ``(url, proxy)``."""
     with gcs_proxy(gcs_emulator, authority) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def secret_manager_fake(authority: Authority, key_file: Path) -> Iterator[tuple[str, Any]]:
+    """The Secret Manager fake: ``(endpoint, fake)``."""
+    from gcp_fakes.secretmanager import secret_manager
+
+    with secret_manager(authority) as served:
         yield served
