@@ -14,6 +14,7 @@ CORE_COMMANDS = {
     "config": "agent_env.cli.config_cmd:config",
     "run": "agent_env.cli.run_cmd:run",
     "task": "agent_env.cli.task_cmd:task",
+    "gc": "agent_env.cli.gc_cmd:gc",
 }
 
 

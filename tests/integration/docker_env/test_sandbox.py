@@ -90,10 +90,11 @@ async def test_attach_from_the_id_alone(docker_client: Any, run_id: str) -> None
     assert await provider.attach(sandbox_id) is None
 
 
+@pytest.mark.parametrize("internal", [False, True], ids=["bridge", "internal+edge"])
 async def test_vm_sandbox_runs_containers_on_a_private_network(
-    docker_client: Any, run_id: str, tmp_path: Path
+    docker_client: Any, run_id: str, tmp_path: Path, internal: bool
 ) -> None:
-    provider = DockerSandboxProvider()
+    provider = DockerSandboxProvider(internal_network=internal)
     sandbox = await provider.create(
         SandboxSpec(name="vm", mode="vm", labels={"agentenv.run": run_id})
     )
@@ -108,13 +109,17 @@ async def test_vm_sandbox_runs_containers_on_a_private_network(
     )
     assert quiet == {}  # nothing published: reachable only on the private network
 
-    # Containers reach each other by name; the private network has no way out.
+    # Containers reach each other by name; an internal network has no way out, and then the
+    # containers that publish also join the sandbox's edge network.
     probe = "import urllib.request as u; print(u.urlopen('http://backend:9000').status)"
     inside = await sandbox.exec(["python", "-c", probe])
     assert inside.stdout.strip() == "200", inside
     network = docker_client.networks.get(sandbox.id)
-    assert network.attrs["Internal"] is True
+    assert network.attrs["Internal"] is internal
     assert network.attrs["Labels"]["agentenv.run"] == run_id
+    networks = sorted(n.name for n in docker_client.networks.list(
+        filters={"label": f"agentenv.sandbox={sandbox.id}"}))
+    assert networks == ([sandbox.id, f"{sandbox.id}-edge"] if internal else [sandbox.id])
 
     # Every published port is bound on loopback only.
     for container in docker_client.containers.list(filters={"label": f"agentenv.run={run_id}"}):

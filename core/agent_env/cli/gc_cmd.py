@@ -1,0 +1,332 @@
+"""``agent-env gc``: find and remove sandboxes that runs which died left behind.
+
+A run tears down what it brought up, always; but a ``kill -9``, a power cut or a crashed
+machine never reaches the teardown. Providers therefore label what they create with who made
+it and until when it may live:
+
+* ``agentenv.owner``: ``host=<hostname> boot=<boot id> pid=<pid> start=<start ticks>``, the
+  process that created the sandbox (:func:`owner_label`). The start time tells a reused pid from
+  the original process; the boot id tells a process of an earlier boot;
+* ``agentenv.expires``: Unix seconds after which the sandbox is garbage whoever owns it.
+
+A sandbox is removed when it has expired or its owner process is gone; a sandbox of a live run
+is kept, and so is one whose owner cannot be judged (another host, or no owner recorded) until
+it expires. ``gc`` asks every registered provider that can list sandboxes
+(``provider.list_sandboxes(labels)``) and terminates through the same contract a run's teardown
+uses, so it knows no provider by name except the core's own ``local`` one, whose work folders
+record their owner's pid in ``sandbox.json``.
+
+Env images are not removed: they are named by their content and shared by every run (a cache),
+not made per run.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+OWNER_LABEL = "agentenv.owner"
+EXPIRES_LABEL = "agentenv.expires"
+RUN_LABEL = "agentenv.run"
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+# -- who owns a sandbox ---------------------------------------------------------------------------
+
+
+def boot_id() -> str:
+    """This boot of this machine ("" where the OS does not say)."""
+    try:
+        return _BOOT_ID.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of ``pid`` in clock ticks since boot; None if it is gone or a zombie.
+
+    -1 when the process exists but the OS has no ``/proc`` to say when it started.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return _exists(pid)
+    fields = stat.rsplit(")", 1)[-1].split()
+    if not fields or fields[0] in ("Z", "X"):  # a zombie has exited; only its entry is left
+        return None
+    return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
+
+
+def _exists(pid: int) -> int | None:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return -1
+    return -1
+
+
+def owner_label(pid: int | None = None) -> str:
+    """The ``agentenv.owner`` value naming this process (or ``pid``) on this boot of this host."""
+    pid = os.getpid() if pid is None else pid
+    start = process_start(pid)
+    return (f"host={socket.gethostname()} boot={boot_id() or '-'} pid={pid} "
+            f"start={start if start is not None else -1}")
+
+
+def parse_owner(value: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in value.split() if "=" in part)
+
+
+@attrs.frozen
+class OwnerState:
+    """``alive`` True/False, or None when it cannot be judged from here; ``why`` says how."""
+
+    alive: bool | None
+    why: str
+
+
+def owner_state(value: str | None) -> OwnerState:
+    """Judge an ``agentenv.owner`` label from this host."""
+    if not value:
+        return OwnerState(None, "no owner recorded")
+    owner = parse_owner(value)
+    try:
+        pid, start = int(owner["pid"]), int(owner.get("start", "-1"))
+    except (KeyError, ValueError):
+        return OwnerState(None, f"unreadable owner '{value}'")
+    host = owner.get("host", "")
+    if host and host != socket.gethostname():
+        return OwnerState(None, f"owned by process {pid} on host {host}")
+    boot = owner.get("boot", "-")
+    if boot not in ("-", "") and boot_id() and boot != boot_id():
+        return OwnerState(False, f"its process {pid} ran before this machine restarted")
+    now = process_start(pid)
+    if now is None:
+        return OwnerState(False, f"its process {pid} is gone")
+    if start >= 0 and now >= 0 and now != start:
+        return OwnerState(False, f"its process {pid} is gone (the pid now names another one)")
+    return OwnerState(True, f"process {pid} is running")
+
+
+def _boot_time() -> float | None:
+    try:
+        for line in Path("/proc/stat").read_text(encoding="ascii").splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def local_owner_state(pid: Any, created: float) -> OwnerState:
+    """The owner of a ``local`` work folder: its pid, and a process started after the folder was
+    made cannot be the one that made it (the pid was reused)."""
+    if not isinstance(pid, int):
+        return OwnerState(None, "no owner recorded")
+    start = process_start(pid)
+    if start is None:
+        return OwnerState(False, f"its process {pid} is gone")
+    boot = _boot_time()
+    if start >= 0 and boot is not None:
+        started = boot + start / os.sysconf("SC_CLK_TCK")
+        if started > created + 1:
+            return OwnerState(False, f"its process {pid} is gone (the pid now names another one)")
+    return OwnerState(True, f"process {pid} is running")
+
+
+# -- finding leftovers ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Found:
+    """A sandbox gc looked at, and its verdict: ``remove`` with ``why`` (or why it is kept)."""
+
+    provider: str
+    sandbox_id: str
+    run: str | None
+    remove: bool
+    why: str
+    live: bool = False
+    sandbox: Any = attrs.field(default=None, eq=False, repr=False)
+
+    def line(self) -> str:
+        run = f" (run {self.run})" if self.run else ""
+        return f"  {self.provider} {self.sandbox_id}{run}: {self.why}"
+
+
+def _labels_of(sandbox: Any) -> dict[str, str]:
+    labels = getattr(sandbox, "labels", None)
+    if not isinstance(labels, dict):
+        described = sandbox.describe()
+        labels = described.get("labels") if isinstance(described, dict) else None
+    return dict(labels or {})
+
+
+def judge(provider: str, sandbox: Any, labels: dict[str, str], owner: OwnerState,
+          now: float) -> Found:
+    """Remove when expired or when the owner is gone; keep a live run's, or an unknown one's."""
+    run = labels.get(RUN_LABEL)
+    expires = labels.get(EXPIRES_LABEL)
+    try:
+        expires_at = float(expires) if expires else None
+    except ValueError:
+        expires_at = None
+    sandbox_id = str(getattr(sandbox, "id", "?"))
+    if expires_at is not None and expires_at < now:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at))
+        return Found(provider, sandbox_id, run, True, f"expired at {stamp}", sandbox=sandbox)
+    if owner.alive is False:
+        return Found(provider, sandbox_id, run, True, owner.why, sandbox=sandbox)
+    if owner.alive:
+        return Found(provider, sandbox_id, run, False, f"live run: {owner.why}", live=True)
+    until = " and no expiry" if expires_at is None else ""
+    return Found(provider, sandbox_id, run, False, f"kept: {owner.why}{until}")
+
+
+def _local_verdict(sandbox: Any, now: float) -> Found:
+    import json
+
+    folder = Path(getattr(sandbox, "folder", ""))
+    meta_path = folder / "sandbox.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        created = meta_path.stat().st_mtime
+    except (OSError, ValueError):
+        meta, created = {}, now
+    labels = dict(meta.get("labels") or {})
+    owner = (owner_state(labels[OWNER_LABEL]) if OWNER_LABEL in labels
+             else local_owner_state(meta.get("pid"), created))
+    return judge("local", sandbox, labels, owner, now)
+
+
+def listing_providers() -> dict[str, Any]:
+    """Registered provider classes that implement ``list_sandboxes``."""
+    from agent_env.plugins import get_host
+    from agent_env.sandbox.base import SandboxProvider
+
+    registry = get_host().registry("sandbox_provider")
+    return {name: cls for name, cls in sorted(registry.items())
+            if getattr(cls, "list_sandboxes", None) is not SandboxProvider.list_sandboxes}
+
+
+async def find_leftovers(labels: dict[str, str]) -> tuple[list[Found], list[str]]:
+    """Every sandbox carrying ``labels`` on every listing provider, judged; and the providers
+    that could not be asked (with why)."""
+    import asyncio
+
+    from agent_env.tasks.sandboxes import open_provider
+
+    now = time.time()
+    skipped: list[str] = []
+
+    async def ask(name: str, provider_class: Any) -> list[Found]:
+        reason = provider_class.availability()
+        if reason is not None:
+            skipped.append(f"{name}: {reason}")
+            return []
+        try:
+            provider = open_provider(name)
+            sandboxes = await provider.list_sandboxes(dict(labels))
+        except Exception as exc:  # one provider failing must not hide the others' leftovers
+            skipped.append(f"{name}: {type(exc).__name__}: {exc}")
+            return []
+        if name == "local":
+            return [_local_verdict(s, now) for s in sandboxes]
+        found = []
+        for sandbox in sandboxes:
+            own = _labels_of(sandbox)
+            found.append(judge(name, sandbox, own, owner_state(own.get(OWNER_LABEL)), now))
+        return found
+
+    batches = await asyncio.gather(*(ask(n, c) for n, c in listing_providers().items()))
+    return [found for batch in batches for found in batch], skipped
+
+
+async def remove(leftovers: list[Found]) -> list[tuple[Found, str]]:
+    """Terminate every leftover side by side; returns the ones that failed, with why."""
+    import asyncio
+
+    outcomes = await asyncio.gather(*(f.sandbox.terminate() for f in leftovers),
+                                    return_exceptions=True)
+    return [(found, f"{type(out).__name__}: {out}") for found, out in
+            zip(leftovers, outcomes, strict=True) if isinstance(out, BaseException)]
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def _parse_labels(values: tuple[str, ...]) -> dict[str, str]:
+    labels = {}
+    for value in values:
+        key, sep, wanted = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {value!r}", param_hint="--label")
+        labels[key] = wanted
+    return labels
+
+
+def _plural(count: int, noun: str = "sandbox") -> str:
+    from agent_env.tasks.teardown import plural
+
+    return plural(count, noun)
+
+
+@click.command("gc")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask before removing.")
+@click.option("--label", "label_values", multiple=True, metavar="KEY=VALUE",
+              help="Only sandboxes carrying this label (repeatable), e.g. agentenv.run=ID.")
+def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
+    """Remove sandboxes (containers, networks, work folders) left by runs that died.
+
+    A sandbox goes when its TTL has passed or the process that made it is gone; a live run's
+    are kept. Env images are a shared cache and stay.
+    """
+    import asyncio
+
+    labels = _parse_labels(label_values)
+    found, skipped = asyncio.run(find_leftovers(labels))
+    leftovers = [f for f in found if f.remove]
+    kept = [f for f in found if not f.remove]
+    for note in skipped:
+        click.echo(f"Not asked: {note}", err=True)
+    if kept:
+        live = sum(1 for f in kept if f.live)
+        click.echo(f"Keeping {_plural(len(kept))}" + (f" ({live} of live runs)" if live else "")
+                   + ":")
+        for item in kept:
+            click.echo(item.line())
+    if not leftovers:
+        click.echo("Nothing to remove.")
+        return 0
+    click.echo(f"{'Would remove' if dry_run else 'Removing'} {_plural(len(leftovers))}:")
+    for item in leftovers:
+        click.echo(item.line())
+    if dry_run:
+        click.echo("Dry run: nothing was removed.")
+        return 0
+    if not yes:
+        from agent_env.errors import UserError
+
+        if not sys.stdin.isatty():
+            raise UserError("nothing removed: pass --yes to remove without asking "
+                            "(or --dry-run to only list)")
+        if not click.confirm("Remove them?", default=False):
+            raise UserError("nothing removed (answer y, or pass -y)")
+    failed = asyncio.run(remove(leftovers))
+    for item, error in failed:
+        click.echo(f"Could not remove {item.provider} {item.sandbox_id}: {error}", err=True)
+    done = len(leftovers) - len(failed)
+    click.echo(f"Removed {_plural(done)}.")
+    return 1 if failed else 0
