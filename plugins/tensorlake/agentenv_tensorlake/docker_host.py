@@ -133,11 +133,7 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             return await super().run_container(spec)
         await self.ensure_docker()
         own = f"{SANDBOX_LABEL}={self.id}"
-        network = shlex.quote(self.network_name)
-        await self.docker(
-            f"docker network inspect {network} >/dev/null 2>&1 || "
-            f"docker network create --label {shlex.quote(own)} {network} >/dev/null"
-        )
+        await self.ensure_network()
         name = self.container_name(spec.name)
         argv = ["docker", "run", "-d", "--name", name, "--network", self.network_name,
                 "--network-alias", spec.name, "--init", "--label", own]
@@ -160,6 +156,20 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                                    f"{self.id} published no host port for {port}")
             urls[port] = await self.expose(host_port)
         return urls
+
+    async def ensure_network(self) -> None:
+        """Create the private network once (Docker allows two networks of one name)."""
+        import asyncio
+
+        lock = self.__dict__.setdefault("_network_lock", asyncio.Lock())
+        async with lock:
+            if self.__dict__.get("_network_ready"):
+                return
+            network = shlex.quote(self.network_name)
+            own = shlex.quote(f"{SANDBOX_LABEL}={self.id}")
+            await self.docker(f"docker network inspect {network} >/dev/null 2>&1 || "
+                              f"docker network create --label {own} {network} >/dev/null")
+            self.__dict__["_network_ready"] = True
 
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         result = await self.exec(

@@ -72,7 +72,8 @@ def wildcard_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
     real = socket.getaddrinfo
 
     def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(host, str) and host.endswith(".localhost"):
+        name = host.decode() if isinstance(host, bytes) else host  # anyio passes bytes
+        if isinstance(name, str) and name.endswith(".localhost"):
             host = "127.0.0.1"
         return real(host, *args, **kwargs)
 

@@ -1,0 +1,110 @@
+"""What the tensorlake provider asks the Tensorlake API for, its config errors, and the CLI.
+
+The requests are the ones the real SDK sent to the fake API (:mod:`fake_tensorlake`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agentenv_tensorlake.provider import (
+    DEFAULT_IMAGE,
+    TensorlakeConfigError,
+    TensorlakeSandboxProvider,
+)
+from fake_tensorlake import API_KEY, FakeTensorlake
+
+from agent_env.sandbox.base import SandboxSpec, SandboxUnsupported
+
+AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
+
+
+def test_a_missing_api_key_is_one_error_naming_the_key_and_where_to_set_it() -> None:
+    with pytest.raises(TensorlakeConfigError) as missing:
+        TensorlakeSandboxProvider.from_config()
+    message = missing.value.message
+    assert "api_key" in message and "[sandbox.providers.tensorlake.config]" in message
+    assert "\n" not in message
+    with pytest.raises(TensorlakeConfigError, match="api_key"):
+        TensorlakeSandboxProvider.from_config(api_key="")
+
+
+def test_an_unknown_config_key_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(TensorlakeConfigError, match=r"imgae.*known: api_key, image"):
+        TensorlakeSandboxProvider.from_config(api_key="k", imgae="x")
+
+
+def test_available_when_the_sdk_is_installed() -> None:
+    assert TensorlakeSandboxProvider.availability() is None
+
+
+@pytest.mark.docker
+async def test_create_sends_resources_ttl_ports_and_the_default_image(
+    fake_tensorlake: FakeTensorlake,
+) -> None:
+    provider = TensorlakeSandboxProvider.from_config(api_key=API_KEY, api_url=fake_tensorlake.url)
+    sandbox = await provider.create(SandboxSpec(
+        name="Env Echo", mode="vm", cpu=2.0, memory_mb=2048, disk_mb=8192, ttl_seconds=600,
+        ports=(8080,),
+    ))
+    try:
+        [create] = fake_tensorlake.calls("POST", r"/v1/namespaces/default/sandboxes$")
+        assert create["authorization"] == f"Bearer {API_KEY}"
+        sent = create["json"]
+        assert sent["image"] == DEFAULT_IMAGE == "agentenv-dind-host-v1"
+        assert sent["resources"] == {"cpus": 2.0, "memory_mb": 2048, "disk_mb": 8192}
+        assert sent["timeout_secs"] == 600
+        assert sent["exposed_ports"] == [8080]
+        assert sent["name"].startswith("agentenv-vm-env-echo-")
+        assert (sent.get("network") or {}).get("allow_internet_access", True) is True
+        assert sandbox.describe() == {"id": sandbox.id, "provider": "tensorlake", "mode": "vm",
+                                      "image": DEFAULT_IMAGE}
+    finally:
+        await sandbox.terminate()
+    assert fake_tensorlake.calls("DELETE", rf"/sandboxes/{sandbox.id}$")
+    assert sandbox.id not in fake_tensorlake.sandboxes
+
+
+@pytest.mark.docker
+async def test_image_is_overridable_and_no_internet_is_enforced_by_the_api(
+    fake_tensorlake: FakeTensorlake,
+) -> None:
+    provider = TensorlakeSandboxProvider.from_config(
+        api_key=API_KEY, api_url=fake_tensorlake.url, image="plain-python")
+    sandbox = await provider.create(SandboxSpec(name="p", mode="vm", network_policy="no-internet"))
+    try:
+        [create] = fake_tensorlake.calls("POST", r"/sandboxes$")
+        assert create["json"]["image"] == "plain-python"
+        assert create["json"]["network"]["allow_internet_access"] is False
+        # plain-python has no Docker daemon: running env containers is refused, saying why
+        with pytest.raises(SandboxUnsupported, match=r"no working Docker daemon.*set image"):
+            await sandbox.build_image("/nonexistent", "x", labels={})
+    finally:
+        await sandbox.terminate()
+
+
+def test_run_echo_mcp_without_an_api_key_fails_naming_the_missing_key(tmp_path: Path) -> None:
+    """The issue's "done when": the CLI, as a user runs it, with no config at all."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AGENT_ENV_", "TENSORLAKE_"))}
+    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
+    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "tensorlake"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    expected = ("the tensorlake sandbox provider needs an API key: set api_key in "
+                "[sandbox.providers.tensorlake.config]")
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if expected in line]
+    assert lines, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_plugin_is_listed_active() -> None:
+    done = subprocess.run([AGENT_ENV, "plugin", "list"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stdout.splitlines() if x.startswith("agentenv-framework-tensorlake ")]
+    assert "1 sandbox provider" in line and line.rstrip().endswith("active")
