@@ -1,0 +1,28 @@
+"""Episode unit tests: no Docker; every test gets its own state root and config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_env import config as config_module
+from agent_env.stores import reset_stores
+from agent_env.tasks.sandboxes import forget_providers
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "state"
+    monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(root))
+    monkeypatch.delenv("AGENT_ENV_CONFIG", raising=False)
+    monkeypatch.delenv("AGENT_ENV_MODEL_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    config_module.reset()
+    reset_stores()
+    forget_providers()
+    yield root
+    reset_stores()
+    forget_providers()
+    config_module.reset()
