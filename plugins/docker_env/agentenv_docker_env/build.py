@@ -147,17 +147,18 @@ def build_image(
         if existing is not None and (existing.labels or {}).get(BUILD_DIGEST_LABEL) == (
             plan.build_digest
         ):
-            say(f"image {plan.tag} is up to date (sources unchanged); not rebuilding")
+            say(f"image {plan.tag} (cached)")
             return BuiltImage(
                 plan.tag, existing.id, plan.source_digest, plan.build_digest, True,
                 time.monotonic() - started,
             )
-    say(f"building {plan.tag} from {plan.context}")
+    say(f"building image {plan.tag}")
     all_labels = {**(labels or {}), **plan.labels}
     image_id, log = _run_build(client, plan, all_labels, build_args, say, tail)
+    took = time.monotonic() - started
+    say(f"image {plan.tag} built in {took:.1f}s")
     return BuiltImage(
-        plan.tag, image_id, plan.source_digest, plan.build_digest, False,
-        time.monotonic() - started, tuple(log),
+        plan.tag, image_id, plan.source_digest, plan.build_digest, False, took, tuple(log),
     )
 
 

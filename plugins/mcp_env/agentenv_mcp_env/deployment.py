@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
+import re
 import secrets
 import string
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -68,6 +71,16 @@ def _utc(seconds: float) -> str:
 
 
 @attrs.frozen
+class EnvServerRecord:
+    """An env server of a deployment as the run record keeps it."""
+
+    env_id: str
+    env_version: int
+    container: str
+    image: str
+
+
+@attrs.frozen
 class GatewayDeployment:
     """One deployed env: where its gateway is, its token (never stored) and when it expires."""
 
@@ -84,6 +97,8 @@ class GatewayDeployment:
     expires_at: str
     tools: tuple[str, ...] = ()
     sandbox: Sandbox | None = attrs.field(default=None, repr=False, eq=False)
+    #: Every env server behind the gateway (the env itself first, then ``with_envs``).
+    servers: tuple[EnvServerRecord, ...] = ()
 
     @property
     def capability_url(self) -> str:
@@ -107,6 +122,7 @@ class GatewayDeployment:
             "url": self.url, "image": self.image, "gateway_image": self.gateway_image,
             "created_at": self.created_at, "expires_at": self.expires_at,
             "tools": list(self.tools),
+            "servers": [attrs.asdict(server) for server in self.servers],
             "sandbox": self.sandbox.describe() if self.sandbox is not None else None,
         }
 
@@ -119,42 +135,93 @@ class Readiness:
     tools: tuple[str, ...]
 
 
+@attrs.frozen
+class EnvServer:
+    """One env server of a deployment: its stored source and its container's name (and alias
+    on the sandbox's private network)."""
+
+    source: EnvSource
+    container: str
+
+    @property
+    def environment_name(self) -> str:
+        return self.source.environment_name or self.source.name
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.container}:{ENV_PORT}"
+
+
+Progress = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
 class McpServerEnv:
-    """An env that serves MCP (and the agentenv data plane) from a Docker build context."""
+    """An env that serves MCP (and the agentenv data plane) from a Docker build context.
+
+    ``companions`` are more envs deployed behind the same gateway (``deploy_env``'s
+    ``with_envs``): one flat tool namespace over all of them, so a tool name served twice
+    refuses the deploy, as the gateway rules.
+    """
 
     name: ClassVar[str] = "mcp_server"
 
-    def __init__(self, source: EnvSource, artifacts: Any) -> None:
+    def __init__(self, source: EnvSource, artifacts: Any,
+                 companions: Sequence[EnvSource] = ()) -> None:
         self.source = source
         self.artifacts = artifacts
+        self.companions = tuple(companions)
 
     @classmethod
     def from_spec(cls, source: EnvSource, artifacts: Any) -> McpServerEnv:
         """The env type for a stored env; ``artifacts`` is where its files are read from."""
         return cls(source, artifacts)
 
+    def with_companions(self, sources: Sequence[EnvSource]) -> McpServerEnv:
+        return type(self)(self.source, self.artifacts, sources)
+
     @property
     def environment_name(self) -> str:
         return self.source.environment_name or self.source.name
 
-    async def build_images(self, sandbox: Sandbox) -> tuple[str, str]:
-        """Build (or find) the env and gateway images, side by side; returns their refs."""
-        labels = {ENV_LABEL: self.source.id}
-        with scratch_folder("agent-env-env-") as env_dir, \
-                scratch_folder("agent-env-gateway-") as gateway_dir:
-            if self.source.image:
-                env_build = None
-            else:
-                await asyncio.to_thread(write_build_context, self.artifacts, self.source,
-                                        Path(env_dir))
-                env_build = sandbox.build_image(env_dir, self.source.name, labels=labels)
+    @property
+    def servers(self) -> tuple[EnvServer, ...]:
+        """The env servers: the env itself as container ``env``, companions as ``env-<name>``."""
+        servers = [EnvServer(self.source, ENV_CONTAINER)]
+        taken = {ENV_CONTAINER, GATEWAY_CONTAINER}
+        for source in self.companions:
+            name = f"{ENV_CONTAINER}-{_slug(source.name)}"
+            while name in taken:
+                name += "-2"
+            taken.add(name)
+            servers.append(EnvServer(source, name))
+        return tuple(servers)
+
+    async def _build_env(self, sandbox: Sandbox, source: EnvSource, say: Progress) -> str:
+        if source.image:
+            say(f"envs/{source.name}: image {source.image} (given)")
+            return str(source.image)
+        with scratch_folder("agent-env-env-") as env_dir:
+            await asyncio.to_thread(write_build_context, self.artifacts, source, Path(env_dir))
+            return await _build(sandbox, env_dir, source.name, {ENV_LABEL: source.id},
+                                f"envs/{source.name}", say)
+
+    async def build_images(self, sandbox: Sandbox, *,
+                           progress: Progress | None = None) -> tuple[list[str], str]:
+        """Build (or find) every env image and the gateway's, side by side; returns the env refs
+        (in :attr:`servers` order) and the gateway's."""
+        say = progress or _quiet
+        with scratch_folder("agent-env-gateway-") as gateway_dir:
             write_gateway_context(Path(gateway_dir))
-            gateway_build = sandbox.build_image(gateway_dir, IMAGE_NAME,
-                                                labels={"agentenv.role": "gateway"})
-            if env_build is None:
-                return str(self.source.image), await gateway_build
-            env_ref, gateway_ref = await asyncio.gather(env_build, gateway_build)
-        return env_ref, gateway_ref
+            refs = await asyncio.gather(
+                *(self._build_env(sandbox, server.source, say) for server in self.servers),
+                _build(sandbox, gateway_dir, IMAGE_NAME, {"agentenv.role": "gateway"},
+                       "gateway", say),
+            )
+        return list(refs[:-1]), refs[-1]
 
     async def deploy(
         self,
@@ -163,32 +230,39 @@ class McpServerEnv:
         *,
         ttl_seconds: int = DEFAULT_TTL_SECONDS,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        progress: Progress | None = None,
     ) -> GatewayDeployment:
-        """Run the env and its gateway in ``sandbox`` and wait until they are ready."""
+        """Run the env servers and their gateway in ``sandbox`` and wait until they are ready."""
         from agent_env.sandbox.base import ContainerSpec
 
         started = time.time()
         instance_id = new_instance_id(self.source.id)
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
-        env_ref, gateway_ref = await self.build_images(sandbox)
+        env_refs, gateway_ref = await self.build_images(sandbox, progress=progress)
         labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
-        env_spec = ContainerSpec(
-            name=ENV_CONTAINER, image=env_ref,
+        specs = [ContainerSpec(
+            name=server.container, image=ref,
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
-                 "ENVIRONMENT_NAME": self.environment_name},
-            labels=labels,
-        )
-        gateway_spec = ContainerSpec(
+                 "ENVIRONMENT_NAME": server.environment_name},
+            labels={**labels, ENV_LABEL: server.source.id},
+        ) for server, ref in zip(self.servers, env_refs, strict=True)]
+        specs.append(ContainerSpec(
             name=GATEWAY_CONTAINER, image=gateway_ref,
             env={"AGENTENV_GATEWAY_TOKEN": token},
-            command=gateway_command([f"http://{ENV_CONTAINER}:{ENV_PORT}"],
+            command=gateway_command([server.url for server in self.servers],
                                     name=self.environment_name, ready_timeout=ready_timeout),
             publish=(GATEWAY_PORT,), labels=labels,
-        )
-        # Side by side: the gateway waits for its child anyway, so order buys nothing.
-        _, urls = await asyncio.gather(sandbox.run_container(env_spec),
-                                       sandbox.run_container(gateway_spec))
+        ))
+        # Side by side: the gateway waits for its children anyway, so order buys nothing. All
+        # starts finish (or fail) before an error goes up, so teardown sees every container.
+        outcomes = await asyncio.gather(*(sandbox.run_container(spec) for spec in specs),
+                                        return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        urls = outcomes[-1]
+        assert isinstance(urls, dict)
         url = urls.get(GATEWAY_PORT)
         if not url:
             raise DeployError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
@@ -196,18 +270,48 @@ class McpServerEnv:
         url = url.rstrip("/")
         # The timeout counts from the containers' start: a cold build may take minutes.
         ready = await wait_ready(url, token, ready_timeout, sandbox=sandbox,
-                                 env_name=self.environment_name)
+                                 env_name=self.environment_name,
+                                 containers=[s.container for s in self.servers])
         return GatewayDeployment(
             env_id=self.source.id, env_version=self.source.version, instance_id=instance_id,
-            environment_name=self.environment_name, url=url, token=token, image=env_ref,
+            environment_name=self.environment_name, url=url, token=token, image=env_refs[0],
             gateway_image=gateway_ref, created_at=_utc(started),
             expires_at=_utc(started + ttl_seconds), tools=ready.tools, sandbox=sandbox,
+            servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref)
+                          for s, ref in zip(self.servers, env_refs, strict=True)),
         )
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+    return slug or "env"
+
+
+def _accepts_progress(method: Any) -> bool:
+    """Whether a provider's ``build_image`` takes ``progress`` (ours beyond the contract)."""
+    try:
+        return "progress" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+async def _build(sandbox: Sandbox, context: str, name: str, labels: dict[str, str],
+                 prefix: str, say: Progress) -> str:
+    """Build one image; its progress lines go to ``say`` prefixed with what it is for."""
+    def line(text: str) -> None:
+        say(f"{prefix}: {text}")
+
+    if _accepts_progress(sandbox.build_image):
+        return await sandbox.build_image(context, name, labels=labels,  # type: ignore[call-arg]
+                                         progress=line)
+    ref = await sandbox.build_image(context, name, labels=labels)
+    line(f"image {ref}")
+    return ref
 
 
 async def wait_ready(
     url: str, token: str, timeout: float, *, sandbox: Sandbox | None = None,
-    env_name: str = "env",
+    env_name: str = "env", containers: Sequence[str] = (ENV_CONTAINER,),
 ) -> Readiness:
     """Gateway ``/ready``, a card with a name, tools listed; a clash fails at once.
 
@@ -248,7 +352,7 @@ async def wait_ready(
             if time.monotonic() > deadline:
                 state = await _gateway_state(http, url)
                 raise DeployError(await _not_ready_message(
-                    env_name, timeout, last + state, sandbox))
+                    env_name, timeout, last + state, sandbox, containers))
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.1)
         try:
@@ -286,11 +390,12 @@ async def _gateway_state(http: Any, url: str) -> str:
 
 
 async def _not_ready_message(
-    env_name: str, timeout: float, reason: str, sandbox: Sandbox | None
+    env_name: str, timeout: float, reason: str, sandbox: Sandbox | None,
+    containers: Sequence[str] = (ENV_CONTAINER,),
 ) -> str:
     lines = [f"env {env_name} was not ready within {timeout:.0f}s ({reason})"]
     if sandbox is not None:
-        for container in (ENV_CONTAINER, GATEWAY_CONTAINER):
+        for container in (*containers, GATEWAY_CONTAINER):
             try:
                 logs = (await sandbox.container_logs(container, tail=LOG_LINES)).rstrip()
             except Exception as exc:  # the logs are a courtesy
@@ -298,3 +403,67 @@ async def _not_ready_message(
             lines.append(f"--- last log lines of the {container} container ---")
             lines.append(logs or "(no output)")
     return "\n".join(lines)
+
+
+async def why_down(env: GatewayDeployment) -> str | None:
+    """Why a deployed env cannot serve any more, or None when it looks healthy.
+
+    Asked after a verifier fails, so that "the env container died mid-run" reads as that and not
+    as a wrong answer: the gateway must answer, and every env server must answer ``/ready``
+    through the gateway's pass-through. The container's state (when the provider can say) and
+    its last log lines are added.
+    """
+    import aiohttp
+
+    probe = aiohttp.ClientTimeout(total=3)
+    problems: list[str] = []
+    async with aiohttp.ClientSession() as http:
+        try:
+            async with http.get(f"{env.capability_url}/state", timeout=probe) as resp:
+                state = await resp.json(content_type=None)
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            problems.append(f"its gateway does not answer ({type(exc).__name__}: {exc})")
+            state = None
+        children = [c for c in (state or {}).get("children") or [] if isinstance(c, dict)]
+        for index, child in enumerate(children):
+            name = str(child.get("name") or f"env{index}")
+            try:
+                async with http.get(f"{env.capability_url}/env/{name}/ready",
+                                    timeout=probe) as resp:
+                    if resp.status < 500:
+                        continue
+                    body = await resp.json(content_type=None)
+                    error = (((body or {}).get("error") or {}).get("message")
+                             or f"HTTP {resp.status}")
+            except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            problems.append(f"env server {name} does not answer ({error})")
+    if not problems:
+        return None
+    containers = [s.container for s in env.servers] or [ENV_CONTAINER]
+    details = await _container_details(env.sandbox, [*containers, GATEWAY_CONTAINER])
+    return "; ".join(problems) + details
+
+
+async def _container_details(sandbox: Sandbox | None, containers: Sequence[str]) -> str:
+    """``; container env: exited with code 137`` and the last log lines (best effort)."""
+    if sandbox is None:
+        return ""
+    parts, logs = [], []
+    status_of = getattr(sandbox, "container_status", None)  # docker's, beyond the contract
+    for container in containers:
+        if status_of is not None:
+            try:
+                status = await status_of(container)
+            except Exception:  # decoration for an error message
+                status = None
+            if status != "running":
+                parts.append(f"container {container}: {status or 'gone'}")
+        try:
+            tail = (await sandbox.container_logs(container, tail=10)).rstrip()
+        except Exception:
+            tail = ""
+        if tail and container != GATEWAY_CONTAINER:
+            logs.append(f"--- last log lines of the {container} container ---\n{tail}")
+    text = "".join(f"; {part}" for part in parts)
+    return text + ("\n" + "\n".join(logs) if logs else "")

@@ -6,6 +6,7 @@ Cheap to import on purpose: the classes are imported inside the hooks.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from agent_env.contributions import BundleSource
 from agent_env.hookspecs import hookimpl
@@ -39,3 +40,12 @@ def agent_env_bundles() -> list[BundleSource]:
         BundleSource("echo-mcp", BUNDLES / "echo-mcp"),
         BundleSource("mail-mcp", BUNDLES / "mail-mcp"),
     ]
+
+
+@hookimpl
+def agent_env_configure(settings: dict[str, Any]) -> None:
+    """``progress = false`` silences the deploy's image lines (``envs/echo: image ...``)."""
+    if "progress" in settings:
+        from agentenv_mcp_env.steps import PROGRESS
+
+        PROGRESS["print"] = bool(settings["progress"])

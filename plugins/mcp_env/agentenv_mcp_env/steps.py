@@ -3,11 +3,17 @@
 * ``deploy_env``: the env's type (``mcp_server`` here) deploys it into a fresh VM-like sandbox.
   ``sandbox_type`` names the provider; ``local`` (what the reference's task files say, meaning
   "this machine") is read as ``docker`` for env deploys, since envs are container images and the
-  local folder sandbox cannot run them. So a reference bundle runs unchanged.
+  local folder sandbox cannot run them. So a reference bundle runs unchanged. Ours:
+  ``with_envs`` deploys more envs of the bundle behind the same gateway (one tool namespace; a
+  tool name two of them serve refuses the deploy). Each image's line (``envs/echo: image
+  agentenv/echo:<hash> (cached)``, or its build output) is printed as progress.
 * ``env_outcome_verifier``: loads a file artifact's ``verify.py`` and awaits its
   ``verify(mcp_url)`` in this process (the official ``mcp`` client is a dependency of this
-  plugin, so the scripts' imports resolve); the URL carries the token, so a script that opens a
-  stock MCP client on it with no headers gets through. Rows ``[{id, result, description}]``.
+  plugin, so the scripts' imports resolve, and a script written for mcp 1.x runs on 2.x too: see
+  :mod:`.mcp_compat`); the URL carries the token, so a script that opens a stock MCP client on
+  it with no headers gets through. Rows ``[{id, result, description}]``. When the script fails
+  (raises, or a row fails), the deployment is checked: an env that went down mid-run fails the
+  step with that reason, its container's state and last log lines, not as a wrong answer.
 * ``reset_env``: ``data/reset`` through the gateway's data plane.
 * ``verify_env_card`` / ``verify_env_core_protocol``: protocol checks recorded as score rows.
 """
@@ -38,6 +44,19 @@ if TYPE_CHECKING:
 #: Provider names read differently for env deploys (see the module docstring).
 ENV_PROVIDER_ALIASES = {"local": "docker"}
 DEFAULT_VERIFY_TIMEOUT = 300.0
+#: Where deploy progress lines go; None silences them (``[plugins.agentenv-framework-mcp-env]
+#: progress = false``, or an SDK caller that prints its own).
+PROGRESS: dict[str, Any] = {"print": True}
+
+
+def say(line: str) -> None:
+    """A progress line on stdout, between the run's own lines (erasing a live status line)."""
+    if not PROGRESS["print"]:
+        return
+    stream = sys.stdout
+    prefix = "\r\x1b[K" if stream.isatty() else ""
+    stream.write(f"{prefix}{line}\n")
+    stream.flush()
 
 
 def _aggregator_problems(name: str) -> list[str]:
@@ -64,10 +83,12 @@ class DeployEnv(Step):
     """Deploy a stored env (its type decides how) in a sandbox of its own."""
 
     type = "deploy_env"
-    entity_fields = {"env_id": "envs"}
+    entity_fields = {"env_id": "envs", "with_envs": "envs"}
 
     env_id: str
     env_version: int | None = None
+    #: Ours: more envs deployed behind the same gateway (their latest stored versions).
+    with_envs: list[str] = attrs.field(factory=list)
     sandbox_type: str | None = None
     ttl_seconds: int | None = None
     cpu: float | None = None
@@ -81,6 +102,11 @@ class DeployEnv(Step):
             problems.append("ttl_seconds must be positive")
         if self.ready_timeout_seconds is not None and self.ready_timeout_seconds <= 0:
             problems.append("ready_timeout_seconds must be positive")
+        if isinstance(self.with_envs, str) or not all(
+                isinstance(e, str) for e in self.with_envs):
+            problems.append("with_envs must be a list of env ids")
+        elif self.env_id in self.with_envs or len(set(self.with_envs)) < len(self.with_envs):
+            problems.append("with_envs must name other envs, each once")
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
@@ -96,6 +122,16 @@ class DeployEnv(Step):
             raise StepError(f"env '{self.env_id}' has type '{source.type}', which no installed "
                             "plugin provides")
         env = env_type.from_spec(source, ctx.artifacts)
+        if self.with_envs:
+            companions = await asyncio.gather(*(
+                asyncio.to_thread(load_env_source, ctx.artifacts, env_id)
+                for env_id in self.with_envs))
+            other = [c.id for c in companions if c.type != source.type]
+            if other or not hasattr(env, "with_companions"):
+                raise StepError(f"with_envs: envs behind one gateway must all be of type "
+                                f"'{source.type}' and it must support companions "
+                                f"(not: {', '.join(other) or source.type})")
+            env = env.with_companions(companions)
         ttl = int(self.ttl_seconds or DEFAULT_TTL_SECONDS)
         name = f"env-{source.name}"
         spec = SandboxSpec(
@@ -112,13 +148,18 @@ class DeployEnv(Step):
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
+                progress=say,
             )
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
             raise
-        ctx.add_env(self.env_id, deployed)
-        ctx.outputs[self.id] = {"instance_id": deployed.instance_id, "url": deployed.url,
-                                "expires_at": deployed.expires_at, "tools": list(deployed.tools)}
+        for env_id in (self.env_id, *self.with_envs):
+            ctx.add_env(env_id, deployed)
+        ctx.outputs[self.id] = {
+            "instance_id": deployed.instance_id, "url": deployed.url,
+            "expires_at": deployed.expires_at, "tools": list(deployed.tools),
+            "images": {s.env_id: s.image for s in deployed.servers},
+        }
 
 
 def preload_verifier_imports() -> None:
@@ -184,14 +225,30 @@ class EnvOutcomeVerifier(Step):
                 if inspect.isawaitable(result):
                     result = await asyncio.wait_for(result, timeout)
             except TimeoutError:
+                await _fail_if_down(env, f"{entry}: verify() did not finish within {timeout:g}s")
                 raise StepError(f"{entry}: verify() did not finish within {timeout:g}s") \
                     from None
             except StepError:
                 raise
             except Exception as exc:
+                await _fail_if_down(env, f"{entry}: verify() raised {_last_frame(exc)}")
                 raise StepError(f"{entry}: verify() raised {_last_frame(exc)}") from None
         rows = rows_from_script(result, entry)
+        failed = [r for r in rows if not r.result]
+        if failed:
+            await _fail_if_down(env, f"{entry} reported: " + "; ".join(
+                f"{r.criterion.get('id', r.criterion_index)}: {r.justification}" for r in failed))
         ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
+
+
+async def _fail_if_down(env: GatewayDeployment, what: str) -> None:
+    """Raise a StepError naming the cause when the env went down, else return."""
+    from agentenv_mcp_env.deployment import why_down
+
+    reason = await why_down(env)
+    if reason is not None:
+        raise StepError(f"env {env.environment_name} went down during the run: {reason}\n"
+                        f"({what})")
 
 
 def _load_entry(path: Path, name: str, artifact_id: str) -> Any:
@@ -201,6 +258,11 @@ def _load_entry(path: Path, name: str, artifact_id: str) -> Any:
     if spec is None or spec.loader is None:
         raise StepError(f"cannot load {path.name} of artifact {artifact_id}")
     module = importlib.util.module_from_spec(spec)
+    from agentenv_mcp_env.mcp_compat import script_builtins
+
+    compat = script_builtins(path.read_text(encoding="utf-8", errors="replace"))
+    if compat is not None:  # an mcp 1.x script on mcp 2.x: see mcp_compat
+        module.__dict__["__builtins__"] = compat
     sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)

@@ -159,3 +159,79 @@ def test_local_means_docker_for_env_deploys(run_id: str) -> None:
     assert env_provider_chain(ctx, "tensorlake,local") == ["tensorlake", "docker"]
     ctx.sandbox_chain = ["local"]  # --sandbox local
     assert env_provider_chain(ctx, "docker") == ["docker"]
+
+
+async def test_with_envs_serves_both_behind_one_gateway(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["counter"], with_envs=[ids["greeter"]],
+                    sandbox_type="docker").run(ctx)
+    env = ctx.env(ids["counter"])
+    assert ctx.env(ids["greeter"]) is env  # either id names the deployment
+    assert sorted(env.tools) == ["bump", "greet"]
+    assert [s.container for s in env.servers] == ["env", "env-greeter"]
+
+    from agentenv_protocol.client import McpClient
+
+    async with McpClient(env.mcp_url) as client:
+        assert (await client.call_tool("greet", {"name": "ada"})).text == "hello ada"
+        assert (await client.call_tool("bump")).text == "1"
+    containers = docker_client.containers.list(filters={"label": f"agentenv.run={run_id}"})
+    assert sorted(c.labels["agentenv.container"] for c in containers) == [
+        "env", "env-greeter", "gateway"]
+    assert ctx.outputs["deploy"]["images"].keys() == {ids["counter"], ids["greeter"]}
+    assert (await ctx.teardown.run()).failed == ()
+    assert leftovers() == []
+
+
+async def test_a_tool_name_clash_refuses_the_deploy_and_leaves_nothing(
+    task: tuple[TaskContext, dict[str, str]], leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    started = time.monotonic()
+    with pytest.raises(StepError) as failure:
+        await DeployEnv(id="deploy", env_id=ids["counter"], with_envs=[ids["bumper"]],
+                        sandbox_type="docker", ready_timeout_seconds=60).run(ctx)
+    message = str(failure.value)
+    assert "refused: tool-name clash ('bump' served by counter, bumper)" in message, message
+    assert time.monotonic() - started < 60  # refused at once, not at the timeout
+    assert ctx.sandboxes == {} and ctx.envs == {}
+    assert leftovers() == []
+
+
+async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+    leftovers: Callable[[], list[str]], tmp_path: Path,
+) -> None:
+    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
+    from agentenv_mcp_env.steps import EnvOutcomeVerifier
+
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker").run(ctx)
+    script = (HERE / "bundles" / "bump_check.py").read_bytes()
+
+    async def artifact(artifact_id: str) -> ArtifactContent:
+        return ArtifactContent(artifact_id, 1, "file", (ArtifactFile("verify.py", script),))
+
+    ctx.artifact = artifact  # type: ignore[method-assign]
+    verifier = EnvOutcomeVerifier(id="check", env_id=ids["counter"], file_artifact_id="check")
+    await verifier.run(ctx)  # healthy: passes
+    assert ctx.verifications["check"].score == 1.0
+
+    (env_container,) = docker_client.containers.list(filters={
+        "label": [f"agentenv.run={run_id}", "agentenv.container=env"]})
+    env_container.kill()
+    ctx.forget_step("check")
+    with pytest.raises(StepError) as failure:
+        await verifier.run(ctx)
+    message = str(failure.value)
+    assert "env counter went down during the run" in message, message
+    assert "env server counter does not answer" in message, message
+    assert "container env: exited with code 137" in message, message
+    assert "verify.py reported: bumps:" in message, message
+
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+    assert leftovers() == []
