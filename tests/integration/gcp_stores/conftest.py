@@ -8,6 +8,7 @@ without it they skip locally and fail under ``CI=true``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -102,3 +103,51 @@ def secret_manager_fake(authority: Authority, key_file: Path) -> Iterator[tuple[
 
     with secret_manager(authority) as served:
         yield served
+
+
+class FirestoreServer:
+    """The fake Firestore running in its own process, and its control line (see the fake)."""
+
+    def __init__(self, process: subprocess.Popen[str], host: str) -> None:
+        self.process = process
+        self.host = host
+
+    def control(self, **command: Any) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+
+@pytest.fixture(scope="session")
+def firestore_server() -> Iterator[FirestoreServer]:
+    """The fake Firestore in a child process, with ``FIRESTORE_EMULATOR_HOST`` pointing at it.
+
+    A separate process keeps gRPC server threads out of the test process, which the conformance
+    suite forks.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gcp_fakes.firestore", "0"],
+        cwd=Path(__file__).parent,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    port = json.loads(process.stdout.readline())["port"]
+    host = f"{LOOPBACK}:{port}"
+    old = os.environ.get("FIRESTORE_EMULATOR_HOST")
+    os.environ["FIRESTORE_EMULATOR_HOST"] = host
+    try:
+        yield FirestoreServer(process, host)
+    finally:
+        if old is None:
+            os.environ.pop("FIRESTORE_EMULATOR_HOST", None)
+        else:
+            os.environ["FIRESTORE_EMULATOR_HOST"] = old
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
