@@ -12,6 +12,7 @@ retry is refused (see ``S3ObjectStore.put`` and ``DynamoDocumentStore``).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, NoReturn
 
@@ -40,6 +41,7 @@ ACCESS_DENIED_CODES = frozenset(
 )
 
 _CLIENT_LOCK = threading.Lock()  # botocore's loaders are not safe to build clients in parallel
+_SESSIONS: dict[tuple[str | None, int], Any] = {}
 
 
 class AwsStoreError(UserError, StoreError):
@@ -101,19 +103,25 @@ class AwsSettings:
             **config,
         )
         with _CLIENT_LOCK:
-            session = boto3.session.Session(
-                profile_name=self.profile,
-                aws_access_key_id=self.access_key_id or None,
-                aws_secret_access_key=self.secret_access_key or None,
-                aws_session_token=self.session_token or None,
-                region_name=self.region,
-            )
-            if session.region_name is None:
+            key = (self.profile, os.getpid())
+            session = _SESSIONS.get(key)
+            if session is None:  # one per profile: a new session reloads every service model
+                session = _SESSIONS[key] = boto3.session.Session(profile_name=self.profile)
+            region = self.region or session.region_name
+            if region is None:
                 raise UserError(
                     f"no AWS region for the {service} store: set region in its [stores.<kind>] "
                     "table, or AWS_REGION / AWS_DEFAULT_REGION, or a profile with a region"
                 )
-            return session.client(service, endpoint_url=self.endpoint_url or None, config=options)
+            return session.client(
+                service,
+                region_name=region,
+                endpoint_url=self.endpoint_url or None,
+                aws_access_key_id=self.access_key_id or None,
+                aws_secret_access_key=self.secret_access_key or None,
+                aws_session_token=self.session_token or None,
+                config=options,
+            )
 
 
 def error_code(exc: BaseException) -> str:

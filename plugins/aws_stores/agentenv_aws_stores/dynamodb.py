@@ -3,7 +3,8 @@
 Settings (``[stores.document]``): ``table`` (default ``agentenv-documents``), ``create_table``
 (create a missing table, on-demand billing, TTL on ``exp``; else a missing table is an error
 saying how to create it), ``region``, ``endpoint_url``, credentials as for every AWS store,
-``max_attempts``.
+``max_attempts``, ``index_cache_seconds`` (how long a process reuses a collection's index list,
+default 2).
 
 **One table, many item kinds.** Collections come and go freely (every conformance test makes
 new ones) while DynamoDB tables take a while to create, so every collection lives in one table
@@ -283,6 +284,7 @@ class DynamoDocumentStore(DocumentStore):
         secret_access_key: str | None = None,
         session_token: str | None = None,
         max_attempts: int = 6,
+        index_cache_seconds: float = 2.0,
     ) -> None:
         if not isinstance(table, str) or not (3 <= len(table) <= 255):
             raise ConfigError(
@@ -303,6 +305,8 @@ class DynamoDocumentStore(DocumentStore):
         self._client: Any = None
         self._pid = os.getpid()
         self._table_checked = False
+        self.index_cache_seconds = float(index_cache_seconds)
+        self._metas: dict[str, tuple[CollectionMeta, float]] = {}
 
     def __repr__(self) -> str:
         return f"DynamoDocumentStore(table={self.table!r}, aws={self.aws!r})"
@@ -427,7 +431,22 @@ class DynamoDocumentStore(DocumentStore):
             exp=int(item["exp"]["N"]) if "exp" in item else None,
         )
 
-    def _meta(self, collection: str) -> CollectionMeta:
+    def _meta(self, collection: str, *, fresh: bool = False) -> CollectionMeta:
+        """The collection's index list, re-read when older than ``index_cache_seconds``.
+
+        A stale list is safe for writes (their transaction checks the generation and they retry
+        with a fresh one) and for reads, which use only ready indexes (never dropped); it only
+        delays another process's new TTL index by up to ``index_cache_seconds``.
+        """
+        now = time.monotonic()
+        cached = self._metas.get(collection)
+        if not fresh and cached is not None and now - cached[1] < self.index_cache_seconds:
+            return cached[0]
+        meta = self._read_meta(collection)
+        self._metas[collection] = (meta, now)
+        return meta
+
+    def _read_meta(self, collection: str) -> CollectionMeta:
         item = self._call(
             "get_item", "dynamodb:GetItem", TableName=self.table,
             Key=self._meta_key(collection), ConsistentRead=True,
@@ -495,7 +514,7 @@ class DynamoDocumentStore(DocumentStore):
         return found
 
     def _query_pages(
-        self, pk: str, *, forward: bool = True, page: int | None = None
+        self, pk: str, *, forward: bool = True, page: int | None = None, prefix: str | None = None
     ) -> Iterator[list[dict[str, Any]]]:
         params: dict[str, Any] = {
             "TableName": self.table,
@@ -504,6 +523,9 @@ class DynamoDocumentStore(DocumentStore):
             "ConsistentRead": True,
             "ScanIndexForward": forward,
         }
+        if prefix:
+            params["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            params["ExpressionAttributeValues"][":prefix"] = {"S": prefix}
         if page:
             params["Limit"] = page
         while True:
@@ -704,7 +726,7 @@ class DynamoDocumentStore(DocumentStore):
                 if new is None and current is None:
                     return True  # gone: deleted by us (a retried delete) or by someone else
             except _MetaChanged:
-                meta = None
+                meta = self._meta(collection, fresh=True)
                 continue
             except _LockTaken as taken:
                 if not self._release_stale_lock(collection, meta, taken.item):
@@ -728,79 +750,92 @@ class DynamoDocumentStore(DocumentStore):
         conditions: list[tuple[str, str, Any]],
         sort: list[tuple[str, int]],
         want: int | None,
-    ) -> tuple[list[StoredDocument], bool]:
-        """Documents that may match, and whether they already are in ``sort`` order."""
+        accept: Callable[[StoredDocument], bool],
+    ) -> list[StoredDocument]:
+        """The accepted documents from the cheapest source (see the module docstring)."""
         for path, op, operand in conditions:
-            if path != q.ID_FIELD:
-                continue
-            if op == "$eq":
+            if path == q.ID_FIELD and op == "$eq":
                 found = self._get(collection, operand) if isinstance(operand, str) else None
-                return ([found] if found else []), True
-            if op == "$in":
+                return [found] if found and accept(found) else []
+            if path == q.ID_FIELD and op == "$in":
                 ids = [v for v in operand if isinstance(v, str)]
-                return list(self._get_many(collection, ids).values()), False
+                return [s for s in self._get_many(collection, ids).values() if accept(s)]
         plan = self._pick_index(meta, conditions, sort)
-        if plan is not None:
-            ix, values = plan
-            in_index_order = len(sort) == 1 and len(ix.fields) > 1 and sort[0][0] == ix.fields[1][0]
-            ordered = len(values) == 1 and (not sort or in_index_order)
-            forward = not sort or sort[0][1] > 0
-            return self._from_index(
-                collection, ix, values, forward, want if ordered else None
-            ), ordered
-        docs = [
-            self._parse_doc(item)
-            for page in self._query_pages(f"d|{collection}")
-            for item in page
-        ]
-        return docs, False
+        if plan is None:
+            return [
+                stored
+                for page in self._query_pages(f"d|{collection}")
+                for stored in map(self._parse_doc, page)
+                if accept(stored)
+            ]
+        ix, values, second = plan
+        in_index_order = len(sort) == 1 and len(ix.fields) > 1 and sort[0][0] == ix.fields[1][0]
+        ordered = len(values) == 1 and (not sort or in_index_order)
+        forward = not sort or sort[0][1] > 0
+        return self._from_index(
+            collection, ix, values, second, forward, want if ordered else None, accept
+        )
 
     @staticmethod
     def _pick_index(
         meta: CollectionMeta, conditions: list[tuple[str, str, Any]], sort: list[tuple[str, int]]
-    ) -> tuple[IndexSpec, list[Any]] | None:
-        """The index whose first field the filter fixes (preferring one sorted the right way)."""
-        best: tuple[int, IndexSpec, list[Any]] | None = None
+    ) -> tuple[IndexSpec, list[Any], Any] | None:
+        """The index whose first field the filter fixes, with the values to read it at.
+
+        Preferred, in order: one whose second field the filter fixes too (one key prefix), one
+        value rather than an ``$in`` of several, one whose second field is the sort field.
+        """
+
+        def fixed(path: str) -> list[Any] | None:
+            for p, op, operand in conditions:
+                if p == path and op == "$eq" and operand is not None:
+                    return [operand]
+            for p, op, operand in conditions:
+                if p == path and op == "$in" and len(operand) <= _IN_LIMIT and None not in operand:
+                    return list(operand)
+            return None
+
+        best: tuple[int, IndexSpec, list[Any], Any] | None = None
         for ix in meta.indexes:
-            first = ix.fields[0][0]
-            for path, op, operand in conditions:
-                if path != first:
-                    continue
-                if op == "$eq" and operand is not None:
-                    values = [operand]
-                elif op == "$in" and len(operand) <= _IN_LIMIT and None not in operand:
-                    values = list(operand)
-                else:
-                    continue
-                score = (len(values) == 1) * 2 + (
-                    len(ix.fields) > 1 and bool(sort) and sort[0][0] == ix.fields[1][0]
-                )
-                if best is None or score > best[0]:
-                    best = (score, ix, values)
-        return (best[1], best[2]) if best else None
+            if not ix.ready:  # still being built (or failed): its entries are incomplete
+                continue
+            values = fixed(ix.fields[0][0])
+            if values is None:
+                continue
+            second_values = fixed(ix.fields[1][0]) if len(ix.fields) > 1 else None
+            second = second_values[0] if second_values and len(second_values) == 1 else q.MISSING
+            sorted_by_second = len(ix.fields) > 1 and bool(sort) and sort[0][0] == ix.fields[1][0]
+            score = (second is not q.MISSING) * 4 + (len(values) == 1) * 2 + sorted_by_second
+            if best is None or score > best[0]:
+                best = (score, ix, values, second)
+        return (best[1], best[2], best[3]) if best else None
 
     def _from_index(
         self,
         collection: str,
         ix: IndexSpec,
         values: list[Any],
+        second: Any,
         forward: bool,
         want: int | None,
+        accept: Callable[[StoredDocument], bool],
     ) -> list[StoredDocument]:
-        """Documents through ``ix``'s entries for ``values`` of its first field.
+        """Accepted documents through ``ix``'s entries for ``values`` of its first field.
 
-        With ``want``, entries are read in index order and reading stops once ``want`` live
-        documents are found and the next entry's sort value differs from the last one taken
-        (sort keys may tie where values differ: the caller re-sorts exactly).
+        ``second`` (unless MISSING) narrows each partition to that second-field value. With
+        ``want``, entries are read in index order and reading stops once ``want`` documents
+        are accepted and the next entry's sort value differs from the last one accepted (sort
+        keys may tie where values differ; the caller re-sorts exactly).
         """
-        second = ix.fields[1][0] if len(ix.fields) > 1 else None
+        second_path = ix.fields[1][0] if len(ix.fields) > 1 else None
+        prefix = None if second is q.MISSING else sort_key(second) + _SEP
         out: list[StoredDocument] = []
         seen: set[str] = set()
         for value in dict.fromkeys(equality_key(v) for v in values):
             pk = f"i|{collection}|{ix.name}|{value}"
             boundary: str | None = None
             page_size = None if want is None else max(want + 2, 8)
-            for page in self._query_pages(pk, forward=forward, page=page_size):
+            for page in self._query_pages(pk, forward=forward, page=page_size, prefix=prefix):
                 entries = [
                     (item["sk"]["S"].rpartition(_SEP)[0], item["id"]["S"]) for item in page
                 ]  # sk = sort value + _SEP + id part (which never holds _SEP)
@@ -811,10 +846,12 @@ class DynamoDocumentStore(DocumentStore):
                     stored = docs.get(id)
                     if stored is None or id in seen:
                         continue
-                    if second is not None:  # a stale entry: the document has moved on
-                        if sort_key(q.get_path(stored.doc, second)) != sv:
+                    if second_path is not None:  # a stale entry: the document has moved on
+                        if sort_key(q.get_path(stored.doc, second_path)) != sv:
                             continue
                     seen.add(id)
+                    if not accept(stored):
+                        continue
                     out.append(stored)
                     if want is not None and len(out) >= want and boundary is None:
                         boundary = sv
@@ -835,12 +872,13 @@ class DynamoDocumentStore(DocumentStore):
         if limit == 0:
             return CollectionMeta(), []
         meta = self._meta(collection)
-        want = None if limit is None else offset + limit
-        candidates, _ = self._candidates(collection, meta, conditions, order, want)
         now = time.time()
-        live = [
-            s for s in candidates if not meta.expired(s.doc, now) and q.matches(s.doc, filter)
-        ]
+
+        def accept(stored: StoredDocument) -> bool:
+            return not meta.expired(stored.doc, now) and q.matches(stored.doc, filter)
+
+        want = None if limit is None else offset + limit
+        live = self._candidates(collection, meta, conditions, order, want, accept)
         if order:
             by_id = {id(s.doc): s for s in live}
             live = [by_id[id(d)] for d in q.sort_documents([s.doc for s in live], order)]
@@ -947,7 +985,7 @@ class DynamoDocumentStore(DocumentStore):
         name = _index_name(spec, unique, ttl)
         wanted = IndexSpec(name, tuple(spec), unique, ttl)
         for attempt in range(MAX_ATTEMPTS):
-            meta = self._meta(collection)
+            meta = self._meta(collection, fresh=True)
             existing = meta.index(name)
             if existing is not None and existing.ready:
                 return name
@@ -960,17 +998,18 @@ class DynamoDocumentStore(DocumentStore):
             except DuplicateKeyError:
                 self._drop_index(collection, name)
                 raise
-            meta = self._meta(collection)
+            meta = self._meta(collection, fresh=True)
             indexes = [attrs.evolve(ix, ready=True) if ix.name == name else ix
                        for ix in meta.indexes]
             if meta.index(name) is not None and self._put_meta(collection, meta, indexes):
+                self._meta(collection, fresh=True)
                 return name
             _backoff(attempt)
         raise StoreError(f"{collection}: gave up creating index {name} after {MAX_ATTEMPTS} tries")
 
     def _backfill(self, collection: str) -> None:
         """Give every existing document the index items the current index list asks for."""
-        meta = self._meta(collection)
+        meta = self._meta(collection, fresh=True)
         for page in self._query_pages(f"d|{collection}"):
             for item in page:
                 stored = self._parse_doc(item)
@@ -984,7 +1023,7 @@ class DynamoDocumentStore(DocumentStore):
     def _drop_index(self, collection: str, name: str) -> None:
         """Take a failed index out of the list (its items are released lazily, see locks)."""
         for attempt in range(MAX_ATTEMPTS):
-            meta = self._meta(collection)
+            meta = self._meta(collection, fresh=True)
             if meta.index(name) is None:
                 return
             if self._put_meta(collection, meta, [ix for ix in meta.indexes if ix.name != name]):

@@ -1,0 +1,86 @@
+"""AWS store tests run against a real ``moto_server`` process this session starts.
+
+moto is a pip package (the plugin's ``test`` extra), so these tests never skip under
+``CI=true``: a missing moto is a failure there, a skip with the install command elsewhere.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # aws_moto: helpers the test modules import
+
+from aws_moto import CREDENTIALS, INSTALL, REGION, MotoServer, in_ci
+
+
+def _unavailable(message: str) -> None:
+    if in_ci():
+        pytest.fail(f"{message}; AWS store tests never skip under CI=true")
+    pytest.skip(message)
+
+
+def start_moto(tmp_path_factory: pytest.TempPathFactory, name: str) -> MotoServer:
+    try:
+        import agentenv_aws_stores  # noqa: F401
+        import boto3  # noqa: F401
+        import moto  # noqa: F401
+    except ImportError as exc:
+        _unavailable(f"the aws_stores plugin or moto is not installed ({exc}; {INSTALL})")
+    try:
+        return MotoServer(tmp_path_factory.mktemp(name) / "moto.log")
+    except FileNotFoundError as exc:
+        _unavailable(str(exc))
+        raise
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The endpoint URL of a moto server shared by the session's tests."""
+    server = start_moto(tmp_path_factory, "moto")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def aws(moto_server: str) -> dict[str, Any]:
+    """Settings every store takes to talk to the session's moto server."""
+    return {"endpoint_url": moto_server, "region": REGION, **CREDENTIALS}
+
+
+@pytest.fixture(scope="session")
+def boto(aws: dict[str, Any]) -> Callable[[str], Any]:
+    """``boto("s3")``: a plain boto3 client on moto, to set up and to check from outside."""
+    import boto3
+
+    def client(service: str) -> Any:
+        return boto3.session.Session().client(
+            service,
+            endpoint_url=aws["endpoint_url"],
+            region_name=REGION,
+            aws_access_key_id=CREDENTIALS["access_key_id"],
+            aws_secret_access_key=CREDENTIALS["secret_access_key"],
+        )
+
+    return client
+
+
+@pytest.fixture
+def unique_name() -> str:
+    return f"agentenv-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never reach real AWS: a forgotten endpoint would fail on these dummy credentials."""
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
