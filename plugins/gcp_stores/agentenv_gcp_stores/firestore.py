@@ -33,6 +33,7 @@ increment is never applied twice and an insert that landed is not reported as a 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -394,33 +395,45 @@ class FirestoreDocumentStore(DocumentStore):
         wanted = {(p, op): v for p, op, v in conditions}
         if ("_id", "$eq") in wanted and isinstance(wanted[("_id", "$eq")], str):
             rows = self._get_by_id(collection, wanted[("_id", "$eq")])
-            return self._finish(collection, rows, conditions, order, limit, offset, ttl)
+            return self._finish(
+                collection, rows, conditions=conditions, order=order, limit=limit,
+                offset=offset, ttl=ttl,
+            )
         plan = plan_filter(conditions, order)
         if plan.empty:
             return []
         exact = plan.exact and not ttl
+        finish = functools.partial(self._finish, collection, conditions=conditions, order=order,
+                                   limit=limit, offset=offset, ttl=ttl)
         if exact and order and limit is not None:
-            head = self._stream(collection, plan.pushed, order, offset + limit)
+            head, whole = self._stream(collection, plan.pushed, order, offset + limit)
+            if not whole:
+                return finish(head)
             if len(head) >= offset + limit:
                 return head[offset:]
             have = {doc["_id"] for doc, _ in head}
-            rest = [
+            rest, whole = self._stream(collection, plan.pushed, [], None)
+            if not whole:
+                return finish(rest)
+            missing = [
                 row
-                for row in self._stream(collection, plan.pushed, [], None)
+                for row in rest
                 if row[0]["_id"] not in have
                 and any(q.get_path(row[0], p) is q.MISSING for p, _ in order)
             ]
-            return (head + _sorted(rest, order))[offset : offset + limit]
+            return (head + _sorted(missing, order))[offset : offset + limit]
         if exact and not order:
             window = None if limit is None else offset + limit
-            return self._stream(collection, plan.pushed, [], window)[offset:]
-        rows = self._stream(collection, plan.pushed, [], None)
-        return self._finish(collection, rows, conditions, order, limit, offset, ttl)
+            rows, whole = self._stream(collection, plan.pushed, [], window)
+            return rows[offset:] if whole else finish(rows)
+        rows, _ = self._stream(collection, plan.pushed, [], None)
+        return finish(rows)
 
     def _finish(
         self,
         collection: str,
         rows: list[tuple[Document, Any]],
+        *,
         conditions: list[tuple[str, str, Any]],
         order: list[tuple[str, int]],
         limit: int | None,
@@ -450,36 +463,24 @@ class FirestoreDocumentStore(DocumentStore):
     def _stream(
         self,
         collection: str,
-        pushed: Iterable[tuple[str, str, Any]],
+        pushed: list[tuple[str, str, Any]],
         order: list[tuple[str, int]],
         limit: int | None,
-    ) -> list[tuple[Document, Any]]:
-        """Run a Firestore query; on a missing composite index, degrade (and log the link)."""
+    ) -> tuple[list[tuple[Document, Any]], bool]:
+        """``(rows, whole)``: a Firestore query's rows, ``whole`` False when Firestore refused
+        it for want of a composite index and a simpler query ran instead (then every row of the
+        equality filters comes back, unsorted and unpaged, for the caller to finish in Python)."""
         from google.api_core import exceptions as api
 
-        pushed = list(pushed)
-        attempts: list[tuple[list[tuple[str, str, Any]], list[tuple[str, int]], int | None]] = [
-            (pushed, order, limit)
-        ]
-        if order:
-            attempts.append((pushed, [], None))
+        try:
+            rows = self._retrying("query", lambda: self._run(collection, pushed, order, limit))
+            return rows, True
+        except api.FailedPrecondition as exc:
+            if "index" not in message_of(exc).lower():
+                raise
+            self._log_index_link(exc)
         equality = [c for c in pushed if c[1] in ("==", "in")]
-        if equality != pushed:
-            attempts.append((equality, [], None))
-        for conditions, sort, window in attempts:
-            try:
-                rows = self._retrying(
-                    "query", lambda c=conditions, s=sort, w=window: self._run(collection, c, s, w)
-                )
-            except api.FailedPrecondition as exc:
-                if "index" not in message_of(exc).lower() or (conditions, sort) == attempts[-1][:2]:
-                    raise
-                self._log_index_link(exc)
-                continue
-            if (conditions, sort) != (pushed, order):
-                return _sorted(rows, order)[: limit] if limit is not None else _sorted(rows, order)
-            return rows
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._retrying("query", lambda: self._run(collection, equality, [], None)), False
 
     def _run(
         self,
@@ -884,7 +885,7 @@ class FirestoreDocumentStore(DocumentStore):
             except (DuplicateKeyError, InvalidQuery):
                 raise
             except Exception as exc:
-                cause = exc.__cause__ if isinstance(exc, ValueError) and exc.__cause__ else exc
+                cause = _api_error(exc)
                 committed_maybe = (
                     bool(outcome)
                     and not isinstance(cause, api.Aborted)
@@ -937,6 +938,18 @@ class Outcome:
     probe: Any  # a document the commit writes with the write id, or None
     deleted: list[Any] = attrs.field(factory=list)
     locks: int = 0
+
+
+def _api_error(exc: BaseException) -> BaseException:
+    """The service's error behind the library's wrappers: its transaction helper raises
+    ``ValueError`` for exhausted retries (cause) or a failed rollback of a transaction that
+    never began (context)."""
+    while isinstance(exc, ValueError) and not isinstance(exc, InvalidQuery):
+        inner = exc.__cause__ or exc.__context__
+        if inner is None:
+            break
+        exc = inner
+    return exc
 
 
 def _get_all(txn: Any, refs: list[Any]) -> list[Any]:
