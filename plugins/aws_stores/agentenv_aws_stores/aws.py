@@ -133,10 +133,18 @@ def error_code(exc: BaseException) -> str:
 
 
 def error_message(exc: BaseException) -> str:
+    """AWS's message on one line (an unparsed XML error body is reduced to its <Message>)."""
+    import re
+
     response = getattr(exc, "response", None)
-    if not isinstance(response, dict):
-        return str(exc)
-    return str(response.get("Error", {}).get("Message", ""))
+    text = str(exc) if not isinstance(response, dict) else str(
+        response.get("Error", {}).get("Message", "")
+    )
+    found = re.search(r"<Message>(.*?)</Message>", text, re.S)
+    if found:
+        text = found.group(1)
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def http_status(exc: BaseException) -> int:

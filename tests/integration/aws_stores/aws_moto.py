@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REGION = "us-east-1"
 #: moto accepts any key; real-looking ones keep botocore's validation quiet.
 CREDENTIALS = {"access_key_id": "AKIATESTTESTTESTTEST", "secret_access_key": "test-secret"}
@@ -75,7 +77,9 @@ class MotoServer:
             self.process.wait(10)
 
     def post(self, path: str, body: bytes = b"") -> bytes:
-        request = urllib.request.Request(f"{self.url}{path}", data=body, method="POST")
+        request = urllib.request.Request(  # not form-encoded: moto would parse it as a form
+            f"{self.url}{path}", data=body, method="POST", headers={"Content-Type": "text/plain"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.read()
 
@@ -147,3 +151,23 @@ class _Raw:
 def hook(store_client: Any, event: str, handler: Callable[..., Any]) -> None:
     """Register ``handler`` for ``event`` (e.g. ``before-send.s3.PutObject``) on a client."""
     store_client.meta.events.register(event, handler)
+
+
+def unavailable(message: str) -> None:
+    if in_ci():
+        pytest.fail(f"{message}; AWS store tests never skip under CI=true")
+    pytest.skip(message)
+
+
+def start_moto(tmp_path_factory: pytest.TempPathFactory, name: str) -> MotoServer:
+    try:
+        import agentenv_aws_stores  # noqa: F401
+        import boto3  # noqa: F401
+        import moto  # noqa: F401
+    except ImportError as exc:
+        unavailable(f"the aws_stores plugin or moto is not installed ({exc}; {INSTALL})")
+    try:
+        return MotoServer(tmp_path_factory.mktemp(name) / "moto.log")
+    except FileNotFoundError as exc:
+        unavailable(str(exc))
+        raise

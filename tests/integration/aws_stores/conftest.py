@@ -16,27 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # aws_moto: helpers the test modules import
 
-from aws_moto import CREDENTIALS, INSTALL, REGION, MotoServer, in_ci
-
-
-def _unavailable(message: str) -> None:
-    if in_ci():
-        pytest.fail(f"{message}; AWS store tests never skip under CI=true")
-    pytest.skip(message)
-
-
-def start_moto(tmp_path_factory: pytest.TempPathFactory, name: str) -> MotoServer:
-    try:
-        import agentenv_aws_stores  # noqa: F401
-        import boto3  # noqa: F401
-        import moto  # noqa: F401
-    except ImportError as exc:
-        _unavailable(f"the aws_stores plugin or moto is not installed ({exc}; {INSTALL})")
-    try:
-        return MotoServer(tmp_path_factory.mktemp(name) / "moto.log")
-    except FileNotFoundError as exc:
-        _unavailable(str(exc))
-        raise
+from aws_moto import CREDENTIALS, REGION, start_moto
 
 
 @pytest.fixture(scope="session")
