@@ -151,3 +151,12 @@ def firestore_server() -> Iterator[FirestoreServer]:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(autouse=True)
+def _logs_to_this_tests_stderr() -> None:
+    """agent_env's structlog setup binds the stderr of its first use; pytest swaps stderr per
+    test, so point the logs at the current one (else a later test logs to a closed file)."""
+    from agent_env.logs import configure_logging
+
+    configure_logging()

@@ -90,19 +90,22 @@ def test_what_json_allows_and_firestore_does_not_round_trips(
 
 
 def test_queries_that_need_a_composite_index_fall_back_to_python(
-    server: FirestoreServer, coll: str, capfd: pytest.CaptureFixture[str]
+    server: FirestoreServer, coll: str
 ) -> None:
+    from structlog.testing import capture_logs
+
     store = _store()
     for version in (1, 2, 3):
         store.insert(coll, {"id": "t", "version": version, "n": version % 2})
     store.insert(coll, {"id": "u", "version": 9})
     server.control(strict_indexes=True)
-    assert store.find_one(coll, {"id": "t"}, sort=[("version", -1)])["version"] == 3
+    with capture_logs() as logs:
+        assert store.find_one(coll, {"id": "t"}, sort=[("version", -1)])["version"] == 3
     assert sorted(d["version"] for d in store.query(coll, {"id": "t", "version": {"$gt": 1}})) == [2, 3]
     found = store.query(coll, {"n": 1, "version": {"$lt": 9}}, sort="-version")
     assert [d["version"] for d in found] == [3, 1]
-    logged = capfd.readouterr()
-    assert "needs a composite index" in logged.out + logged.err
+    assert "needs a composite index" in logs[0]["event"]
+    assert "create_composite" in logs[0]["detail"]
 
 
 def test_missing_database_is_one_line_naming_it(server: FirestoreServer, coll: str) -> None:
