@@ -1,0 +1,196 @@
+"""Containers in a VM-like sandbox that runs its own Docker daemon, driven through ``exec``.
+
+Why here: a cloud sandbox or microVM is reached only through the contract's ``exec``,
+``put_file`` and ``expose``, so ``build_image``/``run_container``/``container_logs`` become
+``docker`` commands run inside it. The same file is in the tensorlake, tenki and smol_vm plugins
+(a test keeps the copies identical) until it moves into the core as
+``agent_env.sandbox.docker_host``; plugins may not import each other.
+
+* builds are hermetic exactly as docker_env's: the context copy carries this repository's
+  protocol wheel and the tag is the content hash (``agentenv/<slug>:<digest16>``), so a second
+  build of the same sources is one ``docker image inspect``;
+* each sandbox's containers share one private network (``<prefix>-net``) where they reach each
+  other by their ``ContainerSpec.name``; container names carry the sandbox's prefix, and every
+  container and network carries ``agentenv.sandbox=<id>`` so a teardown can find them;
+* a published port is bound to a port the sandbox's daemon picks, which the provider then
+  exposes as a URL (``expose``).
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import re
+import shlex
+import tempfile
+from pathlib import Path
+
+from agent_env.sandbox.base import ContainerSpec, ExecResult, Sandbox, SandboxError
+
+SANDBOX_LABEL = "agentenv.sandbox"
+BUILD_DIGEST_LABEL = "agentenv.build_digest"
+BUILD_TIMEOUT = 1800.0
+LOG_TAIL = 40
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def hermetic_context(context: str, tag: str, labels: dict[str, str]) -> tuple[str, bytes, dict]:
+    """(image ref, context tar, labels) for ``context``, as docker_env builds it.
+
+    The protocol wheel and the content-hash tag come from docker_env's build planning (a
+    dependency of the core, so always installed); only the build itself runs elsewhere.
+    """
+    from agentenv_docker_env import build, hermetic
+    from agentenv_docker_env.context import context_entries, write_context_tar
+
+    explicit = tag if ":" in tag.rsplit("/", 1)[-1] else None
+    plan = build.plan_build(context, name=None if explicit else tag, tag=explicit)
+    entries = context_entries(plan.context, dockerfile=plan.dockerfile)
+    replace: dict[str, bytes] = {}
+    extra: dict[str, bytes] = {}
+    if plan.wheel is not None:
+        text = (plan.context / plan.dockerfile).read_text(encoding="utf-8")
+        replace[Path(plan.dockerfile).as_posix()] = hermetic.inject_into_dockerfile(text).encode()
+        extra = hermetic.context_files(plan.wheel)
+    with tempfile.TemporaryFile() as handle:
+        write_context_tar(entries, handle, replace=replace, extra=extra)
+        handle.seek(0)
+        data = handle.read()
+    return plan.tag, data, {**labels, **plan.labels}
+
+
+def _tail(text: str, lines: int = LOG_TAIL) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+class DockerHostSandbox(Sandbox, abc.ABC):
+    """A sandbox whose ``mode="vm"`` containers run on a Docker daemon inside it."""
+
+    mode: str = "vm"
+
+    @abc.abstractmethod
+    async def ensure_docker(self) -> None:
+        """Make sure ``docker`` answers inside the sandbox (install or start it if needed)."""
+
+    @property
+    def container_prefix(self) -> str:
+        """What container and network names start with (unique per sandbox)."""
+        return _slug(self.id)
+
+    @property
+    def network_name(self) -> str:
+        return f"{self.container_prefix}-net"
+
+    def container_name(self, name: str) -> str:
+        return f"{self.container_prefix}-{_slug(name)}"
+
+    async def docker(self, command: str, *, timeout: float | None = 300.0) -> ExecResult:
+        """Run a ``docker ...`` shell command in the sandbox; raises if it fails."""
+        result = await self.exec(command, timeout=timeout)
+        if result.exit_code != 0:
+            raise SandboxError(
+                f"`{command.split(' <')[0][:120]}` failed in {self.provider_name} sandbox "
+                f"{self.id} (exit {result.exit_code}): {_tail(result.stderr or result.stdout)}"
+            )
+        return result
+
+    async def build_image(self, context: str, tag: str, *, labels: dict[str, str]) -> str:
+        if self.mode != "vm":
+            return await super().build_image(context, tag, labels=labels)
+        import asyncio
+
+        await self.ensure_docker()
+        ref, tar, all_labels = await asyncio.to_thread(hermetic_context, context, tag, labels)
+        want = all_labels.get(BUILD_DIGEST_LABEL, "")
+        template = f'{{{{index .Config.Labels "{BUILD_DIGEST_LABEL}"}}}}'
+        found = await self.exec(
+            f"docker image inspect --format {shlex.quote(template)} {shlex.quote(ref)}"
+        )
+        if found.exit_code == 0 and want and found.stdout.strip() == want:
+            return ref  # same sources, already built in this sandbox
+        digest = hashlib.sha256(tar).hexdigest()[:16]
+        remote = f"/tmp/agentenv-build-{digest}.tar"
+        await self.put_file(remote, tar)
+        label_args = " ".join(f"--label {shlex.quote(f'{k}={v}')}" for k, v in
+                              sorted(all_labels.items()))
+        built = await self.exec(
+            f"docker build -q -t {shlex.quote(ref)} {label_args} - < {remote}; "
+            f"code=$?; rm -f {remote}; exit $code",
+            timeout=BUILD_TIMEOUT,
+        )
+        if built.exit_code != 0:
+            raise SandboxError(
+                f"building {ref} in {self.provider_name} sandbox {self.id} failed "
+                f"(exit {built.exit_code}):\n{_tail(built.stderr + built.stdout)}"
+            )
+        return ref
+
+    async def run_container(self, spec: ContainerSpec) -> dict[int, str]:
+        if self.mode != "vm":
+            return await super().run_container(spec)
+        await self.ensure_docker()
+        own = f"{SANDBOX_LABEL}={self.id}"
+        await self.ensure_network()
+        name = self.container_name(spec.name)
+        argv = ["docker", "run", "-d", "--name", name, "--network", self.network_name,
+                "--network-alias", spec.name, "--init", "--label", own]
+        for key, value in sorted(spec.labels.items()):
+            argv += ["--label", f"{key}={value}"]
+        for key, value in sorted(spec.env.items()):
+            argv += ["-e", f"{key}={value}"]
+        for port in spec.publish:
+            argv += ["-p", f"0.0.0.0::{port}"]
+        argv.append(spec.image)
+        argv += list(spec.command or ())
+        await self.docker(f"docker rm -f {shlex.quote(name)} >/dev/null 2>&1; "
+                          + shlex.join(argv) + " >/dev/null")
+        urls: dict[int, str] = {}
+        for port in spec.publish:
+            mapped = await self.docker(f"docker port {shlex.quote(name)} {port}/tcp")
+            host_port = _first_port(mapped.stdout)
+            if host_port is None:
+                raise SandboxError(f"container {spec.name} in {self.provider_name} sandbox "
+                                   f"{self.id} published no host port for {port}")
+            urls[port] = await self.expose(host_port)
+        return urls
+
+    async def ensure_network(self) -> None:
+        """Create the private network once (Docker allows two networks of one name)."""
+        import asyncio
+
+        lock = self.__dict__.setdefault("_network_lock", asyncio.Lock())
+        async with lock:
+            if self.__dict__.get("_network_ready"):
+                return
+            network = shlex.quote(self.network_name)
+            own = shlex.quote(f"{SANDBOX_LABEL}={self.id}")
+            await self.docker(f"docker network inspect {network} >/dev/null 2>&1 || "
+                              f"docker network create --label {own} {network} >/dev/null")
+            self.__dict__["_network_ready"] = True
+
+    async def container_logs(self, name: str, *, tail: int = 50) -> str:
+        result = await self.exec(
+            f"docker logs --tail {int(tail)} {shlex.quote(self.container_name(name))} 2>&1"
+        )
+        return result.stdout if result.exit_code == 0 else ""
+
+    async def remove_containers(self) -> None:
+        """Remove this sandbox's containers and network (for daemons that outlive it)."""
+        own = shlex.quote(f"label={SANDBOX_LABEL}={self.id}")
+        await self.exec(
+            f"ids=$(docker ps -aq --filter {own}); [ -z \"$ids\" ] || docker rm -f $ids; "
+            f"docker network rm {shlex.quote(self.network_name)} >/dev/null 2>&1; true"
+        )
+
+
+def _first_port(text: str) -> int | None:
+    """The host port of ``docker port`` output (``0.0.0.0:49153`` / ``[::]:49153``)."""
+    for line in text.splitlines():
+        match = re.search(r":(\d+)\s*$", line.strip())
+        if match:
+            return int(match.group(1))
+    return None
+
