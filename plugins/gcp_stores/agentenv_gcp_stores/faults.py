@@ -195,7 +195,7 @@ def _credentials_from_file(path: str, scopes: tuple[str, ...]) -> tuple[Any, str
     import json
 
     try:
-        info = json.loads(open(path, encoding="utf-8").read())  # noqa: SIM115
+        info = json.loads(open(path, encoding="utf-8").read())
         kind = info.get("type")
         if kind == "service_account":
             from google.oauth2 import service_account

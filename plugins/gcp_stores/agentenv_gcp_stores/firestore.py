@@ -134,9 +134,10 @@ def document_id(doc_id: str) -> str:
     """A Firestore document id for ``_id``: percent-encoded, never ``.``/``..``/``__x__``."""
     encoded = urllib.parse.quote(doc_id, safe="")
     if encoded in (".", "..") or (encoded.startswith("__") and encoded.endswith("__")):
-        encoded = urllib.parse.quote(encoded[0], safe="").replace(".", "%2E").replace(
-            "_", "%5F"
-        ) + encoded[1:]
+        encoded = (
+            urllib.parse.quote(encoded[0], safe="").replace(".", "%2E").replace("_", "%5F")
+            + encoded[1:]
+        )
     if len(encoded.encode()) > 1400:  # Firestore ids stop at 1500 bytes
         encoded = "~sha256-" + hashlib.sha256(doc_id.encode()).hexdigest()
     return encoded
@@ -245,7 +246,7 @@ class FirestoreDocumentStore(DocumentStore):
         credentials: Any = None,
     ) -> None:
         if prefix and not all(c.isalnum() or c in "_-" for c in prefix):
-            raise UserError(f"[stores.document] prefix may hold letters, digits, '_' and '-'")
+            raise UserError("[stores.document] prefix may hold letters, digits, '_' and '-'")
         self.project = project
         self.database = database
         self.prefix = prefix
@@ -396,15 +397,27 @@ class FirestoreDocumentStore(DocumentStore):
         if ("_id", "$eq") in wanted and isinstance(wanted[("_id", "$eq")], str):
             rows = self._get_by_id(collection, wanted[("_id", "$eq")])
             return self._finish(
-                collection, rows, conditions=conditions, order=order, limit=limit,
-                offset=offset, ttl=ttl,
+                collection,
+                rows,
+                conditions=conditions,
+                order=order,
+                limit=limit,
+                offset=offset,
+                ttl=ttl,
             )
         plan = plan_filter(conditions, order)
         if plan.empty:
             return []
         exact = plan.exact and not ttl
-        finish = functools.partial(self._finish, collection, conditions=conditions, order=order,
-                                   limit=limit, offset=offset, ttl=ttl)
+        finish = functools.partial(
+            self._finish,
+            collection,
+            conditions=conditions,
+            order=order,
+            limit=limit,
+            offset=offset,
+            ttl=ttl,
+        )
         if exact and order and limit is not None:
             head, whole = self._stream(collection, plan.pushed, order, offset + limit)
             if not whole:
@@ -623,7 +636,9 @@ class FirestoreDocumentStore(DocumentStore):
             if not snapshot.exists:
                 continue
             old = _from_stored(snapshot.to_dict())
-            if any(s.expired(old, now) for s in specs) or not q.matches(old, _as_filter(conditions)):
+            if any(s.expired(old, now) for s in specs) or not q.matches(
+                old, _as_filter(conditions)
+            ):
                 continue
             new = change(old)
             encode(new)
@@ -732,7 +747,7 @@ class FirestoreDocumentStore(DocumentStore):
             return []
         snapshots = _get_all(txn, [ref for ref, _, _, _ in wanted.values()])
         holders = []
-        for (ref, spec, key, owner), snapshot in zip(wanted.values(), snapshots, strict=True):
+        for (_, spec, key, owner), snapshot in zip(wanted.values(), snapshots, strict=True):
             holder = snapshot.to_dict()["doc"] if snapshot.exists else None
             if holder is not None and holder != owner:
                 holders.append((spec, key, holder))
@@ -797,7 +812,9 @@ class FirestoreDocumentStore(DocumentStore):
 
         def add(txn: Any, write_id: str) -> Outcome:
             (snapshot,) = _get_all(txn, [self._index_ref(collection)])
-            indexes = dict(((snapshot.to_dict() or {}).get("indexes") or {}) if snapshot.exists else {})
+            indexes = dict(
+                ((snapshot.to_dict() or {}).get("indexes") or {}) if snapshot.exists else {}
+            )
             if name in indexes:
                 return Outcome(False, None)
             indexes[name] = spec.to_value()
@@ -845,7 +862,9 @@ class FirestoreDocumentStore(DocumentStore):
     def _drop_index(self, collection: str, spec: IndexSpec) -> None:
         def drop(txn: Any, write_id: str) -> Outcome:
             (snapshot,) = _get_all(txn, [self._index_ref(collection)])
-            indexes = dict((snapshot.to_dict() or {}).get("indexes") or {}) if snapshot.exists else {}
+            indexes = (
+                dict((snapshot.to_dict() or {}).get("indexes") or {}) if snapshot.exists else {}
+            )
             indexes.pop(spec.name, None)
             txn.set(self._index_ref(collection), {"indexes": indexes})
             return Outcome(None, None)
@@ -864,9 +883,7 @@ class FirestoreDocumentStore(DocumentStore):
         stored[WRITE_FIELD] = write_id
         return stored
 
-    def _transact(
-        self, action: str, collection: str, body: Callable[[Any, str], Outcome]
-    ) -> Any:
+    def _transact(self, action: str, collection: str, body: Callable[[Any, str], Outcome]) -> Any:
         """Run ``body(transaction, write_id)`` in a transaction until it commits (see faults)."""
         from google.api_core import exceptions as api
         from google.cloud import firestore
@@ -876,7 +893,7 @@ class FirestoreDocumentStore(DocumentStore):
         for attempt in range(self.transaction_attempts):
             outcome: list[Outcome] = []
 
-            def run(txn: Any) -> None:
+            def run(txn: Any, outcome: list[Outcome] = outcome) -> None:
                 outcome.append(body(txn, write_id))
 
             try:

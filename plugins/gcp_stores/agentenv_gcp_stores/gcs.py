@@ -144,7 +144,9 @@ class GcsObjectStore(ObjectStore):
     def _fail(self, exc: Exception, *, action: str, key: str | None, permission: str) -> Exception:
         """The error to raise for a failed call (missing bucket/object, denied, or ``exc``)."""
         if is_denied(exc):
-            return denied(exc, action=action, resource=self._where(key or ""), permission=permission)
+            return denied(
+                exc, action=action, resource=self._where(key or ""), permission=permission
+            )
         if is_not_found(exc):
             if key is None or _says_bucket(exc):
                 return self._missing_bucket()
@@ -305,7 +307,9 @@ class GcsObjectStore(ObjectStore):
 
     def _sign(self, blob: Any, method: str, expires_in: int, content_type: str | None) -> str:
         if not isinstance(expires_in, int) or not 1 <= expires_in <= MAX_SIGNED_SECONDS:
-            raise ValueError(f"expires_in must be 1..{MAX_SIGNED_SECONDS} seconds, not {expires_in}")
+            raise ValueError(
+                f"expires_in must be 1..{MAX_SIGNED_SECONDS} seconds, not {expires_in}"
+            )
         credentials = self._credentials
         if not hasattr(credentials, "sign_bytes"):
             raise UnsupportedOperation(

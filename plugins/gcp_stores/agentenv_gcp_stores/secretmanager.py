@@ -177,8 +177,8 @@ class SecretManagerSecretStore(SecretStore):
             self.project = self.project or project
             if not self.project:
                 raise UserError(
-                    f"[stores.secret] needs project (or secret = \"projects/P/secrets/"
-                    f"{self.secret_id}\"): no default project was found in the credentials"
+                    f'[stores.secret] needs project (or secret = "projects/P/secrets/'
+                    f'{self.secret_id}"): no default project was found in the credentials'
                 )
             options = {"api_endpoint": self.endpoint} if self.endpoint else None
             self._client = secretmanager.SecretManagerServiceClient(

@@ -71,8 +71,18 @@ def gcs_emulator() -> Iterator[str]:
     )
     port = free_port()
     process = subprocess.Popen(
-        [executable, "start", "--host", LOOPBACK, "--port", str(port), "--in-memory", "-q",
-         "--default-bucket", BUCKET],
+        [
+            executable,
+            "start",
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(port),
+            "--in-memory",
+            "-q",
+            "--default-bucket",
+            BUCKET,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

@@ -14,13 +14,13 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from agentenv_gcp_stores.faults import AccessDenied, MissingResource
+from agentenv_gcp_stores.firestore import FirestoreDocumentStore
 from conftest import PROJECT, FirestoreServer
 
 from agent_env.stores.base import DuplicateKeyError, InvalidQuery
 from agent_env.testing.store_conformance.document import DocumentStoreSuite
 from agent_env.testing.store_conformance.versioned import VersionedStoreSuite
-from agentenv_gcp_stores.faults import AccessDenied, MissingResource
-from agentenv_gcp_stores.firestore import FirestoreDocumentStore
 
 
 def _store(**settings: object) -> FirestoreDocumentStore:
@@ -37,7 +37,9 @@ class TestFirestoreDocumentStore(DocumentStoreSuite):
         store.close()
 
     @pytest.fixture
-    def store_factory(self, firestore_server: FirestoreServer) -> Callable[[], FirestoreDocumentStore]:
+    def store_factory(
+        self, firestore_server: FirestoreServer
+    ) -> Callable[[], FirestoreDocumentStore]:
         return _store
 
 
@@ -101,7 +103,10 @@ def test_queries_that_need_a_composite_index_fall_back_to_python(
     server.control(strict_indexes=True)
     with capture_logs() as logs:
         assert store.find_one(coll, {"id": "t"}, sort=[("version", -1)])["version"] == 3
-    assert sorted(d["version"] for d in store.query(coll, {"id": "t", "version": {"$gt": 1}})) == [2, 3]
+    assert sorted(d["version"] for d in store.query(coll, {"id": "t", "version": {"$gt": 1}})) == [
+        2,
+        3,
+    ]
     found = store.query(coll, {"n": 1, "version": {"$lt": 9}}, sort="-version")
     assert [d["version"] for d in found] == [3, 1]
     assert "needs a composite index" in logs[0]["event"]
@@ -128,7 +133,9 @@ def test_permission_denied_names_the_collection_and_action(
     with pytest.raises(AccessDenied) as caught:
         store.insert(coll, {"a": 1})
     message = str(caught.value)
-    assert message.startswith(f"permission denied: cannot insert into Firestore collection t_{coll}")
+    assert message.startswith(
+        f"permission denied: cannot insert into Firestore collection t_{coll}"
+    )
     with pytest.raises(AccessDenied, match="cannot read"):
         store.query(coll)
 

@@ -405,7 +405,9 @@ class FirestoreFake:
             else:
                 wanted = condition.update_time.seconds * 10**9 + condition.update_time.nanos
                 if current is None or current[2] != wanted:
-                    raise Abort(grpc.StatusCode.FAILED_PRECONDITION, f"update_time mismatch: {name}")
+                    raise Abort(
+                        grpc.StatusCode.FAILED_PRECONDITION, f"update_time mismatch: {name}"
+                    )
         if len(write.update_transforms) or operation == "transform":
             raise Abort(grpc.StatusCode.UNIMPLEMENTED, "field transforms are not used by the store")
         if operation == "delete":

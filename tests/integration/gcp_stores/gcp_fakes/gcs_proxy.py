@@ -183,7 +183,9 @@ class _ProxyHandler(QuietHandler):
         json_api = split.path.startswith(("/storage/v1/", "/upload/", "/download/", "/batch/"))
         if proxy.authority is not None:
             if json_api and not proxy.authority.accepts(self.headers.get("Authorization")):
-                self.send_json(401, _error(401, "Anonymous caller does not have access.", "required"))
+                self.send_json(
+                    401, _error(401, "Anonymous caller does not have access.", "required")
+                )
                 return
             if not json_api and split.path != "/" and not self.signature_ok(split):
                 message = "The request signature we calculated does not match the signature."
@@ -259,7 +261,9 @@ class _ProxyHandler(QuietHandler):
         proxy = self.proxy
         session = proxy.sessions.get(upload_id)
         span = re.match(r"bytes (\d+-(\d+)|\*)/(\d+)", self.headers.get("Content-Range", ""))
-        final = bool(span) and (span.group(2) is None or int(span.group(2)) + 1 == int(span.group(3)))
+        final = bool(span) and (
+            span.group(2) is None or int(span.group(2)) + 1 == int(span.group(3))
+        )
         if session is None or not final:
             return proxy.forward(self.command, target, headers, body)
         with proxy.object_lock(session.bucket, session.name):
@@ -304,9 +308,7 @@ class _ProxyHandler(QuietHandler):
         ):
             return False
         query = "&".join(
-            f"{_rfc3986(k)}={_rfc3986(v)}"
-            for k, v in sorted(pairs)
-            if k != "X-Goog-Signature"
+            f"{_rfc3986(k)}={_rfc3986(v)}" for k, v in sorted(pairs) if k != "X-Goog-Signature"
         )
         header_lines = "".join(
             f"{name}:{' '.join((self.headers.get(name) or '').split())}\n"

@@ -34,13 +34,14 @@ def _b64decode(text: str) -> bytes:
 class Authority:
     """Knows the key's public half and the tokens handed out; checks bearer headers."""
 
-    def __init__(self, project: str = "agentenv-test") -> None:
+    def __init__(self, project: str = "agentenv-test", fixed_token: str | None = None) -> None:
         self.private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.public_key = self.private_key.public_key()
         self.project = project
         self.email = f"agentenv-tests@{project}.iam.gserviceaccount.com"
         self.tokens: set[str] = set()
         self.grants = 0
+        self.fixed_token = fixed_token  # hand out this token every time (a registry password)
         self._lock = threading.Lock()
 
     def key_info(self, token_uri: str) -> dict[str, Any]:
@@ -79,7 +80,7 @@ class Authority:
     def issue(self) -> str:
         with self._lock:
             self.grants += 1
-            token = f"{TOKEN_PREFIX}{self.grants}"
+            token = self.fixed_token or f"{TOKEN_PREFIX}{self.grants}"
             self.tokens.add(token)
         return token
 

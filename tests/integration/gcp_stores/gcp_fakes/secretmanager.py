@@ -23,9 +23,17 @@ import google_crc32c
 from gcp_fakes.http import QuietHandler, serving
 from gcp_fakes.oauth import Authority
 
-_ACCESS = re.compile(r"^/v1/(?P<secret>projects/[^/]+/secrets/[^/]+)/versions/(?P<version>[^/:]+):access$")
-_STATUS = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_ACCESS = re.compile(
+    r"^/v1/(?P<secret>projects/[^/]+/secrets/[^/]+)/versions/(?P<version>[^/:]+):access$"
+)
+_STATUS = {
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
 
 class SecretManagerFake:
@@ -78,7 +86,9 @@ class SecretManagerFake:
 
 
 def _error(code: int, message: str) -> tuple[int, dict[str, Any]]:
-    return code, {"error": {"code": code, "message": message, "status": _STATUS.get(code, "UNKNOWN")}}
+    return code, {
+        "error": {"code": code, "message": message, "status": _STATUS.get(code, "UNKNOWN")}
+    }
 
 
 class _Handler(QuietHandler):
