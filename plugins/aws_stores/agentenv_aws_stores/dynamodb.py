@@ -239,7 +239,15 @@ class _Derived:
 
 
 class _DocConflict(Exception):
-    """The document's condition failed (it exists, or its revision moved on)."""
+    """The document's condition failed (it exists, or its revision moved on).
+
+    ``current`` is the document as DynamoDB found it (``None``: absent), returned with the
+    refusal (``ReturnValuesOnConditionCheckFailure``), which saves reading it again.
+    """
+
+    def __init__(self, current: StoredDocument | None) -> None:
+        super().__init__("document condition failed")
+        self.current = current
 
 
 class _MetaChanged(Exception):
@@ -581,13 +589,12 @@ class DynamoDocumentStore(DocumentStore):
         rewrite_all = old is None or exp != old.exp
         actions: list[dict[str, Any]] = []
         doc_key = self._doc_key(collection, id)
+        doc_condition: dict[str, Any] = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         if old is None:
-            doc_condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+            doc_condition["ConditionExpression"] = "attribute_not_exists(pk)"
         else:
-            doc_condition = {
-                "ConditionExpression": "rev = :rev",
-                "ExpressionAttributeValues": {":rev": {"N": str(old.rev)}},
-            }
+            doc_condition["ConditionExpression"] = "rev = :rev"
+            doc_condition["ExpressionAttributeValues"] = {":rev": {"N": str(old.rev)}}
         if new is None:
             actions.append({"Delete": {"TableName": self.table, "Key": doc_key, **doc_condition}})
         else:
@@ -641,7 +648,8 @@ class DynamoDocumentStore(DocumentStore):
             if any(c in ("TransactionConflict", "ThrottlingError") for c in codes):
                 raise _Contended() from None
             if codes and codes[0] == "ConditionalCheckFailed":
-                raise _DocConflict() from None
+                item = reasons[0].get("Item")
+                raise _DocConflict(self._parse_doc(item) if item else None) from None
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
                 raise _MetaChanged() from None
             for position, code in enumerate(codes):
@@ -688,7 +696,7 @@ class DynamoDocumentStore(DocumentStore):
         try:
             self._commit(collection, meta, stored, None, str(uuid.uuid4()), id)
         except (_DocConflict, _MetaChanged, _Contended):
-            pass
+            pass  # someone else changed or removed it first
 
     def _write(
         self,
@@ -719,8 +727,8 @@ class DynamoDocumentStore(DocumentStore):
             try:
                 self._commit(collection, meta, current, new, token, id)  # type: ignore[arg-type]
                 return True
-            except _DocConflict:
-                current = self._get(collection, id)
+            except _DocConflict as conflict:
+                current = conflict.current
                 if new is not None and current is not None and current.token == token:
                     return True  # our own write landed; its retry was refused
                 if new is None and current is None:

@@ -44,6 +44,15 @@ def _moto_command() -> list[str]:
     return [sys.executable, str(Path(__file__).with_name("moto_serial_server.py"))]
 
 
+def _die_with_parent() -> None:
+    """Linux: the emulator gets SIGKILL if the test process dies without stopping it."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class MotoServer:
     """A ``moto_server`` subprocess on a free loopback port, stopped by :meth:`stop`."""
 
@@ -56,7 +65,7 @@ class MotoServer:
             self.process = subprocess.Popen(
                 [*command, "-H", "127.0.0.1", "-p", str(self.port)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})},
+                env={**os.environ, **(env or {})}, preexec_fn=_die_with_parent,
             )
         deadline = time.monotonic() + 30
         while True:

@@ -23,8 +23,10 @@ from aws_moto import CREDENTIALS, REGION, start_moto
 def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The endpoint URL of a moto server shared by the session's tests."""
     server = start_moto(tmp_path_factory, "moto")
-    yield server.url
-    server.stop()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

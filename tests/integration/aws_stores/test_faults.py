@@ -28,9 +28,16 @@ BUCKET, TABLE, SECRET = "agentenv-locked", "agentenv-locked", "agentenv/locked"
 @pytest.fixture(scope="module")
 def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Settings for a user with no permissions on a moto server that enforces IAM."""
+    server: MotoServer = start_moto(tmp_path_factory, "moto-iam")
+    try:
+        yield _lock_down(server)
+    finally:
+        server.stop()
+
+
+def _lock_down(server: MotoServer) -> dict[str, Any]:
     import boto3
 
-    server: MotoServer = start_moto(tmp_path_factory, "moto-iam")
     admin = {"endpoint_url": server.url, "region_name": REGION,
              "aws_access_key_id": "AKIAADMINADMINADMIN0", "aws_secret_access_key": "admin"}
     session = boto3.session.Session()
@@ -44,13 +51,12 @@ def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     iam.create_user(UserName="nobody")
     key = iam.create_access_key(UserName="nobody")["AccessKey"]
     server.post("/moto-api/reset-auth", b"0")  # from now on every request is checked
-    yield {
+    return {
         "endpoint_url": server.url,
         "region": REGION,
         "access_key_id": key["AccessKeyId"],
         "secret_access_key": key["SecretAccessKey"],
     }
-    server.stop()
 
 
 def assert_denied(caught: pytest.ExceptionInfo[AccessDenied], action: str, resource: str) -> None:
