@@ -133,7 +133,8 @@ for argv in (["plugin", "list"], ["run", "hello"]):
         assert exit.code in (0, None), (argv, exit.code)
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore"))
     assert not loaded, (argv, loaded[:5])
-assert "agentenv_aws_stores.plugin" in sys.modules  # the plugin was loaded, cheaply
+assert "agentenv_aws_stores.plugin" in sys.modules  # the plugin was loaded, cheaply:
+assert "agentenv_aws_stores.dynamodb" not in sys.modules  # store modules wait to be chosen
 print("boto3 never imported")
 """
 
