@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import smol
-from agentenv_smol_vm import provider as smol_provider
-from agentenv_smol_vm.provider import SmolVmSandboxProvider, check_platform, probe_boot
 
 from agent_env.sandbox.base import SandboxSpec, SandboxUnsupported
+from agentenv_smol_vm import provider as smol_provider
+from agentenv_smol_vm.provider import SmolVmSandboxProvider, check_platform, probe_boot
 
 
 class FakeMachine:

@@ -7,9 +7,9 @@ cannot emulate), so it skips with that declared capability and the probe's reaso
 from __future__ import annotations
 
 import pytest
-from agentenv_smol_vm.provider import SmolVmSandboxProvider
 
 from agent_env.sandbox.base import SandboxSpec
+from agentenv_smol_vm.provider import SmolVmSandboxProvider
 
 REASON = SmolVmSandboxProvider.availability()
 

@@ -7,11 +7,11 @@ containers, so commands, copies and ports really happen.
 from __future__ import annotations
 
 import pytest
-from agentenv_tenki.provider import TenkiSandboxProvider
 from fake_tenki import API_KEY, BASE_IMAGE, DOCKER_SNAPSHOT, FakeTenkiRPC
 
 from agent_env.sandbox.base import Sandbox, SandboxProvider
 from agent_env.testing.provider_conformance import ProviderConformance
+from agentenv_tenki.provider import TenkiSandboxProvider
 
 pytestmark = pytest.mark.docker
 

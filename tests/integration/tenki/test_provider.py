@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentenv_tenki.provider import TenkiConfigError, TenkiSandbox, TenkiSandboxProvider
 from fake_tenki import API_KEY, DOCKER_SNAPSHOT, FakeTenkiRPC
 
 from agent_env.sandbox.base import SandboxSpec
+from agentenv_tenki.provider import TenkiConfigError, TenkiSandbox, TenkiSandboxProvider
 
 AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 

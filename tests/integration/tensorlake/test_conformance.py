@@ -7,11 +7,11 @@ real containers, so commands, copies and ports really happen.
 from __future__ import annotations
 
 import pytest
-from agentenv_tensorlake.provider import TensorlakeSandboxProvider
 from fake_tensorlake import API_KEY, BASE_IMAGE, FakeTensorlake
 
 from agent_env.sandbox.base import Sandbox, SandboxProvider
 from agent_env.testing.provider_conformance import ProviderConformance
+from agentenv_tensorlake.provider import TensorlakeSandboxProvider
 
 pytestmark = pytest.mark.docker
 

@@ -11,14 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_tensorlake import API_KEY, FakeTensorlake
+
+from agent_env.sandbox.base import SandboxSpec, SandboxUnsupported
 from agentenv_tensorlake.provider import (
     DEFAULT_IMAGE,
     TensorlakeConfigError,
     TensorlakeSandboxProvider,
 )
-from fake_tensorlake import API_KEY, FakeTensorlake
-
-from agent_env.sandbox.base import SandboxSpec, SandboxUnsupported
 
 AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
