@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentenv_gcp_stores.artifact_registry import ArtifactRegistryImageStore
-from agentenv_gcp_stores.faults import AccessDenied, MissingResource
 from conftest import PROJECT, in_ci
 from gcp_fakes.oauth import Authority, token_endpoint
 from gcp_fakes.registry import artifact_registry_api, registry, registry_binary
 
 from agent_env.errors import UserError
 from agent_env.stores.base import ImageStore
+from agentenv_gcp_stores.artifact_registry import ArtifactRegistryImageStore
+from agentenv_gcp_stores.faults import AccessDenied, MissingResource
 
 TOKEN = "ya29.registry-" + uuid.uuid4().hex
 

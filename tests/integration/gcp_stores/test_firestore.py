@@ -14,13 +14,13 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from agentenv_gcp_stores.faults import AccessDenied, MissingResource
-from agentenv_gcp_stores.firestore import FirestoreDocumentStore
 from conftest import PROJECT, FirestoreServer
 
 from agent_env.stores.base import DuplicateKeyError, InvalidQuery
 from agent_env.testing.store_conformance.document import DocumentStoreSuite
 from agent_env.testing.store_conformance.versioned import VersionedStoreSuite
+from agentenv_gcp_stores.faults import AccessDenied, MissingResource
+from agentenv_gcp_stores.firestore import FirestoreDocumentStore
 
 
 def _store(**settings: object) -> FirestoreDocumentStore:

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from agentenv_gcp_stores.faults import AccessDenied, MissingResource
-from agentenv_gcp_stores.gcs import GcsObjectStore
 from conftest import BUCKET, PROJECT
 from gcp_fakes.gcs_proxy import GcsProxy
 
 from agent_env.stores.base import ObjectExists, ObjectNotFound, UnsupportedOperation
 from agent_env.testing.store_conformance.object import ObjectStoreSuite
+from agentenv_gcp_stores.faults import AccessDenied, MissingResource
+from agentenv_gcp_stores.gcs import GcsObjectStore
 
 
 def _store(url: str, key_file: Path, **settings: object) -> GcsObjectStore:

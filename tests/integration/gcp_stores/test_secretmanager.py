@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
-from agentenv_gcp_stores.faults import AccessDenied, MissingResource
-from agentenv_gcp_stores.secretmanager import SecretManagerSecretStore
 from conftest import PROJECT
 
 from agent_env.stores.base import StoreError
 from agent_env.testing.store_conformance.secret import SEEDED_SECRETS, SecretStoreSuite
+from agentenv_gcp_stores.faults import AccessDenied, MissingResource
+from agentenv_gcp_stores.secretmanager import SecretManagerSecretStore
 
 
 def _secret(fake: Any, data: bytes | str) -> str:
