@@ -330,6 +330,16 @@ def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandb
                       dry_run=dry_run)
 
 
+def check_sandbox_chain(chain: Sequence[str]) -> None:
+    """Before anything is written or run: the provider ``--sandbox`` picks must be configured.
+
+    A missing API key or a bad setting is then one ``Error:`` line, not a failed deploy step.
+    """
+    from agent_env.tasks.sandboxes import choose_provider, open_provider
+
+    open_provider(choose_provider(list(chain)))
+
+
 def run_bundle(
     text: str, *, tasks: Sequence[str] = (), eval_name: str | None = None,
     sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
@@ -350,6 +360,8 @@ def run_bundle(
     versioned = versioned_store()
     plan = plan_bundle(bundle, parse_problems=problems, task_names=tasks, eval_name=eval_name,
                        sandbox_chain=chain, stored=entity_exists(versioned))
+    if chain and not dry_run:
+        check_sandbox_chain(chain)
     objects = object_store()
     ledger = Ledger(versioned, objects, dry_run=dry_run).write_plan(plan)
     for line in ledger.lines:

@@ -97,9 +97,10 @@ def test_run_echo_mcp_without_an_api_key_fails_naming_the_missing_key(tmp_path: 
     assert done.returncode == 1, done.stdout + done.stderr
     expected = ("the tensorlake sandbox provider needs an API key: set api_key in "
                 "[sandbox.providers.tensorlake.config]")
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if expected in line]
-    assert lines, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
+    # checked before anything is written or run: one Error line, nothing on stdout
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith(f"Error: {expected}")
+    assert done.stdout == ""
 
 
 def test_the_plugin_is_listed_active() -> None:
