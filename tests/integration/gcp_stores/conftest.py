@@ -26,13 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gcp_fakes.gcs_proxy import GcsProxy, gcs_proxy
 from gcp_fakes.http import LOOPBACK, free_port
 from gcp_fakes.oauth import Authority, token_endpoint
-
-PROJECT = "agentenv-test"
-BUCKET = "agentenv-test-bucket"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from gcp_fakes.testbed import BUCKET, PROJECT, FirestoreServer
 
 
 def _wait_http(url: str, process: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:
@@ -113,20 +107,6 @@ def secret_manager_fake(authority: Authority, key_file: Path) -> Iterator[tuple[
 
     with secret_manager(authority) as served:
         yield served
-
-
-class FirestoreServer:
-    """The fake Firestore running in its own process, and its control line (see the fake)."""
-
-    def __init__(self, process: subprocess.Popen[str], host: str) -> None:
-        self.process = process
-        self.host = host
-
-    def control(self, **command: Any) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())
 
 
 @pytest.fixture(scope="session")

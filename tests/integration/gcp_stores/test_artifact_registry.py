@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PROJECT, in_ci
 from gcp_fakes.oauth import Authority, token_endpoint
 from gcp_fakes.registry import artifact_registry_api, registry, registry_binary
+from gcp_fakes.testbed import PROJECT, in_ci
 
 from agent_env.errors import UserError
 from agent_env.stores.base import ImageStore

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import PROJECT, FirestoreServer
+from gcp_fakes.testbed import PROJECT, FirestoreServer
 
 from agent_env.stores.base import DuplicateKeyError, InvalidQuery
 from agent_env.testing.store_conformance.document import DocumentStoreSuite

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import BUCKET, PROJECT
 from gcp_fakes.gcs_proxy import GcsProxy
+from gcp_fakes.testbed import BUCKET, PROJECT
 
 from agent_env.stores.base import ObjectExists, ObjectNotFound, UnsupportedOperation
 from agent_env.testing.store_conformance.object import ObjectStoreSuite

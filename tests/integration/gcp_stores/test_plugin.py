@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BUCKET, PROJECT, FirestoreServer
+from gcp_fakes.testbed import BUCKET, PROJECT, FirestoreServer
 
 from agent_env.config import load_config
 from agent_env.errors import ConfigError

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import PROJECT
+from gcp_fakes.testbed import PROJECT
 
 from agent_env.stores.base import StoreError
 from agent_env.testing.store_conformance.secret import SEEDED_SECRETS, SecretStoreSuite
