@@ -24,7 +24,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import random
 import threading
+import time
 import uuid
 from typing import Any, BinaryIO, NoReturn
 
@@ -33,6 +35,7 @@ from agent_env.stores.base import (
     ObjectMeta,
     ObjectNotFound,
     ObjectStore,
+    StoreError,
     validate_key,
     validate_prefix,
 )
@@ -43,6 +46,7 @@ MIN_PART_SIZE = 5 * 1024 * 1024  # S3's floor for every multipart part but the l
 _SHA_KEY = "sha256"
 _WRITE_KEY = "write-id"
 _MISSING_KEY_CODES = ("NoSuchKey", "404", "NotFound")
+CONFLICT_ATTEMPTS = 5
 
 
 class _BodyStream(io.RawIOBase):
@@ -71,7 +75,7 @@ class S3ObjectStore(ObjectStore):
     def __init__(
         self,
         *,
-        bucket: str,
+        bucket: str | None = None,
         prefix: str = "",
         region: str | None = None,
         endpoint_url: str | None = None,
@@ -200,14 +204,19 @@ class S3ObjectStore(ObjectStore):
             options: dict[str, Any] = {} if allow_overwrite else {"IfNoneMatch": "*"}
             from botocore.exceptions import ClientError
 
-            try:
-                answer = self.client.put_object(
-                    Bucket=self.bucket, Key=s3_key, Body=first, ContentType=content_type,
-                    Metadata=metadata, **options,
-                )
-            except ClientError as exc:
-                self._refused_write(exc, key, write_id)
-                return self.metadata(key)
+            for attempt in range(CONFLICT_ATTEMPTS):
+                try:
+                    answer = self.client.put_object(
+                        Bucket=self.bucket, Key=s3_key, Body=first, ContentType=content_type,
+                        Metadata=metadata, **options,
+                    )
+                    break
+                except ClientError as exc:
+                    if _in_flight(exc) and attempt + 1 < CONFLICT_ATTEMPTS:
+                        time.sleep(random.uniform(0, 0.05 * 2**attempt))
+                        continue
+                    self._refused_write(exc, key, write_id)
+                    return self.metadata(key)
             return ObjectMeta(
                 key=key, size=len(first), content_type=content_type,
                 etag=_etag(answer["ETag"]), sha256=digest, updated=dt.datetime.now(dt.UTC),
@@ -218,14 +227,21 @@ class S3ObjectStore(ObjectStore):
     def _refused_write(self, exc: BaseException, key: str, write_id: str) -> None:
         """Return if the refused write is our own earlier attempt; else raise the right error."""
         code = error_code(exc)
-        if code in ("PreconditionFailed", "ConditionalRequestConflict", "412"):
+        if code in ("PreconditionFailed", "412") or _in_flight(exc):
             try:
                 existing = self._head(key)
             except ObjectNotFound:
                 existing = None
             if existing is not None and existing.get("Metadata", {}).get(_WRITE_KEY) == write_id:
                 return  # a retry of a write that had already landed
-            raise ObjectExists(key) from None
+            if existing is not None:
+                raise ObjectExists(key) from None
+            if _in_flight(exc):
+                raise StoreError(
+                    f"object '{key}': concurrent conditional writes kept conflicting (409); "
+                    "try again"
+                ) from None
+            raise ObjectExists(key) from None  # deleted since it refused us: still a loss
         self._fail(exc, "s3:PutObject", key)
 
     def _put_multipart(
@@ -382,6 +398,11 @@ class S3ObjectStore(ObjectStore):
                 self._client.close()
                 self._client = None
                 self._bucket_checked = False
+
+
+def _in_flight(exc: BaseException) -> bool:
+    """S3's 409: another conditional write to the key is in progress (retry, then decide)."""
+    return error_code(exc) == "ConditionalRequestConflict"
 
 
 def _etag(value: str) -> str:

@@ -39,7 +39,7 @@ class SecretsManagerSecretStore(SecretStore):
     def __init__(
         self,
         *,
-        secret_id: str,
+        secret_id: str | None = None,
         ttl: float = 300.0,
         retry_after: float = 30.0,
         version_stage: str | None = None,

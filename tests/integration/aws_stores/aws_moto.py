@@ -149,6 +149,26 @@ class Throttle:
         return AWSResponse(request.url, 503 if not self.json_protocol else 400, headers, _Raw(body))
 
 
+class Conflict:
+    """A ``before-send`` hook answering the first ``times`` S3 writes with 409: another
+    conditional write to the key is in flight (S3 says: retry)."""
+
+    def __init__(self, times: int) -> None:
+        self.remaining = times
+        self.refused = 0
+
+    def __call__(self, request: Any, **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        if self.remaining <= 0:
+            return None
+        self.remaining -= 1
+        self.refused += 1
+        body = (b"<Error><Code>ConditionalRequestConflict</Code>"
+                b"<Message>A conflicting operation is in progress</Message></Error>")
+        return AWSResponse(request.url, 409, {"Content-Type": "application/xml"}, _Raw(body))
+
+
 class _Raw:
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -170,9 +190,10 @@ def unavailable(message: str) -> None:
 
 def start_moto(tmp_path_factory: pytest.TempPathFactory, name: str) -> MotoServer:
     try:
-        import agentenv_aws_stores  # noqa: F401
         import boto3  # noqa: F401
         import moto  # noqa: F401
+
+        import agentenv_aws_stores  # noqa: F401
     except ImportError as exc:
         unavailable(f"the aws_stores plugin or moto is not installed ({exc}; {INSTALL})")
     try:

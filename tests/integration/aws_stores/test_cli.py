@@ -38,19 +38,32 @@ def agent_env(
 
 
 def moto_config(moto_server: str, name: str) -> str:
-    common = textwrap.dedent(f"""\
+    """Documents on DynamoDB with ``env:`` credentials, objects on S3 with ``secret:`` ones."""
+    return textwrap.dedent(f"""\
+        [stores.secret]
+        backend = "local"
+        use_environment = false
+        values = {{ hello_aws_key = "AKIASECRETSECRETSEC0", hello_aws_secret = "from-secrets" }}
+
+        [stores.document]
+        backend = "dynamodb"
+        table = "{name}"
+        create_table = true
         region = "us-east-1"
         endpoint_url = "{moto_server}"
         access_key_id = "env:HELLO_AWS_KEY"
         secret_access_key = "env:HELLO_AWS_SECRET"
+
+        [stores.object]
+        backend = "s3"
+        bucket = "{name}"
+        create_bucket = true
+        prefix = "hello-run"
+        region = "us-east-1"
+        endpoint_url = "{moto_server}"
+        access_key_id = "secret:hello_aws_key"
+        secret_access_key = "secret:hello_aws_secret"
         """)
-    return (
-        f'[stores.document]\nbackend = "dynamodb"\ntable = "{name}"\ncreate_table = true\n'
-        + common
-        + f'\n[stores.object]\nbackend = "s3"\nbucket = "{name}"\ncreate_bucket = true\n'
-        + 'prefix = "hello-run"\n'
-        + common
-    )
 
 
 def test_hello_runs_on_moto_backed_stores(

@@ -9,14 +9,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from agentenv_aws_stores.aws import ResourceMissing
-from agentenv_aws_stores.dynamodb import DynamoDocumentStore, equality_key, sort_key
 from aws_moto import LostAnswer, Throttle
 
 from agent_env.stores.base import DuplicateKeyError
 from agent_env.stores.versioned import VersionedStore
 from agent_env.testing.store_conformance.document import DocumentStoreSuite
 from agent_env.testing.store_conformance.versioned import VersionedStoreSuite
+from agentenv_aws_stores.aws import ResourceMissing
+from agentenv_aws_stores.dynamodb import DynamoDocumentStore, equality_key, sort_key
 
 
 @pytest.fixture

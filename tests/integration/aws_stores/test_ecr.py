@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from agentenv_aws_stores.ecr import EcrImageStore
 
 from agent_env.stores.base import RegistryAuth
+from agentenv_aws_stores.ecr import EcrImageStore
 
 
 @pytest.fixture

@@ -12,15 +12,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from aws_moto import REGION, MotoServer, start_moto
+
+from agent_env.errors import UserError
+from agent_env.stores.base import StoreError
 from agentenv_aws_stores.aws import AccessDenied, raise_for
 from agentenv_aws_stores.dynamodb import DynamoDocumentStore
 from agentenv_aws_stores.ecr import EcrImageStore
 from agentenv_aws_stores.s3 import S3ObjectStore
 from agentenv_aws_stores.secretsmanager import SecretsManagerSecretStore
-from aws_moto import REGION, MotoServer, start_moto
-
-from agent_env.errors import UserError
-from agent_env.stores.base import StoreError
 
 BUCKET, TABLE, SECRET = "agentenv-locked", "agentenv-locked", "agentenv/locked"
 

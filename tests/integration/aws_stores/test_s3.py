@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aws_moto import Conflict, LostAnswer, Throttle
+
+from agent_env.stores.base import ObjectExists, ObjectNotFound, StoreError
+from agent_env.testing.store_conformance.object import ObjectStoreSuite
 from agentenv_aws_stores.aws import ResourceMissing
 from agentenv_aws_stores.s3 import S3ObjectStore
-from aws_moto import LostAnswer, Throttle
-
-from agent_env.stores.base import ObjectExists, ObjectNotFound
-from agent_env.testing.store_conformance.object import ObjectStoreSuite
 
 BUCKET = "agentenv-conformance"
 
@@ -106,6 +106,19 @@ def test_throttling_is_retried_with_backoff(aws: dict[str, Any], bucket: str) ->
     store.client.meta.events.register("before-send.s3.PutObject", throttle)
     store.put("k", b"x")
     assert throttle.refused == 1 and store.get("k") == b"x"
+
+
+def test_a_conflicting_write_in_flight_is_retried(aws: dict[str, Any], bucket: str) -> None:
+    store = S3ObjectStore(bucket=bucket, prefix="conflict", **aws)
+    conflict = Conflict(2)
+    store.client.meta.events.register("before-send.s3.PutObject", conflict)
+    store.put("k", b"x")
+    assert conflict.refused == 2 and store.get("k") == b"x"
+    conflict.remaining = 10  # it never clears: the writer that holds the key decides
+    with pytest.raises(ObjectExists):
+        store.put("k", b"y")
+    with pytest.raises(StoreError, match="kept conflicting"):
+        store.put("other", b"y")
 
 
 def test_multipart_streams_keep_write_once(aws: dict[str, Any], bucket: str) -> None:

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from agentenv_aws_stores.aws import ResourceMissing
-from agentenv_aws_stores.secretsmanager import SecretsManagerSecretStore
 
 from agent_env.testing.store_conformance.secret import SEEDED_SECRETS, SecretStoreSuite
+from agentenv_aws_stores.aws import ResourceMissing
+from agentenv_aws_stores.secretsmanager import SecretsManagerSecretStore
 
 
 @pytest.fixture(scope="session")
