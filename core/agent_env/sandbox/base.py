@@ -13,6 +13,11 @@ The rules a provider keeps (checked by the provider conformance suite):
 * ``provider.attach(sandbox_id)`` finds a sandbox again from its id alone (after a crash);
 * a request the provider cannot honour (a network policy, a mode) is refused with
   :class:`SandboxUnsupported` and a message saying what it cannot do.
+
+Network policies are named: ``None`` (the provider's default) and ``"no-internet"`` (no route
+out of the sandbox). A provider lists the ones it enforces in ``network_policies``.
+
+The conformance suite every provider runs is :mod:`agent_env.testing.provider_conformance`.
 """
 
 from __future__ import annotations
@@ -149,6 +154,8 @@ class SandboxProvider(abc.ABC):
     name: ClassVar[str]
     #: The modes this provider can create; others are refused with SandboxUnsupported.
     modes: ClassVar[tuple[str, ...]] = ("vm", "container")
+    #: The network policies this provider enforces; any other is refused.
+    network_policies: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_config(cls, **settings: Any) -> SandboxProvider:
@@ -169,7 +176,11 @@ class SandboxProvider(abc.ABC):
         """Find a sandbox from its id alone, or None if it no longer exists."""
 
     async def list_sandboxes(self, labels: dict[str, str]) -> list[Sandbox]:
-        """Sandboxes carrying all ``labels`` (for ``agent-env gc``); empty if unsupported."""
+        """Sandboxes carrying all ``labels`` (for ``agent-env gc``).
+
+        A provider whose service cannot filter by label returns an empty list: gc then cannot
+        find its leftovers, and their TTL is the only cleanup.
+        """
         return []
 
     def check_spec(self, spec: SandboxSpec) -> None:
@@ -179,8 +190,9 @@ class SandboxProvider(abc.ABC):
                 f"the '{self.name}' sandbox provider cannot create mode '{spec.mode}' "
                 f"sandboxes (it supports: {', '.join(self.modes)})"
             )
-        if spec.network_policy is not None:
+        if spec.network_policy is not None and spec.network_policy not in self.network_policies:
+            enforced = ", ".join(self.network_policies) or "none"
             raise SandboxUnsupported(
                 f"the '{self.name}' sandbox provider cannot enforce network policy "
-                f"'{spec.network_policy}'"
+                f"'{spec.network_policy}' (it enforces: {enforced})"
             )
