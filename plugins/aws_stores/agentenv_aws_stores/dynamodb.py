@@ -579,7 +579,10 @@ class DynamoDocumentStore(DocumentStore):
         token: str,
         id: str,
     ) -> None:
-        """Write ``new`` over ``old`` (insert when ``old`` is None, delete when ``new`` is)."""
+        """Write ``new`` over ``old`` (insert when ``old`` is None, delete when ``new`` is).
+
+        ``token`` marks the document as written by this logical write (kept across attempts).
+        """
         from botocore.exceptions import ClientError
 
         derived = self._derived(collection, meta, new) if new is not None else {}
@@ -638,9 +641,11 @@ class DynamoDocumentStore(DocumentStore):
                 f"{MAX_TRANSACTION_ITEMS}-item transaction limit (too many indexes)"
             )
         try:
+            # A fresh request token per attempt: botocore's own retries of this call reuse it
+            # (DynamoDB then applies it once), while a new attempt with new items must not.
             self._call(
                 "transact_write_items", "dynamodb:TransactWriteItems",
-                TransactItems=actions, ClientRequestToken=token,
+                TransactItems=actions, ClientRequestToken=str(uuid.uuid4()),
             )
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
@@ -693,10 +698,14 @@ class DynamoDocumentStore(DocumentStore):
         self, collection: str, meta: CollectionMeta, id: str, stored: StoredDocument
     ) -> None:
         """Delete an expired document and its index items (losing a race to another is fine)."""
-        try:
-            self._commit(collection, meta, stored, None, str(uuid.uuid4()), id)
-        except (_DocConflict, _MetaChanged, _Contended):
-            pass  # someone else changed or removed it first
+        for _ in range(3):
+            try:
+                self._commit(collection, meta, stored, None, str(uuid.uuid4()), id)
+                return
+            except _MetaChanged:
+                meta = self._meta(collection, fresh=True)
+            except (_DocConflict, _Contended):
+                return  # someone else changed or removed it first
 
     def _write(
         self,
