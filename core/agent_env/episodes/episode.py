@@ -103,6 +103,8 @@ class Episode:
         self._run: asyncio.Future[TaskResult] | None = None
         self._driver: asyncio.Future[None] | None = None
         self._abandoning: asyncio.Future[None] | None = None
+        self._admission = asyncio.Lock()
+        self._admitted = False
 
     def __repr__(self) -> str:
         return f"<Episode {self.id}: {self.state}>"
@@ -132,6 +134,23 @@ class Episode:
         """Wait for the next change (a turn, the run's end); cancelling it cancels only it."""
         self._changed.clear()
         await self._changed.wait()
+
+    async def admit_envs(self) -> None:
+        """Wait for room under the spec's ``max_envs`` (once per episode; given back at its
+        teardown, after its envs went down or back to the pool)."""
+        slots = self.spec.env_slots
+        if slots is None:
+            return
+        async with self._admission:
+            if self._admitted:
+                return
+            await slots.acquire()
+            self._admitted = True
+
+            async def give_room_back() -> None:
+                slots.release()
+
+            self.ctx.on_teardown("room", "room for this episode's envs", give_room_back)
 
     # -- running --------------------------------------------------------------------------------
 

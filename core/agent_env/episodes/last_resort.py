@@ -4,6 +4,10 @@ Episodes tear down when their run ends and a spec's pool when it is closed; this
 rest: a training loop that exits without closing its spec, or an event loop shut down while a
 teardown was still going. Each teardown is registered while it has something up; at exit the
 ones with items left run once more, in a fresh event loop, best effort and silently.
+
+It runs among ``threading``'s exit hooks rather than :mod:`atexit`'s: those run earlier, while
+worker threads can still start (sandbox providers block in threads; by the time :mod:`atexit`
+runs, ``concurrent.futures`` refuses new work).
 """
 
 from __future__ import annotations
@@ -22,9 +26,22 @@ def keep(teardown: Teardown) -> None:
     """Tear ``teardown`` down at exit unless :func:`release` is called first."""
     global _INSTALLED
     if not _INSTALLED:
-        atexit.register(tear_down_left)
+        _install()
         _INSTALLED = True
     _OPEN[id(teardown)] = teardown
+
+
+def _install() -> None:
+    import concurrent.futures.thread  # noqa: F401  (its exit hook must be registered first)
+    import threading
+
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is None:
+            raise RuntimeError
+        register(tear_down_left)  # runs before concurrent.futures' hook (reverse order)
+    except RuntimeError:
+        atexit.register(tear_down_left)
 
 
 def release(teardown: Teardown) -> None:

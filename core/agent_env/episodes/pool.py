@@ -213,17 +213,22 @@ async def reset_env(deployment: Any) -> None:
 
 
 @functools.cache
-def pooled_step_type(base: type[Step]) -> type[Step]:
-    """``base`` (the registered ``deploy_env``) with its deploys going through the pool."""
+def episode_env_step_type(base: type[Step]) -> type[Step]:
+    """``base`` (the registered ``deploy_env``) as episodes run it: first room under the spec's
+    ``max_envs``, then an env from the pool (``reuse_envs``) or a deploy of its own."""
 
     @attrs.define(kw_only=True)
-    class PooledDeployEnv(base):  # type: ignore[valid-type,misc]
+    class EpisodeDeployEnv(base):  # type: ignore[valid-type,misc]
         async def run(self, ctx: TaskContext) -> None:
-            pool = getattr(getattr(ctx, "episode", None), "pool", None)
-            if pool is None:
+            episode = getattr(ctx, "episode", None)
+            if episode is None:
                 await base.run(self, ctx)
                 return
-            await pool.lend(self, ctx, base.run)
+            await episode.admit_envs()
+            if episode.pool is None:
+                await base.run(self, ctx)
+            else:
+                await episode.pool.lend(self, ctx, base.run)
 
-    PooledDeployEnv.__name__ = PooledDeployEnv.__qualname__ = f"Pooled{base.__name__}"
-    return PooledDeployEnv
+    EpisodeDeployEnv.__name__ = EpisodeDeployEnv.__qualname__ = f"Episode{base.__name__}"
+    return EpisodeDeployEnv

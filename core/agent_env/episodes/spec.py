@@ -8,6 +8,7 @@ per call; they share nothing but the pool.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import string
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env.episodes.episode import SPEC_LABEL, Episode, EpisodeDeployAgent
 from agent_env.episodes.errors import EpisodeError
-from agent_env.episodes.pool import EnvPool, pooled_step_type
+from agent_env.episodes.pool import EnvPool, episode_env_step_type
 from agent_env.episodes.rules import EpisodePlan, Prompt, check_arguments, plan_episode
 from agent_env.episodes.task_source import Task
 
@@ -31,6 +32,11 @@ def _short_id(prefix: str) -> str:
     return f"{prefix}-{''.join(secrets.choice(_ALPHABET) for _ in range(8))}"
 
 
+def envs_per_episode(task: Task) -> int:
+    """How many envs one episode deploys (its ``deploy_env`` steps)."""
+    return sum(1 for raw in task.steps if raw.get("type") == "deploy_env")
+
+
 class EpisodeSpec:
     """How to play a task from outside: which agents, with what deadline, reusing envs or not."""
 
@@ -43,6 +49,7 @@ class EpisodeSpec:
         seed: Mapping[str, Any] | None = None,
         turn_timeout: float | None = None,
         reuse_envs: bool = False,
+        max_envs: int | None = None,
         instances: InstanceStore | None = None,
         sandbox_chain: Sequence[str] | None = None,
     ) -> None:
@@ -56,6 +63,12 @@ class EpisodeSpec:
         self.sandbox_chain = list(sandbox_chain) if sandbox_chain else None
         self.labels = {SPEC_LABEL: self.id}
         self.pool = EnvPool(f"{self.id}-pool", self.labels) if reuse_envs else None
+        self.max_envs = max_envs
+        #: Room for episodes' envs under ``max_envs`` (one slot holds one episode's envs).
+        self.env_slots: asyncio.Semaphore | None = None
+        if max_envs is not None:
+            per_episode = max(1, envs_per_episode(task))
+            self.env_slots = asyncio.Semaphore(max(1, max_envs // per_episode))
         self.closed = False
         self._live: dict[str, Episode] = {}
 
@@ -68,6 +81,7 @@ class EpisodeSpec:
         seed: Mapping[str, Any] | None = None,
         turn_timeout: float | None = None,
         reuse_envs: bool = False,
+        max_envs: int | None = None,
         sandbox: str | Sequence[str] | None = None,
         instances: InstanceStore | None = None,
     ) -> EpisodeSpec:
@@ -75,22 +89,32 @@ class EpisodeSpec:
 
         ``trainer_agents`` defaults to the task's only prompted agent; ``turn_timeout`` replaces
         every outside prompt's ``timeout_seconds``; ``reuse_envs`` resets and reuses envs
-        between episodes; ``sandbox`` is a provider chain for every sandbox (like ``--sandbox``);
+        between episodes; ``max_envs`` bounds the envs up at once (further episodes wait at
+        their ``deploy_env`` for an earlier one to give its envs back: a small machine runs out
+        of Docker networks before it runs out of episodes); ``sandbox`` is a provider chain for
+        every sandbox (like ``--sandbox``);
         ``instances`` is where run records go (default: the configured document store).
         """
         if not isinstance(task, Task):
             raise EpisodeError("from_task takes a Task (Task.get(id), Task.from_bundle(path, "
                                f"name) or Task.from_steps(...)), not {type(task).__name__}")
         check_arguments(seed, turn_timeout)
+        if max_envs is not None and (isinstance(max_envs, bool) or not isinstance(max_envs, int)
+                                     or max_envs < 1):
+            raise EpisodeError(f"max_envs must be a positive whole number, not {max_envs!r}")
         from agent_env.plugins import get_host
         from agent_env.tasks.engine import build_steps
 
         registry: dict[str, type[Step]] = dict(get_host().registry("step_type"))
         registry["deploy_agent"] = EpisodeDeployAgent
-        if reuse_envs and "deploy_env" in registry:
-            registry["deploy_env"] = pooled_step_type(registry["deploy_env"])
+        if "deploy_env" in registry:
+            registry["deploy_env"] = episode_env_step_type(registry["deploy_env"])
         steps = build_steps(task.spec, registry, dict(seed or {}))
         plan = plan_episode(task.name, steps, trainer_agents, turn_timeout)
+        needed = envs_per_episode(task)
+        if max_envs is not None and needed > max_envs:
+            raise EpisodeError(f"max_envs={max_envs} is less than the {needed} envs one episode "
+                               f"of task '{task.name}' deploys")
         if instances is None:
             from agent_env.stores import document_store
             from agent_env.tasks.records import StoredInstances
@@ -99,7 +123,8 @@ class EpisodeSpec:
         chain = [sandbox] if isinstance(sandbox, str) else sandbox
         chain = [p.strip() for item in chain or () for p in item.split(",") if p.strip()]
         return cls(task, plan, registry, seed=seed, turn_timeout=turn_timeout,
-                   reuse_envs=reuse_envs, instances=instances, sandbox_chain=chain)
+                   reuse_envs=reuse_envs, max_envs=max_envs, instances=instances,
+                   sandbox_chain=chain)
 
     def __repr__(self) -> str:
         return (f"<EpisodeSpec {self.id} of {self.task.id}: plays "
@@ -135,8 +160,6 @@ class EpisodeSpec:
 
     async def close(self) -> None:
         """Abandon the episodes still running, then tear the env pool down."""
-        import asyncio
-
         self.closed = True
         running = list(self._live.values())
         await asyncio.gather(*(e.abandon("the episode spec was closed") for e in running),

@@ -156,3 +156,42 @@ async def test_reuse_resets_envs_between_episodes_and_never_leaks_state(
         assert all(o["reused"] for o in second_outputs)
         assert leftovers(spec.id) != []  # idle in the pool until the spec closes
     assert leftovers(spec.id) == []
+
+
+async def test_32_episodes_side_by_side_with_reuse_and_at_most_8_envs(
+        todo_task: Task, leftovers: Callable[[str], list[str]]) -> None:
+    async with EpisodeSpec.from_task(todo_task, reuse_envs=True, max_envs=8) as spec:
+        played = await asyncio.gather(*(play(spec, good) for _ in range(32)))
+        assert [scores for _, scores in played] == [GOOD] * 32
+        assert spec.pool is not None
+        assert spec.pool.deploys <= 8 and spec.pool.deploys + spec.pool.reuses == 32
+    assert leftovers(spec.id) == []
+
+
+def test_an_idle_pool_left_open_is_torn_down_at_interpreter_exit(
+        todo_task: Task, leftovers: Callable[[str], list[str]], tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "leave_open.py"
+    script.write_text(f"""
+import asyncio, json
+from agent_env.task import EpisodeSpec, Task
+
+async def main():
+    spec = EpisodeSpec.from_task(Task.get({todo_task.id!r}), reuse_envs=True)
+    episode = await spec.start()
+    turn = await episode.next_turn()
+    await turn.end(response="1")
+    await episode.result()
+    print(json.dumps({{"spec": spec.id, "idle": spec.pool.idle_count()}}), flush=True)
+
+asyncio.run(main())  # exits without spec.close(): the pool's env is still up
+""")
+    done = subprocess.run([sys.executable, str(script)], env=dict(os.environ), text=True,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    told = json.loads(done.stdout.strip().splitlines()[-1])
+    assert told["idle"] == 1
+    assert leftovers(told["spec"]) == []

@@ -1,22 +1,19 @@
-"""Checks the todo list's final state through the gateway, with the official MCP client."""
+"""Checks the todo list's final state through the gateway's MCP URL.
+
+It uses agentenv_protocol's MCP client (the verifier runs inside agent-env, where it is always
+installed): the official ``mcp`` client works too (see the echo-mcp bundle), but builds a TLS
+context per connection, which costs more than the whole check when episodes run by the dozen.
+"""
 
 import json
 
-from mcp import ClientSession
-
-try:  # mcp 2.x
-    from mcp.client.streamable_http import streamable_http_client as open_streams
-except ImportError:  # mcp 1.x
-    from mcp.client.streamable_http import streamablehttp_client as open_streams
+from agentenv_protocol import McpClient
 
 
 async def verify(mcp_url):
-    async with open_streams(mcp_url) as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            result = await session.call_tool("list_items", {})
-    text = "".join(getattr(part, "text", "") for part in result.content)
-    items = json.loads(text)["items"]
+    async with McpClient(mcp_url, client_name="check-todo") as client:
+        result = await client.call_tool("list_items", {})
+    items = json.loads(result.text)["items"]
     by_text = {item["text"]: item for item in items}
     milk, dog = by_text.get("buy milk"), by_text.get("walk the dog")
     return [

@@ -4,8 +4,14 @@ Each item remembers the role that added it, so a verifier can tell that the agen
 through the gateway as the agent's role.
 """
 
-from agentenv_protocol import AgentEnvEnvironment, AgentEnvError, ToolContext
-from agentenv_protocol import environment_card, reset_data, tool
+from agentenv_protocol import (
+    AgentEnvEnvironment,
+    AgentEnvError,
+    ToolContext,
+    environment_card,
+    reset_data,
+    tool,
+)
 
 
 @environment_card(name="todo", description="A todo list: add, list and complete items.")

@@ -1,0 +1,134 @@
+"""Episodes of the example todo task: episodes per minute with and without env reuse.
+
+N episodes run side by side (N = 1, 8, 32), each a scripted policy making 10 tool calls through
+the env's gateway. A round is N episodes started together and played to their scores; after an
+untimed warm-up round (image builds, and the pool's first deploys with reuse) each timed round
+gives one sample of episodes per minute. Also measured: the median tool-call latency inside an
+episode, and the containers left with the spec's label after every run (must be 0). Sizes over
+``MAX_ENVS`` run with ``max_envs=MAX_ENVS`` in both modes: every VM-like docker sandbox takes two
+Docker networks, and the daemon's default address pools hold about 30.
+
+Needs Docker. ``python -m bench.episodes [--sizes 1,8,32] [--rounds 2]`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.measure import Series
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "episodes"
+TOOL_CALLS = 10
+MAX_ENVS = 12
+
+
+async def policy(tools: Any) -> str:
+    """Ten calls: two adds, a completion, seven looks at the list."""
+    await tools.call("add_item", {"text": "buy milk"})
+    await tools.call("add_item", {"text": "walk the dog"})
+    listed = await tools.call("list_items", {})
+    milk = next(i for i in json.loads(listed["content"][0]["text"])["items"]
+                if i["text"] == "buy milk")
+    await tools.call("complete_item", {"item_id": milk["id"]})
+    for _ in range(TOOL_CALLS - 5):
+        await tools.call("list_items", {})
+    state = json.loads((await tools.call("list_items", {}))["content"][0]["text"])
+    return f"{state['open']} item is still open."
+
+
+async def play(spec: Any) -> tuple[dict[str, float], list[float]]:
+    episode = await spec.start()
+    latencies: list[float] = []
+    while (turn := await episode.next_turn()) is not None:
+        async with turn.tools() as tools:
+            reply = await policy(tools)
+        latencies.extend(call["seconds"] for call in turn.trajectory)
+        await turn.end(response=reply)
+    return await episode.result(), latencies
+
+
+def leaked(spec_id: str) -> int:
+    from agent_env.episodes.episode import SPEC_LABEL
+    from agentenv_docker_env.engine import docker_client
+
+    label = {"label": f"{SPEC_LABEL}={spec_id}"}
+    client = docker_client()
+    return (len(client.containers.list(all=True, filters=label))
+            + len(client.networks.list(filters=label)))
+
+
+async def measure(size: int, rounds: int, reuse: bool) -> tuple[list[float], list[float], int]:
+    """(episodes per minute per timed round, tool-call latencies, things leaked)."""
+    from agent_env.task import EpisodeSpec, Task
+
+    task = Task.get(Task.from_bundle(EXAMPLE, "todo").id)
+    spec = EpisodeSpec.from_task(task, turn_timeout=300, reuse_envs=reuse,
+                                 max_envs=MAX_ENVS if size > MAX_ENVS else None)
+    rates: list[float] = []
+    latencies: list[float] = []
+    async with spec:
+        for round_number in range(rounds + 1):
+            started = time.perf_counter()
+            played = await asyncio.gather(*(play(spec) for _ in range(size)))
+            took = time.perf_counter() - started
+            for scores, calls in played:
+                assert scores == {"list_state": 1.0, "reply": 1.0}, scores
+                if round_number:
+                    latencies.extend(calls)
+            if round_number:  # round 0 warms up
+                rates.append(size / took * 60)
+    return rates, latencies, leaked(spec.id)
+
+
+def run(*, quick: bool, workdir: Path, agent_env: list[str],
+        sizes: tuple[int, ...] = (1, 8, 32), rounds: int = 2) -> list[Series]:
+    from agent_env import config
+    from agent_env.stores import reset_stores
+
+    os.environ["AGENT_ENV_STATE_DIR"] = str(workdir / "state-episodes")
+    config.reset()
+    reset_stores()
+    series: list[Series] = []
+    for size in sizes:
+        plain = f"episodes/min, {size} side by side, redeploy"
+        for reuse in (False, True):
+            rates, latencies, left = asyncio.run(measure(size, rounds, reuse))
+            name = plain if not reuse else f"episodes/min, {size} side by side, reuse"
+            series.append(Series(
+                name, rates, unit="ep/min", baseline=plain if reuse else None,
+                note=f"tool call median {statistics.median(latencies) * 1000:.1f} ms; "
+                     f"{left} leaked" + (f"; max_envs={MAX_ENVS}" if size > MAX_ENVS else "")
+                     + ("; target >= 10x redeploy" if reuse else "")))
+    return series
+
+
+def main() -> int:
+    import argparse
+    import tempfile
+
+    from bench.__main__ import print_table
+
+    parser = argparse.ArgumentParser(prog="python -m bench.episodes",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,8,32")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    with tempfile.TemporaryDirectory(prefix="agentenv-bench-") as tmp:
+        series = run(quick=False, workdir=Path(tmp), agent_env=[sys.executable, "-m",
+                                                                "agent_env"],
+                     sizes=sizes, rounds=args.rounds)
+    print_table(series)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
