@@ -14,6 +14,20 @@ from typing import Any
 _CONFIGURED = False
 
 
+class _CurrentStderr:
+    """Writes each line to whatever ``sys.stderr`` is now (test capture, redirects)."""
+
+    def msg(self, message: str) -> None:
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+
+
+def _stderr_logger(*args: Any) -> _CurrentStderr:
+    return _CurrentStderr()
+
+
 def configure_logging(*, verbose: bool = False, json_lines: bool | None = None) -> None:
     """Set up structlog for ``agent_env`` loggers; call again to change the settings."""
     global _CONFIGURED
@@ -36,7 +50,7 @@ def configure_logging(*, verbose: bool = False, json_lines: bool | None = None) 
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
