@@ -10,21 +10,24 @@ default 2).
 new ones) while DynamoDB tables take a while to create, so every collection lives in one table
 keyed by two strings, ``pk`` and ``sk``:
 
-=====================================  ================================  =====================
-item                                   pk                                sk
-=====================================  ================================  =====================
-a document                             ``d|<collection>``                ``_id``
-the collection's index list            ``m|<collection>``                ``indexes``
-an index entry                         ``i|<coll>|<index>|<1st value>``  ``<2nd value>\\0<_id>``
-a unique-index lock                    ``u|<coll>|<index>``              the indexed values
-=====================================  ================================  =====================
+=====================  ==================================  ==============================
+item                   pk                                  sk
+=====================  ==================================  ==============================
+a document             ``d|<collection>``                  ``_id``
+its index list         ``m|<collection>``                  ``indexes``
+an index item          ``i|<coll>|<index>|<1st value>``    ``<2nd value>\\0i<_id>``
+a unique index's item  ``i|<coll>|<index>|<1st value>``    ``<2nd value>\\0u<all values>``
+=====================  ==================================  ==============================
+
+A unique index's item is keyed by the indexed values, not the ``_id``, so it is also the
+index's lock: two documents with the same values would need the same item.
 
 A document item holds the canonical JSON (``doc``), a revision (``rev``), the token of the write
 that made it (``w``) and the keys of the index items it owns (``keys``). Every write is one
 ``TransactWriteItems``: the document (conditioned on its revision: optimistic concurrency, so
 concurrent ``$inc`` never lose an increment), a check that the index list is unchanged (so a
-writer never misses an index created meanwhile), the locks it takes (conditioned on being free:
-that is what makes unique indexes unique) and the index entries it adds or drops.
+writer never misses an index created meanwhile), the unique-index items it takes (conditioned on
+being free: that is what makes unique indexes unique) and the index items it adds or drops.
 
 **Reads** filter and sort with the reference semantics of :mod:`agent_env.stores.query`, so
 DynamoDB's looser typing never changes a result. Candidates come from the cheapest source: a
@@ -113,8 +116,10 @@ def equality_key(value: Any) -> str:
         text = "b:" + ("true" if value else "false")
     elif isinstance(value, int | float):
         text = "n:" + repr(_normal(value))
-    else:
-        text = "s:" + str(value)
+    elif isinstance(value, str):
+        text = "s:" + value
+    else:  # a list or an object: only ever part of a unique key, never filtered on
+        text = "j:" + json.dumps(_normal(value), sort_keys=True, separators=(",", ":"))
     return _short(text, 512)
 
 
@@ -230,7 +235,7 @@ class StoredDocument:
 
 @attrs.frozen
 class _Derived:
-    """An index item a document owns: an entry (``sv`` set) or a lock (``owner`` set)."""
+    """An index item a document owns; ``lock`` when its key is the unique values."""
 
     pk: str
     sk: str
@@ -546,28 +551,33 @@ class DynamoDocumentStore(DocumentStore):
     # -- derived items and the write transaction ------------------------------------------
 
     def _derived(self, collection: str, meta: CollectionMeta, doc: Document) -> dict[str, _Derived]:
+        """The index items ``doc`` owns under ``meta``: one per index that covers it.
+
+        An index item sits in the partition of the document's first-field value, sorted by its
+        second-field value. For a unique index holding all its fields, the item's key ends with
+        the indexed values instead of the ``_id``, so it is also the lock: a second document
+        with the same values would need the same key.
+        """
         out: dict[str, _Derived] = {}
         id = doc[q.ID_FIELD]
         for ix in meta.indexes:
-            first = q.get_path(doc, ix.fields[0][0])
-            if q.is_scalar(first) and first is not None:
-                second = q.get_path(doc, ix.fields[1][0]) if len(ix.fields) > 1 else None
-                item = _Derived(
-                    pk=f"i|{collection}|{ix.name}|{equality_key(first)}",
-                    sk=sort_key(second) + _SEP + _id_part(id),
-                    index=ix.name,
-                    lock=False,
-                )
-                out[item.pk + _SEP + item.sk] = item
-            if ix.unique:
-                values = [q.get_path(doc, path) for path, _ in ix.fields]
-                if all(v is not q.MISSING and v is not None for v in values):
-                    text = json.dumps(_normal(values), sort_keys=True, separators=(",", ":"))
-                    item = _Derived(
-                        pk=f"u|{collection}|{ix.name}", sk=_short(text, 900), index=ix.name,
-                        lock=True,
-                    )
-                    out[item.pk + _SEP + item.sk] = item
+            values = [q.get_path(doc, path) for path, _ in ix.fields]
+            first = values[0]
+            locks = ix.unique and all(v is not q.MISSING and v is not None for v in values)
+            if not locks and not (q.is_scalar(first) and first is not None):
+                continue  # no filter can fix this document's first field
+            if locks:
+                text = json.dumps(_normal(values), sort_keys=True, separators=(",", ":"))
+                tail = "u" + _short(text, 600)
+            else:
+                tail = "i" + _id_part(id)
+            item = _Derived(
+                pk=f"i|{collection}|{ix.name}|{equality_key(first)}",
+                sk=sort_key(values[1] if len(values) > 1 else None) + _SEP + tail,
+                index=ix.name,
+                lock=locks,
+            )
+            out[item.pk + _SEP + item.sk] = item
         return out
 
     def _commit(
@@ -620,14 +630,13 @@ class DynamoDocumentStore(DocumentStore):
             if (d.pk, d.sk) in old_keys and not rewrite_all:
                 continue
             attrs_: dict[str, Any] = {"pk": {"S": d.pk}, "sk": {"S": d.sk}}
-            attrs_["owner" if d.lock else "id"] = {"S": id}
+            attrs_["id"] = {"S": id}
             if exp is not None:
                 attrs_["exp"] = {"N": str(exp)}
             put: dict[str, Any] = {"TableName": self.table, "Item": attrs_}
             if d.lock:
-                put["ConditionExpression"] = "attribute_not_exists(pk) OR #owner = :owner"
-                put["ExpressionAttributeNames"] = {"#owner": "owner"}
-                put["ExpressionAttributeValues"] = {":owner": {"S": id}}
+                put["ConditionExpression"] = "attribute_not_exists(pk) OR id = :id"
+                put["ExpressionAttributeValues"] = {":id": {"S": id}}
             actions.append({"Put": put})
             locks.append(d if d.lock else None)
         for pk, sk in sorted(old_keys - new_keys):
@@ -675,7 +684,7 @@ class DynamoDocumentStore(DocumentStore):
         ).get("Item")
         if not item:
             return True  # freed meanwhile: try again
-        owner = item["owner"]["S"]
+        owner = item["id"]["S"]
         stored = self._get(collection, owner)
         if stored is not None and meta.expired(stored.doc, time.time()):
             self._purge(collection, meta, owner, stored)
@@ -685,8 +694,7 @@ class DynamoDocumentStore(DocumentStore):
         try:
             self.client.delete_item(
                 TableName=self.table, Key=key,
-                ConditionExpression="#owner = :owner",
-                ExpressionAttributeNames={"#owner": "owner"},
+                ConditionExpression="id = :owner",
                 ExpressionAttributeValues={":owner": {"S": owner}},
             )
         except ClientError as exc:
@@ -851,15 +859,20 @@ class DynamoDocumentStore(DocumentStore):
         for value in dict.fromkeys(equality_key(v) for v in values):
             pk = f"i|{collection}|{ix.name}|{value}"
             boundary: str | None = None
-            page_size = None if want is None else max(want + 2, 8)
+            page_size = None if want is None else want + 1
             for page in self._query_pages(pk, forward=forward, page=page_size, prefix=prefix):
-                entries = [
-                    (item["sk"]["S"].rpartition(_SEP)[0], item["id"]["S"]) for item in page
-                ]  # sk = sort value + _SEP + id part (which never holds _SEP)
-                docs = self._get_many(collection, [id for _, id in entries])
-                for sv, id in entries:
+                # sk = sort value + _SEP + id part (which never holds _SEP)
+                entries = [(item["sk"]["S"].rpartition(_SEP)[0], item["id"]["S"]) for item in page]
+                docs: dict[str, StoredDocument] = {}
+                asked: set[str] = set()
+                for position, (sv, id) in enumerate(entries):
                     if boundary is not None and sv != boundary:
                         return out
+                    if id not in asked:  # fetch only as many documents as may still be needed
+                        need = 100 if want is None else max(want - len(out), 1)
+                        chunk = [i for _, i in entries[position : position + need]]
+                        asked.update(chunk)
+                        docs.update(self._get_many(collection, chunk))
                     stored = docs.get(id)
                     if stored is None or id in seen:
                         continue
