@@ -120,3 +120,21 @@ def test_task_get_reads_what_task_create_stored() -> None:
     task = Task.get("my-task")
     assert (task.id, task.version, task.name) == ("my-task", 1, "my-task")
     assert EpisodeSpec.from_task(task).trainer_agents == ("alice",)
+
+
+@pytest.mark.parametrize(("max_envs", "message"), [
+    (0, "max_envs must be a positive whole number, not 0"),
+    (1.5, "max_envs must be a positive whole number, not 1.5"),
+    (1, "max_envs=1 is less than the 2 envs one episode of task 'x' deploys"),
+])
+def test_max_envs_must_leave_room_for_one_episode(max_envs: object, message: str) -> None:
+    steps = [{"id": "a", "type": "deploy_env", "env_id": "@x/a"},
+             {"id": "b", "type": "deploy_env", "env_id": "@x/b"},
+             deploy("alice", env_ids=["@x/a", "@x/b"]), ask("alice")]
+    with pytest.raises(EpisodeError) as caught:
+        EpisodeSpec.from_task(Task("tasks/x", "x", steps), max_envs=max_envs,  # type: ignore[arg-type]
+                              instances=MemoryInstances())
+    assert str(caught.value) == message
+    made = EpisodeSpec.from_task(Task("tasks/x", "x", steps), max_envs=5,
+                                 instances=MemoryInstances())
+    assert made.env_slots is not None and made.env_slots._value == 2
