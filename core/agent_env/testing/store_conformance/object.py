@@ -206,7 +206,11 @@ class ObjectStoreSuite:
             assert str(exc)  # it must say what to do instead
             return
         assert url.startswith(("http://", "https://"))
-        request = urllib.request.Request(url, data=b"uploaded", method="PUT")
+        # an uploader names the type; urllib's default (a form) is parsed away by some servers
+        request = urllib.request.Request(
+            url, data=b"uploaded", method="PUT",
+            headers={"Content-Type": "application/octet-stream"},
+        )
         with urllib.request.urlopen(request, timeout=10):
             pass
         assert store.get(prefix + "up.txt") == b"uploaded"
