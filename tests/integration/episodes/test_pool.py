@@ -1,0 +1,156 @@
+"""The env pool against real env servers behind real gateways, in this process (no Docker).
+
+A stand-in ``deploy`` registers a gateway deployment and a sandbox that only counts its
+termination, so the pool's decisions (reuse after a reset, or tear down) are seen directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import attrs
+
+from agent_env.episodes import turns
+from agent_env.episodes.pool import EnvPool
+from agent_env.tasks.artifacts import MemoryArtifacts
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.steps import Step
+from agentenv_protocol import AgentEnvEnvironment, environment_card, reset_data
+from agentenv_protocol import tool as env_tool
+from agentenv_protocol.client import McpClient
+from agentenv_protocol.testing import serve_env, serve_gateway
+
+
+@environment_card(name="tally")
+class Tally(AgentEnvEnvironment):
+    def __init__(self) -> None:
+        self.count = 0
+
+    @env_tool(name="bump")
+    def bump(self) -> int:
+        """Add one."""
+        self.count += 1
+        return self.count
+
+    @reset_data
+    def reset(self) -> None:
+        self.count = 0
+
+
+@environment_card(name="stuck")
+class Stuck(AgentEnvEnvironment):
+    """Keeps its state: serves no data/reset."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @env_tool(name="bump")
+    def bump(self) -> int:
+        """Add one."""
+        self.count += 1
+        return self.count
+
+
+@attrs.frozen
+class Deployment:
+    url: str
+    headers: dict[str, str]
+    environment_name: str
+    token: str
+    expires_at: str = "2999-01-01T00:00:00+00:00"
+
+
+class CountingSandbox:
+    provider_name = "fake"
+    terminated: ClassVar[list[str]] = []
+
+    def __init__(self, sandbox_id: str) -> None:
+        self.id = sandbox_id
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id}
+
+    async def terminate(self) -> None:
+        CountingSandbox.terminated.append(self.id)
+
+
+@attrs.define(kw_only=True)
+class FakeDeployEnv(Step):
+    type = "deploy_env"
+    env_id: str
+
+
+def context(name: str) -> TaskContext:
+    return TaskContext(task_id="t", instance_id=f"t-{name}", artifacts=MemoryArtifacts())
+
+
+@contextlib.asynccontextmanager
+async def gateway_over(env: AgentEnvEnvironment) -> AsyncIterator[Deployment]:
+    async with serve_env(env) as server, \
+            serve_gateway([server.url], call_timeout=5, ready_timeout=10) as gateway:
+        yield Deployment(gateway.url, gateway.auth_headers, "env", gateway.token or "")
+
+
+def deployer(deployment: Deployment) -> Any:
+    made: list[int] = []
+
+    async def deploy(step: Step, ctx: TaskContext) -> None:
+        made.append(1)
+        ctx.add_sandbox("env-x", CountingSandbox(f"box-{len(made)}"))  # type: ignore[arg-type]
+        ctx.add_env(step.env_id, deployment)  # type: ignore[attr-defined]
+        ctx.outputs[step.id] = {"instance_id": f"x-{len(made)}"}
+
+    return deploy
+
+
+async def bump(deployment: Deployment) -> int:
+    async with McpClient(f"{deployment.url}/mcp", headers=deployment.headers) as client:
+        return json.loads((await client.call_tool("bump", {})).text)
+
+
+async def test_an_env_that_serves_reset_is_reset_and_lent_again() -> None:
+    CountingSandbox.terminated.clear()
+    async with gateway_over(Tally()) as deployment:
+        pool = EnvPool("pool-1", {})
+        deploy = deployer(deployment)
+        first = context("a")
+        await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), first, deploy)
+        assert first.envs["@b/x"] is deployment and first.outputs["d"]["reused"] is False
+        assert first.sandboxes["env-x"].id == "box-1"
+        assert [await bump(deployment) for _ in range(3)] == [1, 2, 3]
+        await first.teardown.run()  # gives it back: reset, idle
+        assert (pool.idle_count(), CountingSandbox.terminated) == (1, [])
+        second = context("b")
+        await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), second, deploy)
+        assert second.outputs["d"] == {"instance_id": "x-1", "reused": True}
+        assert await bump(deployment) == 1  # nothing of the first episode is left
+        assert (pool.deploys, pool.reuses) == (1, 1)
+        assert second.strip_secrets(deployment.token) == "****"
+        await second.teardown.run()
+        await pool.close()
+        assert CountingSandbox.terminated == ["box-1"]
+        assert pool.entries == set()
+
+
+async def test_an_env_without_reset_is_torn_down_not_lent_again() -> None:
+    CountingSandbox.terminated.clear()
+    async with gateway_over(Stuck()) as deployment:
+        pool = EnvPool("pool-2", {})
+        deploy = deployer(deployment)
+        for name in ("a", "b"):
+            ctx = context(name)
+            await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), ctx, deploy)
+            await ctx.teardown.run()
+        assert (pool.deploys, pool.reuses, pool.idle_count()) == (2, 0, 0)
+        assert CountingSandbox.terminated == ["box-1", "box-2"]
+
+
+def test_the_turns_role_and_session_names_match_the_protocols() -> None:
+    from agentenv_protocol.env import ROLE_META_KEY, SESSION_META_KEY
+    from agentenv_protocol.mcp_http import ROLE_HEADER
+
+    assert (turns.ROLE_HEADER, turns.ROLE_META_KEY, turns.SESSION_META_KEY) == (
+        ROLE_HEADER, ROLE_META_KEY, SESSION_META_KEY)
