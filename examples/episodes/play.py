@@ -2,6 +2,7 @@
 
     python examples/episodes/play.py                 # one episode
     python examples/episodes/play.py -n 8 --reuse    # 8 side by side, envs reset and reused
+    python examples/episodes/play.py -n 32 --reuse   # 32, at most --max-envs (12) envs up at once
 
 Needs Docker (the todo env is a container behind a gateway). A trainer's loop is the same with
 a model reading ``turn.system_prompt``, ``turn.prompt`` and ``tools.list()``.
@@ -41,9 +42,10 @@ async def play_one(spec: EpisodeSpec) -> dict[str, float]:
     return await episode.result()  # every score the run recorded, by step id
 
 
-async def main(count: int, reuse: bool) -> None:
+async def main(count: int, reuse: bool, max_envs: int) -> None:
     task_id = Task.from_bundle(BUNDLE, "todo").id  # stores the bundle's task, as agent-env run does
-    spec = EpisodeSpec.from_task(Task.get(task_id), turn_timeout=900, reuse_envs=reuse)
+    spec = EpisodeSpec.from_task(Task.get(task_id), turn_timeout=900, reuse_envs=reuse,
+                                 max_envs=max_envs)
     async with spec:  # tears the env pool down at the end
         started = time.perf_counter()
         for scores in await asyncio.gather(*(play_one(spec) for _ in range(count))):
@@ -55,5 +57,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--episodes", type=int, default=1)
     parser.add_argument("--reuse", action="store_true", help="reset and reuse envs")
+    parser.add_argument("--max-envs", type=int, default=12,
+                        help="envs up at once (each takes two Docker networks; default 12)")
     args = parser.parse_args()
-    asyncio.run(main(args.episodes, args.reuse))
+    asyncio.run(main(args.episodes, args.reuse, args.max_envs))
