@@ -170,7 +170,8 @@ class Episode:
             waiter.cancel()
         if not recorded.is_set():
             self._raise_run_error()
-        self.state = RUNNING
+        if self.state == STARTING:  # a run that failed at once may be over already
+            self.state = RUNNING
 
     async def _drive(self, instances: _WatchedRecords) -> None:
         from agent_env.tasks.engine import run_task

@@ -232,3 +232,14 @@ async def test_a_player_nobody_stands_in_for_still_needs_a_model(
     episode = await make_spec(instances, steps=steps, trainer_agents=["alice"]).start()
     with pytest.raises(EpisodeFailed, match="agent 'bob' has nothing to run it"):
         await episode.next_turn()
+
+
+async def test_a_run_that_fails_at_once_still_reports_through_result(
+        instances: MemoryInstances) -> None:
+    steps = [{"id": "b", "type": "deploy_agent", "agent_name": "bob"},
+             {"id": "a", "type": "deploy_agent", "agent_name": "alice"},
+             {"id": "ask", "type": "prompt_agent", "agent_name": "alice", "prompt": "hi"}]
+    episode = await make_spec(instances, steps=steps).start()
+    with pytest.raises(EpisodeFailed, match="agent 'bob' has nothing to run it"):
+        await asyncio.wait_for(episode.result(), 5)
+    assert episode.state == "finished"
