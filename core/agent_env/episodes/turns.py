@@ -187,8 +187,13 @@ async def _open_env(env_id: str, deployment: Any, role: str | None, opened: list
     client = McpClient(url, headers=headers, timeout=max(1.0, min(timeout, 60.0)),
                        client_name="agentenv-episode")
     opened.append(client)
-    await client.connect()
-    return _Source(name, tuple(await client.list_tools_raw()), client=client)
+    from agentenv_protocol.errors import ProtocolError, TransportError
+
+    try:
+        await client.connect()
+        return _Source(name, tuple(await client.list_tools_raw()), client=client)
+    except (ProtocolError, TransportError) as exc:
+        raise EpisodeError(f"env '{name}' did not list its tools: {exc}") from None
 
 
 def _sandbox_source(name: str, sandbox: Sandbox) -> _Source:
