@@ -18,10 +18,13 @@ the wheel's own dependencies (aiohttp, attrs, cattrs) as the Dockerfile would an
 Dockerfile (``FROM python:3.11-slim``, ``COPY requirements.txt``, ``RUN pip install -r ...``)
 works unchanged; the user's files on disk are never touched. The alternative, a derived base
 image with the wheel pre-installed, would need the ``FROM`` line rewritten anyway and would not
-reach a venv made inside the image. Limits: a requirement pinning a version only the reference
-has (``==0.1.379``) conflicts with the constraint and the build fails (the error says so); a
-Dockerfile that installs with ``uv`` does not read ``PIP_CONSTRAINT``. Pass ``hermetic=False``
-to :func:`agentenv_docker_env.build.build_image` to send the context untouched.
+reach a venv made inside the image. A context that *pins* the protocol to versions ours does not
+satisfy (the reference's bundles say ``agentenv-framework-protocol==0.1.379`` or ``>=0.1.372`` in
+``requirements.txt``) asked for the reference's release by name: the build then yields to the pin
+(no injection; :func:`conflicting_pin` finds it and the progress says so), since the PyPI
+protocol speaks the same wire behind our gateway. A Dockerfile that installs with ``uv`` does not
+read ``PIP_CONSTRAINT``. Pass ``hermetic=False`` to
+:func:`agentenv_docker_env.build.build_image` to send the context untouched.
 
 The wheel is built once per content of ``protocol/`` (found from the installed
 ``agentenv_protocol.__file__``: its parent's parent holds ``pyproject.toml``) and cached under
@@ -239,3 +242,52 @@ def inject_into_dockerfile(text: str) -> str:
             out.append(f"COPY {CONTEXT_FOLDER}/ {IMAGE_FOLDER}/")
             out.append(f"ENV PIP_CONSTRAINT={IMAGE_FOLDER}/constraints.txt")
     return "\n".join(out) + "\n"
+
+
+# -- a context that pins the protocol to a version ours is not ---------------------------------
+
+_REQUIREMENT_FILE = re.compile(r"(^|[-_.])(requirements|constraints)[^/]*\.(txt|in)$")
+_PIN_IN_TEXT = re.compile(
+    r"agentenv[-_.]framework[-_.]protocol\s*((?:[=!<>~]=?|===)\s*[^\s'\"\\;]+"
+    r"(?:\s*,\s*(?:[=!<>~]=?|===)\s*[^\s'\"\\;,]+)*)",
+    re.IGNORECASE,
+)
+
+
+def _unsatisfied(specifier_text: str, version: str) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        return not SpecifierSet(specifier_text.replace(" ", "")).contains(
+            version, prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+def conflicting_pin(files: dict[str, str], version: str) -> str | None:
+    """``path: line`` of the first requirement on our protocol that ``version`` does not meet.
+
+    ``files`` maps context paths to their text: requirement and constraint files, and the
+    Dockerfile (``pip install 'agentenv-framework-protocol==0.1.379'``)."""
+    for path, text in sorted(files.items()):
+        for raw in text.splitlines():
+            line = raw.split(" #", 1)[0].strip()
+            if line.startswith("#"):
+                continue
+            for match in _PIN_IN_TEXT.finditer(line):
+                if _unsatisfied(match.group(1), version):
+                    return f"{path}: {match.group(0).strip()}"
+    return None
+
+
+def pin_candidates(entries: list, dockerfile: str) -> dict[str, str]:
+    """The context files where a protocol pin may be written (see :func:`conflicting_pin`)."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        name = entry.path.rsplit("/", 1)[-1]
+        if entry.kind == "file" and (entry.path == dockerfile or _REQUIREMENT_FILE.search(name)):
+            try:
+                found[entry.path] = entry.source.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+    return found

@@ -615,11 +615,13 @@ class DockerSandboxProvider(SandboxProvider):
                    + [f"{key}={value}" for key, value in labels.items()]}
         client = self.client
         seen: dict[str, dict[str, str]] = {}
-        for network in client.networks.list(filters=filters):
-            found = network.attrs.get("Labels") or {}
+        # One list call each (labels included); the SDK's high-level lists inspect every item
+        # afterwards, which fails when another process removes one in between.
+        for network in client.api.networks(filters=filters):
+            found = network.get("Labels") or {}
             seen.setdefault(found[SANDBOX_LABEL], found)
-        for container in client.containers.list(all=True, filters=filters):
-            found = container.labels or {}
+        for container in client.api.containers(all=True, filters=filters):
+            found = container.get("Labels") or {}
             seen.setdefault(found[SANDBOX_LABEL], found)
         return [self._rebuild(client, sandbox_id, found) for sandbox_id, found in seen.items()]
 

@@ -47,10 +47,16 @@ def test_echo_mcp_passes_and_a_rerun_reuses_everything(
     again = agent_env(tmp_path, "run", "echo-mcp")
     assert again.returncode == 0, again.stdout + again.stderr
     ledger = [line for line in again.stdout.splitlines() if line.startswith(
-        ("artifacts/", "envs/", "tasks/"))]
+        ("artifacts/", "envs/", "tasks/")) and ": v" in line]
     assert ledger == ["artifacts/check_echo: v1, unchanged", "envs/echo: v1, unchanged",
                       "tasks/smoke.json: v1, unchanged"]
     assert "tasks/smoke.json v1: passed (echoes: 1)" in again.stdout
+    # The images are found by their content hash, not rebuilt, and the output says so.
+    assert re.search(r"^envs/echo: image agentenv/echo:[0-9a-f]{16} \(cached\)$", again.stdout,
+                     re.MULTILINE), again.stdout
+    assert re.search(r"^gateway: image agentenv/agentenv-gateway:[0-9a-f]{16} \(cached\)$",
+                     again.stdout, re.MULTILINE), again.stdout
+    assert "building image" not in again.stdout
     assert left_by(docker_client, again.stdout) == []
 
 

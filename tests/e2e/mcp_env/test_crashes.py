@@ -1,0 +1,236 @@
+"""Runs that die, are interrupted, or lose their env, as a user sees them; and ``agent-env gc``.
+
+Each test finds what a run created by the ``agentenv.owner`` label naming the run's pid, so
+other work on the same Docker daemon is never touched. The slow bundle is echo-mcp with a
+verify.py that signals it is waiting and then waits for the test's go-file: a test can act
+while a run is mid-way (kill it, kill its env) and the env image is the cached echo image.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+AGENT_ENV = Path(sys.executable).with_name("agent-env")
+
+SLOW_VERIFY = '''"""echo-mcp's check, once the test lets it go (AGENTENV_TEST_GO appears)."""
+import asyncio
+import os
+from pathlib import Path
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+SENT = "hello from agent-env"
+
+
+async def verify(mcp_url):
+    Path(os.environ["AGENTENV_TEST_WAITING"]).touch()
+    go = Path(os.environ["AGENTENV_TEST_GO"])
+    while not go.exists():
+        await asyncio.sleep(0.05)
+    async with streamable_http_client(mcp_url) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("echo", {"text": SENT})
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    return [{"id": "echoes", "result": not result.isError and text == SENT,
+             "description": f"echo returned {text!r}"}]
+'''
+
+
+class Run:
+    """``agent-env run`` as a child process, with its own state folder and go/waiting files."""
+
+    def __init__(self, workdir: Path, bundle: str, name: str) -> None:
+        self.state = workdir / f"state-{name}"
+        self.waiting = workdir / f"{name}.waiting"
+        self.go = workdir / f"{name}.go"
+        env = {**os.environ, "AGENT_ENV_STATE_DIR": str(self.state),
+               "AGENTENV_TEST_WAITING": str(self.waiting), "AGENTENV_TEST_GO": str(self.go)}
+        env.pop("AGENT_ENV_CONFIG", None)
+        self.process = subprocess.Popen(
+            [str(AGENT_ENV), "run", bundle], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.pid = self.process.pid
+
+    def wait_until_waiting(self, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.waiting.exists():
+            if self.process.poll() is not None:
+                out, err = self.process.communicate()
+                raise AssertionError(f"the run ended early ({self.process.returncode}):\n"
+                                     f"{out}\n{err}")
+            assert time.monotonic() < deadline, "the run never reached its verify step"
+            time.sleep(0.05)
+
+    def wait_for_line(self, pattern: str, timeout: float = 180) -> list[str]:
+        """Read stdout until a line matches (the CLI flushes every line)."""
+        assert self.process.stdout is not None
+        seen = []
+        deadline = time.monotonic() + timeout
+        for line in self.process.stdout:
+            seen.append(line)
+            if re.search(pattern, line):
+                return seen
+            assert time.monotonic() < deadline, "".join(seen)
+        raise AssertionError(f"no line matched {pattern!r}:\n{''.join(seen)}")
+
+    def finish(self, timeout: float = 120) -> tuple[int, str, str]:
+        out, err = self.process.communicate(timeout=timeout)
+        return self.process.returncode, out, err
+
+
+def owned_by(client: Any, pid: int) -> dict[str, list[dict[str, Any]]]:
+    """Containers and networks whose ``agentenv.owner`` label names process ``pid`` (one list
+    call each: no per-item inspect that races with a concurrent removal)."""
+    label = {"label": "agentenv.owner"}
+
+    def mine(labels: dict[str, str] | None) -> bool:
+        return f" pid={pid} " in f" {(labels or {}).get('agentenv.owner', '')} "
+
+    return {"containers": [c for c in client.api.containers(all=True, filters=label)
+                           if mine(c.get("Labels"))],
+            "networks": [n for n in client.api.networks(filters=label)
+                         if mine(n.get("Labels"))]}
+
+
+def names(found: dict[str, list[dict[str, Any]]]) -> list[str]:
+    return sorted([c["Names"][0].lstrip("/") for c in found["containers"]]
+                  + [n["Name"] for n in found["networks"]])
+
+
+def gc(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state)}
+    env.pop("AGENT_ENV_CONFIG", None)
+    return subprocess.run([str(AGENT_ENV), "gc", *args], capture_output=True, text=True,
+                          env=env, timeout=120, check=False, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def slow_bundle(tmp_path: Path) -> Path:
+    from agentenv_mcp_env.plugin import BUNDLES
+
+    bundle = tmp_path / "slow-echo"
+    shutil.copytree(BUNDLES / "echo-mcp", bundle)
+    (bundle / "artifacts" / "check_echo" / "verify.py").write_text(SLOW_VERIFY)
+    return bundle
+
+
+@pytest.fixture
+def runs(docker_client: Any) -> Iterator[list[Run]]:
+    """Runs a test starts; any still alive are killed and what they own removed afterwards."""
+    started: list[Run] = []
+    yield started
+    for run in started:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.communicate()
+        for container in owned_by(docker_client, run.pid)["containers"]:
+            docker_client.api.remove_container(container["Id"], force=True)
+        for network in owned_by(docker_client, run.pid)["networks"]:
+            docker_client.api.remove_network(network["Id"])
+
+
+def test_gc_removes_what_a_killed_run_left_and_keeps_a_live_runs(
+    tmp_path: Path, slow_bundle: Path, docker_client: Any, runs: list[Run]
+) -> None:
+    dead = Run(tmp_path, str(slow_bundle), "dead")
+    live = Run(tmp_path, str(slow_bundle), "live")
+    runs += [dead, live]
+    dead.wait_until_waiting()
+    live.wait_until_waiting()
+    left = owned_by(docker_client, dead.pid)
+    assert len(left["containers"]) == 2 and len(left["networks"]) >= 1, names(left)
+    dead_run = left["containers"][0]["Labels"]["agentenv.run"]
+    dead_sandbox = left["containers"][0]["Labels"]["agentenv.sandbox"]
+    live_found = owned_by(docker_client, live.pid)
+    live_run = live_found["containers"][0]["Labels"]["agentenv.run"]
+
+    os.kill(dead.pid, signal.SIGKILL)  # no teardown happens: the containers stay
+    dead.process.communicate()
+    assert names(owned_by(docker_client, dead.pid)) == names(left)
+
+    # Every provider is asked; the dead run's sandbox is listed for removal, the live one kept.
+    listing = gc("--dry-run", state=dead.state)
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    assert "Would remove" in listing.stdout, listing.stdout + listing.stderr
+    removal = listing.stdout.split("Would remove", 1)[1]
+    assert f"docker {dead_sandbox} (run {dead_run}): its process {dead.pid} is gone" in removal
+    assert f"(run {live_run}): live run: process {live.pid} is running" in listing.stdout
+    assert "Dry run: nothing was removed." in listing.stdout
+    assert names(owned_by(docker_client, dead.pid)) == names(left)
+
+    # Without --yes and no terminal to ask on, nothing is removed.
+    refused = gc("--label", f"agentenv.run={dead_run}", state=dead.state)
+    assert refused.returncode == 1 and "pass --yes" in refused.stderr
+    assert names(owned_by(docker_client, dead.pid)) == names(left)
+
+    # Removal (scoped to these two runs: other work may share this daemon).
+    kept = gc("--yes", "--label", f"agentenv.run={live_run}", state=live.state)
+    assert kept.returncode == 0 and "Nothing to remove." in kept.stdout, kept.stdout
+    removed = gc("--yes", "--label", f"agentenv.run={dead_run}", state=dead.state)
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert "Removed 1 sandbox." in removed.stdout
+    assert owned_by(docker_client, dead.pid) == {"containers": [], "networks": []}
+
+    # The live run never noticed: it finishes, passes and tears its own sandbox down.
+    assert all(c["State"] == "running" for c in owned_by(docker_client, live.pid)["containers"])
+    live.go.touch()
+    code, out, err = live.finish()
+    assert code == 0, out + err
+    assert "tasks/smoke.json v1: passed (echoes: 1)" in out
+    assert owned_by(docker_client, live.pid) == {"containers": [], "networks": []}
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.25, 0.6])
+def test_sigint_during_deploy_exits_130_and_leaves_nothing(
+    tmp_path: Path, docker_client: Any, runs: list[Run], delay: float
+) -> None:
+    run = Run(tmp_path, "echo-mcp", "interrupted")
+    runs.append(run)
+    run.wait_for_line(r"step 1/2 deploy \(deploy_env\)")
+    time.sleep(delay)  # 0: choosing the provider; later: networks, containers, readiness
+    run.process.send_signal(signal.SIGINT)
+    code, out, err = run.finish()
+    assert code == 130, out + err
+    assert "cancelled by Ctrl-C" in err
+    assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
+    for instance in re.findall(r"instance (\S+)", out):
+        label = {"label": f"agentenv.run={instance}"}
+        assert docker_client.containers.list(all=True, filters=label) == []
+        assert docker_client.networks.list(filters=label) == []
+
+
+def test_env_container_killed_mid_run_fails_clearly_and_leaves_nothing(
+    tmp_path: Path, slow_bundle: Path, docker_client: Any, runs: list[Run]
+) -> None:
+    run = Run(tmp_path, str(slow_bundle), "lost-env")
+    runs.append(run)
+    run.wait_until_waiting()
+    (env,) = [c for c in owned_by(docker_client, run.pid)["containers"]
+              if c["Labels"].get("agentenv.container") == "env"]
+    docker_client.api.kill(env["Id"])
+    run.go.touch()
+    code, out, err = run.finish()
+    assert code == 1, out + err
+    # The gateway's call to the dead env waits out its 30 s call timeout (a killed container
+    # sends no reset), then the verifier's check of the deployment names the cause.
+    assert re.search(r"tasks/smoke.json v1: failed at step 'echoes': (StepError: )?env echo "
+                     r"went down during the run: env server echo does not answer", out), out
+    assert "container env: exited with code 137" in out
+    assert "--- last log lines of the env container ---" in out
+    assert "Tore down 1 sandbox." in out
+    assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
