@@ -152,3 +152,40 @@ def test_hermetic_build_installs_our_protocol(
     # The user's context on disk is untouched.
     assert (context / "Dockerfile").read_text() == dockerfile
     assert not (context / ".agentenv-build").exists()
+
+
+def test_a_protocol_pin_only_pypi_can_meet_is_honoured(tmp_path: Path) -> None:
+    """The reference's bundles pin its PyPI protocol: the plan yields instead of failing."""
+    from agentenv_docker_env.build import plan_build
+
+    pinned = _context(tmp_path / "pinned", SIMPLE,
+                      **{"requirements.txt": "agentenv-framework-protocol==0.1.379\n"})
+    plan = plan_build(pinned, name="x")
+    assert plan.wheel is None
+    assert plan.notes == ("requirements.txt: agentenv-framework-protocol==0.1.379 is not this "
+                          "repository's protocol (0.1.0): the image gets that PyPI release "
+                          "(the reference's; same wire)",)
+    loose = _context(tmp_path / "loose", SIMPLE,
+                     **{"requirements.txt": "agentenv-framework-protocol>=0.1,<0.2\n"})
+    assert plan_build(loose, name="x").wheel is not None  # ours meets it: hermetic as usual
+
+
+def test_an_official_base_no_registry_gives_falls_back_to_the_local_image(
+    tmp_path: Path, image_names: list[str]
+) -> None:
+    digest = "sha256:" + "0" * 64  # a base pinned by digest, through ECR Public's mirror
+    pinned = f"public.ecr.aws/docker/library/python:3.11-slim@{digest}"
+    dockerfile = SIMPLE.replace("FROM python:3.11-slim", f"FROM {pinned}")
+    context = _context(tmp_path / "ctx", dockerfile)
+    lines: list[str] = []
+    built = build_image(context, name=_name(), progress=lines.append)
+    image_names.append(built.tag)
+    assert any(line.startswith(f"FROM {pinned} cannot be pulled (")
+               and line.endswith("using the local python:3.11-slim instead") for line in lines)
+    assert "Step 1/" in "\n".join(lines) and "FROM python:3.11-slim" in "\n".join(lines)
+    assert (context / "Dockerfile").read_text() == dockerfile  # the user's file is untouched
+    # The substitution is part of what names the image (a build on the exact base differs).
+    assert built.tag == image_tag(context, name=built.tag.split("/")[1].split(":")[0],
+                                  bases={pinned: "python:3.11-slim"})
+    assert image_tag(context, name="same") != image_tag(
+        context, name="same", bases={pinned: "python:3.11-slim"})
