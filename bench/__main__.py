@@ -28,6 +28,8 @@ BENCHMARKS = {
     "startup": ("bench.startup", False),
     "hello": ("bench.hello", False),
     "protocol": ("bench.protocol", False),
+    "echo_mcp": ("bench.echo_mcp", True),
+    "stores": ("bench.stores", False),
 }
 QUICK_MARGIN = 2.0
 
