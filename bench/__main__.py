@@ -30,6 +30,7 @@ BENCHMARKS = {
     "protocol": ("bench.protocol", False),
     "echo_mcp": ("bench.echo_mcp", True),
     "stores": ("bench.stores", False),
+    "episodes": ("bench.episodes", True),
 }
 QUICK_MARGIN = 2.0
 
