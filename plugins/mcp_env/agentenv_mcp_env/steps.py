@@ -140,10 +140,10 @@ class DeployEnv(Step):
         )
         if name in ctx.sandboxes:
             raise StepError(f"env '{self.env_id}' is already deployed in this task")
-        preload_verifier_imports()
         provider = open_provider(choose_provider(env_provider_chain(ctx, self.sandbox_type)))
         sandbox = await provider.create(spec)
         ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
+        preload_verifier_imports()
         try:
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
@@ -170,6 +170,7 @@ def preload_verifier_imports() -> None:
     """
     if "mcp.client.streamable_http" in sys.modules:
         return
+    _freeze_objects_at_exit()
 
     def load() -> None:
         try:
@@ -178,6 +179,26 @@ def preload_verifier_imports() -> None:
             pass
 
     asyncio.get_running_loop().run_in_executor(None, load)
+
+
+_FREEZE_REGISTERED: list[bool] = []
+
+
+def _freeze_objects_at_exit() -> None:
+    """At exit, move every object to gc's permanent generation (``gc.freeze``).
+
+    Why: the official mcp client brings pydantic and about a million objects, and the
+    interpreter's final collections over them took ~0.17 s of every ``agent-env run echo-mcp``
+    (measured: exit 0.24 s -> 0.065 s). Objects are still released by reference counting; only
+    cyclic garbage left at exit is not collected, which the interpreter never promised to
+    finalise anyway. Registered first, so it runs after every other exit handler.
+    """
+    if not _FREEZE_REGISTERED:
+        import atexit
+        import gc
+
+        atexit.register(gc.freeze)
+        _FREEZE_REGISTERED.append(True)
 
 
 @attrs.define(kw_only=True)
