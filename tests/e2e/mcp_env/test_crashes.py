@@ -234,3 +234,35 @@ def test_env_container_killed_mid_run_fails_clearly_and_leaves_nothing(
     assert "--- last log lines of the env container ---" in out
     assert "Tore down 1 sandbox." in out
     assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
+
+
+def test_gc_removes_local_work_folders_of_dead_runs(tmp_path: Path) -> None:
+    """The core's own ``local`` provider: its work folders record their owner's pid."""
+    import asyncio
+    import json
+
+    from agent_env.sandbox.base import SandboxSpec
+    from agent_env.sandbox.local import LocalSandboxProvider
+
+    state = tmp_path / "state"
+    provider = LocalSandboxProvider(root=state / "sandboxes" / "local")
+
+    async def make(run: str) -> Any:
+        return await provider.create(SandboxSpec(name=run, labels={"agentenv.run": run}))
+
+    dead_run, live_run = f"gc-dead-{os.getpid()}", f"gc-live-{os.getpid()}"
+    dead, live = asyncio.run(make(dead_run)), asyncio.run(make(live_run))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    meta = dead.folder / "sandbox.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "pid": child.pid}))
+
+    listing = gc("--dry-run", "--label", f"agentenv.run={dead_run}", state=state)
+    assert f"local {dead.id} (run {dead_run}): its process {child.pid} is gone" \
+        in listing.stdout, listing.stdout + listing.stderr
+    kept = gc("--yes", "--label", f"agentenv.run={live_run}", state=state)
+    assert f"local {live.id} (run {live_run}): live run: process {os.getpid()} is running" \
+        in kept.stdout and "Nothing to remove." in kept.stdout, kept.stdout
+    removed = gc("--yes", "--label", f"agentenv.run={dead_run}", state=state)
+    assert removed.returncode == 0 and "Removed 1 sandbox." in removed.stdout, removed.stdout
+    assert not dead.folder.exists() and live.folder.exists()
