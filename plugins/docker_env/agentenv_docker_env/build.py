@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -50,6 +51,10 @@ Progress = Callable[[str], None]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: Build output kept in the log but not shown as progress (the engine's bookkeeping).
 _QUIET_LINES = (" ---> ", "Removing intermediate container")
+
+
+class BuildStopped(SandboxError):
+    """The caller gave up on a build (Ctrl-C); the engine drops it when the client goes."""
 
 
 class ImageBuildError(SandboxError, UserError):
@@ -157,12 +162,15 @@ def build_image(
     force: bool = False,
     client: Any = None,
     tail: int = 40,
+    stop: threading.Event | None = None,
 ) -> BuiltImage:
     """Build ``context`` into ``agentenv/<slug>:<digest16>`` (or ``tag``), or reuse it.
 
     ``name`` picks the slug (default: the folder name). With ``hermetic_build`` the image gets
     this repository's protocol wheel (see :mod:`.hermetic`). ``progress`` receives every output
     line. Raises :class:`ImageBuildError` with the last ``tail`` lines when the build fails.
+    ``stop`` set (the caller was cancelled) abandons the build at its next output line: the
+    engine cancels a build whose client has gone.
     """
     started = time.monotonic()
     client = client or docker_client()
@@ -186,7 +194,7 @@ def build_image(
             )
     say(f"building image {plan.tag}")
     all_labels = {**(labels or {}), **plan.labels}
-    image_id, log = _run_build(client, plan, all_labels, build_args, say, tail)
+    image_id, log = _run_build(client, plan, all_labels, build_args, say, tail, stop)
     took = time.monotonic() - started
     say(f"image {plan.tag} built in {took:.1f}s")
     return BuiltImage(
@@ -210,6 +218,7 @@ def _run_build(
     build_args: Mapping[str, str] | None,
     say: Progress,
     tail: int,
+    stop: threading.Event | None = None,
 ) -> tuple[str, list[str]]:
     import docker.errors
 
@@ -236,6 +245,9 @@ def _run_build(
                 rm=True, forcerm=True, pull=False,
             )
             for chunk in stream:
+                if stop is not None and stop.is_set():
+                    stream.close()
+                    raise BuildStopped(f"building {plan.tag} was stopped")
                 if "stream" in chunk:
                     for line in _ANSI.sub("", chunk["stream"]).splitlines():
                         if line.strip():

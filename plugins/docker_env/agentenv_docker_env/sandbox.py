@@ -36,6 +36,7 @@ import posixpath
 import secrets
 import signal
 import tarfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +83,8 @@ async def settle(*calls: Callable[[], T]) -> list[T]:
         await asyncio.shield(asyncio.wait(tasks))
     except asyncio.CancelledError:
         await asyncio.wait(tasks)
+        for task in tasks:
+            task.exception()  # retrieved: the cancellation is what the caller hears
         raise
     errors = [t.exception() for t in tasks if t.exception() is not None]
     if errors:
@@ -439,10 +442,19 @@ class DockerSandbox(Sandbox):
             return await super().build_image(context, tag, labels=labels)
         explicit = tag if ":" in tag.rsplit("/", 1)[-1] else None
         name = None if explicit else tag
-        built = await asyncio.to_thread(
+        stop = threading.Event()
+        task = asyncio.ensure_future(asyncio.to_thread(
             build_image, context, name=name, tag=explicit, labels=labels, client=self.client,
-            progress=progress,
-        )
+            progress=progress, stop=stop,
+        ))
+        try:
+            built = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            stop.set()  # a cold build takes minutes: do not make Ctrl-C wait for it
+            await asyncio.wait([task])
+            if not task.cancelled():
+                task.exception()  # retrieved: the stop is the expected outcome
+            raise
         return built.tag
 
     async def run_container(self, spec: ContainerSpec) -> dict[int, str]:

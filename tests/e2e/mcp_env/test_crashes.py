@@ -266,3 +266,30 @@ def test_gc_removes_local_work_folders_of_dead_runs(tmp_path: Path) -> None:
     removed = gc("--yes", "--label", f"agentenv.run={dead_run}", state=state)
     assert removed.returncode == 0 and "Removed 1 sandbox." in removed.stdout, removed.stdout
     assert not dead.folder.exists() and live.folder.exists()
+
+
+def test_sigint_during_a_cold_build_stops_the_build(
+    tmp_path: Path, docker_client: Any, runs: list[Run]
+) -> None:
+    """Ctrl-C does not wait minutes for ``pip install``: the engine drops the build."""
+    import uuid
+
+    from agentenv_mcp_env.plugin import BUNDLES
+
+    bundle = tmp_path / "fresh-echo"
+    shutil.copytree(BUNDLES / "echo-mcp", bundle)
+    requirements = bundle / "envs" / "echo" / "requirements.txt"
+    requirements.write_text(requirements.read_text() + f"# {uuid.uuid4().hex}\n")
+    run = Run(tmp_path, str(bundle), "cold")
+    runs.append(run)
+    seen = run.wait_for_line(r"^envs/echo: Step \d+/\d+ : RUN pip install")
+    tag = next(re.search(r"building image (\S+)", line).group(1)  # type: ignore[union-attr]
+               for line in seen if "building image" in line)
+    time.sleep(0.5)
+    started = time.monotonic()
+    run.process.send_signal(signal.SIGINT)
+    code, out, err = run.finish()
+    assert code == 130, out + err
+    assert time.monotonic() - started < 15, "Ctrl-C waited for the build"
+    assert docker_client.api.images(name=tag) == []  # abandoned, never tagged
+    assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
