@@ -246,6 +246,8 @@ class DockerSandbox(Sandbox):
             if self.mode == "vm" and self.has_edge and (publish or role == "host"):
                 api.connect_container_to_network(created["Id"], self.edge_network)
             api.start(created["Id"])
+            if not publish:
+                return {}  # nothing to look up: saves a round trip per env container
             return _published(api.inspect_container(created["Id"]))
         except BaseException:
             api.remove_container(created["Id"], force=True)
