@@ -3,10 +3,12 @@
 What one deployment is, in a VM-like sandbox of any provider (docker, smol_vm, clouds):
 
 * the env image, built from the stored env's build context (content-hash tag, so an unchanged
-  env is a lookup, not a build), run as container ``env`` on the sandbox's private network with
-  ``MCP_HOST=0.0.0.0``, ``MCP_PORT=18765`` and ``ENVIRONMENT_NAME``; it publishes nothing;
-* the gateway image (:mod:`.gateway_image`), run as container ``gateway`` with ``--child
-  http://env:18765`` and a fresh random token (``AGENTENV_GATEWAY_TOKEN``); only its port is
+  env is a lookup, not a build, and the progress says ``envs/<name>: image <ref> (cached)``),
+  run as container ``env`` on the sandbox's private network with ``MCP_HOST=0.0.0.0``,
+  ``MCP_PORT=18765`` and ``ENVIRONMENT_NAME``; it publishes nothing. Companion envs
+  (``deploy_env``'s ``with_envs``) run the same way as ``env-<name>``, behind the same gateway;
+* the gateway image (:mod:`.gateway_image`), run as container ``gateway`` with one ``--child``
+  per env server and a fresh random token (``AGENTENV_GATEWAY_TOKEN``); only its port is
   published, and the host reaches it on the URL the provider returns;
 * readiness: the gateway answers ``/ready`` (every child up, no tool-name clash), its card has a
   name (and so does every child's), and ``tools/list`` through it names at least one tool. A
@@ -15,7 +17,8 @@ What one deployment is, in a VM-like sandbox of any provider (docker, smol_vm, c
 
 The token is registered with the run context as a secret (records show ``****``) and handed to
 verifiers inside a capability URL (``<gateway>/t/<token>/mcp``), which a stock MCP client can use
-without headers. The provider's sandbox teardown removes both containers and the networks.
+without headers. The provider's sandbox teardown removes the containers and the networks.
+When a verifier fails, :func:`why_down` tells an env that died mid-run from a wrong answer.
 """
 
 from __future__ import annotations
