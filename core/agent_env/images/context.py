@@ -1,19 +1,29 @@
 """A build context as ``docker build`` would send it, and the digest that names its image.
 
-The digest covers exactly what the engine receives: ``.dockerignore`` honoured (with the SDK's
-own matcher, so we agree with ``docker build``), paths sorted, modes normalised to 0644/0755 and
-owners and times dropped, so a checkout on another machine or a ``touch`` gives the same digest.
-The tar we send is written from the same entry list, with the same normalisation, so what is
-hashed is what is built.
+The digest covers exactly what the engine receives: ``.dockerignore`` honoured (with our own
+matcher, written to Docker's documented rules so the core needs no ``docker`` SDK), paths
+sorted, modes normalised to 0644/0755 and owners and times dropped, so a checkout on another
+machine or a ``touch`` gives the same digest. The tar we send is written from the same entry
+list, with the same normalisation, so what is hashed is what is built.
+
+``.dockerignore`` rules (https://docs.docker.com/build/concepts/context/#dockerignore-files):
+one pattern a line, ``#`` lines are comments; each pattern is trimmed and cleaned like Go's
+``filepath.Clean`` (``.``/``..`` resolved, trailing ``/`` dropped, a leading ``/`` or ``./``
+stripped, ``.`` alone ignored); patterns use Go's ``filepath.Match`` syntax (``*`` and ``?``
+never cross ``/``, ``[a-z]``/``[^a]`` classes, ``\\`` escapes) plus ``**`` for any number of
+folders; a pattern that matches a folder excludes everything in it; ``!`` makes an exception;
+the last pattern that matches a path decides. The Dockerfile and ``.dockerignore`` are always
+sent, as the Docker CLI does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import tarfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -35,7 +45,7 @@ class ContextEntry:
 
 
 def read_dockerignore(root: Path) -> list[str]:
-    """The patterns of ``root/.dockerignore`` (comments and blanks dropped), as the SDK reads."""
+    """The patterns of ``root/.dockerignore`` (comments and blanks dropped)."""
     path = root / ".dockerignore"
     if not path.is_file():
         return []
@@ -43,17 +53,163 @@ def read_dockerignore(root: Path) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
+# -- .dockerignore matching -----------------------------------------------------------------
+
+
+def _clean(path: str) -> str:
+    """Go's ``filepath.Clean`` for a relative pattern, with a leading ``/`` dropped."""
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            continue  # above the context root is the root itself
+        parts.append(part)
+    return "/".join(parts) or "."
+
+
+def _class_to_regex(pattern: str, start: int) -> tuple[str, int]:
+    """The regex for the ``[...]`` class opening at ``start``, and the index after it."""
+    i = start + 1
+    out = "["
+    if i < len(pattern) and pattern[i] == "^":
+        out += "^"
+        i += 1
+    first = True
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "]" and not first:
+            return out + "]", i + 1
+        if char == "\\" and i + 1 < len(pattern):
+            i += 1
+            char = pattern[i]
+        out += "-" if char == "-" and not first else re.escape(char)
+        first = False
+        i += 1
+    raise UserError(f".dockerignore pattern {pattern!r} has an unclosed '['")
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a cleaned pattern the way Docker's pattern matcher does."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**", i):
+            i += 2
+            if i < len(pattern) and pattern[i] == "/":
+                i += 1
+            out += ".*" if i >= len(pattern) else "(?:.*/)?"
+            continue
+        if char == "*":
+            out += "[^/]*"
+        elif char == "?":
+            out += "[^/]"
+        elif char == "[":
+            part, i = _class_to_regex(pattern, i)
+            out += part
+            continue
+        elif char == "\\" and i + 1 < len(pattern):
+            i += 1
+            out += re.escape(pattern[i])
+        else:
+            out += re.escape(char)
+        i += 1
+    return re.compile(out + r"\Z", re.DOTALL)
+
+
+@attrs.frozen
+class IgnorePattern:
+    """One cleaned ``.dockerignore`` line; ``exception`` for a ``!`` line."""
+
+    text: str
+    exception: bool
+    regex: re.Pattern[str] = attrs.field(eq=False, repr=False)
+
+    @classmethod
+    def parse(cls, line: str) -> IgnorePattern | None:
+        """None for a line that excludes nothing (blank, or ``.`` alone)."""
+        line = line.strip()
+        exception = line.startswith("!")
+        if exception:
+            line = line[1:].strip()
+        if not line:
+            return None
+        text = _clean(line)
+        if text == ".":
+            return None
+        return cls(text, exception, _pattern_regex(text))
+
+    def matches(self, path: str) -> bool:
+        """Whether ``path`` or one of the folders above it matches."""
+        if self.regex.match(path):
+            return True
+        parts = path.split("/")
+        return any(self.regex.match("/".join(parts[:i])) for i in range(1, len(parts)))
+
+
+@attrs.frozen
+class DockerIgnore:
+    """A ``.dockerignore`` file's patterns, in order (the last one that matches decides)."""
+
+    patterns: tuple[IgnorePattern, ...]
+
+    @classmethod
+    def parse(cls, lines: Iterable[str]) -> DockerIgnore:
+        parsed = (IgnorePattern.parse(line) for line in lines if not line.startswith("#"))
+        return cls(tuple(p for p in parsed if p is not None))
+
+    def excludes(self, path: str) -> bool:
+        """Whether the relative POSIX ``path`` is left out of the context."""
+        excluded = False
+        for pattern in self.patterns:
+            if pattern.exception == excluded and pattern.matches(path):
+                excluded = not pattern.exception
+        return excluded
+
+    def may_include_below(self, folder: str) -> bool:
+        """Whether an exception could bring back something inside an excluded ``folder``."""
+        prefix = folder + "/"
+        return any(p.exception and (p.text + "/").startswith(prefix) for p in self.patterns)
+
+
+def included_paths(root: str | Path, patterns: Iterable[str],
+                   always: Iterable[str] = ()) -> list[str]:
+    """Relative POSIX paths (files and folders) under ``root`` not excluded by ``patterns``.
+
+    ``always`` names paths sent whatever the patterns say (the Dockerfile, ``.dockerignore``).
+    Symlinks are listed, never followed.
+    """
+    ignore = DockerIgnore.parse([*patterns, *(f"!{path}" for path in always)])
+    root = Path(root)
+
+    def walk(folder: Path, prefix: str) -> Iterator[str]:
+        with os.scandir(folder) as items:
+            for item in sorted(items, key=lambda entry: entry.name):
+                relative = prefix + item.name
+                excluded = ignore.excludes(relative)
+                if not excluded:
+                    yield relative
+                if not item.is_dir(follow_symlinks=False):
+                    continue
+                if not excluded or ignore.may_include_below(relative):
+                    yield from walk(Path(item.path), relative + "/")
+
+    return sorted(walk(root, ""))
+
+
 def context_entries(root: str | Path, *, dockerfile: str = "Dockerfile") -> list[ContextEntry]:
     """Every path ``docker build`` would send from ``root``, sorted."""
-    from docker.utils.build import exclude_paths
-
     root = Path(root).resolve()
     if not root.is_dir():
         raise UserError(f"build context {root} is not a folder")
     if not (root / dockerfile).is_file():
         raise UserError(f"build context {root} has no {dockerfile}")
+    always = (Path(dockerfile).as_posix(), ".dockerignore")
     entries = []
-    for relative in sorted(exclude_paths(str(root), read_dockerignore(root), dockerfile)):
+    for relative in included_paths(root, read_dockerignore(root), always):
         source = root / relative
         info = source.lstat()
         if stat.S_ISLNK(info.st_mode):

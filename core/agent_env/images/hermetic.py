@@ -23,8 +23,9 @@ satisfy (the reference's bundles say ``agentenv-framework-protocol==0.1.379`` or
 ``requirements.txt``) asked for the reference's release by name: the build then yields to the pin
 (no injection; :func:`conflicting_pin` finds it and the progress says so), since the PyPI
 protocol speaks the same wire behind our gateway. A Dockerfile that installs with ``uv`` does not
-read ``PIP_CONSTRAINT``. Pass ``hermetic=False`` to
-:func:`agentenv_docker_env.build.build_image` to send the context untouched.
+read ``PIP_CONSTRAINT``. Pass ``hermetic_build=False`` to
+:func:`agent_env.images.plan.plan_build` (and docker_env's ``build_image``) to send the context
+untouched. Engine-independent, so every provider that builds images injects the same way.
 
 The wheel is built once per content of ``protocol/`` (found from the installed
 ``agentenv_protocol.__file__``: its parent's parent holds ``pyproject.toml``) and cached under
@@ -73,7 +74,7 @@ class ProtocolWheel:
 def default_cache_dir() -> Path:
     from agent_env.config import ensure_private_dir, get_config
 
-    return ensure_private_dir(get_config().state_root / "docker_env" / "wheels")
+    return ensure_private_dir(get_config().state_root / "images" / "wheels")
 
 
 def protocol_source_dir() -> Path | None:

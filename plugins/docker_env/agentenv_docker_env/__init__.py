@@ -3,8 +3,9 @@
 Nothing here imports the ``docker`` SDK at import time: the CLI loads this plugin on every start,
 so the SDK is imported inside the functions that talk to the engine.
 
-Modules: :mod:`.engine` (the client), :mod:`.context` (what a build sends and its digest),
-:mod:`.hermetic` (our protocol wheel inside every env image), :mod:`.build` (``build_image``),
+Modules: :mod:`.engine` (the client), :mod:`.build` (``build_image`` on the engine; the
+engine-independent planning, context digest and hermetic protocol wheel are the core's
+:mod:`agent_env.images`),
 :mod:`.sandbox` (the ``docker`` sandbox provider), :mod:`.stores` (``local`` and
 ``local_registry`` image stores), :mod:`.plugin` (the hook implementations).
 """

@@ -1,11 +1,8 @@
-"""Image builds from a build-context folder, named by content so unchanged sources never rebuild.
+"""Image builds on the Docker Engine, named by content so unchanged sources never rebuild.
 
-The tag is ``agentenv/<slug>:<first 16 hex of the build digest>``; the build digest covers the
-context as ``docker build`` would send it (:mod:`.context`), the Dockerfile name, the build args
-and, for hermetic builds, our protocol wheel (:mod:`.hermetic`). So the tag existing *is* the
-proof that this exact image was built: a second build with the same sources is a lookup. The
-digests are also written as image labels (``agentenv.source_digest``, ``agentenv.build_digest``),
-so a caller-chosen fixed tag is rebuilt only when its label differs.
+The plan (what is sent, the content-hash tag ``agentenv/<slug>:<digest16>``, the hermetic
+protocol wheel) is the core's :mod:`agent_env.images`, shared with every provider that builds;
+its names are re-exported here for callers of docker_env. What is left here needs the engine.
 
 Builds go through the Engine API (``docker`` SDK, legacy builder; no buildx or compose needed).
 Every output line goes to the ``progress`` callback as it arrives and is kept, so a failed build
@@ -23,8 +20,6 @@ differs from a build on the exact base).
 from __future__ import annotations
 
 import collections
-import hashlib
-import json
 import re
 import tempfile
 import threading
@@ -36,15 +31,32 @@ from typing import Any
 import attrs
 
 from agent_env.errors import UserError
+from agent_env.images import hermetic
+from agent_env.images.plan import (
+    BUILD_DIGEST_LABEL,
+    OFFICIAL_MIRRORS,
+    PROTOCOL_LABEL,
+    REPOSITORY_PREFIX,
+    SOURCE_DIGEST_LABEL,
+    BuildPlan,
+    from_refs,
+    image_tag,
+    official_name,
+    plan_build,
+    slugify,
+    substitute_bases,
+    write_build_tar,
+)
 from agent_env.sandbox.base import SandboxError
-from agentenv_docker_env import hermetic
-from agentenv_docker_env.context import context_digest, context_entries, write_context_tar
 from agentenv_docker_env.engine import docker_client
 
-REPOSITORY_PREFIX = "agentenv"
-SOURCE_DIGEST_LABEL = "agentenv.source_digest"
-BUILD_DIGEST_LABEL = "agentenv.build_digest"
-PROTOCOL_LABEL = "agentenv.protocol"
+__all__ = [
+    "BUILD_DIGEST_LABEL", "OFFICIAL_MIRRORS", "PROTOCOL_LABEL", "REPOSITORY_PREFIX",
+    "SOURCE_DIGEST_LABEL", "BuildPlan", "BuildStopped", "BuiltImage", "ImageBuildError",
+    "build_image", "from_refs", "image_tag", "official_name", "plan_build", "resolve_bases",
+    "slugify", "substitute_bases",
+]
+
 KEEP_LINES = 2000
 
 Progress = Callable[[str], None]
@@ -78,77 +90,6 @@ class BuiltImage:
     log: tuple[str, ...] = attrs.field(default=(), repr=False)
 
 
-@attrs.frozen
-class BuildPlan:
-    """What a build would send and what it would be called, computed without the engine."""
-
-    context: Path
-    dockerfile: str
-    tag: str
-    source_digest: str
-    build_digest: str
-    labels: dict[str, str]
-    wheel: hermetic.ProtocolWheel | None
-    #: FROM refs replaced by a local image of the same name and tag (see the module docstring).
-    bases: dict[str, str] = attrs.field(factory=dict)
-    #: Lines for the progress: decisions the plan made (a pin it yielded to).
-    notes: tuple[str, ...] = ()
-
-
-def slugify(name: str) -> str:
-    """A Docker repository component from any name (lowercase, ``[a-z0-9._-]``)."""
-    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
-    return re.sub(r"[-._]{2,}", "-", slug)[:100] or "image"
-
-
-def plan_build(
-    context: str | Path,
-    *,
-    name: str | None = None,
-    tag: str | None = None,
-    dockerfile: str = "Dockerfile",
-    build_args: Mapping[str, str] | None = None,
-    hermetic_build: bool = True,
-    wheel_cache: Path | None = None,
-    bases: Mapping[str, str] | None = None,
-) -> BuildPlan:
-    """Hash the context (and our protocol wheel) into digests and the content-hash tag."""
-    root = Path(context).resolve()
-    entries = context_entries(root, dockerfile=dockerfile)
-    source = context_digest(entries)
-    wheel = hermetic.protocol_wheel(wheel_cache) if hermetic_build else None
-    notes: list[str] = []
-    yielded = None
-    if wheel is not None:
-        yielded = hermetic.conflicting_pin(hermetic.pin_candidates(entries, dockerfile),
-                                           wheel.version)
-        if yielded is not None:
-            notes.append(f"{yielded} is not this repository's protocol ({wheel.version}): the "
-                         "image gets that PyPI release (the reference's; same wire)")
-            wheel = None
-    parts = {
-        "source": source,
-        "dockerfile": dockerfile,
-        "build_args": dict(sorted((build_args or {}).items())),
-        "hermetic": [hermetic.INJECTION_VERSION, wheel.digest] if wheel else (
-            ["yielded", yielded] if yielded else None),
-    }
-    if bases:
-        parts["bases"] = dict(sorted(bases.items()))
-    build = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-    final_tag = tag or f"{REPOSITORY_PREFIX}/{slugify(name or root.name)}:{build[:16]}"
-    labels = {SOURCE_DIGEST_LABEL: source, BUILD_DIGEST_LABEL: build}
-    if wheel is not None:
-        labels[PROTOCOL_LABEL] = f"{wheel.version}+{wheel.digest[:16]}"
-    return BuildPlan(root, dockerfile, final_tag, source, build, labels, wheel,
-                     dict(bases or {}), tuple(notes))
-
-
-def image_tag(context: str | Path, *, name: str | None = None, **kwargs: Any) -> str:
-    """The tag :func:`build_image` would give ``context`` (no engine needed)."""
-    return plan_build(context, name=name, **kwargs).tag
-
-
 def build_image(
     context: str | Path,
     *,
@@ -167,10 +108,10 @@ def build_image(
     """Build ``context`` into ``agentenv/<slug>:<digest16>`` (or ``tag``), or reuse it.
 
     ``name`` picks the slug (default: the folder name). With ``hermetic_build`` the image gets
-    this repository's protocol wheel (see :mod:`.hermetic`). ``progress`` receives every output
-    line. Raises :class:`ImageBuildError` with the last ``tail`` lines when the build fails.
-    ``stop`` set (the caller was cancelled) abandons the build at its next output line: the
-    engine cancels a build whose client has gone.
+    this repository's protocol wheel (see :mod:`agent_env.images.hermetic`). ``progress``
+    receives every output line. Raises :class:`ImageBuildError` with the last ``tail`` lines
+    when the build fails. ``stop`` set (the caller was cancelled) abandons the build at its next
+    output line: the engine cancels a build whose client has gone.
     """
     started = time.monotonic()
     client = client or docker_client()
@@ -222,21 +163,11 @@ def _run_build(
 ) -> tuple[str, list[str]]:
     import docker.errors
 
-    entries = context_entries(plan.context, dockerfile=plan.dockerfile)
-    replace: dict[str, bytes] = {}
-    extra: dict[str, bytes] = {}
-    if plan.wheel is not None or plan.bases:
-        text = (plan.context / plan.dockerfile).read_text(encoding="utf-8")
-        text = substitute_bases(text, plan.bases)
-        if plan.wheel is not None:
-            text = hermetic.inject_into_dockerfile(text)
-            extra = hermetic.context_files(plan.wheel)
-        replace[Path(plan.dockerfile).as_posix()] = text.encode()
     log: collections.deque[str] = collections.deque(maxlen=KEEP_LINES)
     image_id: str | None = None
     error: str | None = None
     with tempfile.TemporaryFile() as tar:
-        write_context_tar(entries, tar, replace=replace, extra=extra)
+        write_build_tar(plan, tar)
         tar.seek(0)
         try:
             stream = client.api.build(
@@ -279,46 +210,7 @@ def _run_build(
 
 # -- base images the engine cannot pull -----------------------------------------------------------
 
-#: Registries that serve the Docker Official Images under ``library/``.
-OFFICIAL_MIRRORS = ("public.ecr.aws/docker/library/", "docker.io/library/",
-                    "index.docker.io/library/", "registry-1.docker.io/library/",
-                    "mirror.gcr.io/library/")
 _UNREACHABLE: dict[str, str] = {}  # ref -> why its pull failed (once per process)
-
-
-def from_refs(text: str) -> list[str]:
-    """The image refs of a Dockerfile's ``FROM`` lines (stages and ``$ARG`` refs left out)."""
-    joined = re.sub(r"\\\n", " ", text)
-    stages: set[str] = set()
-    refs = []
-    for line in joined.splitlines():
-        words = line.split()
-        if not words or words[0].upper() != "FROM":
-            continue
-        words = [w for w in words[1:] if not w.startswith("--")]
-        if not words:
-            continue
-        ref = words[0]
-        if len(words) >= 3 and words[1].upper() == "AS":
-            stages.add(words[2].lower())
-        if ref.lower() not in stages and "$" not in ref and ref.lower() != "scratch":
-            refs.append(ref)
-    return refs
-
-
-def official_name(ref: str) -> str | None:
-    """``python:3.11-slim`` for an official image named through a mirror or by digest."""
-    name, _, digest = ref.partition("@")
-    for mirror in OFFICIAL_MIRRORS:
-        if name.startswith(mirror):
-            name = name[len(mirror):]
-            break
-    else:
-        if not digest or "/" in name:
-            return None
-    if ":" not in name or "/" in name:
-        return None
-    return name if name != ref else None
 
 
 def _pull(client: Any, ref: str) -> None:
@@ -352,12 +244,3 @@ def resolve_bases(client: Any, dockerfile: Path, say: Progress) -> dict[str, str
         say(f"FROM {ref} cannot be pulled ({why}); using the local {local} instead")
         found[ref] = local
     return found
-
-
-def substitute_bases(text: str, bases: Mapping[str, str]) -> str:
-    """The Dockerfile with every substituted FROM ref replaced."""
-    for ref, local in bases.items():
-        text = re.sub(rf"(^\s*FROM\s+(?:--\S+\s+)*){re.escape(ref)}(?=\s|$)",
-                      lambda m, local=local: m.group(1) + local, text,
-                      flags=re.IGNORECASE | re.MULTILINE)
-    return text

@@ -3,8 +3,9 @@
 Why a VM each: workloads stay off the host's Docker daemon. A ``mode="vm"`` sandbox boots
 ``image`` (default ``docker:27-dind``, a guest with a Docker daemon); env images are built on
 the host and handed over as ``docker save`` archives loaded inside (no registry pulls), then
-run there (:mod:`.docker_host`); a published port is published again from the guest to
-127.0.0.1 on the host. ``mode="container"`` boots ``SandboxSpec.image`` and only runs commands.
+run there (:mod:`agent_env.sandbox.docker_host`); a published port is published again from the
+guest to 127.0.0.1 on the host. ``mode="container"`` boots ``SandboxSpec.image`` and only runs
+commands.
 
 Availability is a real probe boot (``local_availability()`` can say yes where every boot
 fails, e.g. under a paravirtual KVM), done once per process. On Apple Silicon the guest is
@@ -31,7 +32,7 @@ from agent_env.sandbox.base import (
     SandboxSpec,
     SandboxUnsupported,
 )
-from agentenv_smol_vm.docker_host import DockerHostSandbox, hermetic_context
+from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
 
 DEFAULT_IMAGE = "docker:27-dind"
 CONFIG_TABLE = "[sandbox.providers.smol_vm.config]"

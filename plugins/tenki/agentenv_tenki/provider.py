@@ -2,8 +2,9 @@
 
 A sandbox is one Tenki session, booted from ``snapshot_id`` or ``image`` (at most one; neither
 means Tenki's default). ``mode="vm"`` sandboxes run env containers on a Docker daemon inside
-(:mod:`.docker_host`); Docker is installed on first use unless the session already has it (a
-snapshot made with Docker in it), and a published container port becomes a preview URL.
+(:mod:`agent_env.sandbox.docker_host`); Docker is installed on first use unless the session
+already has it (a snapshot made with Docker in it), and a published container port becomes a
+preview URL.
 
 Config, ``[sandbox.providers.tenki.config]``: ``api_key`` (required; ``env:NAME`` works),
 ``base_url``, ``snapshot_id`` or ``image``, ``workspace_id``.
@@ -30,7 +31,7 @@ from agent_env.sandbox.base import (
     SandboxSpec,
     SandboxUnsupported,
 )
-from agentenv_tenki.docker_host import DockerHostSandbox
+from agent_env.sandbox.docker_host import DockerHostSandbox
 
 CONFIG_TABLE = "[sandbox.providers.tenki.config]"
 MODE_KEY = "agentenv.mode"

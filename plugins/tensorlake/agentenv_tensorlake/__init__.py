@@ -1,8 +1,9 @@
 """Tensorlake cloud sandboxes for AgentEnv: the ``tensorlake`` sandbox provider.
 
 Modules: :mod:`.provider` (the provider and its sandboxes, on the ``tensorlake`` SDK),
-:mod:`.docker_host` (containers run by the Docker daemon inside a sandbox), :mod:`.plugin` (the
-hook). Nothing imports the SDK at import time: the CLI loads this plugin on every start.
+:mod:`.plugin` (the hook); containers run by the Docker daemon inside a sandbox through the
+core's :mod:`agent_env.sandbox.docker_host`. Nothing imports the SDK at import time: the CLI
+loads this plugin on every start.
 """
 
 __version__ = "0.1.0"

@@ -2,7 +2,8 @@
 
 ``mode="vm"`` sandboxes boot from a Docker-capable image (``image``, default
 ``agentenv-dind-host-v1``): env types build and run their containers on the daemon inside
-(:mod:`.docker_host`), and a published container port is exposed as the sandbox's public URL.
+(:mod:`agent_env.sandbox.docker_host`), and a published container port is exposed as the
+sandbox's public URL.
 ``mode="container"`` sandboxes boot from ``SandboxSpec.image`` and only run commands.
 
 Config, ``[sandbox.providers.tensorlake.config]``: ``api_key`` (required; ``env:NAME`` works),
@@ -31,7 +32,7 @@ from agent_env.sandbox.base import (
     SandboxSpec,
     SandboxUnsupported,
 )
-from agentenv_tensorlake.docker_host import DockerHostSandbox
+from agent_env.sandbox.docker_host import DockerHostSandbox
 
 DEFAULT_IMAGE = "agentenv-dind-host-v1"
 DEFAULT_API_URL = "https://api.tensorlake.ai"

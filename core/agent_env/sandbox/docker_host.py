@@ -1,14 +1,14 @@
 """Containers in a VM-like sandbox that runs its own Docker daemon, driven through ``exec``.
 
-Why here: a cloud sandbox or microVM is reached only through the contract's ``exec``,
+Why in the core: a cloud sandbox or microVM is reached only through the contract's ``exec``,
 ``put_file`` and ``expose``, so ``build_image``/``run_container``/``container_logs`` become
-``docker`` commands run inside it. The same file is in the tensorlake, tenki and smol_vm plugins
-(a test keeps the copies identical) until it moves into the core as
-``agent_env.sandbox.docker_host``; plugins may not import each other.
+``docker`` commands run inside it. Several providers (tensorlake, tenki, smol_vm) need exactly
+this, and plugins may not import each other, so they all subclass :class:`DockerHostSandbox`.
 
-* builds are hermetic exactly as docker_env's: the context copy carries this repository's
-  protocol wheel and the tag is the content hash (``agentenv/<slug>:<digest16>``), so a second
-  build of the same sources is one ``docker image inspect``;
+* builds are hermetic exactly as docker_env's, planned by the core's :mod:`agent_env.images`:
+  the context copy carries this repository's protocol wheel and the tag is the content hash
+  (``agentenv/<slug>:<digest16>``), so a second build of the same sources is one
+  ``docker image inspect``;
 * each sandbox's containers share one private network (``<prefix>-net``) where they reach each
   other by their ``ContainerSpec.name``; container names carry the sandbox's prefix, and every
   container and network carries ``agentenv.sandbox=<id>`` so a teardown can find them;
@@ -23,12 +23,11 @@ import hashlib
 import re
 import shlex
 import tempfile
-from pathlib import Path
 
+from agent_env.images.plan import BUILD_DIGEST_LABEL, plan_build, split_tag, write_build_tar
 from agent_env.sandbox.base import ContainerSpec, ExecResult, Sandbox, SandboxError
 
 SANDBOX_LABEL = "agentenv.sandbox"
-BUILD_DIGEST_LABEL = "agentenv.build_digest"
 BUILD_TIMEOUT = 1800.0
 LOG_TAIL = 40
 
@@ -38,25 +37,15 @@ def _slug(text: str) -> str:
 
 
 def hermetic_context(context: str, tag: str, labels: dict[str, str]) -> tuple[str, bytes, dict]:
-    """(image ref, context tar, labels) for ``context``, as docker_env builds it.
+    """(image ref, context tar, labels) for ``context``, as every provider builds it.
 
-    The protocol wheel and the content-hash tag come from docker_env's build planning (a
-    dependency of the core, so always installed); only the build itself runs elsewhere.
+    ``tag`` is the contract's: with a ``:`` it is used as is, else it is the repository slug
+    completed with the content hash. Only the build itself runs elsewhere (the sandbox's daemon).
     """
-    from agentenv_docker_env import build, hermetic
-    from agentenv_docker_env.context import context_entries, write_context_tar
-
-    explicit = tag if ":" in tag.rsplit("/", 1)[-1] else None
-    plan = build.plan_build(context, name=None if explicit else tag, tag=explicit)
-    entries = context_entries(plan.context, dockerfile=plan.dockerfile)
-    replace: dict[str, bytes] = {}
-    extra: dict[str, bytes] = {}
-    if plan.wheel is not None:
-        text = (plan.context / plan.dockerfile).read_text(encoding="utf-8")
-        replace[Path(plan.dockerfile).as_posix()] = hermetic.inject_into_dockerfile(text).encode()
-        extra = hermetic.context_files(plan.wheel)
+    name, explicit = split_tag(tag)
+    plan = plan_build(context, name=name, tag=explicit)
     with tempfile.TemporaryFile() as handle:
-        write_context_tar(entries, handle, replace=replace, extra=extra)
+        write_build_tar(plan, handle)
         handle.seek(0)
         data = handle.read()
     return plan.tag, data, {**labels, **plan.labels}
