@@ -51,6 +51,7 @@ from agent_env.sandbox.base import (
     SandboxSpec,
     SandboxUnsupported,
 )
+from agent_env.sandbox.ownership import ownership_labels
 from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
 from agentenv_docker_env.build import slugify
 from agentenv_docker_env.engine import daemon_problem, docker_client
@@ -59,12 +60,10 @@ PROVIDER_LABEL = "agentenv.provider"
 MODE_LABEL = "agentenv.mode"
 ROLE_LABEL = "agentenv.role"  # main | host | container | network
 NAME_LABEL = "agentenv.container"
-EXPIRES_LABEL = "agentenv.expires"
 HOST_IMAGE_LABEL = "agentenv.host_image"
 PORTS_LABEL = "agentenv.ports"
 LOOPBACK = "127.0.0.1"
 DEFAULT_IMAGE = "python:3.11-slim"
-OWNER_LABEL = "agentenv.owner"
 EDGE_LABEL = "agentenv.edge"  # "1" when the sandbox has an internal network plus an edge one
 KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
 #: At most this many engine calls at once in one teardown (the SDK's pool holds 10 connections).
@@ -594,8 +593,6 @@ class DockerSandboxProvider(SandboxProvider):
 
     def _new_sandbox(self, client: Any, spec: SandboxSpec) -> DockerSandbox:
         """The sandbox object and its labels (owner and expiry included); nothing created yet."""
-        from agent_env.cli.gc_cmd import owner_label
-
         sandbox_id = f"ae-{slugify(spec.name)[:32]}-{secrets.token_hex(4)}"
         image = spec.image or self.default_image
         labels = {
@@ -606,12 +603,10 @@ class DockerSandboxProvider(SandboxProvider):
             MODE_LABEL: spec.mode,
             HOST_IMAGE_LABEL: image,
             PORTS_LABEL: ",".join(str(p) for p in spec.ports),
-            OWNER_LABEL: owner_label(),
+            **ownership_labels(spec.ttl_seconds),
         }
         if spec.mode == "vm" and self.internal_network:
             labels[EDGE_LABEL] = "1"
-        if spec.ttl_seconds:
-            labels[EXPIRES_LABEL] = str(int(time.time()) + int(spec.ttl_seconds))
         return DockerSandbox(
             client, sandbox_id, spec.mode, labels=labels, host_image=image,
             ports=tuple(spec.ports), env_vars=dict(spec.env_vars),

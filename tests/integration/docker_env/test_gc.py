@@ -10,15 +10,9 @@ from typing import Any
 
 import pytest
 
-from agent_env.cli.gc_cmd import (
-    OWNER_LABEL,
-    find_leftovers,
-    owner_label,
-    owner_state,
-    parse_owner,
-    remove,
-)
+from agent_env.cli.gc_cmd import find_leftovers, remove
 from agent_env.sandbox.base import SandboxSpec
+from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, owner_state, parse_owner
 from agentenv_docker_env.sandbox import DockerSandboxProvider
 
 pytestmark = pytest.mark.docker
@@ -68,13 +62,11 @@ async def test_expired_sandboxes_go_even_with_a_live_owner(
 async def test_a_dead_owners_sandbox_is_found_from_its_labels_alone(
     docker_client: Any, run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentenv_docker_env import sandbox as module
-
     dead = owner_label(_dead_pid())
-    monkeypatch.setattr("agent_env.cli.gc_cmd.owner_label", lambda pid=None: dead)
+    monkeypatch.setattr("agent_env.sandbox.ownership.owner_label", lambda pid=None: dead)
     made = await DockerSandboxProvider().create(SandboxSpec(
         name="orphan", mode="container", labels={"agentenv.run": run_id}))
-    assert module.OWNER_LABEL == OWNER_LABEL
+    assert made.labels[OWNER_LABEL] == dead  # the provider writes the core's owner label
     found, _ = await find_leftovers({"agentenv.run": run_id})
     (verdict,) = [f for f in found if f.sandbox_id == made.id]
     assert verdict.remove and "is gone" in verdict.why
