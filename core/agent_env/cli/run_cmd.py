@@ -102,6 +102,9 @@ class ProgressPrinter:
         outcome = "failed" if result.outcome == "failed" else result.outcome
         echo(f"[{result.task.label}] {outcome} in {seconds(result.duration_seconds)}")
 
+    def note(self, task: Any, text: str) -> None:
+        echo(f"[{task.label}] {text}")
+
     def close(self) -> None:
         """Nothing to clean up for plain lines."""
 
@@ -163,6 +166,9 @@ class LiveProgress(ProgressPrinter):
             self.stream.write("\r\x1b[K")
             self.stream.flush()
         super().step_finished(task, position, total, step, took, failure)
+
+    def note(self, task: Any, text: str) -> None:
+        self._line(f"[{task.label}] {text}")
 
     def close(self) -> None:
         self.stopped.set()

@@ -55,6 +55,13 @@ class TaskContext:
         self.outputs: dict[str, Any] = {}
         self._secrets: set[str] = set()
         self._sandbox_items: dict[str, TeardownItem] = {}
+        #: Where ``note`` lines go: the run's progress display (None: nobody is listening).
+        self.note_sink: Callable[[str], None] | None = None
+
+    def note(self, text: str) -> None:
+        """A progress line for whoever watches the run (the CLI prints it under the task)."""
+        if self.note_sink is not None:
+            self.note_sink(self.strip_secrets(text))
 
     # -- sandboxes -------------------------------------------------------------------------
 

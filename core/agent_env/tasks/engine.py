@@ -70,6 +70,9 @@ class TaskObserver:
     def task_finished(self, result: TaskResult) -> None:
         pass
 
+    def note(self, task: TaskSpec, text: str) -> None:
+        """A progress line a step sent with ``ctx.note`` (image builds, waits...)."""
+
 
 def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -> list[Step]:
     """The task's step objects with ``<k>`` seed placeholders replaced."""
@@ -108,6 +111,8 @@ async def run_task(
 
         registry = get_host().registry("step_type")
     observer = observer or TaskObserver()
+    if ctx.note_sink is None:
+        ctx.note_sink = lambda text: observer.note(task, text)
     steps = build_steps(task, registry, ctx.metadata.get("seed"))
     started_wall, started = records.utc_now(), time.monotonic()
     record = InstanceRecord(ctx.instance_id, task.id, task.version, records.RUNNING, started_wall)

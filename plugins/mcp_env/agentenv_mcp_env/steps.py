@@ -44,19 +44,13 @@ if TYPE_CHECKING:
 #: Provider names read differently for env deploys (see the module docstring).
 ENV_PROVIDER_ALIASES = {"local": "docker"}
 DEFAULT_VERIFY_TIMEOUT = 300.0
-#: Where deploy progress lines go; None silences them (``[plugins.agentenv-framework-mcp-env]
-#: progress = false``, or an SDK caller that prints its own).
+#: Whether deploy progress lines (image builds, cache hits) go to the run's progress display
+#: through ``ctx.note``; ``[plugins.agentenv-framework-mcp-env] progress = false`` turns them off.
 PROGRESS: dict[str, Any] = {"print": True}
 
 
-def say(line: str) -> None:
-    """A progress line on stdout, between the run's own lines (erasing a live status line)."""
-    if not PROGRESS["print"]:
-        return
-    stream = sys.stdout
-    prefix = "\r\x1b[K" if stream.isatty() else ""
-    stream.write(f"{prefix}{line}\n")
-    stream.flush()
+def _quiet(line: str) -> None:
+    """Progress nobody asked for."""
 
 
 def _aggregator_problems(name: str) -> list[str]:
@@ -148,7 +142,7 @@ class DeployEnv(Step):
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
-                progress=say,
+                progress=ctx.note if PROGRESS["print"] else _quiet,
             )
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing

@@ -52,10 +52,12 @@ def test_echo_mcp_passes_and_a_rerun_reuses_everything(
                       "tasks/smoke.json: v1, unchanged"]
     assert "tasks/smoke.json v1: passed (echoes: 1)" in again.stdout
     # The images are found by their content hash, not rebuilt, and the output says so.
-    assert re.search(r"^envs/echo: image agentenv/echo:[0-9a-f]{16} \(cached\)$", again.stdout,
-                     re.MULTILINE), again.stdout
-    assert re.search(r"^gateway: image agentenv/agentenv-gateway:[0-9a-f]{16} \(cached\)$",
+    under_task = r"^\[tasks/smoke.json\] "
+    assert re.search(under_task + r"envs/echo: image agentenv/echo:[0-9a-f]{16} \(cached\)$",
                      again.stdout, re.MULTILINE), again.stdout
+    assert re.search(
+        under_task + r"gateway: image agentenv/agentenv-gateway:[0-9a-f]{16} \(cached\)$",
+        again.stdout, re.MULTILINE), again.stdout
     assert "building image" not in again.stdout
     assert left_by(docker_client, again.stdout) == []
 

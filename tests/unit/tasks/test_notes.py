@@ -1,0 +1,42 @@
+"""``ctx.note``: a step's progress line reaches the run's observer, secrets masked."""
+
+from __future__ import annotations
+
+import attrs
+
+from agent_env.tasks.artifacts import MemoryArtifacts
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.engine import TaskObserver, run_task
+from agent_env.tasks.plan import TaskSpec
+from agent_env.tasks.steps import Step
+
+
+@attrs.define(kw_only=True)
+class Chatty(Step):
+    type = "chatty"
+
+    async def run(self, ctx: TaskContext) -> None:
+        ctx.register_secret("tok-secret-123")
+        ctx.note("image built with tok-secret-123")
+
+
+class Recorder(TaskObserver):
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, str]] = []
+
+    def note(self, task: TaskSpec, text: str) -> None:
+        self.notes.append((task.label, text))
+
+
+async def test_notes_reach_the_observer_with_secrets_masked() -> None:
+    recorder = Recorder()
+    ctx = TaskContext(task_id="t", instance_id="t-12345678", artifacts=MemoryArtifacts())
+    task = TaskSpec("t", "tasks/t.json", [{"type": "chatty", "id": "c"}])
+    await run_task(task, ctx, registry={"chatty": Chatty}, observer=recorder,
+                   emit=lambda *a, **k: None)
+    assert recorder.notes == [("tasks/t.json", "image built with ****")]
+
+
+def test_a_note_with_nobody_listening_is_dropped() -> None:
+    ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+    ctx.note("nobody hears this")  # must not raise
