@@ -33,6 +33,7 @@ from agent_env.sandbox.base import (
     SandboxUnsupported,
 )
 from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
+from agent_env.sandbox.ownership import ownership_labels
 
 DEFAULT_IMAGE = "docker:27-dind"
 CONFIG_TABLE = "[sandbox.providers.smol_vm.config]"
@@ -273,7 +274,8 @@ class SmolVmSandboxProvider(SandboxProvider):
         )
         config = sdk.MachineConfig(
             name=f"agentenv-{secrets.token_hex(6)}", image=image,
-            labels={**spec.labels, MODE_LABEL: spec.mode}, resources=resources,
+            labels={**spec.labels, **ownership_labels(spec.ttl_seconds), MODE_LABEL: spec.mode},
+            resources=resources,
             env=dict(spec.env_vars) or None, ttl_seconds=spec.ttl_seconds,
             ports=[sdk.PortSpec(host=0, guest=p) for p in spec.ports] or None,
             persistent=True,

@@ -32,6 +32,7 @@ from agent_env.sandbox.base import (
     SandboxUnsupported,
 )
 from agent_env.sandbox.docker_host import DockerHostSandbox
+from agent_env.sandbox.ownership import ownership_labels
 
 CONFIG_TABLE = "[sandbox.providers.tenki.config]"
 MODE_KEY = "agentenv.mode"
@@ -259,7 +260,7 @@ class TenkiSandboxProvider(SandboxProvider):
             "disk_size_gb": max(MIN_DISK_GB, math.ceil(spec.disk_mb / 1024))
             if spec.disk_mb else None,
             "max_duration": spec.ttl_seconds,
-            "metadata": {**spec.labels, MODE_KEY: spec.mode},
+            "metadata": {**spec.labels, **ownership_labels(spec.ttl_seconds), MODE_KEY: spec.mode},
             "env": dict(spec.env_vars) or None,
             "snapshot_id": self.snapshot_id,
             "image": self.image if spec.mode == "vm" else (spec.image or self.image),

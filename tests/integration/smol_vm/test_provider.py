@@ -8,6 +8,8 @@ No microVM boots here: this host's paravirtual KVM cannot run the guest kernel.
 
 from __future__ import annotations
 
+import os
+import time
 import types
 from typing import Any
 
@@ -103,7 +105,10 @@ async def test_create_boots_one_vm_with_resources_labels_env_ttl_and_ports(fake_
     config = machine.config
     assert config.image == "docker:27-dind"
     assert (config.resources.cpus, config.resources.memory_mb) == (2, 2048)
-    assert config.labels == {"agentenv.run": "r1", "agentenv.mode": "vm"}
+    labels = dict(config.labels)
+    assert f"pid={os.getpid()} " in labels.pop("agentenv.owner")  # for agent-env gc
+    assert int(labels.pop("agentenv.expires")) > time.time()
+    assert labels == {"agentenv.run": "r1", "agentenv.mode": "vm"}
     assert (config.env, config.ttl_seconds) == ({"A": "1"}, 600)
     assert [p.guest for p in config.ports] == [8080]
     assert sandbox.describe() == {"id": machine.name, "provider": "smol_vm", "mode": "vm"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,11 @@ async def test_create_asks_for_resources_ttl_labels_env_and_the_snapshot(
         assert request.snapshot_id == DOCKER_SNAPSHOT and not request.registry_ref
         assert (request.cpu_cores, request.memory_mb, request.disk_size_gb) == (2, 2048, 20)
         assert request.max_duration.seconds == 600
-        assert dict(request.metadata) == {"agentenv.run": "r1", "agentenv.mode": "vm"}
+        metadata = dict(request.metadata)
+        owner = metadata.pop("agentenv.owner")  # who made it, so agent-env gc can judge it
+        assert f"pid={os.getpid()} " in owner
+        assert int(metadata.pop("agentenv.expires")) > time.time()
+        assert metadata == {"agentenv.run": "r1", "agentenv.mode": "vm"}
         assert dict(request.env) == {"A": "1"}
         assert request.allow_outbound is False
         assert request.name.startswith("agentenv-env-echo-")
