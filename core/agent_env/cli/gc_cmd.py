@@ -131,8 +131,13 @@ async def find_leftovers(labels: dict[str, str]) -> tuple[list[Found], list[str]
     async def ask(name: str, provider_class: Any) -> list[Found]:
         # Not availability(): some providers probe by booting something (tens of seconds);
         # listing what they made needs only their records or their API.
+        from agent_env.errors import UserError
+
         try:
             provider = open_provider(name)
+        except UserError:
+            return []  # not configured here (no API key...), so it made nothing of ours
+        try:
             sandboxes = await asyncio.wait_for(provider.list_sandboxes(dict(labels)),
                                                LIST_TIMEOUT)
         except TimeoutError:
