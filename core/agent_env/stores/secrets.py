@@ -29,7 +29,12 @@ def environment_names(name: str) -> list[str]:
     return [name] if upper == name else [name, upper]
 
 
-def _lookup(table: Mapping[str, Any], name: str) -> str | None:
+def bundle_value(table: Mapping[str, Any], name: str) -> str | None:
+    """``name`` in a secret bundle (a key, else a dotted path); text for scalars, else None.
+
+    Every secret store that keeps a bundle of values (local file, Secrets Manager, Secret
+    Manager) reads names the same way through this.
+    """
     if name in table:
         value: Any = table[name]
     else:
@@ -79,11 +84,11 @@ class LocalSecretStore(SecretStore):
             for variable in environment_names(name):
                 if variable in environ:
                     return environ[variable]
-        found = _lookup(self.values, name)
+        found = bundle_value(self.values, name)
         if found is not None:
             return found
         if self.file is not None:
-            return _lookup(self._read_file(), name)
+            return bundle_value(self._read_file(), name)
         return None
 
     def _read_file(self) -> dict[str, Any]:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from agent_env.errors import ConfigError
 from agent_env.stores.base import SecretStore, StoreError
+from agent_env.stores.secrets import bundle_value
 from agentenv_aws_stores.aws import (
     AwsSettings,
     AwsStoreError,
@@ -81,7 +81,7 @@ class SecretsManagerSecretStore(SecretStore):
     def get(self, name: str) -> str | None:
         if not isinstance(name, str) or not name:
             return None
-        return lookup(self._current(), name)
+        return bundle_value(self._current(), name)
 
     def refresh(self) -> None:
         """Drop the cached bundle so the next ``get`` fetches the secret again."""
@@ -169,20 +169,3 @@ def parse_bundle(text: str, where: str) -> dict[str, Any]:
             f"secret '{where}' must hold a mapping of name: value, not {type(data).__name__}"
         )
     return data
-
-
-def lookup(table: Mapping[str, Any], name: str) -> str | None:
-    """``name`` in the bundle (dotted for nested tables); scalars as text, tables as ``None``."""
-    if name in table:
-        value: Any = table[name]
-    else:
-        value = table
-        for part in name.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                return None
-            value = value[part]
-    if value is None or isinstance(value, Mapping | list):
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -21,6 +21,7 @@ from typing import Any
 
 from agent_env.errors import UserError
 from agent_env.stores.base import SecretStore, StoreError
+from agent_env.stores.secrets import bundle_value
 from agentenv_gcp_stores.faults import (
     Backoff,
     MissingResource,
@@ -102,7 +103,7 @@ class SecretManagerSecretStore(SecretStore):
     # -- the contract -----------------------------------------------------------------------
 
     def get(self, name: str) -> str | None:
-        return _lookup(self._current(), name)
+        return bundle_value(self._current(), name)
 
     def close(self) -> None:
         client, self._client = self._client, None
@@ -217,22 +218,6 @@ class SecretManagerSecretStore(SecretStore):
             )
         return dict(bundle)
 
-
-def _lookup(bundle: Mapping[str, Any], name: str) -> str | None:
-    """``name`` as a key, else as a dotted path; text for scalars, ``None`` for the rest."""
-    if name in bundle:
-        value: Any = bundle[name]
-    else:
-        value = bundle
-        for part in name.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                return None
-            value = value[part]
-    if value is None or isinstance(value, Mapping | list):
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _line(exc: Exception) -> object:
