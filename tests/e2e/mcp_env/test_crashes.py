@@ -282,7 +282,7 @@ def test_sigint_during_a_cold_build_stops_the_build(
     requirements.write_text(requirements.read_text() + f"# {uuid.uuid4().hex}\n")
     run = Run(tmp_path, str(bundle), "cold")
     runs.append(run)
-    seen = run.wait_for_line(r"^envs/echo: Step \d+/\d+ : RUN pip install")
+    seen = run.wait_for_line(r"^\[tasks/smoke.json\] envs/echo: Step \d+/\d+ : RUN pip install")
     tag = next(re.search(r"building image (\S+)", line).group(1)  # type: ignore[union-attr]
                for line in seen if "building image" in line)
     time.sleep(0.5)
