@@ -10,35 +10,6 @@ from typing import Any
 import pytest
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Any:
-    """The engine client; skips (fails under CI) when no daemon answers."""
-    try:
-        from agentenv_docker_env.engine import daemon_problem, docker_client
-    except ImportError as exc:
-        problem: str | None = f"docker_env is not installed: {exc}"
-    else:
-        problem = daemon_problem()
-    if problem:
-        message = f"no Docker daemon: {problem} (run `bash .ci/docker.sh`)"
-        if _in_ci():
-            pytest.fail(f"{message}; Docker tests never skip under CI=true")
-        pytest.skip(message)
-    client = docker_client()
-    try:
-        client.images.get("python:3.11-slim")
-    except Exception:
-        message = "no python:3.11-slim image (run `bash .ci/docker.sh` to build it offline)"
-        if _in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
-    return client
-
-
 @pytest.fixture(autouse=True)
 def _state_root(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterator[None]:
     """Keep wheel caches and registry data out of the user's state folder."""

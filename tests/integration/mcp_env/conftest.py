@@ -6,7 +6,6 @@ unique ``agentenv.run`` label whose leftovers are removed, and reported, after t
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,57 +14,10 @@ from typing import Any
 import pytest
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def docker_or_skip() -> Any:
-    """The engine client with ``python:3.11-slim`` present; else skip (fail under CI)."""
-    try:
-        from agentenv_docker_env.engine import daemon_problem, docker_client
-    except ImportError as exc:
-        problem: str | None = f"docker_env is not installed: {exc}"
-    else:
-        problem = daemon_problem()
-    if problem is None:
-        client = docker_client()
-        try:
-            client.images.get("python:3.11-slim")
-        except Exception:
-            problem = "no python:3.11-slim image (run `bash .ci/docker.sh` to build it offline)"
-        else:
-            return client
-    message = f"no usable Docker: {problem} (run `bash .ci/docker.sh`)"
-    if in_ci():
-        pytest.fail(f"{message}; Docker tests never skip under CI=true")
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Any:
-    return docker_or_skip()
-
-
 @pytest.fixture(autouse=True)
-def state_root(tmp_path: Path, docker_client: Any) -> Iterator[Path]:
-    from agent_env import config
-    from agent_env.stores import reset_stores
-    from agent_env.tasks.sandboxes import forget_providers
-
-    root = tmp_path / "state"
-    old = os.environ.get("AGENT_ENV_STATE_DIR")
-    os.environ["AGENT_ENV_STATE_DIR"] = str(root)
-    config.reset()
-    reset_stores()
-    forget_providers()
-    yield root
-    if old is None:
-        os.environ.pop("AGENT_ENV_STATE_DIR", None)
-    else:
-        os.environ["AGENT_ENV_STATE_DIR"] = old
-    config.reset()
-    reset_stores()
-    forget_providers()
+def _private_state(state_root: Path, docker_client: Any) -> Path:
+    """Every test here gets its own state root and needs Docker (a module may override it)."""
+    return state_root
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ Docker tests never skip under ``CI=true``: a missing daemon or base image fails 
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import sys
 import threading
@@ -21,49 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent))  # the fake lives next to the tes
 from fake_tensorlake import API_KEY, BASE_IMAGE, FakeTensorlake
 
 
-def docker_or_skip() -> Any:
-    """The engine client with the base image present; else skip (fail under CI)."""
-    try:
-        from agentenv_docker_env.engine import daemon_problem, docker_client
-    except ImportError as exc:
-        problem: str | None = f"docker_env is not installed: {exc}"
-    else:
-        problem = daemon_problem()
-    if problem is None:
-        client = docker_client()
-        try:
-            client.images.get(BASE_IMAGE)
-        except Exception:
-            problem = f"no {BASE_IMAGE} image (run `bash .ci/docker.sh` to build it offline)"
-        else:
-            return client
-    message = f"no usable Docker: {problem} (run `bash .ci/docker.sh`)"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{message}; Docker tests never skip under CI=true")
-    pytest.skip(message)
-
-
 @pytest.fixture(autouse=True)
-def state_root(tmp_path: Path) -> Iterator[Path]:
+def _private_state(state_root: Path) -> Path:
     """A private state root and config per test (stores, wheel caches, providers)."""
-    from agent_env import config
-    from agent_env.stores import reset_stores
-    from agent_env.tasks.sandboxes import forget_providers
-
-    root = tmp_path / "state"
-    old = os.environ.get("AGENT_ENV_STATE_DIR")
-    os.environ["AGENT_ENV_STATE_DIR"] = str(root)
-    config.reset()
-    reset_stores()
-    forget_providers()
-    yield root
-    if old is None:
-        os.environ.pop("AGENT_ENV_STATE_DIR", None)
-    else:
-        os.environ["AGENT_ENV_STATE_DIR"] = old
-    config.reset()
-    reset_stores()
-    forget_providers()
+    return state_root
 
 
 @pytest.fixture
@@ -81,9 +41,9 @@ def wildcard_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fake_tensorlake(wildcard_localhost: None) -> Iterator[FakeTensorlake]:
+def fake_tensorlake(wildcard_localhost: None, docker_client: Any) -> Iterator[FakeTensorlake]:
     """The fake service on 127.0.0.1, served from its own thread and event loop."""
-    client = docker_or_skip()
+    client = docker_client
     fake = FakeTensorlake(
         client, api_key=API_KEY,
         images={"agentenv-dind-host-v1": BASE_IMAGE, BASE_IMAGE: BASE_IMAGE,
