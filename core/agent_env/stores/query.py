@@ -129,6 +129,20 @@ def normalize_index_fields(fields: Sequence[str | tuple[str, int]]) -> list[tupl
     return normalize_sort(list(fields))
 
 
+def index_fields(
+    fields: Sequence[str | tuple[str, int]], *, unique: bool, ttl: float | None
+) -> list[tuple[str, int]]:
+    """The normalised fields of an ``ensure_index`` call, refusing an impossible TTL index.
+
+    Every document-store backend checks the same rule here: a TTL index has one field, is not
+    unique and has a non-negative TTL.
+    """
+    spec = normalize_index_fields(fields)
+    if ttl is not None and (len(spec) != 1 or unique or ttl < 0):
+        raise InvalidQuery("a TTL index has exactly one field, is not unique and ttl >= 0")
+    return spec
+
+
 def check_page(limit: int | None, offset: int) -> None:
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise InvalidQuery(f"limit must be a non-negative integer or None, not {limit!r}")

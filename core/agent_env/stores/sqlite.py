@@ -396,9 +396,7 @@ class SqliteDocumentStore(DocumentStore):
         unique: bool = False,
         ttl: float | None = None,
     ) -> str:
-        spec = q.normalize_index_fields(fields)
-        if ttl is not None and (len(spec) != 1 or unique or ttl < 0):
-            raise InvalidQuery("a TTL index has exactly one field, is not unique and ttl >= 0")
+        spec = q.index_fields(fields, unique=unique, ttl=ttl)
         table = self._table(collection)
         name = _index_name(collection, spec, unique, ttl)
         if name in self._indexes:

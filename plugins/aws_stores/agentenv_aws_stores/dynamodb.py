@@ -69,7 +69,6 @@ from agent_env.stores.base import (
     DocumentStore,
     DuplicateKeyError,
     Filter,
-    InvalidQuery,
     Sort,
     StoreError,
 )
@@ -1008,9 +1007,7 @@ class DynamoDocumentStore(DocumentStore):
         ttl: float | None = None,
     ) -> str:
         q.validate_collection(collection)
-        spec = q.normalize_index_fields(fields)
-        if ttl is not None and (len(spec) != 1 or unique or ttl < 0):
-            raise InvalidQuery("a TTL index has exactly one field, is not unique and ttl >= 0")
+        spec = q.index_fields(fields, unique=unique, ttl=ttl)
         ttl = None if ttl is None else float(ttl)
         name = _index_name(spec, unique, ttl)
         wanted = IndexSpec(name, tuple(spec), unique, ttl)

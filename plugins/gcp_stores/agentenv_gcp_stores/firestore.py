@@ -802,9 +802,7 @@ class FirestoreDocumentStore(DocumentStore):
         ttl: float | None = None,
     ) -> str:
         q.validate_collection(collection)
-        spec_fields = q.normalize_index_fields(fields)
-        if ttl is not None and (len(spec_fields) != 1 or unique or ttl < 0):
-            raise InvalidQuery("a TTL index has exactly one field, is not unique and ttl >= 0")
+        spec_fields = q.index_fields(fields, unique=unique, ttl=ttl)
         name = index_name(collection, spec_fields, unique, None if ttl is None else float(ttl))
         if name in self._seen_indexes:
             return name
