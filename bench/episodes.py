@@ -90,12 +90,10 @@ async def measure(size: int, rounds: int, reuse: bool) -> tuple[list[float], lis
 
 def run(*, quick: bool, workdir: Path, agent_env: list[str],
         sizes: tuple[int, ...] = (1, 8, 32), rounds: int = 2) -> list[Series]:
-    from agent_env import config
-    from agent_env.stores import reset_stores
+    from agent_env import runtime
 
     os.environ["AGENT_ENV_STATE_DIR"] = str(workdir / "state-episodes")
-    config.reset()
-    reset_stores()
+    runtime.reset()
     series: list[Series] = []
     for size in sizes:
         plain = f"episodes/min, {size} side by side, redeploy"

@@ -43,21 +43,15 @@ def docker_client() -> Any:
 @pytest.fixture
 def state_root(tmp_path: Path) -> Iterator[Path]:
     """A private state root for this test; config, stores and providers are forgotten around it."""
-    from agent_env import config
-    from agent_env.stores import reset_stores
-    from agent_env.tasks.sandboxes import forget_providers
+    from agent_env import runtime
 
     root = tmp_path / "state"
     old = os.environ.get("AGENT_ENV_STATE_DIR")
     os.environ["AGENT_ENV_STATE_DIR"] = str(root)
-    config.reset()
-    reset_stores()
-    forget_providers()
+    runtime.reset()
     yield root
     if old is None:
         os.environ.pop("AGENT_ENV_STATE_DIR", None)
     else:
         os.environ["AGENT_ENV_STATE_DIR"] = old
-    config.reset()
-    reset_stores()
-    forget_providers()
+    runtime.reset()

@@ -169,38 +169,22 @@ def _parse_reason(exc: Exception) -> str:
 
 # -- merging ------------------------------------------------------------------------------
 
-_OVERRIDES: dict[str, Any] = {}
-_CACHED: Config | None = None
-
-
 def configure(**sections: Any) -> None:
-    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``."""
-    global _CACHED
-    for name, value in sections.items():
-        if isinstance(value, dict) and isinstance(_OVERRIDES.get(name), dict):
-            _OVERRIDES[name] = _deep_merge(_OVERRIDES[name], value)
-        else:
-            _OVERRIDES[name] = value
-    _CACHED = None
+    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``.
 
+    Applies to the current runtime (:mod:`agent_env.runtime`); stores and providers opened
+    under the old config are closed.
+    """
+    from agent_env.runtime import current
 
-def reset() -> None:
-    """Drop overrides and the cached config (tests)."""
-    global _CACHED
-    _OVERRIDES.clear()
-    _CACHED = None
+    current().configure(**sections)
 
 
 def get_config() -> Config:
-    """The config in effect for this process (loaded once)."""
-    global _CACHED
-    if _CACHED is None:
-        _CACHED = load_config()
-        for warning in _CACHED.warnings:
-            import sys
+    """The config in effect for the current runtime (loaded once per runtime)."""
+    from agent_env.runtime import current
 
-            sys.stderr.write(f"warning: {warning}\n")
-    return _CACHED
+    return current().config
 
 
 def load_config(
@@ -212,7 +196,7 @@ def load_config(
 ) -> Config:
     """Merge defaults, the file, ``AGENT_ENV_*`` variables and overrides; resolve references."""
     environ = os.environ if environ is None else environ
-    overrides = _OVERRIDES if overrides is None else overrides
+    overrides = {} if overrides is None else overrides
     path = path if path is not None else find_config_file()
     data: dict[str, Any] = {"stores": dict(DEFAULT_STORES)}
     sources = {name: "default" for name in data}
@@ -221,7 +205,7 @@ def load_config(
         file_data = read_toml(path)
         warnings.extend(_check_shape(file_data, path))
         for name, value in file_data.items():
-            data[name] = _merge_value(data.get(name), value)
+            data[name] = merge_value(data.get(name), value)
             sources[name] = f"file {path}"
     for variable, (section, key) in ENV_VARIABLES.items():
         if environ.get(variable):
@@ -229,13 +213,14 @@ def load_config(
             table[key] = environ[variable]
             sources[section] = f"{sources.get(section, 'default')} + ${variable}"
     for name, value in overrides.items():
-        data[name] = _merge_value(data.get(name), value)
+        data[name] = merge_value(data.get(name), value)
         sources[name] = f"{sources.get(name, 'default')} + configure()"
     resolved = resolve_references(data, environ=environ, secrets=secrets)
     return Config(resolved, path, sources, tuple(warnings), raw=data)
 
 
-def _merge_value(base: Any, value: Any) -> Any:
+def merge_value(base: Any, value: Any) -> Any:
+    """``value`` over ``base``: tables merge key by key, anything else replaces."""
     return _deep_merge(base or {}, value) if isinstance(value, dict) else value
 
 

@@ -76,7 +76,8 @@ def preflight_steps(
     sandbox_chain: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Step], list[str]]:
     """Rewrite entity names to ids, check the steps; returns (raw steps, steps, problems)."""
-    from agent_env.tasks.sandboxes import missing_provider_message, provider_names
+    from agent_env.plugins import get_host
+    from agent_env.plugins.reporting import missing as missing_plugin
 
     rewritten = []
     for raw in raw_steps:
@@ -93,7 +94,8 @@ def preflight_steps(
                     if isinstance(item, str) and item not in known.get(kind, set()) and \
                             stored(kind, item):
                         known.setdefault(kind, set()).add(item)
-    providers = frozenset(provider_names())
+    host = get_host()
+    providers = frozenset(host.registry("sandbox_provider"))
     steps, problems = check_steps(
         rewritten, registry, {k: frozenset(v) for k, v in known.items()}, providers
     )
@@ -103,7 +105,7 @@ def preflight_steps(
     ]
     missing = sorted({name for chain in chains for name in chain if name not in providers})
     for name in missing:
-        problems.append(missing_provider_message(name))
+        problems.append(missing_plugin(host, "sandbox_provider", name).message)
     return rewritten, steps, [f"{label}: {p}" for p in problems]
 
 

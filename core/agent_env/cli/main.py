@@ -52,9 +52,9 @@ def _disable_plugins(ctx: click.Context, param: click.Parameter, values: tuple[s
             raise click.BadParameter(f"expected no:NAME, got {value!r}", ctx=ctx, param=param)
         names.append(value[3:])
     if names:
-        from agent_env.plugins import disable
+        from agent_env.runtime import current
 
-        disable(names)
+        current().disable(names)
 
 
 def _use_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

@@ -158,8 +158,11 @@ class Episode:
         """Start the run; returns once its record exists (nothing is deployed yet)."""
         recorded = asyncio.Event()
         last_resort.keep(self.ctx.teardown)
-        self._driver = asyncio.ensure_future(self._drive(_WatchedRecords(
-            self.spec.instances, recorded)))
+        from agent_env.runtime import use
+
+        with use(self.spec.runtime):  # the run's task keeps the spec's runtime as current
+            self._driver = asyncio.ensure_future(self._drive(_WatchedRecords(
+                self.spec.instances, recorded)))
         waiter = asyncio.ensure_future(recorded.wait())
         try:
             await asyncio.wait({waiter, self._driver}, return_when=asyncio.FIRST_COMPLETED)

@@ -22,6 +22,7 @@ from agent_env.episodes.rules import EpisodePlan, Prompt, check_arguments, plan_
 from agent_env.episodes.task_source import Task
 
 if TYPE_CHECKING:
+    from agent_env.runtime import Runtime
     from agent_env.tasks.records import InstanceStore
     from agent_env.tasks.steps import Step
 
@@ -52,8 +53,13 @@ class EpisodeSpec:
         max_envs: int | None = None,
         instances: InstanceStore | None = None,
         sandbox_chain: Sequence[str] | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
+        from agent_env.runtime import current
+
         self.id = _short_id("episodes")
+        #: The config, plugins and stores every episode of this spec runs under.
+        self.runtime = runtime or current()
         self.task = task
         self.plan = plan
         self.registry = dict(registry)
@@ -84,6 +90,7 @@ class EpisodeSpec:
         max_envs: int | None = None,
         sandbox: str | Sequence[str] | None = None,
         instances: InstanceStore | None = None,
+        runtime: Runtime | None = None,
     ) -> EpisodeSpec:
         """Check ``task`` for outside play and prepare its episodes.
 
@@ -93,7 +100,10 @@ class EpisodeSpec:
         their ``deploy_env`` for an earlier one to give its envs back: a small machine runs out
         of Docker networks before it runs out of episodes); ``sandbox`` is a provider chain for
         every sandbox (like ``--sandbox``);
-        ``instances`` is where run records go (default: the configured document store).
+        ``instances`` is where run records go (default: the configured document store);
+        ``runtime`` is the :class:`~agent_env.runtime.Runtime` (config, plugins, stores) the
+        episodes run under (default: the current one), so two specs with different configs can
+        train side by side in one process.
         """
         if not isinstance(task, Task):
             raise EpisodeError("from_task takes a Task (Task.get(id), Task.from_bundle(path, "
@@ -102,10 +112,21 @@ class EpisodeSpec:
         if max_envs is not None and (isinstance(max_envs, bool) or not isinstance(max_envs, int)
                                      or max_envs < 1):
             raise EpisodeError(f"max_envs must be a positive whole number, not {max_envs!r}")
-        from agent_env.plugins import get_host
+        from agent_env.runtime import current, use
+
+        runtime = runtime or current()
+        with use(runtime):
+            return cls._prepare(task, trainer_agents, seed, turn_timeout, reuse_envs, max_envs,
+                                sandbox, instances, runtime)
+
+    @classmethod
+    def _prepare(cls, task: Task, trainer_agents: Iterable[str] | str | None,
+                 seed: Mapping[str, Any] | None, turn_timeout: float | None, reuse_envs: bool,
+                 max_envs: int | None, sandbox: str | Sequence[str] | None,
+                 instances: InstanceStore | None, runtime: Runtime) -> EpisodeSpec:
         from agent_env.tasks.engine import build_steps
 
-        registry: dict[str, type[Step]] = dict(get_host().registry("step_type"))
+        registry: dict[str, type[Step]] = dict(runtime.host.registry("step_type"))
         registry["deploy_agent"] = EpisodeDeployAgent
         if "deploy_env" in registry:
             registry["deploy_env"] = episode_env_step_type(registry["deploy_env"])
@@ -124,7 +145,7 @@ class EpisodeSpec:
         chain = [p.strip() for item in chain or () for p in item.split(",") if p.strip()]
         return cls(task, plan, registry, seed=seed, turn_timeout=turn_timeout,
                    reuse_envs=reuse_envs, max_envs=max_envs, instances=instances,
-                   sandbox_chain=chain)
+                   sandbox_chain=chain, runtime=runtime)
 
     def __repr__(self) -> str:
         return (f"<EpisodeSpec {self.id} of {self.task.id}: plays "
@@ -165,7 +186,10 @@ class EpisodeSpec:
         await asyncio.gather(*(e.abandon("the episode spec was closed") for e in running),
                              return_exceptions=True)
         if self.pool is not None:
-            await self.pool.close()
+            from agent_env.runtime import use
+
+            with use(self.runtime):
+                await self.pool.close()
 
     async def __aenter__(self) -> EpisodeSpec:
         return self

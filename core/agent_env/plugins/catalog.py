@@ -1,8 +1,10 @@
-"""The first-party plugins: what each provides, its distribution, extra and folder.
+"""The first-party plugins: what each contributes, its distribution and extra.
 
 The kernel never imports a plugin; it only knows these names so that an error can say what to
-install (``the 's3' object store comes from the aws_stores plugin: ...``) and so that
-``agent-env plugin add tensorlake`` can find the plugin's folder in a checkout.
+install (``the 's3' object store comes from the aws_stores plugin, which is not installed ...``)
+and so that ``agent-env plugin add tensorlake`` can find the plugin's folder in a checkout.
+``provides`` uses the host's own contribution kinds and names (stores as ``KIND:BACKEND``), and
+``tests/unit/plugins/test_catalog.py`` checks it against what each installed plugin contributes.
 """
 
 from __future__ import annotations
@@ -28,37 +30,53 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "docker_env",
         "agentenv-framework-docker-env",
         None,
-        {"sandbox_provider": ("docker",), "image_store": ("local", "local_registry")},
+        {"sandbox_provider": ("docker",), "store": ("image:local", "image:local_registry")},
     ),
     FirstPartyPlugin(
-        "mcp_env", "agentenv-framework-mcp-env", None, {"env_type": ("mcp_server",)}
+        "mcp_env",
+        "agentenv-framework-mcp-env",
+        None,
+        {
+            "env_type": ("mcp_server",),
+            "step_type": (
+                "deploy_env",
+                "env_outcome_verifier",
+                "reset_env",
+                "verify_env_card",
+                "verify_env_core_protocol",
+            ),
+            "bundle": ("echo-mcp", "mail-mcp"),
+        },
     ),
-    FirstPartyPlugin("smol_vm", "agentenv-framework-smol-vm", "smol",
-                     {"sandbox_provider": ("smol_vm",)}),
-    FirstPartyPlugin("tensorlake", "agentenv-framework-tensorlake", "tensorlake",
-                     {"sandbox_provider": ("tensorlake",)}),
-    FirstPartyPlugin("tenki", "agentenv-framework-tenki", "tenki",
-                     {"sandbox_provider": ("tenki",)}),
+    FirstPartyPlugin(
+        "smol_vm", "agentenv-framework-smol-vm", "smol", {"sandbox_provider": ("smol_vm",)}
+    ),
+    FirstPartyPlugin(
+        "tensorlake",
+        "agentenv-framework-tensorlake",
+        "tensorlake",
+        {"sandbox_provider": ("tensorlake",)},
+    ),
+    FirstPartyPlugin(
+        "tenki", "agentenv-framework-tenki", "tenki", {"sandbox_provider": ("tenki",)}
+    ),
     FirstPartyPlugin(
         "aws_stores",
         "agentenv-framework-aws-stores",
         "aws",
-        {
-            "object_store": ("s3",),
-            "secret_store": ("secretsmanager",),
-            "document_store": ("dynamodb",),
-            "image_store": ("ecr",),
-        },
+        {"store": ("object:s3", "document:dynamodb", "secret:secretsmanager", "image:ecr")},
     ),
     FirstPartyPlugin(
         "gcp_stores",
         "agentenv-framework-gcp-stores",
         "gcp",
         {
-            "object_store": ("gcs",),
-            "secret_store": ("secretmanager",),
-            "document_store": ("firestore",),
-            "image_store": ("artifact_registry",),
+            "store": (
+                "object:gcs",
+                "document:firestore",
+                "secret:secretmanager",
+                "image:artifact_registry",
+            )
         },
     ),
 )
@@ -72,7 +90,7 @@ def by_short_name(name: str) -> FirstPartyPlugin | None:
 
 
 def provider_of(kind: str, name: str) -> FirstPartyPlugin | None:
-    """The first-party plugin that provides ``name`` of ``kind`` (e.g. ``object_store``)."""
+    """The first-party plugin that contributes ``name`` of contribution ``kind``."""
     for plugin in FIRST_PARTY:
         if name in plugin.provides.get(kind, ()):
             return plugin

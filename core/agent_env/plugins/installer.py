@@ -21,10 +21,10 @@ import attrs
 import click
 
 from agent_env.errors import UserError
-from agent_env.plugins import CORE_DISTRIBUTION, _normalise
 from agent_env.plugins.catalog import by_short_name
+from agent_env.plugins.discovery import CORE_DISTRIBUTION, normalise
 
-PROTECTED = {_normalise(CORE_DISTRIBUTION), _normalise("agentenv-framework-protocol")}
+PROTECTED = {normalise(CORE_DISTRIBUTION), normalise("agentenv-framework-protocol")}
 
 
 @attrs.frozen
@@ -68,7 +68,7 @@ def snapshot() -> dict[str, Installed]:
     )
     raw = json.loads(done.stdout)
     return {
-        _normalise(name): Installed(name, version, url, bool(editable))
+        normalise(name): Installed(name, version, url, bool(editable))
         for name, (version, url, editable) in raw.items()
     }
 
@@ -124,7 +124,7 @@ def refuse_externally_managed() -> None:
 
 def _spec_name(spec: str) -> str:
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
-    return _normalise(match.group(1)) if match else ""
+    return normalise(match.group(1)) if match else ""
 
 
 def _checkout_root() -> Path | None:
@@ -199,10 +199,10 @@ def verify_plugins_load(distributions: list[str]) -> list[str]:
     )
     if done.returncode != 0:
         return [f"agent-env plugin list failed: {done.stderr.strip()[-300:]}"]
-    rows = {_normalise(r["package"]): r for r in json.loads(done.stdout)["plugins"]}
+    rows = {normalise(r["package"]): r for r in json.loads(done.stdout)["plugins"]}
     problems = []
     for name in distributions:
-        row = rows.get(_normalise(name))
+        row = rows.get(normalise(name))
         if row is None:
             continue  # a plain dependency, not a plugin
         if row["status"] != "active":
@@ -266,14 +266,15 @@ def _stored_task_uses(step_types: set[str], providers: set[str]) -> list[str]:
 def remove(names: list[str], *, force: bool = False, assume_yes: bool = False) -> None:
     """Uninstall plugin distributions; blocked while config or stored tasks use them."""
     refuse_externally_managed()
-    from agent_env.cli.plugin_cmd import _find_row, _package_rows
+    from agent_env.plugins import get_host
+    from agent_env.plugins.reporting import find_row, package_rows
 
-    rows = _package_rows()
+    rows = package_rows(get_host())
     distributions = []
     for name in names:
         first_party = by_short_name(name)
-        row = _find_row(first_party.distribution if first_party else name, rows)
-        if _normalise(row["package"]) in PROTECTED:
+        row = find_row(first_party.distribution if first_party else name, rows)
+        if normalise(row["package"]) in PROTECTED:
             raise UserError(f"'{row['package']}' is agent-env itself and cannot be removed")
         uses = _uses(row["provides"])
         if uses and not force:

@@ -13,18 +13,18 @@ import pytest
 @pytest.fixture(autouse=True)
 def _state_root(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Iterator[None]:
     """Keep wheel caches and registry data out of the user's state folder."""
-    from agent_env import config
+    from agent_env import runtime
 
     root = tmp_path_factory.getbasetemp() / "agentenv-state"
     old = os.environ.get("AGENT_ENV_STATE_DIR")
     os.environ["AGENT_ENV_STATE_DIR"] = str(root)
-    config.reset()
+    runtime.reset()
     yield
     if old is None:
         os.environ.pop("AGENT_ENV_STATE_DIR", None)
     else:
         os.environ["AGENT_ENV_STATE_DIR"] = old
-    config.reset()
+    runtime.reset()
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from gcp_fakes.testbed import BUCKET, PROJECT, FirestoreServer
 from agent_env.config import load_config
 from agent_env.errors import ConfigError
 from agent_env.plugins import PluginHost
-from agent_env.stores import build_store, open_store, reset_stores
+from agent_env.runtime import Runtime
+from agent_env.stores import build_store
 from agentenv_gcp_stores.artifact_registry import ArtifactRegistryImageStore
 from agentenv_gcp_stores.firestore import FirestoreDocumentStore
 from agentenv_gcp_stores.gcs import GcsObjectStore
@@ -98,11 +99,12 @@ access_token = "secret:registry_token"
     )
     host = PluginHost(only={"agentenv-framework-gcp-stores"})
     config = load_config(config_file, environ={"AGENTENV_TEST_KEY": str(key_file)})
+    runtime = Runtime(host=host)
     try:
-        objects = open_store("object", config, host=host)
-        documents = open_store("document", config, host=host)
-        secrets = open_store("secret", config, host=host)
-        images = open_store("image", config, host=host)
+        objects = runtime.store("object", config)
+        documents = runtime.store("document", config)
+        secrets = runtime.store("secret", config)
+        images = runtime.store("image", config)
         assert isinstance(objects, GcsObjectStore) and objects.prefix == "configured/"
         assert isinstance(documents, FirestoreDocumentStore) and documents.prefix == "cfg_"
         assert isinstance(secrets, SecretManagerSecretStore)
@@ -117,10 +119,10 @@ access_token = "secret:registry_token"
         assert ref == f"europe-west1-docker.pkg.dev/{PROJECT}/agentenv/envs/echo:v1"
         assert images.auth(ref).password == "ya29.from-sm"
     finally:
-        reset_stores()
+        runtime.close()
 
 
 def test_unknown_settings_are_named() -> None:
     host = PluginHost(only={"agentenv-framework-gcp-stores"})
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) buckett .*known: .*bucket"):
-        build_store("object", "gcs", {"buckett": "x"}, host=host)
+        build_store("object", "gcs", {"buckett": "x"}, runtime=Runtime(host=host))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_env import config as cfg
+from agent_env import runtime
 from agent_env.errors import ConfigError
 
 
@@ -17,9 +18,9 @@ def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         if name.startswith("AGENT_ENV_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
-    cfg.reset()
+    runtime.reset()
     yield
-    cfg.reset()
+    runtime.reset()
 
 
 def write_config(folder: Path, text: str) -> Path:
@@ -52,7 +53,7 @@ def test_precedence_default_file_env_code(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("AGENT_ENV_OBJECT_STORE", "from-env")
     monkeypatch.setenv("AGENT_ENV_DOCUMENT_STORE", "from-env")
     cfg.configure(stores={"document": "from-code"})
-    config = cfg.load_config()
+    config = cfg.get_config()
     assert config.store("object").backend == "from-env"
     assert config.store("document").backend == "from-code"
     assert config.store("secret").backend == "local"

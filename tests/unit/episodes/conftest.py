@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import config as config_module
-from agent_env.stores import reset_stores
-from agent_env.tasks.sandboxes import forget_providers
+from agent_env import runtime
 
 
 @pytest.fixture(autouse=True)
@@ -19,10 +17,6 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.delenv("AGENT_ENV_CONFIG", raising=False)
     monkeypatch.delenv("AGENT_ENV_MODEL_BASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    config_module.reset()
-    reset_stores()
-    forget_providers()
+    runtime.reset()
     yield root
-    reset_stores()
-    forget_providers()
-    config_module.reset()
+    runtime.reset()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent_env import config as config_module
+from agent_env import runtime
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.plan import check_steps
@@ -42,7 +42,7 @@ async def test_deploy_agent_without_a_player_or_model_says_so() -> None:
 
 async def test_deploy_agent_with_a_model_endpoint_is_not_faked(monkeypatch) -> None:
     monkeypatch.setenv("AGENT_ENV_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
-    config_module.reset()
+    runtime.reset()
     with pytest.raises(StepError, match="is not supported yet"):
         await DeployAgent(id="a").run(context())
 

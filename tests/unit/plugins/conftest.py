@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import config as config_module
-from agent_env.plugins import reset_host
+from agent_env import runtime
 
 ToyFactory = Callable[..., str]
 
@@ -48,8 +47,6 @@ def toy_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ToyFac
 
 @pytest.fixture(autouse=True)
 def _fresh_kernel_state() -> Iterator[None]:
-    reset_host()
-    config_module.reset()
+    runtime.reset()
     yield
-    reset_host()
-    config_module.reset()
+    runtime.reset()

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import config as config_module
-from agent_env.stores import reset_stores
+from agent_env import runtime
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +22,6 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         "AGENT_ENV_SECRET_STORE",
     ):
         monkeypatch.delenv(variable, raising=False)
-    config_module.reset()
+    runtime.reset()
     yield root
-    reset_stores()
-    config_module.reset()
+    runtime.reset()

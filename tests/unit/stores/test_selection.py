@@ -18,8 +18,8 @@ from agent_env.stores import (
     SecretStore,
     build_store,
     open_store,
-    reset_stores,
 )
+from agent_env.runtime import Runtime, use
 from agent_env.stores.filesystem import FilesystemObjectStore
 from agent_env.stores.sqlite import SqliteDocumentStore
 
@@ -38,9 +38,9 @@ def test_defaults_are_local_and_live_under_the_state_root(
     host: PluginHost, isolated_state: Path
 ) -> None:
     config = _config()
-    documents = open_store("document", config, host=host)
-    objects = open_store("object", config, host=host)
-    secrets = open_store("secret", config, host=host)
+    documents = Runtime(host=host).store("document", config)
+    objects = Runtime(host=host).store("object", config)
+    secrets = Runtime(host=host).store("secret", config)
     assert isinstance(documents, SqliteDocumentStore) and isinstance(documents, DocumentStore)
     assert isinstance(objects, FilesystemObjectStore) and isinstance(objects, ObjectStore)
     assert isinstance(secrets, SecretStore)
@@ -51,12 +51,15 @@ def test_defaults_are_local_and_live_under_the_state_root(
     assert isolated_state.stat().st_mode & 0o077 == 0
 
 
-def test_stores_are_cached_per_process(host: PluginHost) -> None:
+def test_stores_are_cached_per_runtime(host: PluginHost) -> None:
     config = _config()
-    first = open_store("document", config, host=host)
-    assert open_store("document", config, host=host) is first
-    reset_stores()
-    assert open_store("document", config, host=host) is not first
+    runtime = Runtime(host=host)
+    first = runtime.store("document", config)
+    assert runtime.store("document", config) is first
+    other = Runtime(host=host).store("document", config)
+    assert other is not first and other.path == first.path
+    runtime.close()
+    assert runtime.store("document", config) is not first
 
 
 def test_path_setting_overrides_the_default(host: PluginHost, tmp_path: Path) -> None:
@@ -64,39 +67,39 @@ def test_path_setting_overrides_the_default(host: PluginHost, tmp_path: Path) ->
         document={"backend": "sqlite", "path": str(tmp_path / "elsewhere" / "d.db")},
         object={"backend": "filesystem", "path": str(tmp_path / "blobs"), "fsync": False},
     )
-    assert open_store("document", config, host=host).path == tmp_path / "elsewhere" / "d.db"
-    objects = open_store("object", config, host=host)
+    assert Runtime(host=host).store("document", config).path == tmp_path / "elsewhere" / "d.db"
+    objects = Runtime(host=host).store("object", config)
     assert objects.root == (tmp_path / "blobs").resolve() and objects.fsync is False
     relative = _config(document={"backend": "sqlite", "path": "sub/d.db"})
-    assert open_store("document", relative, host=host).path == relative.state_root / "sub/d.db"
+    assert Runtime(host=host).store("document", relative).path == relative.state_root / "sub/d.db"
 
 
 def test_a_backend_from_an_absent_first_party_plugin_names_the_extra(host: PluginHost) -> None:
     with pytest.raises(MissingPluginError) as caught:
-        open_store("object", _config(object="s3"), host=host)
+        Runtime(host=host).store("object", _config(object="s3"))
     assert str(caught.value) == (
-        "the 's3' object store comes from the aws_stores plugin: "
-        "pip install 'agentenv-framework[aws]'"
+        "the 's3' object store comes from the aws_stores plugin, which is not installed "
+        "(pip install 'agentenv-framework[aws]')"
     )
     with pytest.raises(MissingPluginError, match=r"'firestore' document store .* gcp_stores"):
-        open_store("document", _config(document="firestore"), host=host)
+        Runtime(host=host).store("document", _config(document="firestore"))
     with pytest.raises(MissingPluginError, match="docker_env plugin"):
-        open_store("image", _config(), host=host)
+        Runtime(host=host).store("image", _config())
 
 
 def test_an_unknown_backend_lists_the_installed_ones(host: PluginHost) -> None:
     with pytest.raises(MissingPluginError) as caught:
-        open_store("object", _config(object="nosuch"), host=host)
+        Runtime(host=host).store("object", _config(object="nosuch"))
     assert str(caught.value) == "no object store named 'nosuch' (installed: filesystem)"
     with pytest.raises(MissingPluginError, match=r"no image store named 'x' \(installed: none\)"):
-        open_store("image", _config(image="x"), host=host)
+        Runtime(host=host).store("image", _config(image="x"))
     with pytest.raises(ValueError, match="unknown store kind"):
-        open_store("blob", _config(), host=host)
+        Runtime(host=host).store("blob", _config())
 
 
 def test_an_unknown_setting_is_a_config_error(host: PluginHost) -> None:
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) pth .*known: fsync, path"):
-        open_store("object", _config(object={"backend": "filesystem", "pth": "x"}), host=host)
+        Runtime(host=host).store("object", _config(object={"backend": "filesystem", "pth": "x"}))
 
 
 def test_secret_references_are_resolved_with_the_secret_store(
@@ -106,16 +109,16 @@ def test_secret_references_are_resolved_with_the_secret_store(
         secret={"backend": "local", "values": {"blob_root": str(tmp_path / "secret-root")}},
         object={"backend": "filesystem", "path": "secret:blob_root"},
     )
-    assert open_store("object", config, host=host).root == (tmp_path / "secret-root").resolve()
+    assert Runtime(host=host).store("object", config).root == (tmp_path / "secret-root").resolve()
     missing = _config(object={"backend": "filesystem", "path": "secret:nothing_here"})
     with pytest.raises(ConfigError, match="nothing_here"):
-        open_store("object", missing, host=host)
+        Runtime(host=host).store("object", missing)
 
 
 def test_the_secret_store_cannot_use_secret_references(host: PluginHost) -> None:
     config = _config(secret={"backend": "local", "file": "secret:where"})
     with pytest.raises(ConfigError, match="cannot use secret: references"):
-        open_store("secret", config, host=host)
+        Runtime(host=host).store("secret", config)
 
 
 class _MemorySecrets(SecretStore):
@@ -135,9 +138,9 @@ class _FakePlugin:
 def test_a_plugin_backend_is_selected_by_name(host: PluginHost) -> None:
     host.load()
     host.pm.register(_FakePlugin(), name="fake")
-    store = open_store("secret", _config(secret={"backend": "memory", "a": "1"}), host=host)
+    store = Runtime(host=host).store("secret", _config(secret={"backend": "memory", "a": "1"}))
     assert isinstance(store, _MemorySecrets) and store.get("a") == "1"
-    built = build_store("secret", "memory", {"b": "2"}, host=host)
+    built = build_store("secret", "memory", {"b": "2"}, runtime=Runtime(host=host))
     assert built is not store and built.get("b") == "2"
 
 
@@ -147,7 +150,7 @@ def test_the_kernel_registers_the_local_stores(
     from agent_env import plugins
 
     assert "agent_env.stores.builtin" in plugins.BUILTIN_PLUGINS
-    monkeypatch.setattr(plugins, "_HOST", host)  # the process host, minus other teams' plugins
-    registry = plugins.get_host().registry("store")
-    assert {"document:sqlite", "object:filesystem", "secret:local"} <= set(registry)
-    assert isinstance(open_store("document"), SqliteDocumentStore)  # config and host defaults
+    with use(Runtime(host=host)):  # the current runtime, minus other teams' plugins
+        registry = plugins.get_host().registry("store")
+        assert {"document:sqlite", "object:filesystem", "secret:local"} <= set(registry)
+        assert isinstance(open_store("document"), SqliteDocumentStore)  # config defaults

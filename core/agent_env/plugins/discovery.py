@@ -1,0 +1,151 @@
+"""Finding plugins: the built-in modules, the ``agent_env`` entry points, and what became of each.
+
+Kept apart from the registries because it answers a different question (which plugins exist
+and did they load?) and because ``agent-env plugin add`` re-runs it after installing.
+Discovery is defensive: a plugin whose requirement on ``agentenv-framework`` excludes the
+running version is refused *before* it is imported, and one that raises while importing is
+recorded as ``failed`` with the reason, never taking the CLI down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import traceback
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import attrs
+
+ENTRY_POINT_GROUP = "agent_env"
+CORE_DISTRIBUTION = "agentenv-framework"
+
+#: The kernel's own plugins, registered exactly like outside ones (as pytest's default_plugins).
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "agent_env.cli.builtin_commands",
+    "agent_env.stores.builtin",
+    "agent_env.sandbox.local",
+    "agent_env.tasks.builtin_steps",
+    "agent_env.bundles.shipped",
+)
+
+# Statuses shown by ``agent-env plugin list``; reasons are stable codes for ``--json``.
+ACTIVE, FAILED, SKIPPED, CONFLICT, UNLOADED = "active", "failed", "skipped", "conflict", "unloaded"
+
+
+@attrs.define
+class PluginRecord:
+    """One plugin module and what became of it."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    builtin: bool = False
+    status: str = UNLOADED
+    reason: str | None = None
+    detail: str | None = None
+    traceback: str | None = attrs.field(default=None, repr=False)
+    plugin: ModuleType | None = attrs.field(default=None, repr=False)
+
+    def names(self) -> set[str]:
+        """The normalised names a user may call this plugin by (entry point, distribution)."""
+        return {normalise(self.name), normalise(self.distribution)}
+
+    def fail(self, reason: str, detail: str, tb: str | None = None) -> None:
+        self.status, self.reason, self.detail = FAILED, reason, detail
+        if tb is not None:
+            self.traceback = tb
+
+
+def core_version() -> str:
+    from agent_env._version import VERSION
+
+    return VERSION
+
+
+def normalise(name: str) -> str:
+    """A distribution or plugin name as packaging compares it (``Foo_Bar`` = ``foo-bar``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def names_from_env(variable: str) -> set[str] | None:
+    raw = os.environ.get(variable)
+    if raw is None:
+        return None
+    return {normalise(part) for part in raw.split(",") if part.strip()}
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """What a plugin prints goes to stderr, so ``--json`` output stays clean."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def entry_points() -> Iterator[tuple[PluginRecord, Any]]:
+    """A record (not yet loaded) for every ``agent_env`` entry point, each distribution once."""
+    from importlib import metadata
+
+    seen: set[tuple[str, str]] = set()
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = entry_point.dist
+        dist_name = dist.metadata["Name"] if dist is not None else "?"
+        key = (dist_name, entry_point.name)
+        if key in seen:  # the same distribution seen twice on sys.path
+            continue
+        seen.add(key)
+        version = dist.version if dist is not None else "?"
+        yield PluginRecord(entry_point.name, dist_name, version, entry_point.value), entry_point
+
+
+def load_entry_point(
+    record: PluginRecord, entry_point: Any, *, disabled: set[str], only: set[str] | None
+) -> ModuleType | None:
+    """Import the plugin's module, or record why not (turned off, not selected, broken)."""
+    if record.names() & disabled:
+        record.status, record.reason = SKIPPED, "disabled"
+        record.detail = "turned off with -p no:NAME"
+        return None
+    if only is not None and not (record.names() & only):
+        record.status, record.reason = UNLOADED, "not-selected"
+        record.detail = "not named in AGENT_ENV_PLUGINS"
+        return None
+    problem = core_requirement_problem(entry_point.dist, core_version())
+    if problem:
+        record.fail("incompatible-core", problem)
+        return None
+    try:
+        with stdout_to_stderr():
+            module: ModuleType = entry_point.load()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        record.fail("import-error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        return None
+    return module
+
+
+def core_requirement_problem(dist: Any, version: str) -> str | None:
+    """Why the plugin's requirement on the core excludes ``version`` (None when it doesn't)."""
+    if dist is None:
+        return None
+    for text in dist.requires or ():
+        if not re.match(r"\s*agentenv[-_.]framework\s*(?![-_.\w])", text, re.IGNORECASE):
+            continue
+        from packaging.requirements import Requirement
+        from packaging.version import InvalidVersion, Version
+
+        requirement = Requirement(text)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            ok = requirement.specifier.contains(Version(version), prereleases=True)
+        except InvalidVersion:
+            return None
+        if not ok:
+            return f"needs agentenv-framework{requirement.specifier}, this is {version}"
+    return None
