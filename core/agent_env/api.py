@@ -1,0 +1,156 @@
+"""The public API for plugins: everything a plugin may import from the kernel, in one place.
+
+Plugins import from here (``from agent_env.api import hookimpl, Step, TaskContext``) and from
+``agentenv_protocol``, never from the kernel's other modules, so the kernel can reorganise its
+internals without breaking a plugin; ``tests/unit/plugins/test_import_rule.py`` holds every
+plugin in this repository to that. Importing this module is cheap (the CLI imports every plugin
+at start-up): each name loads its module on first use.
+
+Groups, in the order a plugin author meets them:
+
+* hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``;
+* errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
+* the runtime: ``Runtime``, ``current`` (config, plugin registries, stores, providers, and
+  ``state`` where a plugin keeps what its settings decided), ``build_settings``;
+* steps: ``Step``, ``StepError``, ``PreflightView``, ``TaskContext``, ``ScoreRow``,
+  ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
+* sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
+  ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
+  ``PathOutsideSandbox``), ``DockerHostSandbox``, ``hermetic_context``, ``ownership_labels``;
+* images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
+* stores: the interfaces and their errors, ``query`` (the document-query module),
+  ``bundle_value``, ``object_store``, ``versioned_store``;
+* the episode API: ``EpisodeSpec``, ``Task``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> (module, attribute); attribute None means the module itself.
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    # hooks and contribution records
+    "hookimpl": ("agent_env.hookspecs", "hookimpl"),
+    "StoreBackend": ("agent_env.contributions", "StoreBackend"),
+    "BundleSource": ("agent_env.contributions", "BundleSource"),
+    # errors and logs
+    "UserError": ("agent_env.errors", "UserError"),
+    "ConfigError": ("agent_env.errors", "ConfigError"),
+    "MissingPluginError": ("agent_env.errors", "MissingPluginError"),
+    "get_logger": ("agent_env.logs", "get_logger"),
+    # the runtime and settings
+    "Runtime": ("agent_env.runtime", "Runtime"),
+    "current": ("agent_env.runtime", "current"),
+    "build_settings": ("agent_env.settings", "build"),
+    # steps
+    "Step": ("agent_env.tasks.steps", "Step"),
+    "StepError": ("agent_env.tasks.steps", "StepError"),
+    "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
+    "TaskContext": ("agent_env.tasks.context", "TaskContext"),
+    "ScoreRow": ("agent_env.tasks.scores", "ScoreRow"),
+    "AGGREGATORS": ("agent_env.tasks.scores", "AGGREGATORS"),
+    "open_provider": ("agent_env.tasks.sandboxes", "open_provider"),
+    "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
+    # sandboxes
+    "SandboxProvider": ("agent_env.sandbox.base", "SandboxProvider"),
+    "Sandbox": ("agent_env.sandbox.base", "Sandbox"),
+    "SandboxSpec": ("agent_env.sandbox.base", "SandboxSpec"),
+    "ContainerSpec": ("agent_env.sandbox.base", "ContainerSpec"),
+    "ExecResult": ("agent_env.sandbox.base", "ExecResult"),
+    "SandboxError": ("agent_env.sandbox.base", "SandboxError"),
+    "SandboxUnsupported": ("agent_env.sandbox.base", "SandboxUnsupported"),
+    "PathOutsideSandbox": ("agent_env.sandbox.base", "PathOutsideSandbox"),
+    "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
+    "hermetic_context": ("agent_env.sandbox.docker_host", "hermetic_context"),
+    "ownership_labels": ("agent_env.sandbox.ownership", "ownership_labels"),
+    # images
+    "image_plan": ("agent_env.images.plan", None),
+    "hermetic": ("agent_env.images.hermetic", None),
+    # stores
+    "DocumentStore": ("agent_env.stores.base", "DocumentStore"),
+    "ObjectStore": ("agent_env.stores.base", "ObjectStore"),
+    "ImageStore": ("agent_env.stores.base", "ImageStore"),
+    "SecretStore": ("agent_env.stores.base", "SecretStore"),
+    "RegistryAuth": ("agent_env.stores.base", "RegistryAuth"),
+    "ObjectMeta": ("agent_env.stores.base", "ObjectMeta"),
+    "StoreError": ("agent_env.stores.base", "StoreError"),
+    "ObjectNotFound": ("agent_env.stores.base", "ObjectNotFound"),
+    "ObjectExists": ("agent_env.stores.base", "ObjectExists"),
+    "InvalidObjectKey": ("agent_env.stores.base", "InvalidObjectKey"),
+    "InvalidQuery": ("agent_env.stores.base", "InvalidQuery"),
+    "InvalidUpdate": ("agent_env.stores.base", "InvalidUpdate"),
+    "DuplicateKeyError": ("agent_env.stores.base", "DuplicateKeyError"),
+    "UnsupportedOperation": ("agent_env.stores.base", "UnsupportedOperation"),
+    "validate_key": ("agent_env.stores.base", "validate_key"),
+    "query": ("agent_env.stores.query", None),
+    "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
+    "object_store": ("agent_env.stores", "object_store"),
+    "versioned_store": ("agent_env.stores", "versioned_store"),
+    # the episode API
+    "EpisodeSpec": ("agent_env.task", "EpisodeSpec"),
+    "Task": ("agent_env.task", "Task"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
+    from agent_env.contributions import BundleSource, StoreBackend
+    from agent_env.errors import ConfigError, MissingPluginError, UserError
+    from agent_env.hookspecs import hookimpl
+    from agent_env.images import hermetic
+    from agent_env.images import plan as image_plan
+    from agent_env.logs import get_logger
+    from agent_env.runtime import Runtime, current
+    from agent_env.sandbox.base import (
+        ContainerSpec,
+        ExecResult,
+        PathOutsideSandbox,
+        Sandbox,
+        SandboxError,
+        SandboxProvider,
+        SandboxSpec,
+        SandboxUnsupported,
+    )
+    from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
+    from agent_env.sandbox.ownership import ownership_labels
+    from agent_env.settings import build as build_settings
+    from agent_env.stores import object_store, query, versioned_store
+    from agent_env.stores.base import (
+        DocumentStore,
+        DuplicateKeyError,
+        ImageStore,
+        InvalidObjectKey,
+        InvalidQuery,
+        InvalidUpdate,
+        ObjectExists,
+        ObjectMeta,
+        ObjectNotFound,
+        ObjectStore,
+        RegistryAuth,
+        SecretStore,
+        StoreError,
+        UnsupportedOperation,
+        validate_key,
+    )
+    from agent_env.stores.secrets import bundle_value
+    from agent_env.task import EpisodeSpec, Task
+    from agent_env.tasks.context import TaskContext
+    from agent_env.tasks.sandboxes import choose_provider, open_provider
+    from agent_env.tasks.scores import AGGREGATORS, ScoreRow
+    from agent_env.tasks.steps import PreflightView, Step, StepError
+
+
+def __getattr__(name: str) -> Any:
+    found = _EXPORTS.get(name)
+    if found is None:
+        raise AttributeError(f"module 'agent_env.api' has no attribute {name!r}")
+    module_name, attribute = found
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
