@@ -1,3 +1,4 @@
+# ruff: noqa: F401
 """The public API for plugins: everything a plugin may import from the kernel, in one place.
 
 Plugins import from here (``from agent_env.api import hookimpl, Step, TaskContext``) and from
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
+    # ruff cannot read the computed __all__, so it would call these re-exports unused
     from agent_env.contributions import BundleSource, StoreBackend
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.hookspecs import hookimpl
