@@ -77,7 +77,7 @@ class Runtime:
 
     @property
     def host(self) -> PluginHost:
-        """The plugin host, loaded on first use; it configures plugins from ``[plugins.*]``."""
+        """The plugin host, loaded and configured (``[plugins.*]`` tables) on first use."""
         with self._lock:
             if self._host is None:
                 from agent_env.plugins import PluginHost
@@ -87,6 +87,9 @@ class Runtime:
                 )
                 host.load()
                 self._host = host
+            if not self._host.configured:
+                with use(self):  # plugins keep what their settings decide in *this* state
+                    self._host.configure()
             return self._host
 
     def disable(self, names: list[str]) -> None:

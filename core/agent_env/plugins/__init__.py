@@ -185,6 +185,10 @@ class PluginHost:
                 return record
         return None
 
+    @property
+    def configured(self) -> bool:
+        return self._configured
+
     def _builtin_names(self) -> set[str]:
         return {r.name for r in self.records if r.builtin}
 
