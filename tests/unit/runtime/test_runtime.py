@@ -1,0 +1,61 @@
+"""One runtime per configuration: no module state, two configs side by side in one process."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agent_env import config, runtime
+from agent_env.runtime import Runtime, current, use
+from agent_env.stores import document_store, object_store
+
+
+def test_two_runtimes_keep_their_own_config_and_stores(tmp_path: Path) -> None:
+    one, two = Runtime(), Runtime()
+    one.configure(stores={"object": {"backend": "filesystem", "path": str(tmp_path / "a")}})
+    two.configure(stores={"object": {"backend": "filesystem", "path": str(tmp_path / "b")}})
+    with use(one):
+        object_store().put("k", b"one")
+        with use(two):
+            object_store().put("k", b"two")
+            assert config.get_config() is two.config
+        assert object_store().get("k") == b"one"
+    assert (tmp_path / "a").is_dir() and (tmp_path / "b").is_dir()
+    assert two.store("object").get("k") == b"two"
+    assert current() is not one and current() is not two
+
+
+def test_asyncio_tasks_started_under_a_runtime_keep_it(tmp_path: Path) -> None:
+    other = Runtime()
+    other.configure(state={"root": str(tmp_path / "other")})
+
+    async def where() -> Path:
+        await asyncio.sleep(0)
+        return current().config.state_root
+
+    async def main() -> tuple[Path, Path]:
+        with use(other):
+            task = asyncio.ensure_future(where())
+        return await task, current().config.state_root
+
+    inside, outside = asyncio.run(main())
+    assert inside == tmp_path / "other" and outside != inside
+
+
+def test_configure_closes_what_the_old_config_built(tmp_path: Path) -> None:
+    rt = Runtime()
+    rt.configure(state={"root": str(tmp_path / "first")})
+    first = rt.store("document")
+    rt.configure(state={"root": str(tmp_path / "second")})
+    second = rt.store("document")
+    assert second is not first and second.path.parent == tmp_path / "second"
+
+
+def test_reset_forgets_the_default_runtime_and_its_overrides(state_root: Path) -> None:
+    config.configure(stores={"document": "nosuch"})
+    before = current()
+    assert before.config.store("document").backend == "nosuch"
+    runtime.reset()
+    assert current() is not before
+    assert current().config.store("document").backend == "sqlite"
+    assert document_store().path.parent == state_root
