@@ -2,13 +2,16 @@
 
 This module is the table of contents of AgentEnv's extension points. A plugin is a module (found
 through the ``agent_env`` entry-point group, see :mod:`agent_env.plugins`) that implements some of
-the hooks below with ``@agent_env.hookimpl``. The kernel's own features (local stores, the local
+the hooks below with ``@hookimpl`` (import it, and everything else a plugin needs from the
+kernel, from :mod:`agent_env.api`). The kernel's own features (local stores, the local
 sandbox, the core step types, the hello bundle, the core CLI commands) are plugins too: they are
 listed in :data:`agent_env.plugins.BUILTIN_PLUGINS` and register through these very hooks.
 
-Contribution hooks (the first group) take no arguments and return a list. The kernel calls each
-plugin's implementation once, the first time a registry of that kind is needed, and remembers
-which plugin contributed which name, so that:
+Every hook is called through pluggy, so ``tryfirst``/``trylast``, wrappers and
+``AGENT_ENV_TRACE_PLUGINS=1`` work for all of them. ``agent_env_configure`` runs first, when a
+runtime's plugin host is built. Contribution hooks (the first group) take no arguments and
+return a list; the kernel calls them once, the first time a registry of that kind is needed,
+and remembers which plugin contributed which name, so that:
 
 * a name claimed by two plugins is left out for both and reported as a conflict;
 * a plugin may not take a name the core already uses (it is skipped and reported);
@@ -58,8 +61,9 @@ def agent_env_sandbox_providers() -> list[type]:
 
     Each class has a class attribute ``name`` (``"local"``, ``"docker"``, ``"tensorlake"``, ...)
     as used by ``sandbox_type`` in steps and ``[sandbox] default`` in config, and a classmethod
-    ``from_config(**settings)`` receiving ``[sandbox.providers.<name>.config]``. See
-    :mod:`agent_env.sandbox.base` for the contract a provider implements.
+    ``from_config`` whose keyword parameters are the settings of
+    ``[sandbox.providers.<name>.config]`` (the kernel checks the table against them, see
+    :mod:`agent_env.settings`). See :mod:`agent_env.sandbox.base` for the contract.
     """
 
 
@@ -79,7 +83,9 @@ def agent_env_stores() -> list[StoreBackend]:
 
     A record names the store kind (``document``, ``object``, ``image`` or ``secret``), the
     backend name config uses (``[stores] object = "s3"``) and a factory called with the
-    backend's settings table. The factory is only called when config selects that backend.
+    backend's settings table; its keyword parameters are the settings (checked by the kernel;
+    a ``state_root`` parameter receives the config's state folder). The factory is only
+    called when config selects that backend.
     """
 
 
@@ -99,9 +105,12 @@ def agent_env_bundles() -> list[BundleSource]:
 def agent_env_configure(settings: dict[str, Any]) -> None:
     """Receive this plugin's own settings, the ``[plugins.<distribution>]`` config table.
 
-    Called once per plugin, after config is loaded and before any contribution is used, with
-    only that plugin's table (an empty dict when the file has none). References such as
-    ``env:NAME`` are already resolved.
+    Called once per plugin and runtime, when the runtime's plugin host is built and before any
+    contribution is used, with only that plugin's table (an empty dict when the file has none;
+    the table is found by distribution or entry-point name). References such as ``env:NAME``
+    are already resolved. Check the table with ``agent_env.api.build_settings(SettingsClass,
+    settings, ...)`` (unknown keys become a one-line config error) and keep the result in
+    ``agent_env.api.current().state``, not in a module global, so two runtimes can differ.
     """
 
 
@@ -112,8 +121,10 @@ def agent_env_configure(settings: dict[str, Any]) -> None:
 def agent_env_cli(cli: click.Group) -> None:
     """Add click commands or groups to the ``agent-env`` root group.
 
-    Called when the CLI needs a command the core does not have (and for ``--help``). A command
-    whose name the core already uses is dropped and reported; the core's command wins.
+    Called once per process, the first time the CLI looks a command up or lists them (every
+    subcommand and ``--help``, not ``--version``). Add commands with ``cli.add_command``; the
+    kernel resolves the claims with the same rules as every contribution: a name the core
+    uses stays the core's, a name two plugins claim is left out for both (``plugin check``).
     """
 
 
@@ -124,7 +135,7 @@ def agent_env_cli(cli: click.Group) -> None:
 def agent_env_run_event(event: RunEvent) -> None:
     """Observe a run as it happens: run started/finished, step started/finished.
 
-    Called synchronously from the run's event loop for every event, in no guaranteed plugin
-    order, so an observer must be quick (queue work elsewhere). An exception raised here is
-    logged and does not affect the run.
+    Called synchronously from the run's event loop for every event, in pluggy's order, so an
+    observer must be quick (queue work elsewhere). An exception raised by an outside plugin is
+    logged and marks that plugin failed; the run and the other observers go on.
     """
