@@ -4,7 +4,8 @@
 # Idempotent: every step checks first and does nothing when already done, so CI and the README's
 # test command can run it every time. Why a stand-in: these machines reach no image registry
 # (no Docker Hub), so `FROM python:3.11-slim` only resolves from a local image of that tag, which
-# we build once from Debian's packages and keep in /var/lib/docker (see spec/workplace.md).
+# we build once from Debian's packages (debootstrap, then `docker import`) and keep in
+# /var/lib/docker; build_base_image below is the whole recipe.
 #
 # Variables: DOCKERD_LOG (default /tmp/agentenv-dockerd.log), DOCKERD_WAIT (seconds, default 60),
 # BASE_IMAGE (default python:3.11-slim), DEBIAN_MIRROR (default http://deb.debian.org/debian),
