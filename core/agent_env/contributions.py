@@ -12,12 +12,45 @@ STORE_KINDS = ("document", "object", "image", "secret")
 
 
 @attrs.frozen
+class Lazy:
+    """A contribution named now and imported when first used: ``Lazy("docker", "pkg.mod:Cls")``.
+
+    Why: the CLI asks every plugin for its contributions at start-up, and importing every step,
+    provider and store class (their modules, their attrs classes) costs more than the command
+    itself. A ``Lazy`` costs nothing until a run looks that name up; ``plugin list`` shows it
+    unimported and ``plugin check`` imports every one, so a broken target is still caught.
+    Any contribution hook may return it in place of a class; a store backend's ``factory``
+    may be one too.
+    """
+
+    name: str
+    target: str = attrs.field()
+
+    @target.validator
+    def _module_colon_attribute(self, _: Any, value: str) -> None:
+        if value.count(":") != 1:
+            raise ValueError(f"Lazy target must be 'module:attribute', not {value!r}")
+
+    def load(self) -> Any:
+        import importlib
+
+        module, attribute = self.target.split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@attrs.frozen
 class StoreBackend:
-    """A store backend: ``factory(**settings)`` builds it when config selects ``name``."""
+    """A store backend: ``factory(**settings)`` builds it when config selects ``name``.
+
+    ``factory`` may be a :class:`Lazy` (its ``name`` unused), imported when config selects it.
+    """
 
     kind: str = attrs.field(validator=attrs.validators.in_(STORE_KINDS))
     name: str
-    factory: Callable[..., Any]
+    factory: Callable[..., Any] | Lazy
+
+    def load_factory(self) -> Callable[..., Any]:
+        return self.factory.load() if isinstance(self.factory, Lazy) else self.factory
 
 
 @attrs.frozen

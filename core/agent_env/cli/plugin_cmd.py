@@ -121,6 +121,7 @@ def show_plugin(name: str, as_json: bool) -> None:
 @plugin.command("check")
 def check_plugins() -> None:
     """Load every plugin; exit 1 if any failed, conflicts or is shadowed."""
+    get_host().load_everything()  # list stays cheap; check imports every lazy contribution
     rows = _package_rows()
     found = problems(get_host(), rows)
     count = sum(len(row["provides"]) for row in rows)

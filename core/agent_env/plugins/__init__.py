@@ -26,6 +26,7 @@ from typing import Any
 import pluggy
 
 from agent_env import hookspecs
+from agent_env.contributions import Lazy, StoreBackend
 from agent_env.plugins.discovery import (
     ACTIVE,
     BUILTIN_PLUGINS,
@@ -48,6 +49,7 @@ from agent_env.plugins.registries import (
     CONTRIBUTION_HOOKS,
     ClaimingGroup,
     Contribution,
+    Registry,
     resolve_conflicts,
 )
 
@@ -257,12 +259,15 @@ class PluginHost:
             self._contributions[kind] = resolve_conflicts(found, self._builtin_names())
             return self._contributions[kind]
 
-    def registry(self, kind: str) -> dict[str, Any]:
-        """Name -> contributed object, for the contributions of ``kind`` that are in effect."""
+    def registry(self, kind: str) -> Registry:
+        """Name -> contributed object, for the contributions of ``kind`` that are in effect.
+
+        A :class:`~agent_env.contributions.Lazy` contribution is imported when first read.
+        """
         if kind not in self._registries:
-            self._registries[kind] = {
-                c.name: c.obj for c in self.contributions(kind) if c.status == ACTIVE
-            }
+            entries = {c.name: c.obj for c in self.contributions(kind) if c.status == ACTIVE}
+            self._registries[kind] = Registry(entries, lambda name, lazy: self.load_lazy(
+                kind, name, lazy))
         return self._registries[kind]
 
     def lookup(self, kind: str, name: str) -> Any:
@@ -273,6 +278,48 @@ class PluginHost:
 
             raise missing(self, kind, name)
         return found
+
+    def load_lazy(self, kind: str, name: str, lazy: Lazy) -> Any:
+        """Import a lazy contribution; a broken outside one is marked failed and explained."""
+        contribution = next(
+            (c for c in self.contributions(kind) if c.name == name and c.status == ACTIVE), None
+        )
+        record = self.record(contribution.plugin) if contribution else None
+        try:
+            with stdout_to_stderr():
+                loaded = lazy.load()
+            key = CONTRIBUTION_HOOKS[kind][1] if kind != "store" else None
+            if key is not None and key(loaded) != name:
+                raise TypeError(f"{lazy.target} is named {key(loaded)!r}, not {name!r}")
+        except Exception as exc:
+            if record is None or record.builtin:
+                raise
+            detail = f"{lazy.target}: {type(exc).__name__}: {exc}"
+            assert contribution is not None
+            contribution.status, contribution.reason = FAILED, "import-error"
+            contribution.detail = detail
+            record.fail("import-error", detail)
+            from agent_env.errors import MissingPluginError
+
+            raise MissingPluginError(
+                f"'{name}' comes from plugin {record.distribution}, which is broken ({detail}); "
+                f"see `agent-env plugin show {record.distribution}`"
+            ) from None
+        return loaded
+
+    def load_everything(self) -> None:
+        """Import every lazy contribution, so ``plugin check`` sees the broken ones."""
+        from agent_env.errors import MissingPluginError
+
+        for kind in CONTRIBUTION_HOOKS:
+            registry = self.registry(kind)
+            for name in list(registry):
+                try:
+                    value = registry[name]
+                    if isinstance(value, StoreBackend) and isinstance(value.factory, Lazy):
+                        self.load_lazy(kind, name, value.factory)
+                except MissingPluginError:
+                    continue
 
     def all_contributions(self) -> list[Contribution]:
         out: list[Contribution] = []

@@ -27,7 +27,7 @@ CORE_DISTRIBUTION = "agentenv-framework"
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "agent_env.cli.builtin_commands",
     "agent_env.stores.builtin",
-    "agent_env.sandbox.local",
+    "agent_env.sandbox.builtin",
     "agent_env.tasks.builtin_steps",
     "agent_env.bundles.shipped",
 )
@@ -136,6 +136,14 @@ def core_requirement_problem(dist: Any, version: str) -> str | None:
     for text in dist.requires or ():
         if not re.match(r"\s*agentenv[-_.]framework\s*(?![-_.\w])", text, re.IGNORECASE):
             continue
+        simple = _SIMPLE_REQUIREMENT.match(text)
+        if simple is not None:  # the usual ">=0.1,<0.2": no need to import packaging (~25 ms)
+            specifier = simple["spec"].replace(" ", "")
+            ok = _simple_contains(specifier, version)
+            if ok is not None:
+                if not ok:
+                    return f"needs agentenv-framework{specifier}, this is {version}"
+                continue
         from packaging.requirements import Requirement
         from packaging.version import InvalidVersion, Version
 
@@ -143,9 +151,47 @@ def core_requirement_problem(dist: Any, version: str) -> str | None:
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
             continue
         try:
-            ok = requirement.specifier.contains(Version(version), prereleases=True)
+            allowed = requirement.specifier.contains(Version(version), prereleases=True)
         except InvalidVersion:
             return None
-        if not ok:
+        if not allowed:
             return f"needs agentenv-framework{requirement.specifier}, this is {version}"
     return None
+
+
+#: ``agentenv-framework`` with plain numeric clauses and no extras or markers.
+_SIMPLE_REQUIREMENT = re.compile(
+    r"^\s*agentenv[-_.]framework\s*\(?(?P<spec>\s*(?:(?:>=|<=|==|!=|<|>)\s*\d+(?:\.\d+)*"
+    r"\s*,?\s*)+)\)?\s*$",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"(>=|<=|==|!=|<|>)(\d+(?:\.\d+)*)")
+
+
+def _release(text: str) -> tuple[int, ...] | None:
+    """``0.1.0`` -> (0, 1); None for anything but a plain release (pre/post/dev/local)."""
+    if not re.fullmatch(r"\d+(?:\.\d+)*", text):
+        return None
+    parts = [int(p) for p in text.split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def _simple_contains(specifier: str, version: str) -> bool | None:
+    """PEP 440 containment for plain numeric clauses; None when packaging must decide."""
+    have = _release(version)
+    clauses = _CLAUSE.findall(specifier)
+    if have is None or not clauses or "".join(o + v for o, v in clauses) != specifier.replace(
+        ",", ""
+    ):
+        return None
+    checks = {
+        ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        "<": lambda a, b: a < b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    }
+    for operator, text in clauses:
+        wanted = _release(text)
+        if wanted is None or not checks[operator](have, wanted):
+            return False
+    return True

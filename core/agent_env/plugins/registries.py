@@ -8,19 +8,20 @@ reports a shadowed command the same way as a shadowed step type.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
 import click
 
+from agent_env.contributions import Lazy
 from agent_env.plugins.discovery import ACTIVE, CONFLICT, SKIPPED
 
-#: contribution kind -> (hook name, how to read the contributed name)
+#: contribution kind -> (hook name, how to read the contributed name; a Lazy has ``name``)
 CONTRIBUTION_HOOKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "env_type": ("agent_env_env_types", lambda c: c.name),
     "sandbox_provider": ("agent_env_sandbox_providers", lambda c: c.name),
-    "step_type": ("agent_env_step_types", lambda c: c.type),
+    "step_type": ("agent_env_step_types", lambda c: c.name if isinstance(c, Lazy) else c.type),
     "store": ("agent_env_stores", lambda c: f"{c.kind}:{c.name}"),
     "bundle": ("agent_env_bundles", lambda c: c.name),
 }
@@ -38,6 +39,33 @@ class Contribution:
     reason: str | None = None
     detail: str | None = None
     obj: Any = attrs.field(default=None, repr=False)
+
+
+class Registry(Mapping[str, Any]):
+    """Name -> contributed object, importing a :class:`Lazy` one the first time it is read.
+
+    Names and membership never import anything; ``registry[name]`` (and ``get``, ``items``)
+    does, through ``load``, which decides what an import failure means.
+    """
+
+    def __init__(self, entries: dict[str, Any], load: Callable[[str, Lazy], Any]) -> None:
+        self._entries = entries
+        self._load = load
+
+    def __getitem__(self, name: str) -> Any:
+        value = self._entries[name]
+        if isinstance(value, Lazy):
+            value = self._entries[name] = self._load(name, value)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
 
 
 def resolve_conflicts(found: list[Contribution], builtin: set[str]) -> list[Contribution]:

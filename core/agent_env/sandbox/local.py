@@ -19,7 +19,6 @@ import signal
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
-from agent_env.hookspecs import hookimpl
 from agent_env.sandbox.base import (
     ExecResult,
     PathOutsideSandbox,
@@ -216,8 +215,3 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         return json.loads((folder / _META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-
-
-@hookimpl
-def agent_env_sandbox_providers() -> list[type]:
-    return [LocalSandboxProvider]

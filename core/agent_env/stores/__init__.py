@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_env.contributions import Lazy
 from agent_env.stores.base import (
     STORE_INTERFACES,
     DocumentStore,
@@ -99,7 +100,10 @@ def build_store(
         from agent_env.runtime import current
 
         runtime = current()
-    factory = runtime.host.lookup("store", f"{kind}:{backend}").factory
+    found = runtime.host.lookup("store", f"{kind}:{backend}")
+    factory = found.factory
+    if isinstance(factory, Lazy):
+        factory = runtime.host.load_lazy("store", f"{kind}:{backend}", factory)
     settings = dict(settings or {})
     if _has_secret_reference(settings):
         if kind == "secret":

@@ -1,17 +1,30 @@
-"""The builtin plugin that contributes the core's step types through ``agent_env_step_types``."""
+"""The builtin plugin that contributes the core's step types through ``agent_env_step_types``.
+
+Each is a :class:`~agent_env.contributions.Lazy`: a run imports only the step modules its tasks
+use, and ``agent-env plugin list`` imports none.
+"""
 
 from __future__ import annotations
 
+from agent_env.contributions import Lazy
 from agent_env.hookspecs import hookimpl
+
+_STEPS = "agent_env.tasks.step_types"
+
+#: step type -> "module:class"
+CORE_STEP_TYPES = {
+    "deploy_sandbox": f"{_STEPS}.sandbox_steps:DeploySandbox",
+    "load_artifact": f"{_STEPS}.artifact_steps:LoadArtifact",
+    "verify_sandbox": f"{_STEPS}.verify_steps:VerifySandbox",
+    "aggregate_verifiers": f"{_STEPS}.verify_steps:AggregateVerifiers",
+    "teardown_sandboxes": f"{_STEPS}.sandbox_steps:TeardownSandboxes",
+    "run_code": f"{_STEPS}.code_steps:RunCode",
+    "deploy_agent": f"{_STEPS}.agent_steps:DeployAgent",
+    "prompt_agent": f"{_STEPS}.agent_steps:PromptAgent",
+    "agent_prompt_response_verifier": f"{_STEPS}.agent_steps:AgentPromptResponseVerifier",
+}
 
 
 @hookimpl
-def agent_env_step_types() -> list[type]:
-    from agent_env.tasks.step_types.agent_steps import AGENT_STEP_TYPES
-    from agent_env.tasks.step_types.artifact_steps import LoadArtifact
-    from agent_env.tasks.step_types.code_steps import RunCode
-    from agent_env.tasks.step_types.sandbox_steps import DeploySandbox, TeardownSandboxes
-    from agent_env.tasks.step_types.verify_steps import AggregateVerifiers, VerifySandbox
-
-    return [DeploySandbox, LoadArtifact, VerifySandbox, AggregateVerifiers, TeardownSandboxes,
-            RunCode, *AGENT_STEP_TYPES]
+def agent_env_step_types() -> list[Lazy]:
+    return [Lazy(name, target) for name, target in CORE_STEP_TYPES.items()]
