@@ -9,8 +9,9 @@ at start-up): each name loads its module on first use.
 
 Groups, in the order a plugin author meets them:
 
-* hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``, ``Lazy`` (a
-  contribution imported only when a run uses it: keeps the CLI's start-up cheap);
+* hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``,
+  ``AgentSource``, ``Lazy`` (a contribution imported only when a run uses it: keeps the
+  CLI's start-up cheap);
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
 * the runtime: ``Runtime``, ``current`` (config, plugin registries, stores, providers, and
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hookimpl": ("agent_env.hookspecs", "hookimpl"),
     "StoreBackend": ("agent_env.contributions", "StoreBackend"),
     "BundleSource": ("agent_env.contributions", "BundleSource"),
+    "AgentSource": ("agent_env.contributions", "AgentSource"),
     "Lazy": ("agent_env.contributions", "Lazy"),
     # errors and logs
     "UserError": ("agent_env.errors", "UserError"),
@@ -99,7 +101,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
     # ruff cannot read the computed __all__, so it would call these re-exports unused
-    from agent_env.contributions import BundleSource, Lazy, StoreBackend
+    from agent_env.contributions import AgentSource, BundleSource, Lazy, StoreBackend
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.hookspecs import hookimpl
     from agent_env.images import hermetic

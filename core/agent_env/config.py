@@ -47,6 +47,7 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
     "model": {"base_url", "api_key", "name"},
     "plugins": None,
     "state": {"root"},
+    "agents": {"default"},
 }
 
 _REFERENCE = re.compile(r"^(env|secret):([^?]*)(?:\?(.*))?$", re.DOTALL)

@@ -60,3 +60,12 @@ class BundleSource:
     name: str
     path: Path = attrs.field(converter=Path)
     aliases: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+
+@attrs.frozen
+class AgentSource:
+    """An agent folder a plugin ships (``agent.toml`` and what its type needs)."""
+
+    name: str
+    path: Path = attrs.field(converter=Path)
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=tuple)

@@ -33,7 +33,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from agent_env.contributions import BundleSource, StoreBackend
+    from agent_env.contributions import AgentSource, BundleSource, StoreBackend
     from agent_env.events import RunEvent
 
 PROJECT = "agent_env"
@@ -95,6 +95,28 @@ def agent_env_bundles() -> list[BundleSource]:
 
     ``agent-env run`` with no argument lists them; ``agent-env run NAME`` looks them up by name
     or alias. Only paths are returned here: nothing in the bundle is read until it runs.
+    """
+
+
+@hookspec
+def agent_env_agent_types() -> list[type]:
+    """Return agent type classes.
+
+    Each class has a class attribute ``name`` (the ``type`` an ``agent.toml`` names, ``"a2a"``
+    by default) and an ``async deploy(ctx, step, setup, source)`` that brings the agent up
+    through the sandbox contract and returns the :class:`~agent_env.tasks.step_types.
+    agent_steps.Agent` that ``prompt_agent`` talks to. Called the first time a task deploys an
+    agent that no outside player stands in for.
+    """
+
+
+@hookspec
+def agent_env_agents() -> list[AgentSource]:
+    """Return the agent folders this plugin ships, as :class:`AgentSource` records.
+
+    A folder holds an ``agent.toml`` (its ``type`` and settings) and what that type needs (a
+    Dockerfile for ``a2a``). ``deploy_agent`` finds one by its ``a2a_agent_id``;
+    ``agent-env a2a-agent list`` lists them. Nothing in the folder is read until it is used.
     """
 
 

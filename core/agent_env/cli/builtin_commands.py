@@ -15,6 +15,7 @@ CORE_COMMANDS = {
     "run": "agent_env.cli.run_cmd:run",
     "task": "agent_env.cli.task_cmd:task",
     "gc": "agent_env.cli.gc_cmd:gc",
+    "a2a-agent": "agent_env.cli.agent_cmd:a2a_agent",
 }
 
 

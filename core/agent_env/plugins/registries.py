@@ -24,6 +24,8 @@ CONTRIBUTION_HOOKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "step_type": ("agent_env_step_types", lambda c: c.name if isinstance(c, Lazy) else c.type),
     "store": ("agent_env_stores", lambda c: f"{c.kind}:{c.name}"),
     "bundle": ("agent_env_bundles", lambda c: c.name),
+    "agent_type": ("agent_env_agent_types", lambda c: c.name),
+    "agent": ("agent_env_agents", lambda c: c.name),
 }
 CLI_COMMAND = "cli_command"
 

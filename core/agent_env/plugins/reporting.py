@@ -34,6 +34,8 @@ KIND_LABELS = {
     "sandbox_provider": ("sandbox provider", "sandbox providers"),
     "store": ("store", "stores"),
     "bundle": ("bundle", "bundles"),
+    "agent_type": ("agent type", "agent types"),
+    "agent": ("agent", "agents"),
     "cli_command": ("command", "commands"),
 }
 

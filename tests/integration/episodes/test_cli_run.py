@@ -16,7 +16,7 @@ STEPS = [
 ]
 
 
-def test_run_fails_without_a_model_endpoint_and_fakes_nothing(tmp_path: Path) -> None:
+def test_run_fails_without_an_agent_to_deploy_and_fakes_nothing(tmp_path: Path) -> None:
     bundle = tmp_path / "ask-bundle"
     (bundle / "tasks").mkdir(parents=True)
     (bundle / "tasks" / "ask.json").write_text(json.dumps(STEPS))
@@ -27,5 +27,5 @@ def test_run_fails_without_a_model_endpoint_and_fakes_nothing(tmp_path: Path) ->
                           env=env, text=True, capture_output=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "tasks/ask.json v1: failed at step 'agent': StepError: agent 'alice' has nothing " \
-           "to run it: no model endpoint is configured" in done.stdout
+           "to run it: the step names no a2a_agent_id" in done.stdout
     assert "passed" not in done.stdout

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from agent_env import runtime
+from agent_env.errors import UserError
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.plan import check_steps
@@ -36,15 +37,15 @@ async def test_deploy_agent_without_a_player_or_model_says_so() -> None:
     with pytest.raises(StepError) as caught:
         await DeployAgent(id="a", agent_name="alice").run(context())
     message = str(caught.value)
-    assert "agent 'alice' has nothing to run it: no model endpoint is configured" in message
+    assert ("agent 'alice' has nothing to run it: the step names no a2a_agent_id, no [agents] "
+            "default is configured") in message
     assert "agent_env.task.EpisodeSpec" in message
 
 
-async def test_deploy_agent_with_a_model_endpoint_is_not_faked(monkeypatch) -> None:
-    monkeypatch.setenv("AGENT_ENV_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+async def test_deploy_agent_of_an_agent_nobody_ships_names_it() -> None:
     runtime.reset()
-    with pytest.raises(StepError, match="is not supported yet"):
-        await DeployAgent(id="a").run(context())
+    with pytest.raises(UserError, match=r"no agent named 'nosuch' \(installed: "):
+        await DeployAgent(id="a", a2a_agent_id="nosuch").run(context())
 
 
 async def test_deploy_agent_needs_its_envs_deployed_first() -> None:

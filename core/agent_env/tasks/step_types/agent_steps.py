@@ -3,9 +3,10 @@
 An agent lives in ``ctx.agents[agent_name]`` as an object with ``async prompt(step, timeout)``
 returning an :class:`AgentReply`. Who answers is not these steps' business: the episode machinery
 (:mod:`agent_env.episodes`) stands in a player from outside AgentEnv (a training loop), so a
-prompt becomes a turn of that player. Without one, an agent needs a model to run it; AgentEnv
-does not run model-backed agents in this version, so ``deploy_agent`` fails with a message that
-says so (never a made-up success).
+prompt becomes a turn of that player. Without one, ``deploy_agent`` deploys the agent folder
+``a2a_agent_id`` names (``[agents] default`` when it names none), through the agent type its
+``agent.toml`` names (``agent_env_agent_types``); with neither, it fails saying so (never a
+made-up success).
 
 ``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, trajectory}`` as its output;
 ``agent_prompt_response_verifier`` scores the reply of one prompt (by ``prompt_id``, which is the
@@ -76,11 +77,11 @@ class AgentSetup:
     description: str | None = None
 
 
-def model_endpoint() -> str | None:
-    """The configured model endpoint (``[model] base_url``), if any."""
+def default_agent_id() -> str | None:
+    """The agent a ``deploy_agent`` step without ``a2a_agent_id`` deploys (``[agents] default``)."""
     from agent_env.config import get_config
 
-    value = get_config().section("model").get("base_url")
+    value = get_config().section("agents").get("default")
     return str(value) if value else None
 
 
@@ -122,18 +123,21 @@ class DeployAgent(Step):
                           self.sandbox_name, self.agent_description)
 
     async def start(self, ctx: TaskContext, setup: AgentSetup) -> Agent:
-        """Start the agent. Here: refuse, since no model-backed agent runs in this version."""
-        endpoint = model_endpoint()
-        if endpoint is None:
+        """Deploy the agent ``a2a_agent_id`` names, through the agent type its folder names."""
+        from agent_env.agents import find_agent
+        from agent_env.runtime import current
+
+        agent_id = self.a2a_agent_id or default_agent_id()
+        if agent_id is None:
             raise StepError(
-                f"agent '{self.agent_name}' has nothing to run it: no model endpoint is "
-                "configured ([model] base_url or AGENT_ENV_MODEL_BASE_URL) and no outside player "
-                "plays it (play it from your own loop with agent_env.task.EpisodeSpec)"
+                f"agent '{self.agent_name}' has nothing to run it: the step names no "
+                "a2a_agent_id, no [agents] default is configured, and no outside player plays "
+                "it (play it from your own loop with agent_env.task.EpisodeSpec)"
             )
-        raise StepError(
-            f"agent '{self.agent_name}': running an agent against the model endpoint {endpoint} "
-            "is not supported yet; play it from your own loop with agent_env.task.EpisodeSpec"
-        )
+        definition = find_agent(agent_id)
+        agent_type: Any = current().host.lookup("agent_type", definition.type)
+        agent: Agent = await agent_type.deploy(ctx, self, setup, definition)
+        return agent
 
     async def run(self, ctx: TaskContext) -> None:
         setup = self.setup(ctx)

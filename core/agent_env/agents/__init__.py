@@ -1,0 +1,94 @@
+"""Agent definitions: the folders plugins ship through ``agent_env_agents``, read on use.
+
+An agent folder holds an ``agent.toml`` and what its type needs (a Dockerfile for ``a2a``).
+The kernel reads only the common keys below; the agent type (``agent_env_agent_types``) reads
+the rest of the folder. Keys follow the reference's ``agent.toml``: ``image`` (a prebuilt image
+instead of building the folder), ``[default_env_vars]``, ``[metadata]`` (``default_model``,
+``min_disk_size_gb``, ``takes_credentials``); ``type`` is ours (default ``a2a``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agent_env.errors import UserError
+
+AGENT_FILE = "agent.toml"
+DEFAULT_AGENT_TYPE = "a2a"
+KNOWN_KEYS = {"type", "image", "dockerfile", "description", "default_env_vars", "metadata",
+              "config"}
+KNOWN_METADATA = {"default_model", "min_disk_size_gb", "takes_credentials"}
+
+
+@attrs.frozen
+class AgentDefinition:
+    """One agent folder, read: who deploys it (``type``) and the settings every type shares."""
+
+    name: str
+    folder: Path
+    type: str = DEFAULT_AGENT_TYPE
+    image: str | None = None
+    dockerfile: str = "Dockerfile"
+    description: str = ""
+    default_env_vars: dict[str, str] = attrs.field(factory=dict)
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    #: The type's own settings (``[config]``), checked by the type.
+    config: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def takes_credentials(self) -> bool:
+        return bool(self.metadata.get("takes_credentials", True))
+
+
+def read_agent(name: str, folder: Path) -> AgentDefinition:
+    """Read ``folder/agent.toml``; a UserError names the file and what to fix."""
+    from agent_env.config import read_toml
+
+    path = folder / AGENT_FILE
+    if not path.is_file():
+        raise UserError(f"agent '{name}' has no {AGENT_FILE} in {folder}")
+    data = read_toml(path)
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise UserError(f"{path}: unknown key(s) {', '.join(unknown)} "
+                        f"(known: {', '.join(sorted(KNOWN_KEYS))})")
+    metadata = data.get("metadata", {})
+    if not isinstance(metadata, dict) or set(metadata) - KNOWN_METADATA:
+        raise UserError(f"{path}: [metadata] takes only {', '.join(sorted(KNOWN_METADATA))}")
+    env = data.get("default_env_vars", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise UserError(f"{path}: [default_env_vars] must map names to strings")
+    for key in ("type", "image", "dockerfile", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise UserError(f"{path}: '{key}' must be a string")
+    config = data.get("config", {})
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: [config] must be a table")
+    return AgentDefinition(
+        name=name, folder=folder, type=data.get("type", DEFAULT_AGENT_TYPE),
+        image=data.get("image"), dockerfile=data.get("dockerfile", "Dockerfile"),
+        description=data.get("description", ""), default_env_vars=dict(env),
+        metadata=dict(metadata), config=dict(config),
+    )
+
+
+def find_agent(agent_id: str) -> AgentDefinition:
+    """The installed agent ``agent_id`` (name or alias), read; MissingPluginError otherwise."""
+    from agent_env.runtime import current
+
+    host = current().host
+    for contribution in host.contributions("agent"):
+        source = contribution.obj
+        if contribution.status == "active" and agent_id in (source.name, *source.aliases):
+            return read_agent(source.name, Path(source.path))
+    raise _missing_agent(agent_id)
+
+
+def _missing_agent(agent_id: str) -> UserError:
+    from agent_env.plugins.reporting import missing
+    from agent_env.runtime import current
+
+    return missing(current().host, "agent", agent_id)

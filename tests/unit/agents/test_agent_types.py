@@ -1,0 +1,112 @@
+"""deploy_agent finds an agent folder by id and deploys it through the type its agent.toml names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from agent_env.agents import read_agent
+from agent_env.contributions import AgentSource, Lazy
+from agent_env.errors import MissingPluginError, UserError
+from agent_env.hookspecs import hookimpl
+from agent_env.plugins import BUILTIN_PLUGINS, PluginHost, PluginRecord
+from agent_env.runtime import Runtime, use
+from agent_env.tasks.artifacts import MemoryArtifacts
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.agent_steps import AgentReply, DeployAgent, PromptAgent
+
+DEPLOYED: list[tuple[str, str, dict[str, str]]] = []
+
+
+@attrs.define
+class ShoutingAgent:
+    """A test double of a deployed agent: answers in capitals, no model."""
+
+    name: str
+
+    async def prompt(self, step: PromptAgent, timeout: float) -> AgentReply:
+        return AgentReply(step.prompt.upper())
+
+    def describe(self) -> dict[str, Any]:
+        return {"agent_name": self.name, "type": "shout"}
+
+
+class ShoutType:
+    name = "shout"
+
+    @staticmethod
+    async def deploy(ctx: TaskContext, step: DeployAgent, setup: Any, source: Any) -> Any:
+        DEPLOYED.append((step.agent_name, source.name, source.default_env_vars))
+        return ShoutingAgent(step.agent_name)
+
+
+def runtime_with_toy(folder: Path) -> Runtime:
+    class Toy:
+        @hookimpl
+        def agent_env_agent_types(self) -> list[Any]:
+            return [ShoutType]
+
+        @hookimpl
+        def agent_env_agents(self) -> list[AgentSource]:
+            return [AgentSource("shouter", folder, aliases=("loud",))]
+
+    host = PluginHost(builtin=BUILTIN_PLUGINS, discover=False)
+    host.load()
+    record = PluginRecord("toy", "toy-agents", "1.0", "toy")
+    host.records.append(record)
+    host._register(record, Toy())
+    return Runtime(host=host)
+
+
+def agent_folder(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "shouter"
+    folder.mkdir()
+    (folder / "agent.toml").write_text(text)
+    return folder
+
+
+async def test_an_agent_is_deployed_by_its_type_and_prompted(tmp_path: Path) -> None:
+    folder = agent_folder(tmp_path, 'type = "shout"\n[default_env_vars]\nLOUD = "yes"\n')
+    ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+    with use(runtime_with_toy(folder)):
+        await DeployAgent(id="d", agent_name="bob", a2a_agent_id="loud").run(ctx)
+        await PromptAgent(id="p", agent_name="bob", prompt="hello").run(ctx)
+    assert DEPLOYED[-1] == ("bob", "shouter", {"LOUD": "yes"})
+    assert ctx.outputs["p"]["response"] == "HELLO"
+    assert ctx.outputs["d"] == {"agent_name": "bob", "type": "shout"}
+
+
+async def test_an_agent_whose_type_nobody_provides_says_so(tmp_path: Path) -> None:
+    folder = agent_folder(tmp_path, 'type = "a2a"\n')
+    ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+    with use(runtime_with_toy(folder)), pytest.raises(
+            MissingPluginError, match=r"no agent type named 'a2a' \(installed: shout\)"):
+        await DeployAgent(id="d", a2a_agent_id="shouter").run(ctx)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('typ = "a2a"\n', r"unknown key\(s\) typ"),
+    ('[metadata]\ncolour = "red"\n', r"\[metadata\] takes only"),
+    ("[default_env_vars]\nN = 1\n", r"\[default_env_vars\] must map names to strings"),
+    ("type = [\n", r"invalid TOML"),
+])
+def test_a_bad_agent_toml_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        read_agent("shouter", agent_folder(tmp_path, text))
+
+
+def test_agent_types_may_be_lazy(tmp_path: Path) -> None:
+    class LazyToy:
+        @hookimpl
+        def agent_env_agent_types(self) -> list[Lazy]:
+            return [Lazy("shout", f"{__name__}:ShoutType")]
+
+    host = PluginHost(builtin=(), discover=False)
+    host.load()
+    record = PluginRecord("lazy", "toy-lazy", "1.0", "lazy")
+    host.records.append(record)
+    host._register(record, LazyToy())
+    assert host.lookup("agent_type", "shout") is ShoutType
