@@ -12,6 +12,7 @@ from agent_env.contributions import StoreBackend
 from agent_env.errors import ConfigError, MissingPluginError
 from agent_env.hookspecs import hookimpl
 from agent_env.plugins import PluginHost
+from agent_env.runtime import Runtime, use
 from agent_env.stores import (
     DocumentStore,
     ObjectStore,
@@ -19,7 +20,6 @@ from agent_env.stores import (
     build_store,
     open_store,
 )
-from agent_env.runtime import Runtime, use
 from agent_env.stores.filesystem import FilesystemObjectStore
 from agent_env.stores.sqlite import SqliteDocumentStore
 
