@@ -1,9 +1,15 @@
-"""Run the benchmarks: ``python -m bench [--quick] [--only NAME] [--compare OLD.json]``.
+"""Run the benchmarks: ``python -m bench [--quick | --smoke] [--only NAME] [--compare OLD.json]``.
 
 Every figure is printed with its median, min and max and its ratio to a baseline measured in the
 same run (these machines are noisy; absolute times vary). Results go to ``bench/results/`` as
-JSON with the machine and the commit. ``--quick`` (under a minute, no Docker) is what CI runs,
-to catch regressions beyond a generous margin: it fails only when a ratio is over twice its bar.
+JSON with the machine and the commit.
+
+Every bar a benchmark states (its module's ``BARS``) is judged after the run: the summary at the
+end lists each missed bar with what was measured, and the run exits non-zero when a miss is
+beyond ``NOISE_MARGIN`` of its bar (or a bar's figure was not produced). ``--quick`` (under a
+minute, no Docker) judges the quick benchmarks' bars. ``--smoke`` runs every benchmark once with
+the fewest repetitions, so CI catches a broken benchmark in minutes: it judges no bar (one
+sample is noise) and saves nothing, but fails when a benchmark raises or produces no figure.
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
-from bench.measure import Series
+from bench.bars import NOISE_MARGIN, Bar, Verdict, judge_all, problems, show
+from bench.measure import Series, fmt
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -32,7 +41,7 @@ BENCHMARKS = {
     "stores": ("bench.stores", False),
     "episodes": ("bench.episodes", True),
 }
-QUICK_MARGIN = 2.0
+FORMAT_VERSION = 2  # 2: bars judged per run ("bars"), "figures" per series, no per-series "bar"
 
 
 def machine() -> dict:
@@ -55,14 +64,6 @@ def machine() -> dict:
     }
 
 
-def fmt(seconds: float, unit: str) -> str:
-    if unit != "s":
-        return f"{seconds:.1f} {unit}"
-    if seconds < 0.01:
-        return f"{seconds * 1000:.2f} ms"
-    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
-
-
 def ratios(series: list[Series]) -> dict[str, float]:
     by_name = {s.name: s for s in series}
     out = {}
@@ -72,8 +73,11 @@ def ratios(series: list[Series]) -> dict[str, float]:
     return out
 
 
-def print_table(series: list[Series]) -> None:
+def print_table(series: Sequence[Series], bars: Sequence[Bar] = ()) -> None:
     ratio = ratios(series)
+    bar_text: dict[str, list[str]] = {}
+    for bar in bars:
+        bar_text.setdefault(bar.series, []).append(bar.text())
     rows = [["BENCHMARK", "MEDIAN", "MIN", "MAX", "RATIO", "BAR", "PEAK RSS", "NOTE"]]
     for s in series:
         rows.append([
@@ -82,13 +86,34 @@ def print_table(series: list[Series]) -> None:
             fmt(min(s.samples), s.unit),
             fmt(max(s.samples), s.unit),
             f"{ratio[s.name]:.1f}x {s.baseline}" if s.name in ratio else "",
-            f"<= {s.bar:g}x" if s.bar else "",
+            ", ".join(bar_text.get(s.name, [])),
             f"{s.peak_rss_mib:.0f} MiB" if s.peak_rss_mib else "",
             s.note,
         ])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def report_bars(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Print how many bars were met and every one missed; return the verdicts that fail."""
+    counts = {status: sum(v.status == status for v in verdicts)
+              for status in ("met", "missed", "missed (within noise)", "no figure")}
+    print(f"\nBars: {len(verdicts)} judged, " + ", ".join(
+        f"{n} {status}" for status, n in counts.items() if n or status == "met")
+        + f" (noise margin {NOISE_MARGIN:.0%} of the bar)")
+    rows = [["VERDICT", "SERIES", "MEASURED", "BAR", "OFF BY"]]
+    for v in verdicts:
+        if v.status != "met":
+            measured = "-" if v.measured is None else show(v.measured, v.bar.unit)
+            if v.bar.figure not in ("ratio", "median") and v.measured is not None:
+                measured = f"{v.bar.figure} {measured}"
+            rows.append([v.status, v.bar.series, measured, v.bar.text(), v.off_by()])
+    if len(rows) > 1:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            print("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return [v for v in verdicts if v.failed]
 
 
 def compare(current: dict, old_path: Path) -> None:
@@ -118,9 +143,32 @@ def reference(venv: Path, workdir: Path) -> list[Series]:
     ]
 
 
+def run_one(name: str, args: argparse.Namespace, workdir: Path,
+            agent_env: list[str]) -> tuple[list[Series], tuple[Bar, ...], list[str]]:
+    """One benchmark's series, its bars and what went wrong; a benchmark that raises is
+    reported and the others still run, so one run shows every broken benchmark."""
+    module_name, _ = BENCHMARKS[name]
+    started = time.perf_counter()
+    print(f"running {name} ...", file=sys.stderr, flush=True)
+    try:
+        module = importlib.import_module(module_name)
+        bars: tuple[Bar, ...] = tuple(getattr(module, "BARS", ()))
+        series = list(module.run(quick=args.quick, workdir=workdir, agent_env=agent_env,
+                                 smoke=args.smoke))
+    except Exception as error:
+        traceback.print_exc()
+        return [], (), [f"raised {type(error).__name__}: {error}"]
+    finally:
+        print(f"  {name}: {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    return series, bars, problems(series)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="under a minute, no Docker")
+    parser.add_argument("--smoke", action="store_true",
+                        help="every benchmark once, fewest repetitions; no bar judged, nothing "
+                        "saved; fails when a benchmark raises or produces no figure")
     parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS))
     parser.add_argument("--compare", type=Path, metavar="OLD.json")
     parser.add_argument("--reference-venv", type=Path, metavar="PATH")
@@ -132,40 +180,57 @@ def main() -> int:
     if venv_command.exists():
         agent_env = [str(venv_command)]
     series: list[Series] = []
+    bars: list[Bar] = []
+    broken: dict[str, list[str]] = {}
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="agentenv-bench-") as tmp:
         workdir = Path(tmp)
         for name in args.only or list(BENCHMARKS):
-            module_name, needs_docker = BENCHMARKS[name]
-            if args.quick and needs_docker:
+            if args.quick and BENCHMARKS[name][1]:
                 continue
-            print(f"running {name} ...", file=sys.stderr)
-            module = importlib.import_module(module_name)
-            series.extend(module.run(quick=args.quick, workdir=workdir, agent_env=agent_env))
+            found, declared, wrong = run_one(name, args, workdir, agent_env)
+            series.extend(found)
+            bars.extend(declared)
+            if wrong:
+                broken[name] = wrong
         if args.reference_venv:
-            series.extend(reference(args.reference_venv, workdir))
-    print_table(series)
+            try:
+                series.extend(reference(args.reference_venv, workdir))
+            except Exception as error:
+                traceback.print_exc()
+                broken["reference"] = [f"raised {type(error).__name__}: {error}"]
+    took = time.perf_counter() - started
+    print_table(series, bars)
     ratio = ratios(series)
     result = {
-        "format_version": 1,
+        "format_version": FORMAT_VERSION,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "quick": args.quick,
         "machine": machine(),
         "results": [{**s.to_json(), "ratio": ratio.get(s.name)} for s in series],
     }
-    if not args.no_save:
+    if args.compare:
+        compare(result, args.compare)
+    failing: list[Verdict] = []
+    if args.smoke:
+        print(f"\nSmoke run ({took:.0f}s): {len(bars)} bars not judged (one sample is noise).")
+    else:
+        verdicts = judge_all(bars, series)
+        result["bars"] = [v.to_json() for v in verdicts]
+        failing = report_bars(verdicts)
+    if not args.no_save and not args.smoke and not broken:
         RESULTS.mkdir(parents=True, exist_ok=True)
         stamp = result["created_utc"].replace(":", "").replace("-", "")
         path = RESULTS / f"{stamp}-{result['machine']['commit'] or 'nocommit'}.json"
         path.write_text(json.dumps(result, indent=2) + "\n")
         print(f"\nwrote {path.relative_to(ROOT)}")
-    if args.compare:
-        compare(result, args.compare)
-    over = [s for s in series if s.bar and ratio.get(s.name, 0) > s.bar]
-    for s in over:
-        print(f"over its bar: {s.name} {ratio[s.name]:.1f}x > {s.bar:g}x", file=sys.stderr)
-    if args.quick and any(ratio[s.name] > s.bar * QUICK_MARGIN for s in over):
-        return 1
-    return 0
+    for name, wrong in broken.items():
+        for line in wrong:
+            print(f"BROKEN benchmark {name}: {line}", file=sys.stderr)
+    for verdict in failing:
+        print(f"FAILED bar: {verdict.bar.series} {verdict.bar.text()}: "
+              f"{verdict.status}", file=sys.stderr)
+    return 1 if broken or failing else 0
 
 
 if __name__ == "__main__":

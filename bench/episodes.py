@@ -22,12 +22,30 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.bars import Bar
 from bench.measure import Series
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "episodes"
 TOOL_CALLS = 10
 MAX_ENVS = 12
+SIZES = (1, 8, 32)
+#: Smoke mode: one round of 1 and of 3 side by side with ``max_envs=2``, so the capped path
+#: runs too without 13 sandboxes.
+SMOKE_SIZES, SMOKE_MAX_ENVS = (1, 3), 2
+
+
+def _name(size: int, reuse: bool) -> str:
+    return f"episodes/min, {size} side by side, {'reuse' if reuse else 'redeploy'}"
+
+
+#: Reuse is the point of pooling envs: at least 10x the episodes a fresh deploy each allows.
+#: And every run cleans up after itself: no container or network left with the spec's label.
+BARS = (
+    *(Bar(_name(size, True), at_least=10) for size in SIZES),
+    *(Bar(_name(size, reuse), "leaked", at_most=0, unit="")
+      for size in SIZES for reuse in (False, True)),
+)
 
 
 async def policy(tools: Any) -> str:
@@ -65,13 +83,14 @@ def leaked(spec_id: str) -> int:
             + len(client.networks.list(filters=label)))
 
 
-async def measure(size: int, rounds: int, reuse: bool) -> tuple[list[float], list[float], int]:
+async def measure(size: int, rounds: int, reuse: bool,
+                  max_envs: int = MAX_ENVS) -> tuple[list[float], list[float], int]:
     """(episodes per minute per timed round, tool-call latencies, things leaked)."""
     from agent_env.task import EpisodeSpec, Task
 
     task = Task.get(Task.from_bundle(EXAMPLE, "todo").id)
     spec = EpisodeSpec.from_task(task, turn_timeout=300, reuse_envs=reuse,
-                                 max_envs=MAX_ENVS if size > MAX_ENVS else None)
+                                 max_envs=max_envs if size > max_envs else None)
     rates: list[float] = []
     latencies: list[float] = []
     async with spec:
@@ -88,23 +107,26 @@ async def measure(size: int, rounds: int, reuse: bool) -> tuple[list[float], lis
     return rates, latencies, leaked(spec.id)
 
 
-def run(*, quick: bool, workdir: Path, agent_env: list[str],
-        sizes: tuple[int, ...] = (1, 8, 32), rounds: int = 2) -> list[Series]:
+def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False,
+        sizes: tuple[int, ...] = SIZES, rounds: int = 2) -> list[Series]:
     from agent_env import runtime
 
+    max_envs = MAX_ENVS
+    if smoke:
+        sizes, rounds, max_envs = SMOKE_SIZES, 1, SMOKE_MAX_ENVS
     os.environ["AGENT_ENV_STATE_DIR"] = str(workdir / "state-episodes")
     runtime.reset()
     series: list[Series] = []
     for size in sizes:
-        plain = f"episodes/min, {size} side by side, redeploy"
         for reuse in (False, True):
-            rates, latencies, left = asyncio.run(measure(size, rounds, reuse))
-            name = plain if not reuse else f"episodes/min, {size} side by side, reuse"
+            rates, latencies, left = asyncio.run(measure(size, rounds, reuse, max_envs))
+            call_ms = statistics.median(latencies) * 1000
             series.append(Series(
-                name, rates, unit="ep/min", baseline=plain if reuse else None,
-                note=f"tool call median {statistics.median(latencies) * 1000:.1f} ms; "
-                     f"{left} leaked" + (f"; max_envs={MAX_ENVS}" if size > MAX_ENVS else "")
-                     + ("; target >= 10x redeploy" if reuse else "")))
+                _name(size, reuse), rates, unit="ep/min",
+                baseline=_name(size, False) if reuse else None,
+                note=f"tool call median {call_ms:.1f} ms; {left} leaked"
+                     + (f"; max_envs={max_envs}" if size > max_envs else ""),
+                figures={"leaked": left, "tool_call_median_ms": call_ms}))
     return series
 
 
@@ -112,7 +134,8 @@ def main() -> int:
     import argparse
     import tempfile
 
-    from bench.__main__ import print_table
+    from bench.__main__ import print_table, report_bars
+    from bench.bars import judge_all
 
     parser = argparse.ArgumentParser(prog="python -m bench.episodes",
                                      description=__doc__.splitlines()[0])
@@ -124,8 +147,10 @@ def main() -> int:
         series = run(quick=False, workdir=Path(tmp), agent_env=[sys.executable, "-m",
                                                                 "agent_env"],
                      sizes=sizes, rounds=args.rounds)
-    print_table(series)
-    return 0
+    ran = {s.name for s in series}
+    bars = [bar for bar in BARS if bar.series in ran]  # --sizes may differ from SIZES
+    print_table(series, bars)
+    return 1 if report_bars(judge_all(bars, series)) else 0
 
 
 if __name__ == "__main__":

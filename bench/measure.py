@@ -20,9 +20,10 @@ class Series:
     samples: list[float]
     unit: str = "s"
     baseline: str | None = None  # the name of the series this one is divided by
-    bar: float | None = None  # the ratio it must stay under, when there is one
     peak_rss_mib: float | None = None
     note: str = ""
+    #: other figures of the run a bar can judge (calls/s, containers leaked, ...)
+    figures: dict[str, float] = attrs.field(factory=dict)
 
     @property
     def median(self) -> float:
@@ -37,10 +38,20 @@ class Series:
             "max": max(self.samples),
             "n": len(self.samples),
             "baseline": self.baseline,
-            "bar": self.bar,
             "peak_rss_mib": self.peak_rss_mib,
             "note": self.note,
+            "figures": self.figures,
         }
+
+
+def fmt(value: float, unit: str) -> str:
+    """Seconds in ms (or s past 10 s) with the digits noise leaves meaningful; other units
+    with one decimal."""
+    if unit != "s":
+        return f"{value:.1f} {unit}"
+    if value < 0.01:
+        return f"{value * 1000:.2f} ms"
+    return f"{value * 1000:.1f} ms" if value < 10 else f"{value:.1f} s"
 
 
 def time_command(
