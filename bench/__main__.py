@@ -213,6 +213,13 @@ def main() -> int:
         compare(result, args.compare)
     failing: list[Verdict] = []
     if args.smoke:
+        # Not judged, but a bar whose series ran must find its figure (a renamed key would
+        # otherwise surface only in a full run).
+        present = {s.name for s in series}
+        for verdict in judge_all([b for b in bars if b.series in present], series):
+            if verdict.status == "no figure":
+                broken.setdefault("bars", []).append(
+                    f"{verdict.bar.series} {verdict.bar.text()}: figure not produced")
         print(f"\nSmoke run ({took:.0f}s): {len(bars)} bars not judged (one sample is noise).")
     else:
         verdicts = judge_all(bars, series)

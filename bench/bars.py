@@ -45,7 +45,9 @@ class Bar:
 
     @property
     def limit(self) -> float:
-        return self.at_most if self.at_most is not None else self.at_least  # type: ignore[return-value]
+        limit = self.at_most if self.at_most is not None else self.at_least
+        assert limit is not None  # __attrs_post_init__ saw to it
+        return limit
 
     @property
     def op(self) -> str:
