@@ -1,0 +1,101 @@
+"""The A2A agent SDK: write an agent as an ``AgentEnvAgent`` subclass and serve it over A2A 0.3.
+
+```
+@a2a_agent(identity=AgentIdentity(name="echo", description="repeats"), config=MyConfig,
+           extensions=(MCP_CONFIG_V1, TRAJECTORY_V1))
+class Echo(AgentEnvAgent):
+    async def run(self, request: TaskRequest[MyConfig]) -> TaskResult:
+        return TaskResult(text=request.text)
+
+Echo().serve()          # or: create_app(Echo()) -> aiohttp.web.Application
+```
+
+Names load lazily (module ``__getattr__``), as in the top-level package: importing this package
+costs nothing, and defining an agent does not load aiohttp until it serves.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on first use
+    from .app import create_app, serve
+    from .framework import (
+        AGENT_CONFIG_V1,
+        MCP_CONFIG_V1,
+        TRAJECTORY_V1,
+        AgentEnvAgent,
+        AgentSpec,
+        a2a_agent,
+    )
+    from .models import (
+        AgentConfig,
+        AgentIdentity,
+        AgentSkill,
+        Artifact,
+        McpServer,
+        Progress,
+        TaskRequest,
+        TaskResult,
+        Usage,
+        write_only,
+    )
+    from .trajectory import TrajectoryWriter
+
+_EXPORTS = {
+    "AgentEnvAgent": "framework",
+    "a2a_agent": "framework",
+    "AgentSpec": "framework",
+    "AGENT_CONFIG_V1": "framework",
+    "MCP_CONFIG_V1": "framework",
+    "TRAJECTORY_V1": "framework",
+    "AgentIdentity": "models",
+    "AgentSkill": "models",
+    "AgentConfig": "models",
+    "write_only": "models",
+    "McpServer": "models",
+    "Usage": "models",
+    "Progress": "models",
+    "Artifact": "models",
+    "TaskResult": "models",
+    "TaskRequest": "models",
+    "TrajectoryWriter": "trajectory",
+    "create_app": "app",
+    "serve": "app",
+}
+
+__all__ = [
+    "AGENT_CONFIG_V1",
+    "MCP_CONFIG_V1",
+    "TRAJECTORY_V1",
+    "AgentConfig",
+    "AgentEnvAgent",
+    "AgentIdentity",
+    "AgentSkill",
+    "AgentSpec",
+    "Artifact",
+    "McpServer",
+    "Progress",
+    "TaskRequest",
+    "TaskResult",
+    "TrajectoryWriter",
+    "Usage",
+    "a2a_agent",
+    "create_app",
+    "serve",
+    "write_only",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentenv_protocol.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
