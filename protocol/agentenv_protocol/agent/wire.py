@@ -35,8 +35,6 @@ UNSUPPORTED_OPERATION = -32004
 EXTENDED_CARD_NOT_CONFIGURED = -32007
 
 TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
-# states after which no run is going on (input-required waits for the next message)
-SETTLED_STATES = TERMINAL_STATES | {"input-required"}
 
 
 def now() -> str:
@@ -149,9 +147,7 @@ def _strict(tp: type, accept: tuple[type, ...]) -> Callable[[Any, Any], Any]:
     """cattrs' default ``str``/``int`` hooks convert anything (``str(5)``); we refuse instead."""
 
     def hook(value: Any, _: Any) -> Any:
-        if isinstance(value, bool) and tp is not bool:
-            raise TypeError(f"expected {tp.__name__}, got a boolean")
-        if type(value) not in accept:
+        if type(value) not in accept:  # exact: a bool is not an int here
             raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
         return float(value) if tp is float else value
 
