@@ -76,6 +76,7 @@ log = logging.getLogger("agentenv_protocol.agent")
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 DEFAULT_CANCEL_GRACE = 10.0
+DEFAULT_MAX_TASKS = 10_000
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 Event = TaskStatusUpdateEvent | TaskArtifactUpdateEvent
@@ -157,10 +158,12 @@ class AgentServer:
     """Serves one agent instance: task bookkeeping, the JSON-RPC methods, extension state."""
 
     def __init__(self, agent: AgentEnvAgent, *, max_contexts: int = MAX_CONTEXTS,
-                 cancel_grace: float = DEFAULT_CANCEL_GRACE) -> None:
+                 cancel_grace: float = DEFAULT_CANCEL_GRACE,
+                 max_tasks: int = DEFAULT_MAX_TASKS) -> None:
         self.agent = agent
         self.spec: AgentSpec = spec_of(agent)
         self.cancel_grace = cancel_grace
+        self.max_tasks = max_tasks
         self.tasks: dict[str, TaskRun] = {}
         self.gate = _ContextGate()
         self.trajectories = TrajectoryStore(max_contexts)
@@ -224,6 +227,7 @@ class AgentServer:
         else:
             run = TaskRun(uuid.uuid4().hex, msg.context_id or uuid.uuid4().hex)
             self.tasks[run.id] = run
+            self._forget_old_tasks()
         msg = attrs.evolve(msg, context_id=run.context_id, task_id=run.id)
         if run.message is not None:
             run.history.append(run.message)
@@ -241,6 +245,19 @@ class AgentServer:
         )
         run.runner = asyncio.create_task(self._drive(run, request), name=f"a2a-task-{run.id}")
         return run
+
+    def _forget_old_tasks(self) -> None:
+        """Keep at most ``max_tasks`` records: the oldest terminal ones go first (a long-lived
+        agent must not grow without bound); unsettled tasks are always kept."""
+        excess = len(self.tasks) - self.max_tasks
+        if excess <= 0:
+            return
+        for task_id, run in list(self.tasks.items()):
+            if excess <= 0:
+                break
+            if run.state in TERMINAL_STATES:
+                del self.tasks[task_id]
+                excess -= 1
 
     def _agent_message(self, run: TaskRun, parts: list[Part]) -> Message:
         return Message(uuid.uuid4().hex, "agent", parts, context_id=run.context_id,
@@ -585,13 +602,16 @@ SERVER_KEY = web.AppKey("agentenv_agent_server", AgentServer)
 
 def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                max_contexts: int = MAX_CONTEXTS,
-               cancel_grace: float = DEFAULT_CANCEL_GRACE) -> web.Application:
+               cancel_grace: float = DEFAULT_CANCEL_GRACE,
+               max_tasks: int = DEFAULT_MAX_TASKS) -> web.Application:
     """Build the aiohttp app serving ``agent`` (an instance of an ``@a2a_agent`` class).
 
-    ``max_contexts`` bounds the trajectories kept; ``cancel_grace`` is how long
-    ``tasks/cancel`` waits for the run to wind down before answering.
+    ``max_contexts`` bounds the trajectories kept, ``max_tasks`` the task records (terminal
+    ones beyond it are forgotten, oldest first); ``cancel_grace`` is how long ``tasks/cancel``
+    waits for the run to wind down before answering.
     """
-    server = AgentServer(agent, max_contexts=max_contexts, cancel_grace=cancel_grace)
+    server = AgentServer(agent, max_contexts=max_contexts, cancel_grace=cancel_grace,
+                         max_tasks=max_tasks)
     app = web.Application(client_max_size=max_body_bytes)
     app[SERVER_KEY] = server
     app.router.add_get("/health", server.handle_health)

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import attrs
 import pytest
-from agent_sdk_helpers import Rpc, Served, reply_data, reply_text
+from agent_sdk_helpers import EchoAgent, Rpc, Served, reply_data, reply_text
 
 from agentenv_protocol.agent import (
     AgentConfig,
@@ -24,7 +27,7 @@ from agentenv_protocol.agent import (
     a2a_agent,
     create_app,
 )
-from agentenv_protocol.testing import serve_app
+from agentenv_protocol.testing import free_port, serve_app
 
 
 async def test_usage_and_structured_output(rpc: Rpc) -> None:
@@ -216,3 +219,47 @@ def test_importing_the_package_stays_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+async def test_old_terminal_tasks_are_forgotten(http: aiohttp.ClientSession) -> None:
+    async with serve_app(create_app(EchoAgent(), max_tasks=2)) as server:
+        rpc = Rpc(http, server.url)
+        waiting = await rpc.send("ask")  # input-required: not terminal, never forgotten
+        first = await rpc.send("one")
+        second = await rpc.send("two")
+        third = await rpc.send("three")
+        for gone in (first, second):
+            assert (await rpc.call("tasks/get", {"id": gone["id"]}))["error"]["code"] == -32001
+        for kept in (waiting, third):
+            assert "result" in await rpc.call("tasks/get", {"id": kept["id"]})
+
+
+def test_serve_binds_a2a_host_and_port(tmp_path: Any) -> None:
+    """``agent.serve()`` with no arguments listens where A2A_HOST / A2A_PORT say."""
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "from agentenv_protocol.agent import (AgentEnvAgent, AgentIdentity, TaskResult,\n"
+        "                                     a2a_agent)\n"
+        "@a2a_agent(identity=AgentIdentity(name='served'))\n"
+        "class A(AgentEnvAgent):\n"
+        "    async def run(self, request):\n"
+        "        return TaskResult(text='hi')\n"
+        "A().serve()\n")
+    port = free_port()
+    env = {**os.environ, "A2A_HOST": "127.0.0.1", "A2A_PORT": str(port)}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    assert r.read() == b'{"status": "ok"}'
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                assert time.monotonic() < deadline, "the agent never answered /health"
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(10)
