@@ -1,0 +1,123 @@
+"""What the model gateway keeps about each model call, and the run's totals.
+
+One :class:`ModelCall` per call the gateway answered (failed calls included: the status and
+``error`` say who failed), appended to a :class:`CallRecorder`: an in-memory list, optionally
+mirrored to a JSON-lines file as calls finish, so a run's trajectory and summary can read them.
+Records are attrs classes; ``to_dict`` / ``from_dict`` (cattrs) are the edge to JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import cattrs
+
+#: The three wire formats the gateway speaks.
+Api = Literal["chat_completions", "responses", "messages"]
+
+_converter = cattrs.Converter()
+
+
+@attrs.define
+class ModelCall:
+    """One model call as the agent saw it.
+
+    ``model`` is the model that answered (from the response; ``scripted:<name>`` for the scripted
+    model), ``requested_model`` what the agent asked for. Token counts are the upstream's own
+    usage numbers; ``input_tokens`` includes Anthropic's cache-read and cache-creation tokens
+    (OpenAI's ``prompt_tokens`` already does). ``status`` is the HTTP status the agent got; a
+    failure's ``error`` starts with who failed: ``upstream`` (it answered with that status),
+    ``upstream unreachable``, ``scripted`` or ``gateway`` (refused before forwarding).
+    ``latency_ms`` runs from the request reaching the gateway to its last byte leaving it;
+    ``first_byte_ms`` to the first byte of the answer (the same for non-streamed calls).
+    ``response`` is the upstream's JSON body, or for a stream the response assembled from its
+    events (the events themselves are not kept).
+    """
+
+    api: Api
+    upstream: str
+    requested_model: str | None
+    model: str | None
+    stream: bool
+    status: int
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    latency_ms: float = 0.0
+    first_byte_ms: float | None = None
+    error: str | None = None
+    started_at: float = 0.0
+    usage: dict[str, Any] | None = None
+    request: dict[str, Any] | None = None
+    response: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status < 400
+
+    def to_dict(self) -> dict[str, Any]:
+        return _converter.unstructure(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelCall:
+        return _converter.structure(data, cls)
+
+
+@attrs.define
+class ModelTotals:
+    """What a run summary counts: calls, failed calls, and tokens (calls without usage add 0)."""
+
+    calls: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return _converter.unstructure(self)
+
+
+class CallRecorder:
+    """Collects :class:`ModelCall` records in memory and, with ``path``, appends each as one JSON
+    line as it is recorded (flushed per line, so a run that dies keeps what happened)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.calls: list[ModelCall] = []
+        self.path = Path(path) if path is not None else None
+        self._totals = ModelTotals()
+        self._lock = threading.Lock()
+        self._file = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+
+    def record(self, call: ModelCall) -> None:
+        with self._lock:
+            self.calls.append(call)
+            totals = self._totals
+            totals.calls += 1
+            totals.errors += 0 if call.ok else 1
+            totals.input_tokens += call.input_tokens or 0
+            totals.output_tokens += call.output_tokens or 0
+            if self._file is not None:
+                self._file.write(json.dumps(call.to_dict(), default=str) + "\n")
+                self._file.flush()
+
+    def totals(self) -> ModelTotals:
+        with self._lock:
+            return attrs.evolve(self._totals)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    @staticmethod
+    def read(path: str | Path) -> list[ModelCall]:
+        """The records a JSON-lines file holds (for summaries written after the run)."""
+        with Path(path).open(encoding="utf-8") as lines:
+            return [ModelCall.from_dict(json.loads(line)) for line in lines if line.strip()]
