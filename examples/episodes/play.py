@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from agent_env.task import EpisodeSpec, Task
+from agent_env.api import EpisodeSpec, Task
 
 BUNDLE = Path(__file__).resolve().parent
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from agent_env.errors import UserError
+from agent_env.api import UserError
 
 
 class DockerUnavailable(UserError):

@@ -22,9 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from agent_env.errors import UserError
-from agent_env.sandbox.base import SandboxError
-from agent_env.stores.base import ImageStore, RegistryAuth
+from agent_env.api import ImageStore, RegistryAuth, SandboxError, UserError, current
 from agentenv_docker_env.engine import docker_client
 
 LOOPBACK = "127.0.0.1"
@@ -127,9 +125,7 @@ class LocalRegistryImageStore(ImageStore):
         start_timeout: float = 15.0,
     ) -> None:
         if root is None:
-            from agent_env.config import get_config
-
-            root = get_config().state_root / "docker_env" / "registry"
+            root = current().config.state_root / "docker_env" / "registry"
         self.root = Path(root)
         self.wanted_port = port
         self.binary = binary

@@ -25,8 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent_env.errors import UserError
-from agent_env.stores.base import ImageStore, RegistryAuth
+from agent_env.api import ImageStore, RegistryAuth, UserError
 from agentenv_gcp_stores.faults import (
     AccessDenied,
     Backoff,

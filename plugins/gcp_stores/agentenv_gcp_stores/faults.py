@@ -19,8 +19,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from agent_env.errors import UserError
-from agent_env.stores.base import StoreError
+from agent_env.api import StoreError, UserError
 
 T = TypeVar("T")
 

@@ -45,17 +45,8 @@ from typing import Any
 
 import attrs
 
-from agent_env.errors import UserError
-from agent_env.stores import query as q
-from agent_env.stores.base import (
-    Document,
-    DocumentStore,
-    DuplicateKeyError,
-    Filter,
-    InvalidQuery,
-    Sort,
-    StoreError,
-)
+from agent_env.api import DocumentStore, DuplicateKeyError, InvalidQuery, StoreError, UserError
+from agent_env.api import query as q
 from agentenv_gcp_stores.faults import (
     Backoff,
     GaveUp,
@@ -80,6 +71,11 @@ SCOPES = (
     "https://www.googleapis.com/auth/cloud-platform",
     "https://www.googleapis.com/auth/datastore",
 )
+
+#: The document-store interface's shapes (``agent_env.api`` exports the interface, not these).
+Document = dict[str, Any]
+Filter = Mapping[str, Any]
+Sort = str | Sequence[str | tuple[str, int]]
 
 
 @attrs.frozen
@@ -522,7 +518,7 @@ class FirestoreDocumentStore(DocumentStore):
         text = message_of(exc)
         if text not in self._index_links_logged:
             self._index_links_logged.add(text)
-            from agent_env.logs import get_logger
+            from agent_env.api import get_logger
 
             get_logger("gcp_stores.firestore").warning(
                 "Firestore needs a composite index for this query; sorting and filtering in "
@@ -715,7 +711,7 @@ class FirestoreDocumentStore(DocumentStore):
                     ),
                 )
         except Exception as exc:  # a read must not fail because cleaning up did
-            from agent_env.logs import get_logger
+            from agent_env.api import get_logger
 
             get_logger("gcp_stores.firestore").info(
                 "could not delete expired documents yet", collection=collection, error=str(exc)

@@ -27,17 +27,15 @@ import tempfile
 import uuid
 from typing import Any, BinaryIO
 
-from agent_env.errors import UserError
-from agent_env.stores.base import (
-    MAX_KEY_BYTES,
+from agent_env.api import (
     InvalidObjectKey,
     ObjectExists,
     ObjectMeta,
     ObjectNotFound,
     ObjectStore,
     UnsupportedOperation,
+    UserError,
     validate_key,
-    validate_prefix,
 )
 from agentenv_gcp_stores.faults import (
     Backoff,
@@ -55,6 +53,7 @@ SHA256_KEY = "sha256"
 WRITE_ID_KEY = "agentenv-write"
 SPOOL_BYTES = 8 * 1024 * 1024
 MAX_SIGNED_SECONDS = 7 * 24 * 3600  # V4 signatures last at most 7 days
+MAX_KEY_BYTES = 1024  # Cloud Storage's limit on an object name
 
 
 class GcsObjectStore(ObjectStore):
@@ -85,7 +84,7 @@ class GcsObjectStore(ObjectStore):
             )
         prefix = (prefix or "").strip("/")
         if prefix:
-            validate_prefix(prefix + "/")
+            validate_key(prefix)  # a key start that cannot escape
             prefix += "/"
         self.bucket_name = bucket
         self.prefix = prefix
@@ -272,7 +271,7 @@ class GcsObjectStore(ObjectStore):
         return blob
 
     def list(self, prefix: str = "") -> list[str]:
-        validate_prefix(prefix)
+        _valid_prefix(prefix)
         bucket = self._bucket_handle()
         start = len(self.prefix)
 
@@ -346,3 +345,10 @@ def _spool(data: bytes | bytearray | memoryview | BinaryIO) -> tuple[BinaryIO, i
         spool.write(chunk)
         size += len(chunk)
     return spool, size, digest.hexdigest()
+
+
+def _valid_prefix(prefix: Any) -> str:
+    """A ``list`` prefix: "" or a key start, maybe ending in "/" (the API checks whole keys)."""
+    if prefix != "":
+        validate_key(prefix[:-1] if isinstance(prefix, str) and prefix.endswith("/") else prefix)
+    return prefix

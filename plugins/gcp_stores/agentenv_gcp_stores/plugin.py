@@ -8,8 +8,7 @@ their keyword arguments and names any unknown one.
 
 from __future__ import annotations
 
-from agent_env.contributions import StoreBackend
-from agent_env.hookspecs import hookimpl
+from agent_env.api import StoreBackend, hookimpl
 
 
 @hookimpl

@@ -19,9 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from agent_env.errors import UserError
-from agent_env.stores.base import SecretStore, StoreError
-from agent_env.stores.secrets import bundle_value
+from agent_env.api import SecretStore, StoreError, UserError, bundle_value
 from agentenv_gcp_stores.faults import (
     Backoff,
     MissingResource,
@@ -238,6 +236,6 @@ def _check_crc32c(data: bytes, payload: Any, resource: str) -> None:
 
 
 def _log() -> Any:
-    from agent_env.logs import get_logger
+    from agent_env.api import get_logger
 
     return get_logger("gcp_stores.secretmanager")

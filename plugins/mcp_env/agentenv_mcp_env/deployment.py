@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from agent_env.tasks.steps import StepError
+from agent_env.api import StepError
 from agentenv_mcp_env.gateway_image import (
     GATEWAY_PORT,
     IMAGE_NAME,
@@ -46,8 +46,7 @@ from agentenv_mcp_env.gateway_image import (
 from agentenv_mcp_env.sources import EnvSource, scratch_folder, write_build_context
 
 if TYPE_CHECKING:
-    from agent_env.sandbox.base import Sandbox
-    from agent_env.tasks.context import TaskContext
+    from agent_env.api import Sandbox, TaskContext
 
 ENV_PORT = 18765
 ENV_CONTAINER = "env"
@@ -236,7 +235,7 @@ class McpServerEnv:
         progress: Progress | None = None,
     ) -> GatewayDeployment:
         """Run the env servers and their gateway in ``sandbox`` and wait until they are ready."""
-        from agent_env.sandbox.base import ContainerSpec
+        from agent_env.api import ContainerSpec
 
         started = time.time()
         instance_id = new_instance_id(self.source.id)

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from agent_env.tasks.steps import StepError
+from agent_env.api import StepError
 
 
 @attrs.frozen
@@ -37,7 +37,7 @@ def _stores(artifacts: Any) -> tuple[Any, Any]:
     versioned = getattr(artifacts, "versioned", None)
     objects = getattr(artifacts, "objects", None)
     if versioned is None or objects is None:
-        from agent_env.stores import object_store, versioned_store
+        from agent_env.api import object_store, versioned_store
 
         versioned, objects = versioned_store(), object_store()
     return versioned, objects

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_env.hookspecs import hookimpl
+from agent_env.api import hookimpl
 
 
 @hookimpl

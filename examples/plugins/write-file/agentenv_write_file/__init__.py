@@ -4,10 +4,7 @@ from pathlib import Path
 
 import attrs
 
-from agent_env.contributions import BundleSource
-from agent_env.hookspecs import hookimpl
-from agent_env.tasks.context import TaskContext
-from agent_env.tasks.steps import Step
+from agent_env.api import BundleSource, Step, TaskContext, hookimpl
 
 
 @attrs.define(kw_only=True)
