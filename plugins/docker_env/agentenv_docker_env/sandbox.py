@@ -16,7 +16,7 @@ network changes) and because the reference's env servers, on one plain bridge, m
 Everything created carries ``agentenv.sandbox=<id>`` and ``agentenv.run`` (from
 ``spec.labels``), so :meth:`DockerSandboxProvider.attach` finds a sandbox from its id alone and
 ``terminate`` removes it by label, also after a crash. ``agentenv.owner`` (the creating process,
-see :mod:`agent_env.cli.gc_cmd`) and ``agentenv.expires`` (from ``ttl_seconds``) let
+see ``agent-env gc``) and ``agentenv.expires`` (from ``ttl_seconds``) let
 ``agent-env gc`` tell a dead run's leftovers from a live run's sandboxes. Ports are published on
 127.0.0.1 only, on host ports the engine picks free at start (no race between choosing and
 binding).
@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from agent_env.sandbox.base import (
+from agent_env.api import (
     ContainerSpec,
     ExecResult,
     Sandbox,
@@ -50,10 +50,10 @@ from agent_env.sandbox.base import (
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    image_plan,
+    ownership_labels,
 )
-from agent_env.sandbox.ownership import ownership_labels
 from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
-from agentenv_docker_env.build import slugify
 from agentenv_docker_env.engine import daemon_problem, docker_client
 
 PROVIDER_LABEL = "agentenv.provider"
@@ -181,7 +181,7 @@ class DockerSandbox(Sandbox):
         return self.id if self.mode == "container" else f"{self.id}-host"
 
     def container_name(self, name: str) -> str:
-        return f"{self.id}-{slugify(name)}"
+        return f"{self.id}-{image_plan.slugify(name)}"
 
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "provider": self.provider_name, "mode": self.mode,
@@ -547,6 +547,18 @@ class DockerSandboxProvider(SandboxProvider):
         self.internal_network = internal_network
 
     @classmethod
+    def from_config(
+        cls,
+        *,
+        base_url: str | None = None,
+        default_image: str = DEFAULT_IMAGE,
+        internal_network: bool = False,
+    ) -> DockerSandboxProvider:
+        """``[sandbox.providers.docker.config]``: the kernel checks its keys against these."""
+        return cls(base_url=base_url, default_image=default_image,
+                   internal_network=internal_network)
+
+    @classmethod
     def availability(cls) -> str | None:
         return daemon_problem()
 
@@ -593,7 +605,7 @@ class DockerSandboxProvider(SandboxProvider):
 
     def _new_sandbox(self, client: Any, spec: SandboxSpec) -> DockerSandbox:
         """The sandbox object and its labels (owner and expiry included); nothing created yet."""
-        sandbox_id = f"ae-{slugify(spec.name)[:32]}-{secrets.token_hex(4)}"
+        sandbox_id = f"ae-{image_plan.slugify(spec.name)[:32]}-{secrets.token_hex(4)}"
         image = spec.image or self.default_image
         labels = {
             RUN_LABEL: sandbox_id,

@@ -3,7 +3,7 @@
 Why a VM each: workloads stay off the host's Docker daemon. A ``mode="vm"`` sandbox boots
 ``image`` (default ``docker:27-dind``, a guest with a Docker daemon); env images are built on
 the host and handed over as ``docker save`` archives loaded inside (no registry pulls), then
-run there (:mod:`agent_env.sandbox.docker_host`); a published port is published again from the
+run there (``agent_env.api.DockerHostSandbox``); a published port is published again from the
 guest to 127.0.0.1 on the host. ``mode="container"`` boots ``SandboxSpec.image`` and only runs
 commands.
 
@@ -11,7 +11,8 @@ Availability is a real probe boot (``local_availability()`` can say yes where ev
 fails, e.g. under a paravirtual KVM), done once per process. On Apple Silicon the guest is
 arm64: an amd64 image is refused with a message saying to build for linux/arm64.
 
-Config, ``[sandbox.providers.smol_vm.config]``: ``image``, ``cpus``, ``memory_mb``.
+Config, ``[sandbox.providers.smol_vm.config]``: the keyword parameters of
+:meth:`SmolVmSandboxProvider.from_config`, which the kernel checks the table against.
 """
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ import secrets
 import stat
 from typing import Any, ClassVar
 
-from agent_env.sandbox.base import (
+from agent_env.api import (
+    DockerHostSandbox,
     ExecResult,
     Sandbox,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    hermetic_context,
+    ownership_labels,
 )
-from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
-from agent_env.sandbox.ownership import ownership_labels
 
 DEFAULT_IMAGE = "docker:27-dind"
 CONFIG_TABLE = "[sandbox.providers.smol_vm.config]"
@@ -119,7 +121,7 @@ class SmolVmSandbox(DockerHostSandbox):
         self._docker_ready = False
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "provider": self.provider_name, "mode": self.mode}
+        return {**super().describe(), "mode": self.mode}
 
     async def exec(
         self,
@@ -208,7 +210,6 @@ class SmolVmSandboxProvider(SandboxProvider):
 
     name: ClassVar[str] = "smol_vm"
     modes: ClassVar[tuple[str, ...]] = ("vm", "container")
-    settings_keys: ClassVar[tuple[str, ...]] = ("image", "cpus", "memory_mb")
 
     def __init__(self, *, image: str = DEFAULT_IMAGE, cpus: int | None = None,
                  memory_mb: int | None = None, sdk: Any = None) -> None:
@@ -219,14 +220,12 @@ class SmolVmSandboxProvider(SandboxProvider):
         self._sdk = sdk
 
     @classmethod
-    def from_config(cls, **settings: Any) -> SmolVmSandboxProvider:
-        from agent_env.errors import UserError
-
-        unknown = sorted(set(settings) - set(cls.settings_keys))
-        if unknown:
-            raise UserError(f"{CONFIG_TABLE} has unknown key(s) {', '.join(unknown)} "
-                            f"(known: {', '.join(cls.settings_keys)})")
-        return cls(**settings)
+    def from_config(
+        cls, *, image: str = DEFAULT_IMAGE, cpus: int | None = None, memory_mb: int | None = None
+    ) -> SmolVmSandboxProvider:
+        """The table's settings (the guest image, default CPUs and memory of each microVM);
+        the kernel refuses any other key, naming these."""
+        return cls(image=image, cpus=cpus, memory_mb=memory_mb)
 
     @classmethod
     def availability(cls) -> str | None:

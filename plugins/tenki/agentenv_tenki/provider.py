@@ -2,12 +2,12 @@
 
 A sandbox is one Tenki session, booted from ``snapshot_id`` or ``image`` (at most one; neither
 means Tenki's default). ``mode="vm"`` sandboxes run env containers on a Docker daemon inside
-(:mod:`agent_env.sandbox.docker_host`); Docker is installed on first use unless the session
+(``agent_env.api.DockerHostSandbox``); Docker is installed on first use unless the session
 already has it (a snapshot made with Docker in it), and a published container port becomes a
 preview URL.
 
-Config, ``[sandbox.providers.tenki.config]``: ``api_key`` (required; ``env:NAME`` works),
-``base_url``, ``snapshot_id`` or ``image``, ``workspace_id``.
+Config, ``[sandbox.providers.tenki.config]``: the keyword parameters of
+:meth:`TenkiSandboxProvider.from_config`, which the kernel checks the table against.
 
 The SDK is blocking: every call runs in a worker thread. Labels live in the session's
 metadata, so ``list_sandboxes`` and ``attach`` need nothing but the API.
@@ -22,17 +22,17 @@ import re
 import secrets
 from typing import Any, ClassVar
 
-from agent_env.errors import UserError
-from agent_env.sandbox.base import (
+from agent_env.api import (
+    ConfigError,
+    DockerHostSandbox,
     ExecResult,
     Sandbox,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    ownership_labels,
 )
-from agent_env.sandbox.docker_host import DockerHostSandbox
-from agent_env.sandbox.ownership import ownership_labels
 
 CONFIG_TABLE = "[sandbox.providers.tenki.config]"
 MODE_KEY = "agentenv.mode"
@@ -54,15 +54,6 @@ INSTALL_DOCKER = (
 )
 
 
-class TenkiConfigError(UserError):
-    """The provider's config table is incomplete, contradictory or has unknown keys."""
-
-
-def missing_key_message() -> str:
-    return (f"the tenki sandbox provider needs an API key: set api_key in {CONFIG_TABLE} "
-            "of .agentenv/config.toml (for example api_key = \"env:TENKI_API_KEY\")")
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:32] or "sandbox"
 
@@ -81,7 +72,7 @@ class TenkiSandbox(DockerHostSandbox):
         self._docker_ready = False
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "provider": self.provider_name, "mode": self.mode}
+        return {**super().describe(), "mode": self.mode}
 
     async def exec(
         self,
@@ -180,14 +171,11 @@ class TenkiSandboxProvider(SandboxProvider):
 
     name: ClassVar[str] = "tenki"
     modes: ClassVar[tuple[str, ...]] = ("vm", "container")
-    settings_keys: ClassVar[tuple[str, ...]] = (
-        "api_key", "base_url", "snapshot_id", "image", "workspace_id",
-    )
 
     def __init__(
         self,
         *,
-        api_key: str,
+        api_key: str | None,
         base_url: str | None = None,
         snapshot_id: str | None = None,
         image: str | None = None,
@@ -195,10 +183,13 @@ class TenkiSandboxProvider(SandboxProvider):
         rpc: Any = None,
     ) -> None:
         """``rpc`` replaces the SDK's gRPC transport (tests give it a fake service)."""
-        if not api_key:
-            raise TenkiConfigError(missing_key_message())
+        if not api_key:  # absent, or an env: reference to an empty variable
+            raise ConfigError(
+                f"the tenki sandbox provider needs an API key: set api_key in {CONFIG_TABLE} "
+                "of .agentenv/config.toml (for example api_key = \"env:TENKI_API_KEY\")"
+            )
         if snapshot_id and image:
-            raise TenkiConfigError(
+            raise ConfigError(
                 f"{CONFIG_TABLE} sets both snapshot_id and image; a Tenki sandbox boots from "
                 "one of them, so keep at most one"
             )
@@ -211,14 +202,24 @@ class TenkiSandboxProvider(SandboxProvider):
         self._client: Any = None
 
     @classmethod
-    def from_config(cls, **settings: Any) -> TenkiSandboxProvider:
-        unknown = sorted(set(settings) - set(cls.settings_keys))
-        if unknown:
-            raise TenkiConfigError(f"{CONFIG_TABLE} has unknown key(s) {', '.join(unknown)} "
-                                   f"(known: {', '.join(cls.settings_keys)})")
-        if not settings.get("api_key"):
-            raise TenkiConfigError(missing_key_message())
-        return cls(**settings)
+    def from_config(
+        cls,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        snapshot_id: str | None = None,
+        image: str | None = None,
+        workspace_id: str | None = None,
+    ) -> TenkiSandboxProvider:
+        """The table's settings; the kernel refuses any other key, naming these.
+
+        ``api_key`` is required (``env:NAME`` works) but has a default here so that a missing
+        one gets the provider's message with an example, like an empty one; ``base_url``
+        another API root; ``snapshot_id`` or ``image`` (at most one) what sessions boot from;
+        ``workspace_id`` where they are billed.
+        """
+        return cls(api_key=api_key, base_url=base_url, snapshot_id=snapshot_id, image=image,
+                   workspace_id=workspace_id)
 
     @classmethod
     def availability(cls) -> str | None:

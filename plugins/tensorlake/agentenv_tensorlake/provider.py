@@ -2,12 +2,12 @@
 
 ``mode="vm"`` sandboxes boot from a Docker-capable image (``image``, default
 ``agentenv-dind-host-v1``): env types build and run their containers on the daemon inside
-(:mod:`agent_env.sandbox.docker_host`), and a published container port is exposed as the
+(``agent_env.api.DockerHostSandbox``), and a published container port is exposed as the
 sandbox's public URL.
 ``mode="container"`` sandboxes boot from ``SandboxSpec.image`` and only run commands.
 
-Config, ``[sandbox.providers.tensorlake.config]``: ``api_key`` (required; ``env:NAME`` works),
-``image``, ``api_url``, ``organization_id``, ``project_id``, ``startup_timeout`` (seconds).
+Config, ``[sandbox.providers.tensorlake.config]``: the keyword parameters of
+:meth:`TensorlakeSandboxProvider.from_config`, which the kernel checks the table against.
 
 Exec output is framed in base64 inside the sandbox, because the SDK hands back output as lines
 (a trailing newline, or binary output, would otherwise be lost). Any SDK transport failure
@@ -24,15 +24,15 @@ import secrets
 import shlex
 from typing import Any, ClassVar
 
-from agent_env.errors import UserError
-from agent_env.sandbox.base import (
+from agent_env.api import (
+    ConfigError,
+    DockerHostSandbox,
     ExecResult,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
 )
-from agent_env.sandbox.docker_host import DockerHostSandbox
 
 DEFAULT_IMAGE = "agentenv-dind-host-v1"
 DEFAULT_API_URL = "https://api.tensorlake.ai"
@@ -51,15 +51,6 @@ _FRAMED = (
     'o=$(mktemp) && e=$(mktemp) || exit 125; "$@" >"$o" 2>"$e" </dev/null; c=$?; '
     'base64 -w0 <"$o"; echo; base64 -w0 <"$e" >&2; echo >&2; rm -f "$o" "$e"; exit $c'
 )
-
-
-class TensorlakeConfigError(UserError):
-    """The provider's config table is incomplete or names a key it does not know."""
-
-
-def missing_key_message() -> str:
-    return (f"the tensorlake sandbox provider needs an API key: set api_key in {CONFIG_TABLE} "
-            "of .agentenv/config.toml (for example api_key = \"env:TENSORLAKE_API_KEY\")")
 
 
 def _decode(framed: str) -> str:
@@ -207,22 +198,28 @@ class TensorlakeSandboxProvider(SandboxProvider):
 
     name: ClassVar[str] = "tensorlake"
     modes: ClassVar[tuple[str, ...]] = ("vm", "container")
-    settings_keys: ClassVar[tuple[str, ...]] = (
-        "api_key", "image", "api_url", "organization_id", "project_id", "startup_timeout",
-    )
 
     def __init__(
         self,
         *,
-        api_key: str,
+        api_key: str | None = None,
         image: str = DEFAULT_IMAGE,
         api_url: str = DEFAULT_API_URL,
         organization_id: str | None = None,
         project_id: str | None = None,
         startup_timeout: float = 300.0,
     ) -> None:
-        if not api_key:
-            raise TensorlakeConfigError(missing_key_message())
+        """``api_key`` is required (``env:NAME`` works) but has a default so that a missing one
+        gets this message with an example, like an empty one; ``image`` what ``vm`` sandboxes
+        boot (Docker-capable); ``api_url``, ``organization_id``, ``project_id`` where;
+        ``startup_timeout`` seconds a sandbox may take to start.
+        """
+        if not api_key:  # absent, or an env: reference to an empty variable
+            raise ConfigError(
+                f"the tensorlake sandbox provider needs an API key: set api_key in "
+                f"{CONFIG_TABLE} of .agentenv/config.toml (for example "
+                "api_key = \"env:TENSORLAKE_API_KEY\")"
+            )
         self.api_key = api_key
         self.image = image or DEFAULT_IMAGE
         self.api_url = api_url or DEFAULT_API_URL
@@ -232,16 +229,20 @@ class TensorlakeSandboxProvider(SandboxProvider):
         self._client: Any = None
 
     @classmethod
-    def from_config(cls, **settings: Any) -> TensorlakeSandboxProvider:
-        unknown = sorted(set(settings) - set(cls.settings_keys))
-        if unknown:
-            raise TensorlakeConfigError(
-                f"{CONFIG_TABLE} has unknown key(s) {', '.join(unknown)} "
-                f"(known: {', '.join(cls.settings_keys)})"
-            )
-        if not settings.get("api_key"):
-            raise TensorlakeConfigError(missing_key_message())
-        return cls(**settings)
+    def from_config(
+        cls,
+        *,
+        api_key: str | None = None,
+        image: str = DEFAULT_IMAGE,
+        api_url: str = DEFAULT_API_URL,
+        organization_id: str | None = None,
+        project_id: str | None = None,
+        startup_timeout: float = 300.0,
+    ) -> TensorlakeSandboxProvider:
+        """The table's settings; the kernel refuses any other key, naming these."""
+        return cls(api_key=api_key, image=image, api_url=api_url,
+                   organization_id=organization_id, project_id=project_id,
+                   startup_timeout=startup_timeout)
 
     @classmethod
     def availability(cls) -> str | None:

@@ -188,3 +188,26 @@ def test_the_plugin_is_listed_active() -> None:
     assert done.returncode == 0, done.stderr
     [line] = [x for x in done.stdout.splitlines() if x.startswith("agentenv-framework-smol-vm ")]
     assert "1 sandbox provider" in line and line.rstrip().endswith("active")
+
+
+def test_settings_are_checked_by_the_kernel_against_from_config() -> None:
+    """An unknown key is the kernel's one-line error naming the known ones; ``sdk`` (a test
+    hook of the constructor) is no setting."""
+    from agent_env.api import ConfigError
+    from agent_env.runtime import Runtime
+
+    def provider_from(settings: dict[str, Any]) -> Any:
+        runtime = Runtime()
+        runtime.configure(sandbox={"providers": {"smol_vm": {"config": settings}}})
+        return runtime.provider("smol_vm")
+
+    with pytest.raises(ConfigError) as refused:
+        provider_from({"image": "docker:27-dind", "cpu": 2})
+    assert refused.value.message == (
+        "[sandbox.providers.smol_vm.config] has unknown setting(s) cpu for the 'smol_vm' "
+        "sandbox provider (known: cpus, image, memory_mb)"
+    )
+    with pytest.raises(ConfigError, match=r"unknown setting.*sdk"):
+        provider_from({"sdk": "x"})
+    provider = provider_from({"cpus": 2, "memory_mb": 1024})
+    assert (provider.image, provider.cpus, provider.memory_mb) == ("docker:27-dind", 2, 1024)

@@ -14,20 +14,40 @@ from pathlib import Path
 import pytest
 from fake_tenki import API_KEY, DOCKER_SNAPSHOT, FakeTenkiRPC
 
-from agent_env.sandbox.base import SandboxSpec
-from agentenv_tenki.provider import TenkiConfigError, TenkiSandbox, TenkiSandboxProvider
+from agent_env.api import ConfigError, SandboxSpec
+from agent_env.runtime import Runtime
+from agentenv_tenki.provider import TenkiSandbox, TenkiSandboxProvider
 
 AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
+def provider_from(settings: dict[str, object]) -> object:
+    """The provider as a run gets it: the kernel checks the table, then calls from_config."""
+    runtime = Runtime()
+    runtime.configure(sandbox={"providers": {"tenki": {"config": settings}}})
+    return runtime.provider("tenki")
+
+
 def test_config_needs_an_api_key_and_at_most_one_of_snapshot_id_and_image() -> None:
-    with pytest.raises(TenkiConfigError, match=r"api_key.*\[sandbox.providers.tenki.config\]"):
-        TenkiSandboxProvider.from_config(base_url="https://tenki.example")
-    with pytest.raises(TenkiConfigError, match=r"both snapshot_id and image.*at most one"):
-        TenkiSandboxProvider.from_config(api_key="k", snapshot_id="s", image="i")
-    with pytest.raises(TenkiConfigError, match=r"snapshotid.*known: api_key, base_url"):
-        TenkiSandboxProvider.from_config(api_key="k", snapshotid="s")
+    with pytest.raises(ConfigError, match=r"api_key.*\[sandbox.providers.tenki.config\]"):
+        provider_from({"base_url": "https://tenki.example"})
+    with pytest.raises(ConfigError, match=r"api_key = \"env:TENKI_API_KEY\""):
+        provider_from({"api_key": ""})  # an env: reference to an empty variable
+    with pytest.raises(ConfigError, match=r"both snapshot_id and image.*at most one"):
+        provider_from({"api_key": "k", "snapshot_id": "s", "image": "i"})
+    assert isinstance(provider_from({"api_key": "k", "image": "i"}), TenkiSandboxProvider)
     assert TenkiSandboxProvider.availability() is None
+
+
+def test_an_unknown_key_is_refused_by_the_kernel_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as refused:
+        provider_from({"api_key": "k", "snapshotid": "s"})
+    assert refused.value.message == (
+        "[sandbox.providers.tenki.config] has unknown setting(s) snapshotid for the 'tenki' "
+        "sandbox provider (known: api_key, base_url, image, snapshot_id, workspace_id)"
+    )
+    with pytest.raises(ConfigError, match=r"unknown setting.*rpc"):  # a test hook, not a setting
+        provider_from({"api_key": "k", "rpc": "x"})
 
 
 @pytest.mark.docker

@@ -13,29 +13,44 @@ from pathlib import Path
 import pytest
 from fake_tensorlake import API_KEY, FakeTensorlake
 
-from agent_env.sandbox.base import SandboxSpec, SandboxUnsupported
-from agentenv_tensorlake.provider import (
-    DEFAULT_IMAGE,
-    TensorlakeConfigError,
-    TensorlakeSandboxProvider,
-)
+from agent_env.api import ConfigError, SandboxSpec, SandboxUnsupported
+from agent_env.runtime import Runtime
+from agentenv_tensorlake.provider import DEFAULT_IMAGE, TensorlakeSandboxProvider
 
 AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
+def provider_from(settings: dict[str, object]) -> object:
+    """The provider as a run gets it: the kernel checks the table, then calls from_config."""
+    runtime = Runtime()
+    runtime.configure(sandbox={"providers": {"tensorlake": {"config": settings}}})
+    return runtime.provider("tensorlake")
+
+
 def test_a_missing_api_key_is_one_error_naming_the_key_and_where_to_set_it() -> None:
-    with pytest.raises(TensorlakeConfigError) as missing:
-        TensorlakeSandboxProvider.from_config()
+    with pytest.raises(ConfigError) as missing:
+        provider_from({})
     message = missing.value.message
     assert "api_key" in message and "[sandbox.providers.tensorlake.config]" in message
-    assert "\n" not in message
-    with pytest.raises(TensorlakeConfigError, match="api_key"):
-        TensorlakeSandboxProvider.from_config(api_key="")
+    assert "env:TENSORLAKE_API_KEY" in message and "\n" not in message
+    with pytest.raises(ConfigError, match="api_key"):
+        provider_from({"api_key": ""})
 
 
-def test_an_unknown_config_key_is_refused_naming_the_known_ones() -> None:
-    with pytest.raises(TensorlakeConfigError, match=r"imgae.*known: api_key, image"):
-        TensorlakeSandboxProvider.from_config(api_key="k", imgae="x")
+def test_an_unknown_config_key_is_refused_by_the_kernel_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as refused:
+        provider_from({"api_key": "k", "imgae": "x"})
+    assert refused.value.message == (
+        "[sandbox.providers.tensorlake.config] has unknown setting(s) imgae for the "
+        "'tensorlake' sandbox provider (known: api_key, api_url, image, organization_id, "
+        "project_id, startup_timeout)"
+    )
+
+
+def test_known_settings_reach_the_provider() -> None:
+    provider = provider_from({"api_key": "k", "image": "mine", "startup_timeout": 5})
+    assert isinstance(provider, TensorlakeSandboxProvider)
+    assert (provider.image, provider.startup_timeout) == ("mine", 5.0)
 
 
 def test_available_when_the_sdk_is_installed() -> None:
