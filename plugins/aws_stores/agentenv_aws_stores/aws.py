@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import attrs
 
-from agent_env.errors import UserError
-from agent_env.stores.base import StoreError
+from agent_env.api import StoreError, UserError
 
 #: Error codes AWS services use for "these credentials may not do that".
 ACCESS_DENIED_CODES = frozenset(
@@ -42,6 +43,8 @@ ACCESS_DENIED_CODES = frozenset(
 
 _CLIENT_LOCK = threading.Lock()  # botocore's loaders are not safe to build clients in parallel
 _SESSIONS: dict[tuple[str | None, int], Any] = {}
+#: Every live :class:`AwsClient`, so a forked child can give each a fresh lock and client.
+_HOLDERS: weakref.WeakSet[AwsClient] = weakref.WeakSet()
 
 
 class AwsStoreError(UserError, StoreError):
@@ -122,6 +125,80 @@ class AwsSettings:
                 aws_session_token=self.session_token or None,
                 config=options,
             )
+
+
+class AwsClient:
+    """One store's boto3 client for one service: the one way the four AWS stores hold it.
+
+    Why a holder: building a client is not thread-safe (botocore's loaders), so it is built once
+    under a lock however many threads ask first; a client (its connection pool) must not cross a
+    ``fork``, so a child builds its own. ``prepare(client)`` runs once per client built, still
+    under the lock (the S3 store checks its bucket, DynamoDB its table); a ``prepare`` that
+    raises leaves nothing behind, so the next use tries again.
+    """
+
+    def __init__(
+        self,
+        settings: AwsSettings,
+        service: str,
+        *,
+        prepare: Callable[[Any], None] | None = None,
+        **config: Any,
+    ) -> None:
+        """``config`` goes to botocore's ``Config`` (``signature_version``, ``s3``)."""
+        self.settings = settings
+        self.service = service
+        self.config = config
+        self.prepare = prepare
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._pid = 0  # the process that built _client
+        self._prepared = False
+        _HOLDERS.add(self)
+
+    def get(self) -> Any:
+        """The client, built (or built again, in a forked child) and prepared on first use."""
+        with self._lock:
+            if self._client is None or self._pid != os.getpid():
+                self._client = self.settings.client(self.service, **self.config)
+                self._pid = os.getpid()
+                self._prepared = False
+            if not self._prepared:
+                if self.prepare is not None:
+                    self.prepare(self._client)
+                self._prepared = True
+            return self._client
+
+    def recheck(self) -> None:
+        """Run ``prepare`` again on next use (the bucket or table went away under us)."""
+        with self._lock:
+            self._prepared = False
+
+    def close(self) -> None:
+        """Close the client (only this process's: a parent's sockets are not ours to close)."""
+        with self._lock:
+            if self._client is not None and self._pid == os.getpid():
+                self._client.close()
+            self._client = None
+            self._prepared = False
+
+    def _forked(self) -> None:
+        # The only thread in the child: a lock another thread held at fork would never be
+        # released here, and the parent's client must not be used (its sockets are shared).
+        self._lock = threading.Lock()
+        self._client = None
+        self._prepared = False
+
+
+def _after_fork_in_child() -> None:
+    global _CLIENT_LOCK
+    _CLIENT_LOCK = threading.Lock()
+    for holder in list(_HOLDERS):
+        holder._forked()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which cannot fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def error_code(exc: BaseException) -> str:

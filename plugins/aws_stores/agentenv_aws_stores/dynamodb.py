@@ -51,10 +51,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import random
 import struct
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -62,17 +60,10 @@ from typing import Any
 
 import attrs
 
-from agent_env.errors import ConfigError
-from agent_env.stores import query as q
-from agent_env.stores.base import (
-    Document,
-    DocumentStore,
-    DuplicateKeyError,
-    Filter,
-    Sort,
-    StoreError,
-)
+from agent_env.api import ConfigError, DocumentStore, DuplicateKeyError, StoreError
+from agent_env.api import query as q
 from agentenv_aws_stores.aws import (
+    AwsClient,
     AwsSettings,
     AwsStoreError,
     ResourceMissing,
@@ -80,6 +71,11 @@ from agentenv_aws_stores.aws import (
     error_message,
     raise_for,
 )
+
+#: The document-store interface's shapes (``agent_env.api`` exports the interface, not these).
+Document = dict[str, Any]
+Filter = Mapping[str, Any]
+Sort = str | Sequence[str | tuple[str, int]]
 
 MAX_ATTEMPTS = 200  # optimistic-concurrency rounds before giving up (each backs off a little)
 MAX_TRANSACTION_ITEMS = 100
@@ -304,19 +300,10 @@ class DynamoDocumentStore(DocumentStore):
             )
         self.table = table
         self.create_table = create_table
-        self.aws = AwsSettings(
-            region=region,
-            endpoint_url=endpoint_url,
-            profile=profile,
-            access_key_id=access_key_id,
-            secret_access_key=secret_access_key,
-            session_token=session_token,
-            max_attempts=max_attempts,
-        )
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._pid = os.getpid()
-        self._table_checked = False
+        self.aws = AwsSettings(region=region, endpoint_url=endpoint_url, profile=profile,
+                               access_key_id=access_key_id, secret_access_key=secret_access_key,
+                               session_token=session_token, max_attempts=max_attempts)
+        self._clients = AwsClient(self.aws, "dynamodb", prepare=self._check_table)
         self.index_cache_seconds = float(index_cache_seconds)
         self._metas: dict[str, tuple[CollectionMeta, float]] = {}
 
@@ -327,15 +314,8 @@ class DynamoDocumentStore(DocumentStore):
 
     @property
     def client(self) -> Any:
-        with self._lock:
-            if self._client is None or self._pid != os.getpid():
-                self._client = self.aws.client("dynamodb")
-                self._pid = os.getpid()
-                self._table_checked = False
-            if not self._table_checked:
-                self._check_table(self._client)
-                self._table_checked = True
-            return self._client
+        """The DynamoDB client, made on first use (and in a forked child); the table checked."""
+        return self._clients.get()
 
     def _check_table(self, client: Any) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -1058,7 +1038,4 @@ class DynamoDocumentStore(DocumentStore):
             _backoff(attempt)
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._clients.close()

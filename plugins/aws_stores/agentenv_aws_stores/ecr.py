@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import threading
 from typing import Any
 
-from agent_env.errors import ConfigError
-from agent_env.stores.base import ImageStore, RegistryAuth
-from agentenv_aws_stores.aws import AwsSettings, AwsStoreError, error_code, raise_for
+from agent_env.api import ConfigError, ImageStore, RegistryAuth
+from agentenv_aws_stores.aws import AwsClient, AwsSettings, AwsStoreError, error_code, raise_for
 
 #: Credentials are renewed this long before ECR says they expire.
 RENEW_BEFORE = dt.timedelta(minutes=10)
@@ -57,17 +55,10 @@ class EcrImageStore(ImageStore):
         self.prefix = prefix.strip("/")
         self.tag_mutability = tag_mutability
         self.scan_on_push = scan_on_push
-        self.aws = AwsSettings(
-            region=region,
-            endpoint_url=endpoint_url,
-            profile=profile,
-            access_key_id=access_key_id,
-            secret_access_key=secret_access_key,
-            session_token=session_token,
-            max_attempts=max_attempts,
-        )
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self.aws = AwsSettings(region=region, endpoint_url=endpoint_url, profile=profile,
+                               access_key_id=access_key_id, secret_access_key=secret_access_key,
+                               session_token=session_token, max_attempts=max_attempts)
+        self._clients = AwsClient(self.aws, "ecr")
         self._auth: RegistryAuth | None = None
         self._auth_expires = dt.datetime.min.replace(tzinfo=dt.UTC)
         self._host: str | None = None
@@ -77,10 +68,7 @@ class EcrImageStore(ImageStore):
 
     @property
     def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = self.aws.client("ecr")
-            return self._client
+        return self._clients.get()
 
     def repository_name(self, repo: str) -> str:
         if not isinstance(repo, str) or not repo.strip("/"):
@@ -158,7 +146,4 @@ class EcrImageStore(ImageStore):
         return self._auth
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._clients.close()

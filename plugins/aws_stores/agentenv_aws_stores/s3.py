@@ -25,21 +25,20 @@ import datetime as dt
 import hashlib
 import io
 import random
-import threading
 import time
 import uuid
 from typing import Any, BinaryIO, NoReturn
 
-from agent_env.stores.base import (
+from agent_env.api import (
+    ConfigError,
     ObjectExists,
     ObjectMeta,
     ObjectNotFound,
     ObjectStore,
     StoreError,
     validate_key,
-    validate_prefix,
 )
-from agentenv_aws_stores.aws import AwsSettings, ResourceMissing, error_code, raise_for
+from agentenv_aws_stores.aws import AwsClient, AwsSettings, ResourceMissing, error_code, raise_for
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 MIN_PART_SIZE = 5 * 1024 * 1024  # S3's floor for every multipart part but the last
@@ -88,8 +87,6 @@ class S3ObjectStore(ObjectStore):
         max_attempts: int = 6,
         part_size: int = 8 * 1024 * 1024,
     ) -> None:
-        from agent_env.errors import ConfigError
-
         if not isinstance(bucket, str) or not bucket:
             raise ConfigError("[stores.object] the s3 store needs bucket = \"<bucket name>\"")
         if addressing_style not in (None, "auto", "path", "virtual"):
@@ -101,24 +98,18 @@ class S3ObjectStore(ObjectStore):
             raise ConfigError(f"[stores.object] part_size must be at least {MIN_PART_SIZE} bytes")
         prefix = prefix.strip("/")
         if prefix:
-            validate_prefix(prefix + "/")
+            validate_key(prefix)  # the prefix must be a key start that cannot escape
         self.bucket = bucket
         self.prefix = prefix + "/" if prefix else ""
         self.addressing_style = addressing_style
         self.create_bucket = create_bucket
         self.part_size = part_size
-        self.aws = AwsSettings(
-            region=region,
-            endpoint_url=endpoint_url,
-            profile=profile,
-            access_key_id=access_key_id,
-            secret_access_key=secret_access_key,
-            session_token=session_token,
-            max_attempts=max_attempts,
-        )
-        self._client: Any = None
-        self._bucket_checked = False
-        self._lock = threading.Lock()
+        self.aws = AwsSettings(region=region, endpoint_url=endpoint_url, profile=profile,
+                               access_key_id=access_key_id, secret_access_key=secret_access_key,
+                               session_token=session_token, max_attempts=max_attempts)
+        s3 = {"addressing_style": addressing_style} if addressing_style else {}
+        self._clients = AwsClient(self.aws, "s3", prepare=self._check_bucket,
+                                  signature_version="s3v4", s3=s3)
 
     def __repr__(self) -> str:
         return f"S3ObjectStore(bucket={self.bucket!r}, prefix={self.prefix!r}, aws={self.aws!r})"
@@ -128,16 +119,7 @@ class S3ObjectStore(ObjectStore):
     @property
     def client(self) -> Any:
         """The S3 client, made on first use; the bucket is checked (or created) once."""
-        with self._lock:
-            if self._client is None:
-                s3: dict[str, Any] = {}
-                if self.addressing_style:
-                    s3["addressing_style"] = self.addressing_style
-                self._client = self.aws.client("s3", signature_version="s3v4", s3=s3)
-            if not self._bucket_checked:
-                self._check_bucket(self._client)
-                self._bucket_checked = True
-            return self._client
+        return self._clients.get()
 
     def _check_bucket(self, client: Any) -> None:
         from botocore.exceptions import ClientError
@@ -171,7 +153,7 @@ class S3ObjectStore(ObjectStore):
         """Translate a botocore error about ``key`` (raises)."""
         code = error_code(exc)
         if code == "NoSuchBucket":
-            self._bucket_checked = False
+            self._clients.recheck()
             raise self._missing_bucket() from None
         if key is not None and code in _MISSING_KEY_CODES:
             raise ObjectNotFound(key) from None
@@ -361,7 +343,7 @@ class S3ObjectStore(ObjectStore):
     def list(self, prefix: str = "") -> list[str]:
         from botocore.exceptions import ClientError
 
-        validate_prefix(prefix)
+        _valid_prefix(prefix)
         keys: list[str] = []
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
@@ -393,11 +375,14 @@ class S3ObjectStore(ObjectStore):
         )
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-                self._bucket_checked = False
+        self._clients.close()
+
+
+def _valid_prefix(prefix: Any) -> str:
+    """A ``list`` prefix: "" or a key start, maybe ending in "/" (the API checks whole keys)."""
+    if prefix != "":
+        validate_key(prefix[:-1] if isinstance(prefix, str) and prefix.endswith("/") else prefix)
+    return prefix
 
 
 def _in_flight(exc: BaseException) -> bool:

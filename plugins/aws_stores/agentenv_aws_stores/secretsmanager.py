@@ -21,10 +21,9 @@ import threading
 import time
 from typing import Any
 
-from agent_env.errors import ConfigError
-from agent_env.stores.base import SecretStore, StoreError
-from agent_env.stores.secrets import bundle_value
+from agent_env.api import ConfigError, SecretStore, StoreError, bundle_value, get_logger
 from agentenv_aws_stores.aws import (
+    AwsClient,
     AwsSettings,
     AwsStoreError,
     ResourceMissing,
@@ -59,17 +58,11 @@ class SecretsManagerSecretStore(SecretStore):
         self.ttl = float(ttl)
         self.retry_after = float(retry_after)
         self.version_stage = version_stage
-        self.aws = AwsSettings(
-            region=region,
-            endpoint_url=endpoint_url,
-            profile=profile,
-            access_key_id=access_key_id,
-            secret_access_key=secret_access_key,
-            session_token=session_token,
-            max_attempts=max_attempts,
-        )
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self.aws = AwsSettings(region=region, endpoint_url=endpoint_url, profile=profile,
+                               access_key_id=access_key_id, secret_access_key=secret_access_key,
+                               session_token=session_token, max_attempts=max_attempts)
+        self._clients = AwsClient(self.aws, "secretsmanager")
+        self._lock = threading.Lock()  # the cached bundle's
         self._bundle: dict[str, Any] | None = None
         self._next_refresh = 0.0
         #: a monotonic clock, replaceable in tests of the TTL
@@ -98,8 +91,6 @@ class SecretsManagerSecretStore(SecretStore):
             except Exception as exc:
                 if self._bundle is None:
                     raise
-                from agent_env.logs import get_logger
-
                 # The error text is AWS's (codes, ARNs); secret values never reach it.
                 get_logger("stores").warning(
                     "secret refresh failed; serving the last good bundle",
@@ -116,13 +107,11 @@ class SecretsManagerSecretStore(SecretStore):
     def _fetch(self) -> dict[str, Any]:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        if self._client is None:
-            self._client = self.aws.client("secretsmanager")
         options: dict[str, Any] = {"SecretId": self.secret_id}
         if self.version_stage:
             options["VersionStage"] = self.version_stage
         try:
-            answer = self._client.get_secret_value(**options)
+            answer = self.client.get_secret_value(**options)
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
                 raise ResourceMissing(
@@ -144,11 +133,12 @@ class SecretsManagerSecretStore(SecretStore):
                 ) from None
         return parse_bundle(text, self.secret_id)
 
+    @property
+    def client(self) -> Any:
+        return self._clients.get()
+
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._clients.close()
 
 
 def parse_bundle(text: str, where: str) -> dict[str, Any]:

@@ -127,9 +127,10 @@ def test_hello_runs_with_the_plugin_turned_off(tmp_path: Path, moto_server: str)
     refused = agent_env(tmp_path, "-p", "no:aws_stores", "run", "hello",
                         config=moto_config(moto_server, "unused"), **KEYS)
     assert refused.returncode == 1
-    assert refused.stderr.splitlines()[0] == (
-        "Error: the 'dynamodb' document store comes from the aws_stores plugin: "
-        "pip install 'agentenv-framework[aws]'"
+    assert refused.stderr.splitlines()[0] == (  # installed, so: not "pip install", but why
+        "Error: the 'dynamodb' document store comes from the aws_stores plugin, which is "
+        "installed but skipped (disabled: turned off with -p no:NAME); see "
+        "`agent-env plugin show aws_stores`"
     )
 
 

@@ -25,7 +25,7 @@ def seeded(boto: Callable[[str], Any]) -> dict[str, str]:
 
 
 def count_calls(store: SecretsManagerSecretStore, calls: list[str]) -> None:
-    store._client.meta.events.register(
+    store.client.meta.events.register(
         "before-call.secrets-manager", lambda model, **_: calls.append(model.name)
     )
 
