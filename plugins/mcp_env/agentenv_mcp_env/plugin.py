@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_env.contributions import BundleSource
-from agent_env.hookspecs import hookimpl
+from agent_env.api import BundleSource, hookimpl
 
 BUNDLES = Path(__file__).parent / "bundles"
 
@@ -44,8 +43,7 @@ def agent_env_bundles() -> list[BundleSource]:
 
 @hookimpl
 def agent_env_configure(settings: dict[str, Any]) -> None:
-    """``progress = false`` silences the deploy's image lines (``envs/echo: image ...``)."""
-    if "progress" in settings:
-        from agentenv_mcp_env.steps import PROGRESS
+    """``progress = false`` silences the deploy's image lines (see :mod:`.settings`)."""
+    from agentenv_mcp_env.settings import configure
 
-        PROGRESS["print"] = bool(settings["progress"])
+    configure(settings)

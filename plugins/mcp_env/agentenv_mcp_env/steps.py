@@ -30,23 +30,20 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.tasks.scores import AGGREGATORS, ScoreRow
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.api import AGGREGATORS, PreflightView, ScoreRow, Step, StepError
 from agentenv_mcp_env.deployment import (
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
     GatewayDeployment,
 )
+from agentenv_mcp_env.settings import mcp_env_settings
 
 if TYPE_CHECKING:
-    from agent_env.tasks.context import TaskContext
+    from agent_env.api import TaskContext
 
 #: Provider names read differently for env deploys (see the module docstring).
 ENV_PROVIDER_ALIASES = {"local": "docker"}
 DEFAULT_VERIFY_TIMEOUT = 300.0
-#: Whether deploy progress lines (image builds, cache hits) go to the run's progress display
-#: through ``ctx.note``; ``[plugins.agentenv-framework-mcp-env] progress = false`` turns them off.
-PROGRESS: dict[str, Any] = {"print": True}
 
 
 def _quiet(line: str) -> None:
@@ -104,14 +101,12 @@ class DeployEnv(Step):
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
-        from agent_env.plugins import get_host
-        from agent_env.sandbox.base import SandboxSpec
-        from agent_env.tasks.sandboxes import choose_provider, open_provider
+        from agent_env.api import SandboxSpec, choose_provider, current, open_provider
         from agentenv_mcp_env.sources import load_env_source
 
         source = await asyncio.to_thread(load_env_source, ctx.artifacts, self.env_id,
                                          self.env_version)
-        env_type: Any = get_host().registry("env_type").get(source.type)
+        env_type: Any = current().host.registry("env_type").get(source.type)
         if env_type is None:
             raise StepError(f"env '{self.env_id}' has type '{source.type}', which no installed "
                             "plugin provides")
@@ -142,7 +137,7 @@ class DeployEnv(Step):
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
-                progress=ctx.note if PROGRESS["print"] else _quiet,
+                progress=ctx.note if mcp_env_settings().progress else _quiet,
             )
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
