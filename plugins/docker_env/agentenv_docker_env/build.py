@@ -1,12 +1,13 @@
 """Image builds on the Docker Engine, named by content so unchanged sources never rebuild.
 
 The plan (what is sent, the content-hash tag ``agentenv/<slug>:<digest16>``, the hermetic
-protocol wheel) is the core's :mod:`agent_env.images`, shared with every provider that builds;
-its names are re-exported here for callers of docker_env. What is left here needs the engine.
+protocol wheel) is the core's, ``agent_env.api.image_plan``, shared with every provider that
+builds. What is left here needs the engine.
 
 Builds go through the Engine API (``docker`` SDK, legacy builder; no buildx or compose needed).
 Every output line goes to the ``progress`` callback as it arrives and is kept, so a failed build
-raises :class:`ImageBuildError` carrying the last lines.
+raises :class:`ImageBuildError` carrying the last lines. A build that outlasts
+``build_timeout`` (docker_env's setting, :mod:`.settings`) raises :class:`BuildTimedOut`.
 
 Base images a registry cannot give: a ``FROM`` naming a Docker Official Image through a registry
 or by digest (the reference's bundles say
@@ -30,31 +31,13 @@ from typing import Any
 
 import attrs
 
-from agent_env.errors import UserError
-from agent_env.images import hermetic
-from agent_env.images.plan import (
-    BUILD_DIGEST_LABEL,
-    OFFICIAL_MIRRORS,
-    PROTOCOL_LABEL,
-    REPOSITORY_PREFIX,
-    SOURCE_DIGEST_LABEL,
-    BuildPlan,
-    from_refs,
-    image_tag,
-    official_name,
-    plan_build,
-    slugify,
-    substitute_bases,
-    write_build_tar,
-)
-from agent_env.sandbox.base import SandboxError
+from agent_env.api import SandboxError, UserError, hermetic, image_plan
 from agentenv_docker_env.engine import docker_client
+from agentenv_docker_env.settings import TABLE, docker_env_settings
 
 __all__ = [
-    "BUILD_DIGEST_LABEL", "OFFICIAL_MIRRORS", "PROTOCOL_LABEL", "REPOSITORY_PREFIX",
-    "SOURCE_DIGEST_LABEL", "BuildPlan", "BuildStopped", "BuiltImage", "ImageBuildError",
-    "build_image", "from_refs", "image_tag", "official_name", "plan_build", "resolve_bases",
-    "slugify", "substitute_bases",
+    "BuildStopped", "BuildTimedOut", "BuiltImage", "ImageBuildError", "build_image",
+    "resolve_bases",
 ]
 
 KEEP_LINES = 2000
@@ -67,6 +50,17 @@ _QUIET_LINES = (" ---> ", "Removing intermediate container")
 
 class BuildStopped(SandboxError):
     """The caller gave up on a build (Ctrl-C); the engine drops it when the client goes."""
+
+
+class BuildTimedOut(SandboxError, UserError):
+    """A build outlasted ``build_timeout``; one line saying which setting to raise."""
+
+    def __init__(self, tag: str, seconds: float) -> None:
+        super().__init__(
+            f"building {tag} took longer than build_timeout = {seconds:g} seconds and was "
+            f"stopped; raise build_timeout in {TABLE} of .agentenv/config.toml"
+        )
+        self.seconds = seconds
 
 
 class ImageBuildError(SandboxError, UserError):
@@ -104,6 +98,7 @@ def build_image(
     client: Any = None,
     tail: int = 40,
     stop: threading.Event | None = None,
+    timeout: float | None = None,
 ) -> BuiltImage:
     """Build ``context`` into ``agentenv/<slug>:<digest16>`` (or ``tag``), or reuse it.
 
@@ -111,13 +106,18 @@ def build_image(
     this repository's protocol wheel (see :mod:`agent_env.images.hermetic`). ``progress``
     receives every output line. Raises :class:`ImageBuildError` with the last ``tail`` lines
     when the build fails. ``stop`` set (the caller was cancelled) abandons the build at its next
-    output line: the engine cancels a build whose client has gone.
+    output line: the engine cancels a build whose client has gone. ``timeout`` (default: the
+    ``build_timeout`` setting) bounds the whole call in seconds: past it, the build is given up
+    (:class:`BuildTimedOut`) at its next output line, or when the engine has been silent
+    that long.
     """
     started = time.monotonic()
+    if timeout is None:
+        timeout = docker_env_settings().build_timeout
     client = client or docker_client()
     say = progress or (lambda line: None)
     bases = resolve_bases(client, Path(context) / dockerfile, say)
-    plan = plan_build(
+    plan = image_plan.plan_build(
         context, name=name, tag=tag, dockerfile=dockerfile, build_args=build_args,
         hermetic_build=hermetic_build, bases=bases,
     )
@@ -125,9 +125,9 @@ def build_image(
         say(note)
     if not force:
         existing = _existing_image(client, plan.tag)
-        if existing is not None and (existing.labels or {}).get(BUILD_DIGEST_LABEL) == (
-            plan.build_digest
-        ):
+        labels_now = (existing.labels or {}) if existing is not None else {}
+        built_from = labels_now.get(image_plan.BUILD_DIGEST_LABEL)
+        if existing is not None and built_from == plan.build_digest:
             say(f"image {plan.tag} (cached)")
             return BuiltImage(
                 plan.tag, existing.id, plan.source_digest, plan.build_digest, True,
@@ -135,7 +135,8 @@ def build_image(
             )
     say(f"building image {plan.tag}")
     all_labels = {**(labels or {}), **plan.labels}
-    image_id, log = _run_build(client, plan, all_labels, build_args, say, tail, stop)
+    deadline = _Deadline(started, timeout, plan.tag)
+    image_id, log = _run_build(client, plan, all_labels, build_args, say, tail, stop, deadline)
     took = time.monotonic() - started
     say(f"image {plan.tag} built in {took:.1f}s")
     return BuiltImage(
@@ -152,14 +153,31 @@ def _existing_image(client: Any, tag: str) -> Any:
         return None
 
 
+@attrs.frozen
+class _Deadline:
+    """When a build must be over: checked at every output line and bounding each silent read."""
+
+    started: float
+    seconds: float
+    tag: str
+
+    def left(self) -> float:
+        return self.started + self.seconds - time.monotonic()
+
+    def check(self) -> None:
+        if self.left() <= 0:
+            raise BuildTimedOut(self.tag, self.seconds)
+
+
 def _run_build(
     client: Any,
-    plan: BuildPlan,
+    plan: image_plan.BuildPlan,
     labels: dict[str, str],
     build_args: Mapping[str, str] | None,
     say: Progress,
     tail: int,
-    stop: threading.Event | None = None,
+    stop: threading.Event | None,
+    deadline: _Deadline,
 ) -> tuple[str, list[str]]:
     import docker.errors
 
@@ -167,18 +185,25 @@ def _run_build(
     image_id: str | None = None
     error: str | None = None
     with tempfile.TemporaryFile() as tar:
-        write_build_tar(plan, tar)
+        image_plan.write_build_tar(plan, tar)
         tar.seek(0)
+        deadline.check()
+        stream: Any = None
         try:
+            # ``timeout`` is the engine connection's read timeout: a step silent for the rest
+            # of the time (``RUN sleep``) ends the read, and so the build, at the deadline.
             stream = client.api.build(
                 fileobj=tar, custom_context=True, tag=plan.tag, labels=labels,
                 dockerfile=plan.dockerfile, buildargs=dict(build_args or {}), decode=True,
-                rm=True, forcerm=True, pull=False,
+                rm=True, forcerm=True, pull=False, timeout=max(deadline.left(), 0.1),
             )
             for chunk in stream:
                 if stop is not None and stop.is_set():
                     stream.close()
                     raise BuildStopped(f"building {plan.tag} was stopped")
+                if deadline.left() <= 0:
+                    stream.close()  # the engine cancels a build whose client has gone
+                    deadline.check()
                 if "stream" in chunk:
                     for line in _ANSI.sub("", chunk["stream"]).splitlines():
                         if line.strip():
@@ -195,6 +220,15 @@ def _run_build(
         except docker.errors.APIError as exc:
             error = str(exc.explanation or exc)
             log.append(error)
+        except (BuildStopped, BuildTimedOut):
+            raise
+        except Exception:
+            if deadline.left() > 0:
+                raise
+            if stream is not None:
+                stream.close()
+            deadline.check()  # a read timed out: the build outlasted its time
+            raise
     if error is not None or image_id is None:
         lines = list(log)[-tail:]
         reason = error or "the engine reported no image id"
@@ -227,8 +261,8 @@ def resolve_bases(client: Any, dockerfile: Path, say: Progress) -> dict[str, str
     except OSError:
         return {}
     found: dict[str, str] = {}
-    for ref in from_refs(text):
-        local = official_name(ref)
+    for ref in image_plan.from_refs(text):
+        local = image_plan.official_name(ref)
         if local is None or _existing_image(client, ref) is not None:
             continue
         why = _UNREACHABLE.get(ref)

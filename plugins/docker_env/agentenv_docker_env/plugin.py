@@ -1,4 +1,5 @@
-"""docker_env's hook implementations: the ``docker`` sandbox provider and two image stores.
+"""docker_env's hook implementations: the ``docker`` sandbox provider, two image stores, and
+its ``[plugins.agentenv-framework-docker-env]`` settings.
 
 Cheap to import on purpose (the CLI imports it at every start): the classes named here import
 the ``docker`` SDK only inside their methods.
@@ -6,8 +7,17 @@ the ``docker`` SDK only inside their methods.
 
 from __future__ import annotations
 
-from agent_env.contributions import StoreBackend
-from agent_env.hookspecs import hookimpl
+from typing import Any
+
+from agent_env.api import StoreBackend, hookimpl
+
+
+@hookimpl
+def agent_env_configure(settings: dict[str, Any]) -> None:
+    """``build_timeout = <seconds>`` bounds every image build (see :mod:`.settings`)."""
+    from agentenv_docker_env.settings import configure
+
+    configure(settings)
 
 
 @hookimpl
