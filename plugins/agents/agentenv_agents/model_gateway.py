@@ -48,7 +48,7 @@ import attrs
 from aiohttp import web
 
 from .records import Api, CallRecorder, ModelCall
-from .wire import assemble_stream, error_body, error_message, summarize
+from .wire import assemble_stream, error_body, error_message, sse, summarize
 
 JSON = "application/json"
 #: Request headers passed on to the upstream (auth is replaced, everything else dropped).
@@ -355,6 +355,8 @@ class ModelGateway:
         call.requested_model = body.get("model") if isinstance(body.get("model"), str) else None
         stream = call.stream = body.get("stream") is True
         body, raw = self._apply_aliases(body, raw)
+        if isinstance(body.get("model"), str):
+            call.model = body["model"]  # what was asked of the upstream; the answer may refine it
         strip_usage = False
         if api == "chat_completions" and stream:
             options = body.get("stream_options")
@@ -401,9 +403,20 @@ class ModelGateway:
         seen: list[bytes] = []
         pending = b""
         error: str | None = None
+        chunks = reply.chunks.__aiter__()
         try:
             await response.prepare(request)
-            async for chunk in reply.chunks:
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                    error = (f"upstream unreachable: the stream broke off "
+                             f"({type(exc).__name__}: {exc})")
+                    await response.write(pending + stream_error_event(call.api, error))
+                    pending = b""
+                    break
                 if call.first_byte_ms is None:
                     call.first_byte_ms = (time.perf_counter() - t0) * 1000
                 seen.append(chunk)
@@ -416,10 +429,8 @@ class ModelGateway:
             if pending:
                 await response.write(pending)
             await response.write_eof()
-        except (ConnectionError, aiohttp.ClientPayloadError) as exc:
-            error = f"gateway: the stream broke off ({type(exc).__name__}: {exc})"
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            error = f"upstream unreachable: the stream broke off ({type(exc).__name__}: {exc})"
+        except ConnectionError as exc:
+            error = error or f"gateway: the agent went away mid-stream ({exc!r})"
         except asyncio.CancelledError:
             self._finish(call, t0, None, "gateway: the agent went away mid-stream",
                          b"".join(seen))
@@ -452,6 +463,19 @@ def _apply(call: ModelCall, summary: Any) -> None:
     call.output_tokens = summary.output_tokens
     call.finish_reason = summary.finish_reason
     call.usage = summary.usage
+
+
+def stream_error_event(api: Api, message: str) -> bytes:
+    """The event that tells an agent's SDK a stream failed after it had started: Anthropic's
+    ``error`` event; for OpenAI a data line carrying ``error`` (what its SDKs raise on), with
+    the Responses ``error`` event's own fields alongside."""
+    if api == "messages":
+        return sse(error_body(api, 502, message), "error")
+    body = error_body(api, 502, message)
+    if api == "responses":
+        return sse({"type": "error", "code": "server_error", "message": message,
+                    "param": None, **body}, "error")
+    return sse(body)
 
 
 def _with_usage(body: dict[str, Any], raw: bytes) -> tuple[dict[str, Any], bytes]:

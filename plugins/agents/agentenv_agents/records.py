@@ -27,7 +27,8 @@ class ModelCall:
     """One model call as the agent saw it.
 
     ``model`` is the model that answered (from the response; ``scripted:<name>`` for the scripted
-    model), ``requested_model`` what the agent asked for. Token counts are the upstream's own
+    model; when the answer names none, the model asked of the upstream after aliases),
+    ``requested_model`` what the agent asked for. Token counts are the upstream's own
     usage numbers; ``input_tokens`` includes Anthropic's cache-read and cache-creation tokens
     (OpenAI's ``prompt_tokens`` already does). ``status`` is the HTTP status the agent got; a
     failure's ``error`` starts with who failed: ``upstream`` (it answered with that status),

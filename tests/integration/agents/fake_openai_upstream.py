@@ -5,7 +5,7 @@ through and records the upstream's own counts.
 
 It accepts only ``KEY`` (``Authorization: Bearer`` on OpenAI routes, ``x-api-key`` on
 ``/v1/messages``), remembers every request it got (``seen``), and fails the next calls on
-demand (``fail_next``).
+demand (``fail_next``) or breaks its streams off after two events (``break_streams``).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class FakeUpstream:
     def __init__(self) -> None:
         self.seen: list[Seen] = []
         self.failures: list[Failure] = []
+        self.break_streams = False
 
     def fail_next(self, status: int, message: str, *, kind: str = "rate_limit_error",
                   headers: dict[str, str] | None = None) -> None:
@@ -92,7 +93,11 @@ class FakeUpstream:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                                "x-request-id": "req_fake_1"})
         await response.prepare(request)
-        for event in events:
+        for n, event in enumerate(events):
+            if self.break_streams and n == 2:  # die mid-stream, as a crashed upstream would
+                assert request.transport is not None
+                request.transport.close()
+                return response
             await response.write(event)
         await response.write_eof()
         return response

@@ -5,6 +5,7 @@ recorded, failures passed through with their status, an unreachable upstream as 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -197,3 +198,32 @@ def test_client_env_points_sdks_at_the_gateway_with_the_token_only(
     assert env["ANTHROPIC_BASE_URL"] == "http://gateway.internal:9000"
     assert {env["OPENAI_API_KEY"], env["ANTHROPIC_API_KEY"], env["LITELLM_API_KEY"]} == {TOKEN}
     assert no_key_in(env, repr(http_gateway.upstream))
+
+
+@pytest.mark.parametrize("api", ["chat_completions", "responses", "messages"])
+async def test_an_upstream_dying_mid_stream_is_an_error_to_the_agent_and_in_the_record(
+        http_gateway: ModelGateway, fake: Fake, api: str) -> None:
+    upstream, _ = fake
+    upstream.break_streams = True
+    with pytest.raises((anthropic.APIError, openai.APIError)) as caught:
+        if api == "messages":
+            async with anthropic_client(http_gateway).messages.stream(
+                    model="m", max_tokens=5, messages=USER) as events:
+                await events.get_final_message()
+        elif api == "responses":
+            async with openai_client(http_gateway).responses.stream(
+                    model="m", input="hi") as events:
+                await events.get_final_response()
+        else:
+            async for _ in await openai_client(http_gateway).chat.completions.create(
+                    model="m", messages=USER, stream=True):
+                pass
+    assert "model gateway" not in str(caught.value)
+    assert "the stream broke off" in str(caught.value)
+    await asyncio.sleep(0.05)  # the gateway records once its side has finished
+    call = http_gateway.recorder.calls[-1]
+    assert (call.api, call.status, call.stream) == (api, 200, True)
+    assert call.error is not None and call.error.startswith(
+        "upstream unreachable: the stream broke off"), call.error
+    if api == "messages":
+        assert call.input_tokens == 333  # message_start had arrived
