@@ -414,7 +414,8 @@ class ModelGateway:
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                     error = (f"upstream unreachable: the stream broke off "
                              f"({type(exc).__name__}: {exc})")
-                    await response.write(pending + stream_error_event(call.api, error))
+                    # the blank line ends whatever partial event was already sent
+                    await response.write(pending + b"\n\n" + stream_error_event(call.api, error))
                     pending = b""
                     break
                 if call.first_byte_ms is None:

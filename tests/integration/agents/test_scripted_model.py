@@ -4,6 +4,7 @@ each streamed and not, and the scripted model named as such wherever it shows.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -282,3 +283,23 @@ async def test_a_wrong_or_missing_token_is_a_401_in_each_apis_shape(
     assert answer.model == MODEL
     assert [(c.status, (c.error or "")[:8]) for c in scripted_gateway.recorder.calls] == [
         (401, "gateway:"), (401, "gateway:"), (200, "")]
+
+
+async def test_concurrent_conversations_each_get_their_own_turn(
+        scripted_gateway: ModelGateway) -> None:
+    client = openai_client(scripted_gateway)
+
+    async def ask(turns_done: int) -> str | None:
+        history: list[Any] = [{"role": "user", "content": "go"}]
+        for _ in range(turns_done):
+            history += [{"role": "assistant", "content": "ok"},
+                        {"role": "tool", "tool_call_id": "x", "content": "def main"}]
+        done = await client.chat.completions.create(model="m", messages=history)
+        message = done.choices[0].message
+        return message.content or message.tool_calls[0].function.name  # type: ignore[index]
+
+    answers = await asyncio.gather(*(ask(i % 4) for i in range(40)))
+    expected = ["Let me look at the file.", "read_file", "Found main, fixing it.",
+                "Done: main is fixed."]
+    assert answers == [expected[i % 4] for i in range(40)]
+    assert scripted_gateway.recorder.totals().calls == 40
