@@ -13,12 +13,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from agentenv_agents.model_gateway import HttpUpstream, ModelGateway
-from agentenv_agents.records import CallRecorder
-from agentenv_agents.scripted import ScriptedUpstream
 from fake_openai_upstream import KEY, FakeUpstream
 from gateway_helpers import SCRIPT, TOKEN
 
+from agentenv_agents.model_gateway import HttpUpstream, ModelGateway
+from agentenv_agents.records import CallRecorder
+from agentenv_agents.scripted import ScriptedUpstream
 from agentenv_protocol.testing import RunningServer, serve_app
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import anthropic
 import openai
+
 from agentenv_agents.model_gateway import ModelGateway
 
 TOKEN = "run-token-0123456789"

@@ -12,7 +12,6 @@ import aiohttp
 import anthropic
 import openai
 import pytest
-from agentenv_agents.model_gateway import HttpUpstream, ModelGateway
 from fake_openai_upstream import (
     CHAT_USAGE,
     KEY,
@@ -23,6 +22,7 @@ from fake_openai_upstream import (
 )
 from gateway_helpers import TOKEN, anthropic_client, openai_client
 
+from agentenv_agents.model_gateway import HttpUpstream, ModelGateway
 from agentenv_protocol.testing import RunningServer, free_port
 
 Fake = tuple[FakeUpstream, RunningServer]

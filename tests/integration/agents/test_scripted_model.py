@@ -11,9 +11,10 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from gateway_helpers import TOKEN, anthropic_client, openai_client
+
 from agentenv_agents.model_gateway import ModelGateway
 from agentenv_agents.records import CallRecorder
-from gateway_helpers import TOKEN, anthropic_client, openai_client
 
 MODEL = "scripted:fix-bug"
 FILE = "import sys\n\ndef main():\n    return 1 / 0\n"

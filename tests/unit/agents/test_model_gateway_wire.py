@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from agentenv_agents.model_gateway import _drop_usage_only, _with_usage
 from agentenv_agents.records import CallRecorder, ModelCall
 from agentenv_agents.scripted import Script, ScriptError, count_words, read_conversation
