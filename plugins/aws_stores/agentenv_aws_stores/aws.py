@@ -190,6 +190,20 @@ class AwsClient:
         self._prepared = False
 
 
+class AwsClientUser:
+    """What every AWS store has: ``client`` (from its :class:`AwsClient`) and ``close``."""
+
+    _clients: AwsClient
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client, made on first use (and again in a forked child), prepared."""
+        return self._clients.get()
+
+    def close(self) -> None:
+        self._clients.close()
+
+
 def _after_fork_in_child() -> None:
     global _CLIENT_LOCK
     _CLIENT_LOCK = threading.Lock()

@@ -64,6 +64,7 @@ from agent_env.api import ConfigError, DocumentStore, DuplicateKeyError, StoreEr
 from agent_env.api import query as q
 from agentenv_aws_stores.aws import (
     AwsClient,
+    AwsClientUser,
     AwsSettings,
     AwsStoreError,
     ResourceMissing,
@@ -277,7 +278,7 @@ def _backoff(attempt: int) -> None:
 # --- the store -------------------------------------------------------------------------------
 
 
-class DynamoDocumentStore(DocumentStore):
+class DynamoDocumentStore(AwsClientUser, DocumentStore):
     """:class:`DocumentStore` in one DynamoDB table (see the module docstring)."""
 
     def __init__(
@@ -311,11 +312,6 @@ class DynamoDocumentStore(DocumentStore):
         return f"DynamoDocumentStore(table={self.table!r}, aws={self.aws!r})"
 
     # -- the client and the table ---------------------------------------------------------
-
-    @property
-    def client(self) -> Any:
-        """The DynamoDB client, made on first use (and in a forked child); the table checked."""
-        return self._clients.get()
 
     def _check_table(self, client: Any) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -1036,6 +1032,3 @@ class DynamoDocumentStore(DocumentStore):
             if self._put_meta(collection, meta, [ix for ix in meta.indexes if ix.name != name]):
                 return
             _backoff(attempt)
-
-    def close(self) -> None:
-        self._clients.close()

@@ -18,13 +18,20 @@ import datetime as dt
 from typing import Any
 
 from agent_env.api import ConfigError, ImageStore, RegistryAuth
-from agentenv_aws_stores.aws import AwsClient, AwsSettings, AwsStoreError, error_code, raise_for
+from agentenv_aws_stores.aws import (
+    AwsClient,
+    AwsClientUser,
+    AwsSettings,
+    AwsStoreError,
+    error_code,
+    raise_for,
+)
 
 #: Credentials are renewed this long before ECR says they expire.
 RENEW_BEFORE = dt.timedelta(minutes=10)
 
 
-class EcrImageStore(ImageStore):
+class EcrImageStore(AwsClientUser, ImageStore):
     """:class:`ImageStore` on an ECR registry (see the module docstring for the settings)."""
 
     def __init__(
@@ -65,10 +72,6 @@ class EcrImageStore(ImageStore):
 
     def __repr__(self) -> str:
         return f"EcrImageStore(registry_id={self.registry_id!r}, prefix={self.prefix!r})"
-
-    @property
-    def client(self) -> Any:
-        return self._clients.get()
 
     def repository_name(self, repo: str) -> str:
         if not isinstance(repo, str) or not repo.strip("/"):
@@ -144,6 +147,3 @@ class EcrImageStore(ImageStore):
             expires.astimezone(dt.UTC) if isinstance(expires, dt.datetime) else now + RENEW_BEFORE
         )
         return self._auth
-
-    def close(self) -> None:
-        self._clients.close()

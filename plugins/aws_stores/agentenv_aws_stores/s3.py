@@ -38,7 +38,14 @@ from agent_env.api import (
     StoreError,
     validate_key,
 )
-from agentenv_aws_stores.aws import AwsClient, AwsSettings, ResourceMissing, error_code, raise_for
+from agentenv_aws_stores.aws import (
+    AwsClient,
+    AwsClientUser,
+    AwsSettings,
+    ResourceMissing,
+    error_code,
+    raise_for,
+)
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 MIN_PART_SIZE = 5 * 1024 * 1024  # S3's floor for every multipart part but the last
@@ -68,7 +75,7 @@ class _BodyStream(io.RawIOBase):
         super().close()
 
 
-class S3ObjectStore(ObjectStore):
+class S3ObjectStore(AwsClientUser, ObjectStore):
     """:class:`ObjectStore` in an S3 bucket (see the module docstring for the settings)."""
 
     def __init__(
@@ -115,11 +122,6 @@ class S3ObjectStore(ObjectStore):
         return f"S3ObjectStore(bucket={self.bucket!r}, prefix={self.prefix!r}, aws={self.aws!r})"
 
     # -- the client and the bucket ------------------------------------------------------------
-
-    @property
-    def client(self) -> Any:
-        """The S3 client, made on first use; the bucket is checked (or created) once."""
-        return self._clients.get()
 
     def _check_bucket(self, client: Any) -> None:
         from botocore.exceptions import ClientError
@@ -373,9 +375,6 @@ class S3ObjectStore(ObjectStore):
         return self.client.generate_presigned_url(
             "put_object", Params=params, ExpiresIn=int(expires_in)
         )
-
-    def close(self) -> None:
-        self._clients.close()
 
 
 def _valid_prefix(prefix: Any) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 from agent_env.api import ConfigError, SecretStore, StoreError, bundle_value, get_logger
 from agentenv_aws_stores.aws import (
     AwsClient,
+    AwsClientUser,
     AwsSettings,
     AwsStoreError,
     ResourceMissing,
@@ -32,7 +33,7 @@ from agentenv_aws_stores.aws import (
 )
 
 
-class SecretsManagerSecretStore(SecretStore):
+class SecretsManagerSecretStore(AwsClientUser, SecretStore):
     """:class:`SecretStore` over one Secrets Manager secret holding a JSON/YAML bundle."""
 
     def __init__(
@@ -132,13 +133,6 @@ class SecretsManagerSecretStore(SecretStore):
                     f"secret '{self.secret_id}' holds binary data, not a JSON/YAML bundle"
                 ) from None
         return parse_bundle(text, self.secret_id)
-
-    @property
-    def client(self) -> Any:
-        return self._clients.get()
-
-    def close(self) -> None:
-        self._clients.close()
 
 
 def parse_bundle(text: str, where: str) -> dict[str, Any]:
