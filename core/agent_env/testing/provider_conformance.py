@@ -22,7 +22,9 @@ sandboxes that run containers also build an image and serve a port from a contai
 
 Why a class and flags rather than one test per provider: the contract is what ``deploy_env``
 relies on, so every provider must be held to the same list; the flags only say which optional
-parts apply, so a provider never skips a test it should pass.
+parts apply, so a provider never skips a test it should pass. A test that does not apply (a
+mode the provider lacks, containers it does not run) is reported skipped with the reason, never
+as passed.
 """
 
 from __future__ import annotations
@@ -353,9 +355,10 @@ class ProviderConformance:
     async def test_unsupported_modes_are_refused_naming_the_mode(
         self, provider: SandboxProvider, made: list[Sandbox], run_label: str
     ) -> None:
-        for mode in ("vm", "container"):
-            if mode in provider.modes:
-                continue
+        unsupported = [mode for mode in ("vm", "container") if mode not in provider.modes]
+        if not unsupported:
+            pytest.skip(f"{provider.name} supports every mode (vm, container): none to refuse")
+        for mode in unsupported:
             with pytest.raises(SandboxUnsupported, match=mode):
                 await self.create(provider, made, self.spec(mode, run_label))
 
@@ -363,7 +366,8 @@ class ProviderConformance:
         self, provider: SandboxProvider, made: list[Sandbox], mode: str, run_label: str
     ) -> None:
         if mode == "vm" and self.RUNS_CONTAINERS:
-            return  # test_vm_sandboxes_build_images_and_run_containers covers it
+            pytest.skip(f"{provider.name} vm sandboxes run containers (RUNS_CONTAINERS): "
+                        "test_vm_sandboxes_build_images_and_run_containers checks them")
         sandbox = await self.create(provider, made, self.spec(mode, run_label))
         with pytest.raises(SandboxUnsupported, match=provider.name):
             await sandbox.run_container(ContainerSpec(name="web", image="any:latest"))
@@ -373,8 +377,13 @@ class ProviderConformance:
     async def test_vm_sandboxes_build_images_and_run_containers(
         self, provider: SandboxProvider, made: list[Sandbox], run_label: str, tmp_path: Path
     ) -> None:
-        if not self.RUNS_CONTAINERS or "vm" not in self.modes_under_test():
-            return  # the refusal is checked by the test above
+        if "vm" not in self.modes_under_test():
+            pytest.skip(f"{provider.name} has no vm mode under test "
+                        f"(modes: {', '.join(self.modes_under_test())})")
+        if not self.RUNS_CONTAINERS:
+            pytest.skip(f"{provider.name} vm sandboxes run no containers (RUNS_CONTAINERS = "
+                        "False): test_containers_are_refused_where_the_sandbox_cannot_run_them "
+                        "checks the refusal")
         sandbox = await self.create(provider, made, self.spec("vm", run_label))
         port = 8080
         marker = hashlib.sha256(run_label.encode()).hexdigest()[:16]
