@@ -2,19 +2,37 @@
 
 ``docker_client`` is the one gate for Docker tests: a real daemon with the ``python:3.11-slim``
 base image, else a skip with the reason — and a failure under ``CI=true``, where Docker tests
-never skip. ``state_root`` gives a test its own state root (stores, caches, providers).
+never skip (``skip_or_fail`` is that rule for other installable needs). ``state_root`` gives a
+test its own state root (stores, caches, providers); ``run_id`` a unique ``agentenv.run`` label
+whose containers and networks are removed after the test.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 BASE_IMAGE = "python:3.11-slim"
+
+
+def _skip_or_fail(message: str) -> NoReturn:
+    """Skip with ``message``; under ``CI=true`` fail instead: CI installs what these tests need,
+    so a missing piece there is a broken set-up, not a reason to report nothing."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{message}; these tests never skip under CI=true")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def skip_or_fail() -> Callable[[str], NoReturn]:
+    """``skip_or_fail(message)``: for a need CI installs (an SDK, a binary); not for a host
+    capability CI machines lack (working KVM, a live cloud account), which is a plain skip."""
+    return _skip_or_fail
 
 
 @pytest.fixture(scope="session")
@@ -34,10 +52,7 @@ def docker_client() -> Any:
             problem = f"no {BASE_IMAGE} image (run `bash .ci/docker.sh` to build it offline)"
         else:
             return client
-    message = f"no usable Docker: {problem} (run `bash .ci/docker.sh`)"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{message}; Docker tests never skip under CI=true")
-    pytest.skip(message)
+    _skip_or_fail(f"no usable Docker: {problem} (run `bash .ci/docker.sh`)")
 
 
 @pytest.fixture
@@ -55,3 +70,15 @@ def state_root(tmp_path: Path) -> Iterator[Path]:
     else:
         os.environ["AGENT_ENV_STATE_DIR"] = old
     runtime.reset()
+
+
+@pytest.fixture
+def run_id(docker_client: Any) -> Iterator[str]:
+    """A unique ``agentenv.run`` label; whatever still carries it after the test is removed."""
+    value = f"test-{uuid.uuid4().hex[:10]}"
+    yield value
+    label = {"label": f"agentenv.run={value}"}
+    for container in docker_client.containers.list(all=True, filters=label):
+        container.remove(force=True)
+    for network in docker_client.networks.list(filters=label):
+        network.remove()

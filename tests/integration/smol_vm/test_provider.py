@@ -9,8 +9,10 @@ No microVM boots here: this host's paravirtual KVM cannot run the guest kernel.
 from __future__ import annotations
 
 import os
+import re
 import time
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,16 +173,42 @@ def test_apple_silicon_refuses_amd64_images_saying_arm64_is_needed(
     check_platform("agentenv/echo:abc", "amd64")
 
 
-def test_this_host_is_reported_unavailable_or_boots() -> None:
-    """The real probe: here it fails (paravirtual KVM), with a one-line reason."""
+#: What a user reads after ``smol_vm: `` when the provider is unusable: each says what is missing
+#: and, where there is one, what to do (one per branch of ``availability``).
+UNAVAILABLE_REASONS = (
+    r"smol_vm needs Linux with KVM or Apple Silicon macOS \(this is .+\)",
+    r"smol_vm needs KVM: /dev/kvm (does not exist \(enable virtualization or use docker\)"
+    r"|is not readable and writable by this user)",
+    r"the smolmachines SDK is not installed \(pip install 'agentenv-framework\[smol\]'\)",
+    r"a probe microVM did not boot \(\w+: [^\n]*\); this host's KVM cannot run the guest "
+    r"\(a paravirtual or nested KVM often cannot\): use a host with hardware virtualization, "
+    r"or the docker provider",
+    r"the probe microVM booted but could not run a command: [^\n]*",
+)
+
+
+@pytest.mark.slow
+def test_this_host_is_reported_unavailable_or_boots(state_root: Path) -> None:
+    """The real probe (here it fails: paravirtual KVM). A fallback chain that cannot use smol_vm
+    fails with the reason as its note: one line saying what is missing and what to do."""
+    from agent_env.errors import UserError
+    from agent_env.tasks.sandboxes import choose_provider
+
     reason = SmolVmSandboxProvider.availability()
-    assert reason is None or ("\n" not in reason and "smol" in reason.lower() + "microvm kvm")
+    if reason is None:
+        assert choose_provider(["smol_vm", "local"]) == "smol_vm"
+        return
+    assert any(re.fullmatch(shape, reason) for shape in UNAVAILABLE_REASONS), reason
+    assert choose_provider(["smol_vm", "local"]) == "local"
+    with pytest.raises(UserError) as refused:
+        choose_provider(["smol_vm"])
+    assert refused.value.message == "no sandbox provider of smol_vm is usable here"
+    assert refused.value.notes == [f"smol_vm: {reason}"]
 
 
 def test_the_plugin_is_listed_active() -> None:
     import subprocess
     import sys
-    from pathlib import Path
 
     agent_env = str(Path(sys.executable).with_name("agent-env"))
     done = subprocess.run([agent_env, "plugin", "list"], capture_output=True, text=True,
