@@ -21,8 +21,11 @@ Groups, in the order a plugin author meets them:
   ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
   ``PathOutsideSandbox``), ``DockerHostSandbox``, ``hermetic_context``, ``ownership_labels``;
 * images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
-* stores: the interfaces and their errors, ``query`` (the document-query module),
+* stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
+  ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
   ``bundle_value``, ``object_store``, ``versioned_store``;
+* agents: ``Agent`` (what an agent type's ``deploy`` returns), ``AgentReply``, ``AgentSetup``,
+  ``DeployAgent``, ``PromptAgent``, ``AgentDefinition`` (an agent folder, read);
 * the episode API: ``EpisodeSpec``, ``Task``.
 """
 
@@ -56,6 +59,13 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ScoreRow": ("agent_env.tasks.scores", "ScoreRow"),
     "AGGREGATORS": ("agent_env.tasks.scores", "AGGREGATORS"),
     "open_provider": ("agent_env.tasks.sandboxes", "open_provider"),
+    # agents: what an agent type returns and reads
+    "Agent": ("agent_env.tasks.step_types.agent_steps", "Agent"),
+    "AgentReply": ("agent_env.tasks.step_types.agent_steps", "AgentReply"),
+    "AgentSetup": ("agent_env.tasks.step_types.agent_steps", "AgentSetup"),
+    "DeployAgent": ("agent_env.tasks.step_types.agent_steps", "DeployAgent"),
+    "PromptAgent": ("agent_env.tasks.step_types.agent_steps", "PromptAgent"),
+    "AgentDefinition": ("agent_env.agents", "AgentDefinition"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
     # sandboxes
     "SandboxProvider": ("agent_env.sandbox.base", "SandboxProvider"),
@@ -88,6 +98,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DuplicateKeyError": ("agent_env.stores.base", "DuplicateKeyError"),
     "UnsupportedOperation": ("agent_env.stores.base", "UnsupportedOperation"),
     "validate_key": ("agent_env.stores.base", "validate_key"),
+    "validate_prefix": ("agent_env.stores.base", "validate_prefix"),
+    "MAX_KEY_BYTES": ("agent_env.stores.base", "MAX_KEY_BYTES"),
+    "Document": ("agent_env.stores.base", "Document"),
+    "Filter": ("agent_env.stores.base", "Filter"),
+    "Sort": ("agent_env.stores.base", "Sort"),
     "query": ("agent_env.stores.query", None),
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.stores", "object_store"),
@@ -101,6 +116,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
     # ruff cannot read the computed __all__, so it would call these re-exports unused
+    from agent_env.agents import AgentDefinition
     from agent_env.contributions import AgentSource, BundleSource, Lazy, StoreBackend
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.hookspecs import hookimpl
@@ -123,8 +139,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.settings import build as build_settings
     from agent_env.stores import object_store, query, versioned_store
     from agent_env.stores.base import (
+        MAX_KEY_BYTES,
+        Document,
         DocumentStore,
         DuplicateKeyError,
+        Filter,
         ImageStore,
         InvalidObjectKey,
         InvalidQuery,
@@ -135,15 +154,24 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         ObjectStore,
         RegistryAuth,
         SecretStore,
+        Sort,
         StoreError,
         UnsupportedOperation,
         validate_key,
+        validate_prefix,
     )
     from agent_env.stores.secrets import bundle_value
     from agent_env.task import EpisodeSpec, Task
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.sandboxes import choose_provider, open_provider
     from agent_env.tasks.scores import AGGREGATORS, ScoreRow
+    from agent_env.tasks.step_types.agent_steps import (
+        Agent,
+        AgentReply,
+        AgentSetup,
+        DeployAgent,
+        PromptAgent,
+    )
     from agent_env.tasks.steps import PreflightView, Step, StepError
 
 

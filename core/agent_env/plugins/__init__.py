@@ -27,6 +27,7 @@ import pluggy
 
 from agent_env import hookspecs
 from agent_env.contributions import Lazy, StoreBackend
+from agent_env.errors import UserError
 from agent_env.plugins.discovery import (
     ACTIVE,
     BUILTIN_PLUGINS,
@@ -163,8 +164,8 @@ class PluginHost:
                 with stdout_to_stderr():
                     result = function(*args)
             except Exception as exc:
-                if record.builtin:
-                    raise
+                if record.builtin or (hook == "agent_env_configure" and isinstance(exc, UserError)):
+                    raise  # a kernel defect, or a setting the user must fix: one clear error
                 record.fail("hook-error", f"{hook}: {type(exc).__name__}: {exc}")
                 from agent_env.logs import get_logger
 
