@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_env.api import StoreBackend, hookimpl
+from agent_env.api import Lazy, StoreBackend, hookimpl
 
 
 @hookimpl
@@ -21,17 +21,14 @@ def agent_env_configure(settings: dict[str, Any]) -> None:
 
 
 @hookimpl
-def agent_env_sandbox_providers() -> list[type]:
-    from agentenv_docker_env.sandbox import DockerSandboxProvider
-
-    return [DockerSandboxProvider]
+def agent_env_sandbox_providers() -> list[Lazy]:
+    return [Lazy("docker", "agentenv_docker_env.sandbox:DockerSandboxProvider")]
 
 
 @hookimpl
 def agent_env_stores() -> list[StoreBackend]:
-    from agentenv_docker_env.stores import LocalImageStore, LocalRegistryImageStore
-
     return [
-        StoreBackend("image", "local", LocalImageStore),
-        StoreBackend("image", "local_registry", LocalRegistryImageStore),
+        StoreBackend("image", "local", Lazy("local", "agentenv_docker_env.stores:LocalImageStore")),
+        StoreBackend("image", "local_registry",
+                     Lazy("local_registry", "agentenv_docker_env.stores:LocalRegistryImageStore")),
     ]

@@ -1,6 +1,6 @@
 """mcp_env's hook implementations: the ``mcp_server`` env type, its steps and two bundles.
 
-Cheap to import on purpose: the classes are imported inside the hooks.
+Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """
 
 from __future__ import annotations
@@ -8,29 +8,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent_env.api import BundleSource, hookimpl
+from agent_env.api import BundleSource, Lazy, hookimpl
 
 BUNDLES = Path(__file__).parent / "bundles"
 
 
+STEPS = {
+    "deploy_env": "DeployEnv",
+    "env_outcome_verifier": "EnvOutcomeVerifier",
+    "reset_env": "ResetEnv",
+    "verify_env_card": "VerifyEnvCard",
+    "verify_env_core_protocol": "VerifyEnvCoreProtocol",
+}
+
+
 @hookimpl
-def agent_env_env_types() -> list[type]:
-    from agentenv_mcp_env.deployment import McpServerEnv
-
-    return [McpServerEnv]
+def agent_env_env_types() -> list[Lazy]:
+    return [Lazy("mcp_server", "agentenv_mcp_env.deployment:McpServerEnv")]
 
 
 @hookimpl
-def agent_env_step_types() -> list[type]:
-    from agentenv_mcp_env.steps import (
-        DeployEnv,
-        EnvOutcomeVerifier,
-        ResetEnv,
-        VerifyEnvCard,
-        VerifyEnvCoreProtocol,
-    )
-
-    return [DeployEnv, EnvOutcomeVerifier, ResetEnv, VerifyEnvCard, VerifyEnvCoreProtocol]
+def agent_env_step_types() -> list[Lazy]:
+    return [Lazy(name, f"agentenv_mcp_env.steps:{cls}") for name, cls in STEPS.items()]
 
 
 @hookimpl

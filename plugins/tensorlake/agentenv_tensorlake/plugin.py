@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from agent_env.api import hookimpl
+from agent_env.api import Lazy, hookimpl
 
 
 @hookimpl
-def agent_env_sandbox_providers() -> list[type]:
-    from agentenv_tensorlake.provider import TensorlakeSandboxProvider
-
-    return [TensorlakeSandboxProvider]
+def agent_env_sandbox_providers() -> list[Lazy]:
+    return [Lazy("tensorlake", "agentenv_tensorlake.provider:TensorlakeSandboxProvider")]
