@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 
+from agent_env._tuples import str_tuple
+
 STORE_KINDS = ("document", "object", "image", "secret")
 
 
@@ -59,7 +61,7 @@ class BundleSource:
 
     name: str
     path: Path = attrs.field(converter=Path)
-    aliases: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=str_tuple)
 
 
 @attrs.frozen
@@ -68,4 +70,4 @@ class AgentSource:
 
     name: str
     path: Path = attrs.field(converter=Path)
-    aliases: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=str_tuple)

@@ -112,9 +112,15 @@ def _make_converter() -> cattrs.Converter:
             # the card's Tool is exactly {name, description, inputSchema}
             un_overrides["annotations"] = override(omit_if_default=True)
             un_overrides["meta"] = override(rename="_meta", omit_if_default=True)
-        conv.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, conv, **un_overrides))
+        # ``**overrides`` only ever names fields; mypy cannot tell that its keys never hit the
+        # positional ``_cattrs_*`` flags the unpacking could also fill, so it flags the call
+        conv.register_unstructure_hook(
+            cls, make_dict_unstructure_fn(cls, conv, **un_overrides)  # type: ignore[arg-type]
+        )
         st_overrides = {k: override(rename=v) for k, v in names.items()}
-        conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv, **st_overrides))
+        conv.register_structure_hook(
+            cls, make_dict_structure_fn(cls, conv, **st_overrides)  # type: ignore[arg-type]
+        )
     return conv
 
 

@@ -77,7 +77,7 @@ def files_reason(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
 def steps_reason(old: Sequence[Any] | None, new: Sequence[Any]) -> str:
     if old is None:
         return "new"
-    def by_id(steps: Sequence[Any]) -> dict[str, Any]:
+    def by_id(steps: Sequence[Any]) -> dict[str | None, Any]:  # a step may lack an id
         return {s.get("id"): s for s in steps if isinstance(s, dict)}
     before, after = by_id(old), by_id(new)
     changed = [i for i in after if i in before and before[i] != after[i]]
@@ -111,14 +111,14 @@ class Ledger:
             if env.id in wanted.get("envs", set()):
                 self.write_files_entity("envs", env)
         for task in plan.tasks:
-            body = {"name": task.entry.name, "label": task.entry.label,
-                    "steps": list(task.spec.raw_steps)}
+            body: dict[str, Any] = {"name": task.entry.name, "label": task.entry.label,
+                                    "steps": list(task.spec.raw_steps)}
             self._put("tasks", task.entry.id, task.entry.label, body, None,
                       lambda old, body=body: steps_reason(old and old.get("steps"),
                                                           body["steps"]))
+        id_of = {t.name: t.id for t in bundle.tasks}
         for planned in plan.evals:
-            ids = {t.name: t.id for t in bundle.tasks}
-            tasks = [{"task_id": ids[n], "task_version": self.versions["tasks"].get(ids[n])}
+            tasks = [{"task_id": id_of[n], "task_version": self.versions["tasks"].get(id_of[n])}
                      for n in planned.task_names]
             body = {"name": planned.entry.name, "type": planned.entry.type, "tasks": tasks}
             self._put("evals", planned.entry.id, planned.entry.label, body, None,

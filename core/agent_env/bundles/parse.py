@@ -62,8 +62,9 @@ def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
             if (e := _parse_env(p, id_root, problems)) is not None]
     tasks = [t for p in _entries(folder / "tasks")
              if (t := _parse_task(p, id_root, problems)) is not None]
-    evals = [e for p in _entries(folder / "evals")
-             if (e := _parse_eval(p, id_root, problems)) is not None]
+    # a walrus target lives in the function's scope: reusing ``e`` would retype the env list's
+    evals = [v for p in _entries(folder / "evals")
+             if (v := _parse_eval(p, id_root, problems)) is not None]
     bundle = Bundle(
         folder, id_root, read_description(folder), tuple(tasks), tuple(artifacts), tuple(envs),
         tuple(evals), _parse_aliases(folder, problems),

@@ -245,12 +245,17 @@ async def _execute(
     from agent_env.tasks.session import Session
 
     progress = progress_for_stdout()
-    session = Session(instances=StoredInstances(document_store()), observer=progress,
+    # ProgressPrinter has every TaskObserver method but cannot derive from that class (in
+    # tasks.engine, which this module must not import at CLI start); TaskObserver as a Protocol
+    # would remove this ignore, and warn_unused_ignores will say so
+    session = Session(instances=StoredInstances(document_store()),
+                      observer=progress,  # type: ignore[arg-type]
                       sandbox_chain=sandbox_chain)
     loop = asyncio.get_running_loop()
     state: dict[str, Any] = {"signals": 0, "code": None, "teardown": None}
     hold = asyncio.Event()
-    names = {signal.SIGINT: ("Ctrl-C", EXIT_SIGINT), signal.SIGTERM: ("SIGTERM", EXIT_SIGTERM)}
+    names: dict[int, tuple[str, int]] = {signal.SIGINT: ("Ctrl-C", EXIT_SIGINT),
+                                         signal.SIGTERM: ("SIGTERM", EXIT_SIGTERM)}
 
     def on_signal(signum: int) -> None:
         reason, code = names[signum]

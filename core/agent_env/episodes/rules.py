@@ -120,7 +120,7 @@ def _problems(steps: Sequence[Step], chosen: Sequence[str],
     for step in steps:
         if isinstance(step, DeployAgent | PromptAgent | AgentPromptResponseVerifier):
             continue
-        name = getattr(step, "agent_name", None)
-        if name in chosen and not getattr(step, "sandbox_name", None):
-            yield (f"step '{step.id}' ({step.type}) works inside agent '{name}', which an "
+        agent = getattr(step, "agent_name", None)  # not ``name``: the loops above bind a str
+        if agent in chosen and not getattr(step, "sandbox_name", None):
+            yield (f"step '{step.id}' ({step.type}) works inside agent '{agent}', which an "
                    "outside player plays without a container")

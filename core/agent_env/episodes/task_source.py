@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from agent_env._tuples import dict_tuple
 from agent_env.errors import UserError
 from agent_env.tasks.artifacts import ArtifactSource, MemoryArtifacts
 from agent_env.tasks.plan import TaskSpec
@@ -27,7 +28,7 @@ class Task:
     #: Short name for messages (``task 'x' prompts no agent``).
     name: str
     #: The steps as stored, entity names rewritten to ids.
-    steps: tuple[dict[str, Any], ...] = attrs.field(converter=tuple, repr=False)
+    steps: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple, repr=False)
     version: int | None = None
     label: str = ""
     artifacts: ArtifactSource = attrs.field(factory=MemoryArtifacts, eq=False, repr=False)

@@ -45,11 +45,16 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from agent_env.errors import UserError
+
+if TYPE_CHECKING:
+    from agent_env.images.context import ContextEntry
 
 PROTOCOL_DISTRIBUTION = "agentenv-framework-protocol"
 PROTOCOL_PACKAGE = "agentenv_protocol"
@@ -159,7 +164,8 @@ def _wheel_from_installed(out: Path) -> tuple[Path, str]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as wheel:
         for file in files:
-            data = Path(dist.locate_file(file)).read_bytes()
+            # typed as the SimplePath protocol; an installed (not zipped) distribution's is a Path
+            data = Path(str(dist.locate_file(file))).read_bytes()
             arcname = file.as_posix()
             digest.update(arcname.encode() + b"\0" + hashlib.sha256(data).digest())
             info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
@@ -281,7 +287,7 @@ def conflicting_pin(files: dict[str, str], version: str) -> str | None:
     return None
 
 
-def pin_candidates(entries: list, dockerfile: str) -> dict[str, str]:
+def pin_candidates(entries: Iterable[ContextEntry], dockerfile: str) -> dict[str, str]:
     """The context files where a protocol pin may be written (see :func:`conflicting_pin`)."""
     found: dict[str, str] = {}
     for entry in entries:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -179,6 +179,10 @@ def substitute_bases(text: str, bases: Mapping[str, str]) -> str:
     """The Dockerfile with every substituted FROM ref replaced."""
     for ref, local in bases.items():
         text = re.sub(rf"(^\s*FROM\s+(?:--\S+\s+)*){re.escape(ref)}(?=\s|$)",
-                      lambda m, local=local: m.group(1) + local, text,
-                      flags=re.IGNORECASE | re.MULTILINE)
+                      _from_line_with(local), text, flags=re.IGNORECASE | re.MULTILINE)
     return text
+
+
+def _from_line_with(local: str) -> Callable[[re.Match[str]], str]:
+    """A replacement keeping the FROM prefix; a function, so ``local`` is never a regex template."""
+    return lambda m: m.group(1) + local

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from agent_env._tuples import int_tuple
 from agent_env.errors import UserError
 
 
@@ -66,7 +67,7 @@ class SandboxSpec:
     memory_mb: int | None = None
     disk_mb: int | None = None
     ttl_seconds: int | None = None
-    ports: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    ports: tuple[int, ...] = attrs.field(default=(), converter=int_tuple)
     env_vars: dict[str, str] = attrs.field(factory=dict)
     network_policy: str | None = None
     labels: dict[str, str] = attrs.field(factory=dict)  # includes agentenv.run
@@ -84,7 +85,7 @@ class ContainerSpec:
     image: str
     env: dict[str, str] = attrs.field(factory=dict)
     command: tuple[str, ...] | None = None
-    publish: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    publish: tuple[int, ...] = attrs.field(default=(), converter=int_tuple)
     labels: dict[str, str] = attrs.field(factory=dict)
 
 

@@ -36,7 +36,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
 
 
-def hermetic_context(context: str, tag: str, labels: dict[str, str]) -> tuple[str, bytes, dict]:
+def hermetic_context(
+    context: str, tag: str, labels: dict[str, str]
+) -> tuple[str, bytes, dict[str, str]]:
     """(image ref, context tar, labels) for ``context``, as every provider builds it.
 
     ``tag`` is the contract's: with a ``:`` it is used as is, else it is the repository slug

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -142,6 +143,7 @@ class FilesystemObjectStore(ObjectStore):
         size = 0
         try:
             with os.fdopen(fd, "wb") as out:
+                chunks: Iterable[bytes]
                 if isinstance(data, bytes | bytearray | memoryview):
                     chunks = [bytes(data)]
                 elif hasattr(data, "read"):

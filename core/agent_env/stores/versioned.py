@@ -166,8 +166,9 @@ class VersionedStore:
         self._check_id(id)
         if not isinstance(body, Mapping):
             raise ValueError(f"an entity body must be a mapping, not {type(body).__name__}")
-        body = json.loads(json.dumps(body, allow_nan=False))
-        digest = digest or content_hash(body)
+        # a JSON round trip: the stored body is a plain dict, detached from the caller's mapping
+        plain: dict[str, Any] = json.loads(json.dumps(body, allow_nan=False))
+        digest = digest or content_hash(plain)
         for attempt in range(MAX_ATTEMPTS):
             latest_doc = self.documents.find_one(collection, {"id": id}, sort=[("version", -1)])
             latest = int(latest_doc["version"]) if latest_doc else 0
@@ -181,7 +182,7 @@ class VersionedStore:
                 version=latest + 1,
                 created_at_utc=dt.datetime.now(dt.UTC),
                 content_hash=digest,
-                body=body,
+                body=plain,
                 reason=reason,
             )
             try:

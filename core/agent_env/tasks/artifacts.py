@@ -27,12 +27,17 @@ class ArtifactFile:
     mode: int = 0o644
 
 
+def _files(items: Iterable[ArtifactFile]) -> tuple[ArtifactFile, ...]:
+    """``converter=tuple`` with a type mypy can check (see :mod:`agent_env._tuples`)."""
+    return tuple(items)
+
+
 @attrs.frozen
 class ArtifactContent:
     id: str
     version: int
     type: str
-    files: tuple[ArtifactFile, ...] = attrs.field(converter=tuple, factory=tuple)
+    files: tuple[ArtifactFile, ...] = attrs.field(converter=_files, factory=tuple)
 
     def file(self, path: str) -> ArtifactFile:
         for item in self.files:

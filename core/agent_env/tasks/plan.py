@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from agent_env._tuples import dict_tuple
 from agent_env.tasks.steps import PreflightView, Step, structure_step
 
 
@@ -22,7 +23,7 @@ class TaskSpec:
 
     id: str
     label: str
-    raw_steps: tuple[dict[str, Any], ...] = attrs.field(converter=tuple)
+    raw_steps: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple)
     version: int | None = None
 
 

@@ -41,6 +41,11 @@ class ScoreRow:
         }
 
 
+def _rows(items: Iterable[ScoreRow]) -> tuple[ScoreRow, ...]:
+    """``converter=tuple`` with a type mypy can check (see :mod:`agent_env._tuples`)."""
+    return tuple(items)
+
+
 @attrs.frozen
 class Verification:
     """What one verifier decided: the aggregate score and its rows."""
@@ -48,7 +53,7 @@ class Verification:
     verifier_id: str
     step_id: str
     score: float
-    results: tuple[ScoreRow, ...] = attrs.field(converter=tuple, factory=tuple)
+    results: tuple[ScoreRow, ...] = attrs.field(converter=_rows, factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
         return {"score": self.score, "step_id": self.step_id,

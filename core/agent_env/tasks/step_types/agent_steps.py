@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from agent_env._tuples import dict_tuple
 from agent_env.tasks.scores import AGGREGATORS, ScoreRow
 from agent_env.tasks.steps import PreflightView, Step, StepError
 
@@ -45,7 +46,7 @@ class AgentReply:
     """What an agent answered to one prompt, and the tool calls it made on the way."""
 
     response: str
-    trajectory: tuple[dict[str, Any], ...] = attrs.field(converter=tuple, factory=tuple)
+    trajectory: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple, factory=tuple)
 
 
 class Agent(Protocol):

@@ -152,7 +152,7 @@ class AggregateVerifiers(Step):
         if missing:
             have = ", ".join(sorted(ctx.verifications)) or "none"
             raise StepError(f"no verification {', '.join(missing)} to aggregate (have: {have})")
-        rows = []
+        rows: list[ScoreRow] = []
         for verifier_id in self.verifier_ids:
             for row in ctx.verifications[verifier_id].results:
                 rows.append(attrs.evolve(row, criterion_index=len(rows)))

@@ -25,6 +25,12 @@ def _ids(docs: list[dict[str, Any]]) -> list[str]:
     return [d["_id"] for d in docs]
 
 
+def _found(doc: dict[str, Any] | None) -> dict[str, Any]:
+    """A document the test expects to exist: a missing one fails as such, not as a TypeError."""
+    assert doc is not None, "the document is missing"
+    return doc
+
+
 class DocumentStoreSuite:
     """The behaviour every document store must have (see the DocumentStore docstring)."""
 
@@ -43,7 +49,7 @@ class DocumentStoreSuite:
 
     @pytest.fixture
     def people(self, store: DocumentStore, coll: str) -> str:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {"_id": "ann", "name": "Ann", "age": 31, "team": {"name": "red", "size": 3}},
             {"_id": "bob", "name": "Bob", "age": 25, "team": {"name": "blue", "size": 5}},
             {"_id": "cid", "name": "Cid", "age": 40, "team": {"name": "red", "size": 3}},
@@ -71,13 +77,13 @@ class DocumentStoreSuite:
         assert store.count(coll) == 0
 
     def test_documents_are_copies(self, store: DocumentStore, coll: str) -> None:
-        original = {"_id": "a", "items": [1], "sub": {"k": "v"}}
+        original: dict[str, Any] = {"_id": "a", "items": [1], "sub": {"k": "v"}}
         store.insert(coll, original)
         original["items"].append(2)
-        found = store.find_one(coll, {"_id": "a"})
+        found = _found(store.find_one(coll, {"_id": "a"}))
         assert found == {"_id": "a", "items": [1], "sub": {"k": "v"}}
         found["sub"]["k"] = "changed"
-        assert store.find_one(coll, {"_id": "a"})["sub"] == {"k": "v"}
+        assert _found(store.find_one(coll, {"_id": "a"}))["sub"] == {"k": "v"}
 
     def test_json_values_round_trip(self, store: DocumentStore, coll: str) -> None:
         doc = {
@@ -195,7 +201,7 @@ class DocumentStoreSuite:
         assert [(d["g"], d["n"]) for d in page] == [("a", 1), ("b", 2)]
         assert store.query(coll, sort="n", limit=0) == []
         assert len(store.query(coll, offset=4)) == 1
-        assert store.find_one(coll, {"g": "b"}, sort="-n")["_id"] == "d0"
+        assert _found(store.find_one(coll, {"g": "b"}, sort="-n"))["_id"] == "d0"
 
     def test_count(self, store: DocumentStore, people: str) -> None:
         assert store.count(people) == 5
@@ -275,7 +281,7 @@ class DocumentStoreSuite:
             store.update(coll, {"_id": "e"}, {"$set": {"email": "a@x"}})
         with pytest.raises(DuplicateKeyError):
             store.replace(coll, {"_id": "c"}, {"email": "a@x"})
-        assert store.find_one(coll, {"_id": "e"})["email"] == "e@x"
+        assert _found(store.find_one(coll, {"_id": "e"}))["email"] == "e@x"
         assert store.count(coll) == 4
 
     def test_compound_unique_index(self, store: DocumentStore, coll: str) -> None:
@@ -285,7 +291,7 @@ class DocumentStoreSuite:
         store.insert(coll, {"id": "u", "version": 1})
         with pytest.raises(DuplicateKeyError):
             store.insert(coll, {"id": "t", "version": 2})
-        assert store.find_one(coll, {"id": "t"}, sort=[("version", -1)])["version"] == 2
+        assert _found(store.find_one(coll, {"id": "t"}, sort=[("version", -1)]))["version"] == 2
 
     def test_ensure_index_is_idempotent(self, store: DocumentStore, coll: str) -> None:
         first = store.ensure_index(coll, ["a", ("b", -1)])
@@ -330,7 +336,7 @@ class DocumentStoreSuite:
                 mine.update(coll, {"_id": "counter"}, {"$inc": {"n": 1}, "$push": {"log": 1}})
 
         _run_threads(work, self.WRITERS)
-        final = store.find_one(coll, {"_id": "counter"})
+        final = _found(store.find_one(coll, {"_id": "counter"}))
         assert final["n"] == rounds * self.WRITERS
         assert len(final["log"]) == rounds * self.WRITERS
 
@@ -371,7 +377,7 @@ class DocumentStoreSuite:
 
         run_in_processes(work, self.WRITERS)
         assert store.count(coll, {"writer": {"$exists": True}}) == per_process * self.WRITERS
-        assert store.find_one(coll, {"_id": "counter"})["n"] == per_process * self.WRITERS
+        assert _found(store.find_one(coll, {"_id": "counter"}))["n"] == per_process * self.WRITERS
 
 
 def _run_threads(work: Callable[..., None], count: int, *, with_index: bool = False) -> None:

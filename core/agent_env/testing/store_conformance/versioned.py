@@ -27,6 +27,12 @@ from agent_env.testing.store_conformance import fork_available, run_in_processes
 __all__ = ["VersionedStoreSuite"]
 
 
+def _present(record: VersionedRecord | None) -> VersionedRecord:
+    """The record a test just wrote, failing the test (not with AttributeError) when it is gone."""
+    assert record is not None, "a version that was put is missing"
+    return record
+
+
 class VersionedStoreSuite:
     """Versions are latest + 1 from 1, immutable, and never lost to concurrent writers."""
 
@@ -65,7 +71,7 @@ class VersionedStoreSuite:
             versioned.put(kind, "t", {"n": n})
         latest = versioned.get(kind, "t")
         assert latest is not None and latest.version == 3 and latest.body == {"n": 3}
-        assert versioned.get(kind, "t", 2).body == {"n": 2}
+        assert _present(versioned.get(kind, "t", 2)).body == {"n": 2}
         assert versioned.get(kind, "t", 4) is None
         assert versioned.get(kind, "absent") is None
         assert versioned.get(kind, "t", 1) == versioned.list_versions(kind, "t")[0]
@@ -84,7 +90,7 @@ class VersionedStoreSuite:
         with pytest.raises(AttributeError):
             record.version = 5  # type: ignore[misc]
         record.body["nested"]["k"] = "changed"
-        assert versioned.get(kind, "t", 1).body == {"nested": {"k": "v"}}
+        assert _present(versioned.get(kind, "t", 1)).body == {"nested": {"k": "v"}}
 
     def test_list_versions_and_ids(self, versioned: VersionedStore, kind: str) -> None:
         for id in ("b", "a", "c", "a", "b", "a"):
@@ -97,7 +103,7 @@ class VersionedStoreSuite:
     def test_kinds_are_separate(self, versioned: VersionedStore, kind: str) -> None:
         versioned.put(kind, "same-id", {"k": 1})
         assert versioned.put(kind + "b", "same-id", {"k": 2}).version == 1
-        assert versioned.get(kind, "same-id").body == {"k": 1}
+        assert _present(versioned.get(kind, "same-id")).body == {"k": 1}
 
     def test_content_hash_and_put_if_changed(self, versioned: VersionedStore, kind: str) -> None:
         assert content_hash({"a": 1, "b": [1, 2]}) == content_hash({"b": [1, 2], "a": 1})
