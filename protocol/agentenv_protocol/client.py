@@ -19,10 +19,8 @@ import attrs
 from .card import CARD_PATH, EnvironmentCard, ToolInfo, tool_from_mcp
 from .errors import ProtocolError, TransportError
 from .parts import Part, part_from_wire, part_to_wire
+from .wire import LATEST_VERSION, SESSION_HEADER, VERSION_HEADER
 
-LATEST_VERSION = "2025-11-25"
-SESSION_HEADER = "Mcp-Session-Id"
-VERSION_HEADER = "MCP-Protocol-Version"
 ACCEPT_BOTH = "application/json, text/event-stream"
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

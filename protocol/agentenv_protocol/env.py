@@ -20,13 +20,15 @@ import attrs
 from .errors import AgentEnvError
 from .schema import ParamSpec, input_schema, read_params, to_jsonable
 
+# the role and session keys stay importable from here, where env code and tests found them
+from .wire import HIDDEN_META_KEY
+from .wire import ROLE_META_KEY as ROLE_META_KEY
+from .wire import SESSION_META_KEY as SESSION_META_KEY
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _CARD_KEYS = frozenset({"name", "description", "version", "tool_access", "instructions"})
 _DATA_KINDS = {"reset": "data/reset", "add": "data/add", "get": "data/get"}
-HIDDEN_META_KEY = "agentenv.io/hiddenByDefault"
-ROLE_META_KEY = "agentenv.io/role"
-SESSION_META_KEY = "agentenv.io/session"
 
 
 @attrs.define(frozen=True)

@@ -60,9 +60,9 @@ from .card import (
 )
 from .client import McpClient, fetch_card_raw
 from .clock import CLOCK_URI, ClockError, VirtualClock
-from .env import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 from .errors import ProtocolError, TransportError
 from .mcp_http import Caller, McpEndpoint, json_response
+from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 
 DEFAULT_PORT = 18765
 MODES = ("performance", "consistent")

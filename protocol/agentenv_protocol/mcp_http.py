@@ -16,13 +16,15 @@ import attrs
 from aiohttp import web
 
 from .access import normalise_role
-from .env import ROLE_META_KEY, SESSION_META_KEY
-
-SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_VERSION = "2025-11-25"
-SESSION_HEADER = "Mcp-Session-Id"
-VERSION_HEADER = "MCP-Protocol-Version"
-ROLE_HEADER = "AgentEnv-Role"
+from .wire import (
+    LATEST_VERSION,
+    ROLE_HEADER,
+    ROLE_META_KEY,
+    SESSION_HEADER,
+    SESSION_META_KEY,
+    SUPPORTED_VERSIONS,
+    VERSION_HEADER,
+)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -167,8 +169,8 @@ class McpEndpoint:
                 return self._error(None, INVALID_REQUEST, "Invalid Request: initialize needs an id",
                                    status=400)
             version = negotiate_version(params.get("protocolVersion"))
-            sid = secrets.token_hex(16)
-            self.sessions[sid] = _Session(version)
+            new_sid = secrets.token_hex(16)
+            self.sessions[new_sid] = _Session(version)
             result: dict[str, Any] = {
                 "protocolVersion": version,
                 "capabilities": {"tools": {"listChanged": False}},
@@ -177,7 +179,7 @@ class McpEndpoint:
             if self.instructions:
                 result["instructions"] = self.instructions
             return self._reply({"jsonrpc": "2.0", "id": msg_id, "result": result}, sse,
-                               headers={SESSION_HEADER: sid})
+                               headers={SESSION_HEADER: new_sid})
 
         sid = request.headers.get(SESSION_HEADER)
         if not sid:

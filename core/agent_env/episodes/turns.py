@@ -24,14 +24,12 @@ import attrs
 from agent_env.episodes.errors import EpisodeError
 from agent_env.tasks.step_types.agent_steps import AgentReply, AgentSetup, PromptAgent
 from agent_env.tasks.steps import StepError
+from agentenv_protocol.wire import ROLE_HEADER, ROLE_META_KEY, SESSION_META_KEY
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
 
 OPEN, ENDED, TIMED_OUT, ABANDONED = "open", "ended", "timed out", "abandoned"
-ROLE_HEADER = "AgentEnv-Role"  # agentenv_protocol.mcp_http.ROLE_HEADER, without importing aiohttp
-ROLE_META_KEY = "agentenv.io/role"
-SESSION_META_KEY = "agentenv.io/session"
 #: How much of a tool result the trajectory keeps per call.
 TRAJECTORY_TEXT_LIMIT = 2000
 BASH_TOOL = "bash"
@@ -211,6 +209,8 @@ def _merge(sources: list[_Source]) -> dict[str, tuple[_Source, dict[str, Any]]]:
     for source in sources:
         for tool in source.tools:
             name = tool.get("name")
+            if not isinstance(name, str):
+                raise EpisodeError(f"'{source.name}' lists a tool without a name")
             if name in found:
                 raise EpisodeError(f"tool '{name}' is offered by both '{found[name][0].name}' "
                                    f"and '{source.name}'")
@@ -234,12 +234,13 @@ class TurnTools:
         self._turn = turn
         self._tools = tools
 
+    def names(self) -> list[str]:
+        # above ``list``: in the class body below it, ``list`` names that method, not the type
+        return list(self._tools)
+
     def list(self) -> list[dict[str, Any]]:
         """The tools as MCP lists them (``name``, ``description``, ``inputSchema``)."""
         return [copy.deepcopy(tool) for _, tool in self._tools.values()]
-
-    def names(self) -> list[str]:
-        return list(self._tools)
 
     async def call(self, name: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Call a tool; answers the MCP result (``content``, ``isError``). A failure of the env
