@@ -1,0 +1,653 @@
+"""The ``a2a`` agent type: an agent folder built into an image and run as an A2A server.
+
+What one deployment is, inside the sandbox contract (any provider that runs containers):
+
+* the sandbox: the one of the first env in ``env_ids`` (so the agent reaches that env's gateway
+  by container name, ``http://gateway:18765/mcp``, with that deployment's bearer token), or, with
+  no env, a fresh VM-like sandbox of its own (``agent-<name>``, torn down with the run);
+* the model gateway, container ``model-gateway`` (one per sandbox, its image built once from
+  :mod:`agentenv_agents.gateway_server` and its modules): it serves the scripted model
+  (``scripted:<name>``, scripts loaded by AgentEnv over an admin route) and, when ``[model]
+  base_url`` is configured, forwards every other model to that upstream with ``[model] api_key``.
+  Only that container holds the key. Its port is published so AgentEnv can load scripts and read
+  the call records (``GET /calls``, admin token);
+* the agent, container ``agent-<name>``, built from the agent folder (the folder plus the
+  hermetic protocol wheel; content-hash tag), run with ``A2A_PORT=8000`` (published),
+  ``AGENTENV_MODEL_BASE_URL=http://model-gateway:4000/v1``, a per-run model token
+  (``AGENTENV_MODEL_TOKEN``) and ``AGENTENV_MODEL_NAME``; never a provider key. Once its card
+  answers, each env is added through ``/ext/mcp-config`` and role/system prompt through
+  ``/ext/agent-config`` (when the card's agent-config takes them).
+
+A prompt is ``message/send`` (non-blocking), then ``tasks/get`` every 0.2 s until a final
+state; past ``timeout_seconds`` the task is cancelled and the step fails. A container that
+stops answering mid-prompt fails the step within seconds, with its state and last log lines.
+The reply's trajectory is read from ``/ext/trajectory``; the model calls of the prompt (from the
+model gateway's records) and the agent's usage are appended as a last ``agentenv.usage`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import shutil
+import tempfile
+import time
+import tomllib
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from agent_env.api import StepError
+
+if TYPE_CHECKING:
+    from agent_env.api import Sandbox, TaskContext
+
+AGENT_PORT = 8000
+MODEL_GATEWAY_PORT = 4000
+MODEL_GATEWAY_CONTAINER = "model-gateway"
+MODEL_GATEWAY_IMAGE = "agentenv-model-gateway"
+#: Where an env's gateway listens on its sandbox's private network (mcp_env's deployment).
+ENV_GATEWAY_CONTAINER = "gateway"
+ENV_GATEWAY_PORT = 18765
+DEFAULT_READY_TIMEOUT = 120.0
+POLL_INTERVAL = 0.2
+#: Consecutive failed polls after which the agent counts as gone (then its state is checked).
+DEAD_AFTER = 3
+LOG_LINES = 30
+SCRIPTED_PREFIX = "scripted:"
+AGENT_LABEL = "agentenv.agent"
+GATEWAY_MODULES = ("__init__.py", "model_gateway.py", "records.py", "scripted.py", "wire.py",
+                   "gateway_server.py")
+FINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected", "input-required",
+                          "auth-required"})
+
+GATEWAY_DOCKERFILE = f"""\
+FROM python:3.11-slim
+RUN pip install --no-cache-dir --disable-pip-version-check agentenv-framework-protocol \\
+ && useradd --create-home --uid 10001 gateway
+WORKDIR /app
+COPY agentenv_agents/ /app/agentenv_agents/
+USER gateway
+ENV PYTHONUNBUFFERED=1
+EXPOSE {MODEL_GATEWAY_PORT}
+CMD ["python", "-m", "agentenv_agents.gateway_server"]
+"""
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "agent"
+
+
+def _accepts_progress(method: Any) -> bool:
+    import inspect
+
+    try:
+        return "progress" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+async def build(sandbox: Sandbox, context: str, name: str, labels: dict[str, str],
+                prefix: str, say: Any) -> str:
+    """Build one image in ``sandbox``; progress lines go to ``say`` under ``prefix``."""
+    def line(text: str) -> None:
+        say(f"{prefix}: {text}")
+
+    if _accepts_progress(sandbox.build_image):
+        return await sandbox.build_image(context, name, labels=labels,  # type: ignore[call-arg]
+                                         progress=line)
+    ref = await sandbox.build_image(context, name, labels=labels)
+    line(f"image {ref}")
+    return ref
+
+
+def write_gateway_context(folder: Path) -> Path:
+    """The model gateway's build context: a Dockerfile and this package's gateway modules."""
+    package = folder / "agentenv_agents"
+    package.mkdir(parents=True, exist_ok=True)
+    here = Path(__file__).parent
+    for module in GATEWAY_MODULES:
+        shutil.copyfile(here / module, package / module)
+    (folder / "Dockerfile").write_text(GATEWAY_DOCKERFILE, encoding="utf-8")
+    return folder
+
+
+# -- the model gateway of a sandbox --------------------------------------------------------
+
+
+@attrs.define
+class ModelGatewayHandle:
+    """The ``model-gateway`` container of one sandbox, as AgentEnv reaches it."""
+
+    url: str
+    token: str = attrs.field(repr=False)
+    admin_token: str = attrs.field(repr=False)
+    image: str
+    upstream: str | None
+    loaded: set[str] = attrs.field(factory=set)
+    lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+
+    @property
+    def private_base_url(self) -> str:
+        return f"http://{MODEL_GATEWAY_CONTAINER}:{MODEL_GATEWAY_PORT}/v1"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_token}"}
+
+    async def load_script(self, name: str, data: Any) -> str:
+        import aiohttp
+
+        async with aiohttp.ClientSession() as http, http.post(
+                f"{self.url}/admin/scripts", json={"name": name, "script": data},
+                headers=self._headers(), timeout=aiohttp.ClientTimeout(total=30)) as resp:
+            body = await resp.json(content_type=None)
+            if resp.status != 200:
+                raise StepError(f"the model gateway refused the script '{name}': "
+                                f"{(body or {}).get('error')}")
+        self.loaded.add(name)
+        return str(body["model"])
+
+    async def calls(self, after: int = 0) -> list[dict[str, Any]]:
+        import aiohttp
+
+        async with aiohttp.ClientSession() as http, http.get(
+                f"{self.url}/calls", params={"after": str(after)}, headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=30)) as resp:
+            body = await resp.json(content_type=None)
+        return list((body or {}).get("calls") or [])
+
+
+#: (run instance, sandbox id) -> its model gateway, so agents of one sandbox share it.
+_GATEWAYS: dict[tuple[str, str], ModelGatewayHandle] = {}
+_GATEWAY_LOCKS: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+def _model_settings() -> dict[str, Any]:
+    from agent_env.api import current
+
+    return dict(current().config.section("model"))
+
+
+async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGatewayHandle:
+    """The sandbox's model gateway, started on first use (once per sandbox)."""
+    from agent_env.api import ContainerSpec
+
+    key = (ctx.instance_id, sandbox.id)
+    lock = _GATEWAY_LOCKS.setdefault(key, asyncio.Lock())
+    async with lock:
+        if key in _GATEWAYS:
+            return _GATEWAYS[key]
+        settings = _model_settings()
+        base_url = settings.get("base_url") or None
+        api_key = settings.get("api_key") or None
+        token, admin = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        for secret in (token, admin, api_key):
+            ctx.register_secret(secret)
+        with tempfile.TemporaryDirectory(prefix="agent-env-model-gateway-") as folder:
+            write_gateway_context(Path(folder))
+            image = await build(sandbox, folder, MODEL_GATEWAY_IMAGE,
+                                {"agentenv.role": "model-gateway"}, "model-gateway", say)
+        env = {"AGENTENV_MODEL_TOKEN": token, "AGENTENV_MODEL_ADMIN_TOKEN": admin,
+               "AGENTENV_MODEL_PORT": str(MODEL_GATEWAY_PORT)}
+        if base_url:
+            env["AGENTENV_UPSTREAM_BASE_URL"] = str(base_url)
+            if api_key:
+                env["AGENTENV_UPSTREAM_API_KEY"] = str(api_key)
+        urls = await sandbox.run_container(ContainerSpec(
+            name=MODEL_GATEWAY_CONTAINER, image=image, env=env, publish=(MODEL_GATEWAY_PORT,),
+            labels={**ctx.labels, "agentenv.role": "model-gateway"}))
+        url = (urls.get(MODEL_GATEWAY_PORT) or "").rstrip("/")
+        if not url:
+            raise StepError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
+                            f"model gateway's port {MODEL_GATEWAY_PORT}")
+        await _wait_http(f"{url}/healthz", DEFAULT_READY_TIMEOUT, sandbox,
+                         MODEL_GATEWAY_CONTAINER, "the model gateway")
+        handle = ModelGatewayHandle(url, token, admin, image,
+                                    upstream=str(base_url) if base_url else None)
+        _GATEWAYS[key] = handle
+
+        async def forget() -> None:
+            _GATEWAYS.pop(key, None)
+            _GATEWAY_LOCKS.pop(key, None)
+
+        ctx.on_teardown("model-gateway", f"model gateway of sandbox {sandbox.id}", forget)
+        return handle
+
+
+async def _container_state(sandbox: Sandbox, container: str) -> str:
+    """``; container x: exited (1)`` and its last log lines (best effort, for errors)."""
+    status_of = getattr(sandbox, "container_status", None)  # docker's, beyond the contract
+    text = ""
+    if status_of is not None:
+        try:
+            text = f"; container {container}: {await status_of(container) or 'gone'}"
+        except Exception:  # decoration for an error message
+            pass
+    try:
+        logs = (await sandbox.container_logs(container, tail=LOG_LINES)).rstrip()
+    except Exception as exc:
+        logs = f"(could not read its logs: {exc})"
+    return f"{text}\n--- last log lines of the {container} container ---\n{logs or '(no output)'}"
+
+
+async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
+                     what: str) -> Any:
+    """GET ``url`` until it answers 200 (its JSON body, or None); StepError with logs after."""
+    import aiohttp
+
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    last = "no answer"
+    status_of = getattr(sandbox, "container_status", None)
+    checked = time.monotonic()
+    async with aiohttp.ClientSession() as http:
+        while True:
+            try:
+                async with http.get(url, timeout=aiohttp.ClientTimeout(total=3)) as resp:
+                    if resp.status == 200:
+                        try:
+                            return await resp.json(content_type=None)
+                        except ValueError:
+                            return None
+                    last = f"HTTP {resp.status}"
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                last = f"{type(exc).__name__}"
+            now = time.monotonic()
+            if status_of is not None and now - checked > 1.0:
+                checked = now
+                try:
+                    status = await status_of(container)
+                except Exception:
+                    status = "running"
+                if status != "running":
+                    raise StepError(f"{what} stopped before it was ready"
+                                    f"{await _container_state(sandbox, container)}")
+            if now > deadline:
+                raise StepError(f"{what} was not ready within {timeout:.0f}s ({last})"
+                                f"{await _container_state(sandbox, container)}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, POLL_INTERVAL)
+
+
+# -- the agent -----------------------------------------------------------------------------
+
+
+def _supported_config(card: dict[str, Any]) -> set[str]:
+    """The fields the card's agent-config ``set`` accepts (empty: no agent-config)."""
+    for ext in (card.get("capabilities") or {}).get("extensions") or []:
+        if isinstance(ext, dict) and "agent-config" in str(ext.get("uri", "")):
+            methods = (ext.get("params") or {}).get("methods") or {}
+            for method in methods.values():
+                request = (method or {}).get("request") or {}
+                if isinstance(request, dict) and "supported" in request:
+                    return set(request["supported"])
+    return set()
+
+
+def _has_extension(card: dict[str, Any], name: str) -> bool:
+    return any(isinstance(e, dict) and name in str(e.get("uri", ""))
+               for e in (card.get("capabilities") or {}).get("extensions") or [])
+
+
+@attrs.frozen
+class A2aReply:
+    """What the agent answered (the kernel's ``AgentReply`` shape: ``response`` and
+    ``trajectory``), plus the prompt's ``usage`` (the agent's and the model gateway's counts)."""
+
+    response: str
+    trajectory: tuple[dict[str, Any], ...] = ()
+    usage: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.define
+class A2aAgent:
+    """A deployed A2A agent, as the prompt steps see it."""
+
+    name: str
+    agent_id: str
+    url: str
+    container: str
+    image: str
+    model: str | None
+    card: dict[str, Any]
+    sandbox: Any = attrs.field(repr=False)
+    gateway: ModelGatewayHandle = attrs.field(repr=False)
+    ctx: Any = attrs.field(repr=False)
+    env_ids: list[str] = attrs.field(factory=list)
+    context_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
+
+    def describe(self) -> dict[str, Any]:
+        return {"agent_name": self.name, "type": "a2a", "agent": self.agent_id,
+                "image": self.image, "url": self.url, "container": self.container,
+                "model": self.model, "model_gateway": {
+                    "image": self.gateway.image,
+                    "upstream": self.gateway.upstream or "scripted only"},
+                "card_name": self.card.get("name"), "envs": list(self.env_ids),
+                "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
+
+    async def _rpc(self, http: Any, method: str, params: dict[str, Any],
+                   timeout: float = 30) -> dict[str, Any]:
+        import aiohttp
+
+        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        async with http.post(f"{self.url}/a2a", json=body,
+                             timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+            reply = await resp.json(content_type=None)
+        if not isinstance(reply, dict):
+            raise StepError(f"agent '{self.name}': {method} answered {reply!r}")
+        if reply.get("error"):
+            raise StepError(f"agent '{self.name}': {method} failed: {reply['error']}")
+        return dict(reply.get("result") or {})
+
+    async def _dead(self) -> str | None:
+        """Why the agent's container is gone, or None if it still runs."""
+        status_of = getattr(self.sandbox, "container_status", None)
+        if status_of is not None:
+            try:
+                status = await status_of(self.container)
+            except Exception:
+                status = "running"
+            if status == "running":
+                return None
+        return await _container_state(self.sandbox, self.container)
+
+    async def _resolve_model(self, step: Any) -> str | None:
+        model = step.model or self.model
+        if model and model.startswith(SCRIPTED_PREFIX):
+            name = model[len(SCRIPTED_PREFIX):]
+            async with self.gateway.lock:
+                if name not in self.gateway.loaded:
+                    data = await load_script(self.ctx, name, self.env_ids)
+                    await self.gateway.load_script(name, data)
+        return model
+
+    async def prompt(self, step: Any, timeout: float) -> Any:
+        import aiohttp
+
+        model = await self._resolve_model(step)
+        supported = _supported_config(self.card)
+        config = {}
+        if model and "model" in supported:
+            config["model"] = model
+        if step.system_prompt and "system_prompt" in supported:
+            config["system_prompt"] = step.system_prompt
+        deadline = time.monotonic() + timeout
+        calls_before = len(await self.gateway.calls())
+        async with aiohttp.ClientSession() as http:
+            try:
+                if config:
+                    await _post_ok(http, f"{self.url}/ext/agent-config", config, self.name)
+                message = {"messageId": uuid.uuid4().hex, "role": "user",
+                           "parts": [{"kind": "text", "text": step.prompt}],
+                           "contextId": self.context_id}
+                task = await self._rpc(http, "message/send", {
+                    "message": message, "configuration": {"blocking": False}})
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                why = await self._dead()
+                raise StepError(f"infra error: agent '{self.name}' did not take the prompt "
+                                f"({type(exc).__name__}){why or ''}") from None
+            task_id = str(task.get("id") or "")
+            if not task_id:
+                raise StepError(f"agent '{self.name}': message/send returned no task: {task}")
+            failures = 0
+            while (task.get("status") or {}).get("state") not in FINAL_STATES:
+                if time.monotonic() > deadline:
+                    try:
+                        await self._rpc(http, "tasks/cancel", {"id": task_id}, timeout=5)
+                    except Exception:  # the step fails anyway
+                        pass
+                    raise StepError(f"agent '{self.name}' did not answer within {timeout:g}s "
+                                    f"(task {task_id} cancelled)")
+                await asyncio.sleep(POLL_INTERVAL)
+                try:
+                    task = await self._rpc(http, "tasks/get", {"id": task_id}, timeout=10)
+                    failures = 0
+                except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                    failures += 1
+                    why = await self._dead()
+                    if why is not None or failures >= DEAD_AFTER:
+                        raise StepError(
+                            f"infra error: agent '{self.name}' stopped answering mid-prompt "
+                            f"({type(exc).__name__}){why or ''}") from None
+            trajectory = await self._trajectory(http, task_id)
+        return await self._reply(task, trajectory, calls_before, model)
+
+    async def _trajectory(self, http: Any, task_id: str) -> list[dict[str, Any]]:
+        """The task's events, read page by page (a page carries the format); the first event
+        is ``{"type": "agentenv.format", "format": ...}`` when the agent names one."""
+        if not _has_extension(self.card, "trajectory"):
+            return []
+        import aiohttp
+
+        events: list[Any] = []
+        fmt = None
+        after = 0
+        try:
+            for _ in range(10_000):
+                async with http.post(f"{self.url}/ext/trajectory",
+                                     json={"task_id": task_id, "after": after, "limit": 1000},
+                                     timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                    page = await resp.json(content_type=None)
+                if resp.status != 200 or not isinstance(page, dict):
+                    return [{"type": "agentenv.trajectory_error",
+                             "message": f"HTTP {resp.status}: {str(page)[:300]}"}]
+                fmt = page.get("format") or fmt
+                events.extend(page.get("events") or [])
+                after = int(page.get("next") or after)
+                if not page.get("has_more"):
+                    break
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            return [{"type": "agentenv.trajectory_error", "message": str(exc)}]
+        out = [e if isinstance(e, dict) else {"event": e} for e in events]
+        if fmt:
+            out.insert(0, {"type": "agentenv.format", "format": fmt})
+        return out
+
+    async def _reply(self, task: dict[str, Any], trajectory: list[dict[str, Any]],
+                     calls_before: int, model: str | None) -> Any:
+        status = task.get("status") or {}
+        state = status.get("state")
+        parts = ((status.get("message") or {}).get("parts")) or []
+        texts = [p.get("text", "") for p in parts if p.get("kind") == "text"]
+        data = {}
+        for part in parts:
+            if part.get("kind") == "data" and isinstance(part.get("data"), dict):
+                data.update(part["data"])
+        text = texts[-1] if texts else ""
+        calls = await self.gateway.calls(calls_before)
+        models = sorted({str(c.get("model")) for c in calls if c.get("model")})
+        agent_usage = data.get("usage") or {}
+        # Record keys avoid the word "token": the run record drops keys that look like secrets.
+        usage = {
+            "tool_calls": agent_usage.get("tool_call_count", 0),
+            "model_calls": len(calls),
+            "input": sum(c.get("input_tokens") or 0 for c in calls),
+            "output": sum(c.get("output_tokens") or 0 for c in calls),
+            "agent_reported": {"input": agent_usage.get("input_tokens"),
+                               "output": agent_usage.get("output_tokens"),
+                               "cost_usd": agent_usage.get("cost_usd")},
+        }
+        usage_event = {
+            "type": "agentenv.usage", "state": state, "model": model,
+            "models_answering": models, "usage": usage,
+            "model_calls": [{
+                "api": c.get("api"), "model": c.get("model"),
+                "requested_model": c.get("requested_model"), "status": c.get("status"),
+                "usage": {"input": c.get("input_tokens"), "output": c.get("output_tokens")},
+                "latency_ms": c.get("latency_ms"), "error": c.get("error")} for c in calls],
+        }
+        self.ctx.note(f"agents/{self.agent_id}: '{self.name}' answered ({state}) with model "
+                      f"{', '.join(models) or model or 'none'}: {len(calls)} model call(s), "
+                      f"{usage['input']} input + {usage['output']} output tokens, "
+                      f"{usage['tool_calls']} tool call(s)")
+        if data.get("error_type") or state in ("failed", "rejected", "canceled"):
+            kind = data.get("error_type") or "agent_error"
+            raise StepError(f"agent '{self.name}' failed the prompt ({kind}, "
+                            f"{data.get('error_code') or state}): "
+                            f"{data.get('error_message') or text}")
+        return A2aReply(text, (*trajectory, usage_event), usage)
+
+
+async def _post_ok(http: Any, url: str, body: dict[str, Any], name: str) -> dict[str, Any]:
+    import aiohttp
+
+    async with http.post(url, json=body, timeout=aiohttp.ClientTimeout(total=30)) as resp:
+        text = await resp.text()
+        if resp.status >= 300:
+            raise StepError(f"agent '{name}': POST {url} answered HTTP {resp.status}: "
+                            f"{text[:300]}")
+    try:
+        return dict(json.loads(text) or {})
+    except (ValueError, TypeError):
+        return {}
+
+
+async def load_script(ctx: TaskContext, name: str, env_ids: list[str]) -> Any:
+    """The scripted model's script ``name``: what a ``scripted_model`` step of this run set up,
+    else a stored artifact of that id."""
+    from agentenv_agents.model_steps import SCRIPTS
+
+    found = SCRIPTS.get((ctx.instance_id, name))
+    if found is not None:
+        return found
+    try:
+        artifact = await ctx.artifact(name)
+    except Exception:
+        raise StepError(
+            f"no scripted model '{name}' is set up in this task: add a step "
+            f'{{"type": "scripted_model", "script_artifact_id": "{name}"}} before the prompt '
+            "(the artifact holds the script)") from None
+    return parse_script(artifact, name)
+
+
+def parse_script(artifact: Any, name: str) -> Any:
+    """The one ``.json`` or ``.toml`` script file of ``artifact``, parsed."""
+    files = [f for f in artifact.files if f.path.endswith((".json", ".toml"))]
+    if len(files) != 1:
+        raise StepError(f"scripted model '{name}': artifact {artifact.id} must hold exactly one "
+                        f".json or .toml script (holds {[f.path for f in artifact.files]})")
+    file = files[0]
+    try:
+        text = file.data.decode("utf-8")
+        data = tomllib.loads(text) if file.path.endswith(".toml") else json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise StepError(f"scripted model '{name}': {file.path} is not valid: {exc}") from None
+    if not isinstance(data, dict) or not data.get("turns"):
+        raise StepError(f"scripted model '{name}': {file.path} is not a script (an object "
+                        "with 'turns')")
+    return data
+
+
+class A2aAgentType:
+    """Deploys agent folders whose ``agent.toml`` says ``type = "a2a"``."""
+
+    name = "a2a"
+
+    @staticmethod
+    async def deploy(ctx: TaskContext, step: Any, setup: Any, source: Any) -> A2aAgent:
+        from agent_env.api import ContainerSpec, SandboxSpec, choose_provider, open_provider
+
+        def say(line: str) -> None:
+            ctx.note(line)
+
+        envs = dict(setup.envs)
+        sandbox = None
+        if step.env_ids:
+            sandbox = getattr(envs[step.env_ids[0]], "sandbox", None)
+            if sandbox is None:
+                raise StepError(f"env '{step.env_ids[0]}' was not deployed in a sandbox an "
+                                "agent can join")
+        else:
+            name = f"agent-{_slug(step.agent_name)}"
+            spec = SandboxSpec(name=name, mode="vm", ttl_seconds=step.ttl_seconds or 3 * 3600,
+                               labels={**ctx.labels, "agentenv.step": step.id})
+            chain = ctx.provider_chain(step.sandbox_type)
+            chain = list(dict.fromkeys("docker" if p == "local" else p for p in chain))
+            provider = open_provider(choose_provider(chain))
+            sandbox = await provider.create(spec)
+            ctx.add_sandbox(name, sandbox)
+        gateway = await model_gateway(ctx, sandbox, say)
+        if source.image:
+            image = source.image
+            say(f"agents/{source.name}: image {image} (given)")
+        else:
+            with tempfile.TemporaryDirectory(prefix="agent-env-agent-") as folder:
+                context = Path(folder) / source.name
+                shutil.copytree(source.folder, context, ignore=shutil.ignore_patterns(
+                    "__pycache__", "*.pyc", ".git"))
+                if source.dockerfile != "Dockerfile":
+                    shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
+                image = await build(sandbox, str(context), source.name,
+                                    {AGENT_LABEL: source.name}, f"agents/{source.name}", say)
+        settings = _model_settings()
+        model = settings.get("name") or source.metadata.get("default_model") or None
+        container = f"agent-{_slug(step.agent_name)}"
+        env = {**source.default_env_vars, "A2A_PORT": str(AGENT_PORT),
+               "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
+               "AGENTENV_MODEL_TOKEN": gateway.token}
+        if model:
+            env["AGENTENV_MODEL_NAME"] = str(model)
+        if "max_turns" in source.config:
+            env["AGENTENV_MAX_TURNS"] = str(source.config["max_turns"])
+        if setup.role:
+            env["AGENT_ENV_ROLE"] = setup.role
+        urls = await sandbox.run_container(ContainerSpec(
+            name=container, image=image, env=env, publish=(AGENT_PORT,),
+            labels={**ctx.labels, AGENT_LABEL: source.name, "agentenv.role": "agent"}))
+        url = (urls.get(AGENT_PORT) or "").rstrip("/")
+        if not url:
+            raise StepError(f"the '{sandbox.provider_name}' sandbox published no URL for "
+                            f"agent '{step.agent_name}' (port {AGENT_PORT})")
+        card = await _wait_http(f"{url}/.well-known/agent.json", DEFAULT_READY_TIMEOUT, sandbox,
+                                container, f"agent '{step.agent_name}' ({source.name})")
+        if not isinstance(card, dict):
+            raise StepError(f"agent '{step.agent_name}' ({source.name}) serves no JSON card")
+        agent = A2aAgent(step.agent_name, source.name, url, container, image, model, card,
+                         sandbox, gateway, ctx, list(step.env_ids))
+        await _configure(agent, card, setup, envs, step)
+        say(f"agents/{source.name}: '{step.agent_name}' ready at {url} "
+            f"(model {model or 'named per prompt'}; model gateway "
+            f"{'forwarding to the configured upstream' if gateway.upstream else 'scripted only'})")
+        return agent
+
+
+async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
+                     envs: dict[str, Any], step: Any) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        if envs:
+            if not _has_extension(card, "mcp-config"):
+                raise StepError(f"agent '{agent.name}' takes no MCP servers (its card has no "
+                                "mcp-config extension), but the step gives it envs")
+            first = getattr(envs[step.env_ids[0]], "sandbox", None)
+            for env_id, deployment in envs.items():
+                if getattr(deployment, "sandbox", None) is not first:
+                    raise StepError(f"agent '{agent.name}': env '{env_id}' runs in another "
+                                    "sandbox than the first env's; an agent reaches the envs "
+                                    "of one sandbox (deploy them together with with_envs)")
+                token = getattr(deployment, "token", None)
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                if setup.role:
+                    headers["AgentEnv-Role"] = setup.role
+                name = _slug(getattr(deployment, "environment_name", None)
+                             or env_id.rsplit("/", 1)[-1])
+                await _post_ok(http, f"{agent.url}/ext/mcp-config", {
+                    "url": f"http://{ENV_GATEWAY_CONTAINER}:{ENV_GATEWAY_PORT}/mcp",
+                    "headers": headers, "name": name}, agent.name)
+        supported = _supported_config(card)
+        config: dict[str, Any] = {}
+        wanted = {"role": setup.role, "system_prompt": setup.system_prompt}
+        for key, value in wanted.items():
+            if value is None:
+                continue
+            if key not in supported:
+                raise StepError(f"agent '{agent.name}' cannot take a {key} (its agent-config "
+                                f"supports: {', '.join(sorted(supported)) or 'nothing'})")
+            config[key] = value
+        if config:
+            await _post_ok(http, f"{agent.url}/ext/agent-config", config, agent.name)

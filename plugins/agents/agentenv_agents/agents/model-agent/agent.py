@@ -1,0 +1,200 @@
+"""The model-agent: an OpenAI Chat Completions tool-calling loop over its envs' MCP tools.
+
+Built on AgentEnv's A2A agent SDK. Each turn it lists the tools of every MCP server it was given
+(``/ext/mcp-config``), offers them to the model as OpenAI tools, calls the model at
+``AGENTENV_MODEL_BASE_URL`` (``/chat/completions``, bearer ``AGENTENV_MODEL_TOKEN``), runs the
+tool calls the model asks for, and loops until the model answers in text (or ``max_turns``).
+
+The trajectory (format ``agentenv-model-agent/1``) has one event per model call
+(``model_call``: model, finish reason, token counts), per tool call (``tool_call``: server,
+tool, arguments, result text, is_error) and the final ``answer``. Usage counts tool calls and the
+model's own token numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import aiohttp
+import attrs
+
+from agentenv_protocol.agent import (
+    AGENT_CONFIG_V1,
+    MCP_CONFIG_V1,
+    TRAJECTORY_V1,
+    AgentConfig,
+    AgentEnvAgent,
+    AgentIdentity,
+    TaskRequest,
+    TaskResult,
+    a2a_agent,
+)
+from agentenv_protocol.client import McpClient
+
+TRAJECTORY_FORMAT = "agentenv-model-agent/1"
+DEFAULT_SYSTEM_PROMPT = ("You are an agent with tools. Use them when they help, then answer "
+                         "the user in plain text.")
+
+
+@attrs.define
+class ModelAgentConfig(AgentConfig):
+    model: str | None = None
+    system_prompt: str | None = None
+    max_turns: int = 12
+
+
+class ModelError(Exception):
+    """The model endpoint failed; ``infra`` when it is not the model's own answer."""
+
+
+def _tool_name(server: str, tool: str, many: bool) -> str:
+    return f"{server}__{tool}" if many else tool
+
+
+@a2a_agent(
+    identity=AgentIdentity(name="model-agent", version="0.1.0",
+                           description="OpenAI tool calling over the MCP tools of its envs."),
+    config=ModelAgentConfig,
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+)
+class ModelAgent(AgentEnvAgent):
+    def __init__(self) -> None:
+        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
+        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
+        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 12)
+
+    async def run(self, request: TaskRequest[ModelAgentConfig]) -> TaskResult:
+        config = request.config
+        model = config.model or self.default_model
+        if not self.base_url or not model:
+            return TaskResult.failure("no model endpoint or model name is configured",
+                                      code="model_agent.no_model")
+        trajectory = request.trajectory
+        trajectory.set_format(TRAJECTORY_FORMAT)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": config.system_prompt or DEFAULT_SYSTEM_PROMPT},
+            {"role": "user", "content": request.text},
+        ]
+        trajectory.append({"type": "prompt", "text": request.text, "model": model})
+        clients: dict[str, McpClient] = {}
+        routes: dict[str, tuple[str, str]] = {}
+        tools: list[dict[str, Any]] = []
+        async with aiohttp.ClientSession() as http:
+            try:
+                many = len(request.mcp_servers) > 1
+                for name, server in request.mcp_servers.items():
+                    client = McpClient(server.url, headers=dict(server.headers), session=http,
+                                       client_name="model-agent")
+                    await client.connect()
+                    clients[name] = client
+                    for tool in await client.list_tools_raw():
+                        exposed = _tool_name(name, tool["name"], many)
+                        routes[exposed] = (name, tool["name"])
+                        tools.append({"type": "function", "function": {
+                            "name": exposed, "description": tool.get("description") or "",
+                            "parameters": tool.get("inputSchema") or {"type": "object"}}})
+                trajectory.append({"type": "tools", "tools": sorted(routes)})
+                max_turns = config.max_turns or self.default_max_turns
+                for _ in range(max_turns):
+                    message = await self._complete(http, request, model, messages, tools)
+                    messages.append(message)
+                    calls = message.get("tool_calls") or []
+                    if not calls:
+                        text = message.get("content") or ""
+                        trajectory.append({"type": "answer", "text": text})
+                        if not text.strip():
+                            return TaskResult.failure("the model answered with no text",
+                                                      code="model_agent.empty_answer")
+                        return TaskResult(text=text)
+                    for call in calls:
+                        messages.append(await self._run_tool(request, clients, routes, call))
+                return TaskResult.failure(f"no answer within {max_turns} model turns",
+                                          code="model_agent.max_turns")
+            except ModelError as exc:
+                trajectory.append({"type": "error", "message": str(exc)})
+                return TaskResult(error_type="infra_error", error_code="model_agent.model_error",
+                                  error_message=str(exc))
+            finally:
+                for client in clients.values():
+                    try:
+                        await client.close()
+                    except Exception:  # closing is best effort
+                        pass
+
+    async def _complete(self, http: aiohttp.ClientSession, request: TaskRequest[Any],
+                        model: str, messages: list[dict[str, Any]],
+                        tools: list[dict[str, Any]]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        started = time.monotonic()
+        try:
+            async with http.post(f"{self.base_url}/chat/completions", json=body,
+                                 headers={"Authorization": f"Bearer {self.token}"},
+                                 timeout=aiohttp.ClientTimeout(total=600)) as resp:
+                text = await resp.text()
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ModelError(f"the model endpoint did not answer: {type(exc).__name__}: "
+                             f"{exc}") from None
+        if status != 200:
+            raise ModelError(f"the model endpoint answered HTTP {status}: {text[:500]}")
+        try:
+            answer = json.loads(text)
+            choice = answer["choices"][0]
+            message = dict(choice["message"])
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ModelError(f"the model endpoint's answer is not a chat completion: "
+                             f"{text[:300]}") from None
+        usage = answer.get("usage") or {}
+        request.usage.add_tokens(input_tokens=int(usage.get("prompt_tokens") or 0),
+                                 output_tokens=int(usage.get("completion_tokens") or 0))
+        request.trajectory.append({
+            "type": "model_call", "model": answer.get("model"),
+            "finish_reason": choice.get("finish_reason"),
+            # not "tokens": AgentEnv's run record drops keys that look like secrets
+            "usage": {"input": usage.get("prompt_tokens"),
+                      "output": usage.get("completion_tokens")},
+            "text": message.get("content"),
+            "tool_calls": [c.get("function", {}).get("name")
+                           for c in message.get("tool_calls") or []],
+            "seconds": round(time.monotonic() - started, 3),
+        })
+        message.setdefault("content", None)
+        message["role"] = "assistant"
+        return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
+
+    async def _run_tool(self, request: TaskRequest[Any], clients: dict[str, McpClient],
+                        routes: dict[str, tuple[str, str]], call: dict[str, Any]) -> dict[str, Any]:
+        function = call.get("function") or {}
+        exposed = function.get("name", "")
+        raw_args = function.get("arguments") or "{}"
+        request.usage.add_tool_call()
+        try:
+            arguments = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+        except ValueError:
+            arguments = None
+        if exposed not in routes:
+            text, is_error, server, tool = f"unknown tool {exposed!r}", True, None, exposed
+        elif not isinstance(arguments, dict):
+            server, tool = routes[exposed]
+            text, is_error = f"arguments are not a JSON object: {raw_args!r}", True
+        else:
+            server, tool = routes[exposed]
+            try:
+                result = await clients[server].call_tool(tool, arguments)
+                text, is_error = result.text, result.is_error
+            except Exception as exc:  # the tool's failure is the model's to read
+                text, is_error = f"tool call failed: {type(exc).__name__}: {exc}", True
+        request.trajectory.append({"type": "tool_call", "server": server, "tool": tool,
+                                   "arguments": arguments, "result": text,
+                                   "is_error": is_error})
+        return {"role": "tool", "tool_call_id": call.get("id", ""), "content": text}
+
+
+if __name__ == "__main__":
+    ModelAgent().serve()

@@ -1,0 +1,153 @@
+"""The shipped ``model-agent`` through the ``a2a`` agent type, on the real engine.
+
+The echo env of the agents-smoke bundle is deployed by ``deploy_env``; the agent joins its
+sandbox next to a ``model-gateway`` container serving the scripted model; the prompt makes it
+call ``echo`` through the env's gateway and answer with the result. Images are built once
+(content-hash tags: later tests and reruns find them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env import runtime
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.agent_steps import DeployAgent, PromptAgent
+from agent_env.tasks.steps import StepError
+from agentenv_agents.model_steps import ScriptedModel
+from agentenv_mcp_env.steps import DeployEnv
+
+pytestmark = pytest.mark.docker
+TEXT = "agents smoke 7431"
+PROMPT = f"Call the echo tool with the text '{TEXT}' and answer with what it returned."
+CANARY = "sk-canary-5f1d0c3e9a7b4e21"
+
+
+async def deploy(ctx: TaskContext, ids: dict[str, str]) -> None:
+    await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
+    await ScriptedModel(id="model", script_artifact_id=ids["echo_script"]).run(ctx)
+    await DeployAgent(id="agent", a2a_agent_id="model-agent", env_ids=[ids["echo"]]).run(ctx)
+
+
+def containers(client: Any, run_id: str, role: str) -> list[Any]:
+    return client.containers.list(filters={"label": [f"agentenv.run={run_id}",
+                                                     f"agentenv.role={role}"]})
+
+
+async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
+    task: tuple[TaskContext, dict[str, str]], leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    await deploy(ctx, ids)
+    described = ctx.outputs["agent"]
+    assert described["agent"] == "model-agent" and described["type"] == "a2a"
+    assert described["model_gateway"]["upstream"] == "scripted only"
+
+    started = time.monotonic()
+    await PromptAgent(id="ask", prompt=PROMPT, model="scripted:echo_script",
+                      timeout_seconds=60).run(ctx)
+    assert time.monotonic() - started < 10
+    reply = ctx.outputs["ask"]
+    assert reply["response"] == f"The echo tool returned: {TEXT}"
+    events = reply["trajectory"]
+    tool_calls = [e for e in events if e.get("type") == "tool_call"]
+    assert tool_calls == [{"type": "tool_call", "server": "echo", "tool": "echo",
+                           "arguments": {"text": TEXT}, "result": TEXT, "is_error": False}]
+    assert events[0] == {"type": "agentenv.format", "format": "agentenv-model-agent/1"}
+    usage = events[-1]
+    assert usage["type"] == "agentenv.usage"
+    assert usage["models_answering"] == ["scripted:echo_script"]
+    assert usage["usage"]["tool_calls"] == 1 and usage["usage"]["model_calls"] == 2
+    assert usage["usage"]["input"] > 0 and usage["usage"]["output"] > 0
+    # The record keeps the counts (its secret filter drops keys that say "token").
+    assert ctx.strip_secrets(usage)["usage"]["input"] == usage["usage"]["input"]
+
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+    assert leftovers() == []
+
+
+async def test_an_agent_whose_container_died_fails_in_seconds(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+) -> None:
+    ctx, ids = task
+    await deploy(ctx, ids)
+    (agent,) = containers(docker_client, run_id, "agent")
+    agent.kill()
+    started = time.monotonic()
+    with pytest.raises(StepError, match=r"infra error: agent 'agent'.*\n?.*container agent-agent"):
+        await PromptAgent(id="ask", prompt=PROMPT, model="scripted:echo_script",
+                          timeout_seconds=300).run(ctx)
+    assert time.monotonic() - started < 15
+
+
+async def test_an_agent_without_envs_gets_a_sandbox_of_its_own(
+    task: tuple[TaskContext, dict[str, str]], tmp_path: Path, store_bundle: Any,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    import json
+
+    ctx, _ = task
+    folder = tmp_path / "hello-bundle"
+    (folder / "artifacts" / "hello_script").mkdir(parents=True)
+    (folder / "tasks").mkdir()
+    (folder / "tasks" / "t.json").write_text(json.dumps([
+        {"id": "model", "type": "scripted_model", "script_artifact_id": "hello_script"}]))
+    (folder / "artifacts" / "hello_script" / "script.json").write_text(json.dumps(
+        {"turns": [{"text": "hello without tools"}]}))
+    ids, artifacts = store_bundle(folder=folder)
+    ctx.artifacts = artifacts
+    await ScriptedModel(id="model", script_artifact_id=ids["hello_script"]).run(ctx)
+    await DeployAgent(id="agent", a2a_agent_id="model-agent", sandbox_type="docker").run(ctx)
+    assert "agent-agent" in ctx.sandboxes
+    await PromptAgent(id="ask", prompt="hi", model="scripted:hello_script").run(ctx)
+    assert ctx.outputs["ask"]["response"] == "hello without tools"
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+    assert leftovers() == []
+
+
+@pytest.fixture
+def canary_upstream(state_root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """[model] base_url (unreachable) and api_key (the canary), set before the run's stores."""
+    monkeypatch.setenv("AGENT_ENV_MODEL_BASE_URL", "http://upstream.invalid/v1")
+    monkeypatch.setenv("AGENT_ENV_MODEL_API_KEY", CANARY)
+    runtime.reset()
+    return CANARY
+
+
+async def test_the_upstream_key_reaches_only_the_model_gateway(
+    canary_upstream: str, task: tuple[TaskContext, dict[str, str]], docker_client: Any,
+    run_id: str,
+) -> None:
+    """[model] api_key is a canary: the model-gateway container holds it; the agent container's
+    environment, command and files do not."""
+    ctx, ids = task
+    await deploy(ctx, ids)
+    assert ctx.outputs["agent"]["model_gateway"]["upstream"] == "http://upstream.invalid/v1"
+
+    (gateway,) = containers(docker_client, run_id, "model-gateway")
+    assert f"AGENTENV_UPSTREAM_API_KEY={CANARY}" in gateway.attrs["Config"]["Env"]
+    (agent,) = containers(docker_client, run_id, "agent")
+    config = agent.attrs["Config"]
+    seen = " ".join([*(config.get("Env") or []), *(config.get("Cmd") or []),
+                     *(config.get("Entrypoint") or []), *(agent.attrs.get("Args") or [])])
+    assert CANARY not in seen
+    assert "AGENTENV_MODEL_BASE_URL=http://model-gateway:4000/v1" in config["Env"]
+    found = agent.exec_run(["sh", "-c", f"grep -rl --exclude-dir=proc --exclude-dir=sys "
+                                        f"--exclude-dir=dev {CANARY} / 2>/dev/null; true"])
+    assert found.output.decode().strip() == ""
+    assert CANARY not in agent.exec_run(["sh", "-c", "cat /proc/1/environ"]).output.decode()
+    # The record never shows it either.
+    assert CANARY not in str(ctx.strip_secrets(ctx.outputs))
+
+    # A non-scripted model goes to the (unreachable) upstream: the agent reports it, quickly.
+    started = time.monotonic()
+    with pytest.raises(StepError, match=r"infra_error.*502"):
+        await PromptAgent(id="ask", prompt=PROMPT, model="gpt-test", timeout_seconds=60).run(ctx)
+    assert time.monotonic() - started < 30
