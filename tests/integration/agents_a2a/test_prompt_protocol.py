@@ -1,0 +1,105 @@
+"""How the ``a2a`` type talks to an agent while a prompt runs, against SDK agents served here
+(no containers): the reply, the poll cadence, and a timeout that cancels the task."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import attrs
+import pytest
+
+from agent_env.tasks.step_types.agent_steps import PromptAgent
+from agent_env.tasks.steps import StepError
+from agentenv_agents.a2a_type import A2aAgent
+from agentenv_protocol.agent import (
+    AGENT_CONFIG_V1,
+    TRAJECTORY_V1,
+    AgentConfig,
+    AgentEnvAgent,
+    AgentIdentity,
+    TaskRequest,
+    TaskResult,
+    a2a_agent,
+    create_app,
+)
+from agentenv_protocol.testing import serve_app
+
+
+@attrs.define
+class SlowConfig(AgentConfig):
+    model: str | None = None
+
+
+@a2a_agent(identity=AgentIdentity(name="slow"), config=SlowConfig,
+           extensions=(AGENT_CONFIG_V1, TRAJECTORY_V1))
+class SlowAgent(AgentEnvAgent):
+    """Sleeps the seconds its prompt says, then names the model it was configured with."""
+
+    def __init__(self) -> None:
+        self.cancelled = 0
+
+    async def run(self, request: TaskRequest[SlowConfig]) -> TaskResult:
+        request.trajectory.set_format("slow/1")
+        request.trajectory.append({"type": "slept", "seconds": float(request.text)})
+        try:
+            await asyncio.sleep(float(request.text))
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        request.usage.add_tool_call(1)
+        return TaskResult(text=f"slept with {request.config.model}")
+
+
+class NoCalls:
+    upstream = None
+    image = "none"
+
+    async def calls(self, after: int = 0) -> list[dict[str, Any]]:
+        return []
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def note(self, line: str) -> None:
+        self.lines.append(line)
+
+
+async def agent_at(url: str, notes: Notes) -> A2aAgent:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/.well-known/agent.json") as r:
+        card = await r.json()
+    return A2aAgent("slow", "slow", url, "agent-slow", "img", "m1", card, None, NoCalls(), notes)
+
+
+async def test_a_prompt_is_polled_finely_and_its_trajectory_read() -> None:
+    notes = Notes()
+    async with serve_app(create_app(SlowAgent())) as server:
+        agent = await agent_at(server.url, notes)
+        started = time.monotonic()
+        reply = await agent.prompt(PromptAgent(id="p", prompt="0.3", model="m2"), 30)
+    assert time.monotonic() - started < 1.5  # polled every 0.2 s, not every 2 s
+    assert reply.response == "slept with m2"
+    assert reply.trajectory[0] == {"type": "agentenv.format", "format": "slow/1"}
+    assert reply.trajectory[1] == {"type": "slept", "seconds": 0.3}
+    assert reply.usage["tool_calls"] == 1
+    assert "'slow' answered (completed) with model m2" in notes.lines[-1]
+
+
+async def test_a_prompt_past_its_timeout_is_cancelled_and_fails() -> None:
+    sdk_agent = SlowAgent()
+    async with serve_app(create_app(sdk_agent)) as server:
+        agent = await agent_at(server.url, Notes())
+        started = time.monotonic()
+        with pytest.raises(StepError, match=r"did not answer within 1s \(task \S+ cancelled\)"):
+            await agent.prompt(PromptAgent(id="p", prompt="30"), 1)
+        assert time.monotonic() - started < 3
+        for _ in range(50):
+            if sdk_agent.cancelled:
+                break
+            await asyncio.sleep(0.05)
+    assert sdk_agent.cancelled == 1
