@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from agent_sdk_helpers import EchoAgent, Rpc, Served, StreamAgent
 
 from agentenv_protocol.agent import create_app

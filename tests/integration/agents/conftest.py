@@ -5,14 +5,10 @@ driven by the official ``openai`` and ``anthropic`` SDKs."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from fake_openai_upstream import KEY, FakeUpstream
 from gateway_helpers import SCRIPT, TOKEN
 

@@ -6,16 +6,11 @@ moto is a pip package (the plugin's ``test`` extra), so these tests never skip u
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # aws_moto: helpers the test modules import
-
 from aws_moto import CREDENTIALS, REGION, start_moto
 
 

@@ -20,9 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from gcp_fakes.gcs_proxy import GcsProxy, gcs_proxy
 from gcp_fakes.http import LOOPBACK, free_port
 from gcp_fakes.oauth import Authority, token_endpoint

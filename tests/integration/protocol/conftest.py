@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-
-# the reusable conformance module and the reference-style env live next to the tests
-sys.path.insert(0, str(Path(__file__).parent))
-
 from reference_style_env import EchoEnv
 
 from agentenv_protocol.testing import RunningServer, serve_env, serve_gateway
