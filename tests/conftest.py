@@ -3,8 +3,9 @@
 ``docker_client`` is the one gate for Docker tests: a real daemon with the ``python:3.11-slim``
 base image, else a skip with the reason — and a failure under ``CI=true``, where Docker tests
 never skip (``skip_or_fail`` is that rule for other installable needs). ``state_root`` gives a
-test its own state root (stores, caches, providers); ``run_id`` a unique ``agentenv.run`` label
-whose containers and networks are removed after the test.
+test its own state root (stores, caches, providers), ``build_state_root`` one that shares the
+session's protocol wheel cache; ``run_id`` a unique ``agentenv.run`` label whose containers and
+networks are removed after the test, and ``leftovers`` lists them.
 """
 
 from __future__ import annotations
@@ -72,13 +73,45 @@ def state_root(tmp_path: Path) -> Iterator[Path]:
     runtime.reset()
 
 
+def _labelled(client: Any, run_id: str) -> tuple[list[Any], list[Any]]:
+    label = {"label": f"agentenv.run={run_id}"}
+    return (client.containers.list(all=True, filters=label),
+            client.networks.list(filters=label))
+
+
 @pytest.fixture
 def run_id(docker_client: Any) -> Iterator[str]:
     """A unique ``agentenv.run`` label; whatever still carries it after the test is removed."""
     value = f"test-{uuid.uuid4().hex[:10]}"
     yield value
-    label = {"label": f"agentenv.run={value}"}
-    for container in docker_client.containers.list(all=True, filters=label):
+    containers, networks = _labelled(docker_client, value)
+    for container in containers:
         container.remove(force=True)
-    for network in docker_client.networks.list(filters=label):
+    for network in networks:
         network.remove()
+
+
+@pytest.fixture
+def leftovers(docker_client: Any, run_id: str) -> Callable[[], list[str]]:
+    """Names of the containers and networks still labelled with the test's ``run_id``."""
+
+    def names() -> list[str]:
+        containers, networks = _labelled(docker_client, run_id)
+        return [c.name for c in containers] + [n.name for n in networks]
+
+    return names
+
+
+@pytest.fixture(scope="session")
+def _session_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("protocol-wheels")
+
+
+@pytest.fixture
+def build_state_root(state_root: Path, _session_wheels: Path) -> Path:
+    """``state_root`` whose protocol wheel cache is shared by the session: tests that build
+    images pay the hermetic wheel build (about 2 s) once, not once per test."""
+    images = state_root / "images"
+    images.mkdir(parents=True, mode=0o700)
+    (images / "wheels").symlink_to(_session_wheels, target_is_directory=True)
+    return state_root

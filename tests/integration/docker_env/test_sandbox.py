@@ -142,15 +142,17 @@ async def test_vm_sandbox_runs_containers_on_a_private_network(
 async def test_vm_sandbox_builds_with_content_tags(
     docker_client: Any, run_id: str, tmp_path: Path, image_names: list[str]
 ) -> None:
-    (tmp_path / "Dockerfile").write_text("FROM python:3.11-slim\nCMD [\"python\", \"-V\"]\n")
+    context = tmp_path / "ctx"  # its own folder: tmp_path holds the test's state root
+    context.mkdir()
+    (context / "Dockerfile").write_text("FROM python:3.11-slim\nCMD [\"python\", \"-V\"]\n")
     sandbox = await DockerSandboxProvider().create(
         SandboxSpec(name="vmb", mode="vm", labels={"agentenv.run": run_id})
     )
     try:
-        tag = await sandbox.build_image(str(tmp_path), f"sb-{run_id}", labels={"x": "1"})
+        tag = await sandbox.build_image(str(context), f"sb-{run_id}", labels={"x": "1"})
         image_names.append(tag)
         assert tag.startswith(f"agentenv/sb-{run_id}:")
-        assert await sandbox.build_image(str(tmp_path), f"sb-{run_id}", labels={}) == tag
+        assert await sandbox.build_image(str(context), f"sb-{run_id}", labels={}) == tag
     finally:
         await sandbox.terminate()
 

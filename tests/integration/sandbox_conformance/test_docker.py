@@ -5,9 +5,6 @@ Never skipped under ``CI=true``: a missing daemon or base image fails there inst
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from agent_env.sandbox.base import SandboxProvider
@@ -23,16 +20,16 @@ class TestDockerProvider(ProviderConformance):
     IMAGE = BASE_IMAGE
 
     @pytest.fixture
-    def provider(self, run_label: str, docker_client: Any) -> Iterator[SandboxProvider]:
+    def run_label(self, run_id: str) -> str:
+        """The shared ``run_id``: whatever still carries it after the test is removed."""
+        return run_id
+
+    @pytest.fixture
+    def provider(self, run_label: str) -> SandboxProvider:
+        """Asks for ``run_label`` so Docker is checked first and leftovers go after ``made``."""
         from agentenv_docker_env.sandbox import DockerSandboxProvider
 
-        client = docker_client
-        yield DockerSandboxProvider()
-        label = {"label": f"agentenv.run={run_label}"}
-        for container in client.containers.list(all=True, filters=label):
-            container.remove(force=True)
-        for network in client.networks.list(filters=label):
-            network.remove()
+        return DockerSandboxProvider()
 
     def reopen(self, provider: SandboxProvider) -> SandboxProvider:
         from agentenv_docker_env.sandbox import DockerSandboxProvider

@@ -5,22 +5,18 @@ Docker tests never skip under ``CI=true``: a missing daemon or base image fails 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # the fake lives next to the tests
-
 from fake_tenki import FakeTenkiRPC
 
 
 @pytest.fixture(autouse=True)
-def _private_state(state_root: Path) -> Path:
+def _private_state(build_state_root: Path) -> Path:
     """A private state root and config per test (stores, wheel caches, providers)."""
-    return state_root
+    return build_state_root
 
 
 @pytest.fixture

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent_env import runtime
-
 
 @pytest.fixture(autouse=True)
-def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    root = tmp_path / "state"
-    monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(root))
+def isolated_state(state_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared ``state_root``, with no config file or model endpoint from outside the test."""
     monkeypatch.delenv("AGENT_ENV_CONFIG", raising=False)
     monkeypatch.delenv("AGENT_ENV_MODEL_BASE_URL", raising=False)
-    monkeypatch.chdir(tmp_path)
-    runtime.reset()
-    yield root
-    runtime.reset()
+    monkeypatch.chdir(state_root.parent)
+    return state_root
