@@ -8,6 +8,7 @@ call ``echo`` through the env's gateway and answer with the result. Images are b
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from agentenv_mcp_env.steps import DeployEnv
 pytestmark = pytest.mark.docker
 TEXT = "agents smoke 7431"
 PROMPT = f"Call the echo tool with the text '{TEXT}' and answer with what it returned."
+HERE = Path(__file__).parent
 CANARY = "sk-canary-5f1d0c3e9a7b4e21"
 
 
@@ -72,18 +74,28 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     assert leftovers() == []
 
 
-async def test_an_agent_whose_container_died_fails_in_seconds(
-    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+async def test_an_agent_that_dies_mid_prompt_fails_in_seconds(
+    task: tuple[TaskContext, dict[str, str]], store_bundle: Any, docker_client: Any,
+    run_id: str,
 ) -> None:
-    ctx, ids = task
-    await deploy(ctx, ids)
+    """The scripted model has the agent call a tool that waits a minute; the agent is killed
+    meanwhile: the prompt fails seconds later, naming the container, not at its timeout."""
+    ctx, _ = task
+    ids, ctx.artifacts = store_bundle(folder=HERE / "bundles" / "slow")
+    await DeployEnv(id="deploy", env_id=ids["slow"], sandbox_type="docker").run(ctx)
+    await ScriptedModel(id="model", script_artifact_id=ids["wait_script"]).run(ctx)
+    await DeployAgent(id="agent", a2a_agent_id="model-agent", env_ids=[ids["slow"]]).run(ctx)
     (agent,) = containers(docker_client, run_id, "agent")
+    prompt = asyncio.create_task(PromptAgent(
+        id="ask", prompt="wait", model="scripted:wait_script", timeout_seconds=300).run(ctx))
+    await asyncio.sleep(1.5)  # the agent now waits on the tool
+    assert not prompt.done()
     agent.kill()
-    started = time.monotonic()
-    with pytest.raises(StepError, match=r"infra error: agent 'agent'.*\n?.*container agent-agent"):
-        await PromptAgent(id="ask", prompt=PROMPT, model="scripted:echo_script",
-                          timeout_seconds=300).run(ctx)
-    assert time.monotonic() - started < 15
+    killed = time.monotonic()
+    with pytest.raises(StepError, match=r"(?s)infra error: agent 'agent' stopped answering "
+                                        r"mid-prompt.*container agent-agent"):
+        await prompt
+    assert time.monotonic() - killed < 10
 
 
 async def test_an_agent_without_envs_gets_a_sandbox_of_its_own(
