@@ -1,3 +1,5 @@
+# mypy: disable-error-code="empty-body"
+# (hookspecs are declarations: pluggy never calls their bodies)
 """Everything a plugin can extend, in one place.
 
 This module is the table of contents of AgentEnv's extension points. A plugin is a module (found

@@ -50,7 +50,7 @@ class BundlePlan:
     evals: tuple[PlannedEval, ...]
 
 
-def step_registry() -> dict[str, type[Step]]:
+def step_registry() -> Mapping[str, type[Step]]:
     from agent_env.plugins import get_host
 
     return get_host().registry("step_type")
@@ -81,13 +81,13 @@ def preflight_steps(
 
     rewritten = []
     for raw in raw_steps:
-        step_class = registry.get(raw.get("type")) if isinstance(raw, dict) else None
+        step_class = registry.get(str(raw.get("type"))) if isinstance(raw, dict) else None
         rewritten.append(rewrite_entity_refs(raw, step_class, entity_names)
                          if step_class is not None else raw)
     known = {kind: set(names.values()) for kind, names in entity_names.items()}
     if stored is not None:  # ids from outside the bundle must already be stored
         for raw in rewritten:
-            step_class = registry.get(raw.get("type")) if isinstance(raw, dict) else None
+            step_class = registry.get(str(raw.get("type"))) if isinstance(raw, dict) else None
             for field_name, kind in (step_class.entity_fields.items() if step_class else ()):
                 value = raw.get(field_name)
                 for item in [value] if isinstance(value, str) else list(value or []):
@@ -155,12 +155,12 @@ def _select(
                 chosen.append(entry)
         return chosen, []
     if eval_name is not None:
-        entry = bundle.eval(eval_name)
-        if entry is None:
+        named = bundle.eval(eval_name)
+        if named is None:
             known = ", ".join(e.label for e in bundle.evals) or "none"
             problems.append(f"--eval {eval_name}: no such eval in this bundle (evals: {known})")
             return [], []
-        evals = [entry]
+        evals = [named]
     else:
         evals = list(bundle.evals)
     if not evals:
@@ -169,13 +169,13 @@ def _select(
         return list(bundle.tasks), []
     chosen = []
     planned = []
-    for entry in evals:
+    for planned_eval in evals:
         names = []
-        for name in entry.task_names:
+        for name in planned_eval.task_names:
             task = bundle.task(name)
             if task is not None:
                 names.append(task.name)
                 if task not in chosen:
                     chosen.append(task)
-        planned.append(PlannedEval(entry, tuple(names)))
+        planned.append(PlannedEval(planned_eval, tuple(names)))
     return chosen, planned

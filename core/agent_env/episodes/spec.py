@@ -129,7 +129,9 @@ class EpisodeSpec:
         registry: dict[str, type[Step]] = dict(runtime.host.registry("step_type"))
         registry["deploy_agent"] = EpisodeDeployAgent
         if "deploy_env" in registry:
-            registry["deploy_env"] = episode_env_step_type(registry["deploy_env"])
+            # classes hash by identity; attrs' __hash__ = None on instances misleads mypy
+            registry["deploy_env"] = episode_env_step_type(
+                registry["deploy_env"])  # type: ignore[arg-type]
         steps = build_steps(task.spec, registry, dict(seed or {}))
         plan = plan_episode(task.name, steps, trainer_agents, turn_timeout)
         needed = envs_per_episode(task)

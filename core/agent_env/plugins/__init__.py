@@ -100,7 +100,7 @@ class PluginHost:
         self._only = {normalise(n) for n in selected} if selected is not None else None
         self._discover = discover
         self._settings = settings
-        self._registries: dict[str, dict[str, Any]] = {}
+        self._registries: dict[str, Registry] = {}
         self._contributions: dict[str, list[Contribution]] = {}
         self._cli_contributions: list[Contribution] = []
         self._returned_by: dict[int, str] = {}

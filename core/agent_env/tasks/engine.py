@@ -187,9 +187,10 @@ class _DagRun:
             finished, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
             order = {f: self.position[self.running[f].id] for f in finished}
             for future in sorted(finished, key=order.__getitem__):
-                step = self.running.pop(future, None)
-                if step is None:  # rolled back while it finished
+                done_step: Step | None = self.running.pop(future, None)
+                if done_step is None:  # rolled back while it finished
                     continue
+                step = done_step
                 failure = future.result()
                 if failure is None:
                     self.done.add(step.id)
