@@ -151,14 +151,24 @@ class ModelGatewayHandle:
         self.loaded.add(name)
         return str(body["model"])
 
-    async def calls(self, after: int = 0) -> list[dict[str, Any]]:
+    async def _calls(self, after: int) -> dict[str, Any]:
         import aiohttp
 
         async with aiohttp.ClientSession() as http, http.get(
                 f"{self.url}/calls", params={"after": str(after)}, headers=self._headers(),
                 timeout=aiohttp.ClientTimeout(total=30)) as resp:
             body = await resp.json(content_type=None)
-        return list((body or {}).get("calls") or [])
+            if resp.status != 200 or not isinstance(body, dict):
+                raise StepError(f"the model gateway's call records: HTTP {resp.status}")
+        return body
+
+    async def calls(self, after: int = 0) -> list[dict[str, Any]]:
+        """The model calls recorded after the first ``after`` (every agent of the sandbox)."""
+        return list((await self._calls(after)).get("calls") or [])
+
+    async def count(self) -> int:
+        """How many model calls the gateway has recorded."""
+        return int((await self._calls(2**62)).get("count") or 0)
 
 
 #: (run instance, sandbox id) -> its model gateway, so agents of one sandbox share it.
@@ -370,13 +380,20 @@ class A2aAgent:
 
         model = await self._resolve_model(step)
         supported = _supported_config(self.card)
+        takes = ", ".join(sorted(supported)) or "nothing"
         config = {}
+        if step.model and "model" not in supported:
+            raise StepError(f"agent '{self.name}' cannot be given a model (its agent-config "
+                            f"supports: {takes})")
         if model and "model" in supported:
             config["model"] = model
-        if step.system_prompt and "system_prompt" in supported:
+        if step.system_prompt:
+            if "system_prompt" not in supported:
+                raise StepError(f"agent '{self.name}' cannot take a system_prompt (its "
+                                f"agent-config supports: {takes})")
             config["system_prompt"] = step.system_prompt
         deadline = time.monotonic() + timeout
-        calls_before = len(await self.gateway.calls())
+        calls_before = await self.gateway.count()
         async with aiohttp.ClientSession() as http:
             try:
                 if config:
@@ -643,8 +660,8 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
         config: dict[str, Any] = {}
         wanted = {"role": setup.role, "system_prompt": setup.system_prompt}
         for key, value in wanted.items():
-            if value is None:
-                continue
+            if value is None or (key == "role" and envs and key not in supported):
+                continue  # the role also went to every env, as the AgentEnv-Role header
             if key not in supported:
                 raise StepError(f"agent '{agent.name}' cannot take a {key} (its agent-config "
                                 f"supports: {', '.join(sorted(supported)) or 'nothing'})")

@@ -6,7 +6,8 @@ What the ``a2a`` agent type runs as container ``model-gateway`` in an agent's sa
 
 * ``POST /admin/scripts`` ``{name, script}``: load a scripted-model script; calls asking for
   model ``scripted:<name>`` are answered by it (and recorded as that model);
-* ``GET /calls``: every model call recorded so far (``?after=<n>`` skips the first n).
+* ``GET /calls``: every model call recorded so far (``?after=<n>`` skips the first n), and
+  ``count``, how many there are.
 
 Calls for any other model go to the HTTP upstream when one is configured
 (``AGENTENV_UPSTREAM_BASE_URL``, ``AGENTENV_UPSTREAM_API_KEY``: only this container holds the
@@ -104,8 +105,8 @@ class ServedGateway(ModelGateway):
             return web.json_response({"error": "wrong or missing admin token"}, status=401)
         after = int(request.query.get("after", "0") or 0)
         calls = [c.to_dict() for c in self.recorder.calls[after:]]
-        return web.json_response({"calls": calls, "totals": self.recorder.totals().to_dict()},
-                                 dumps=_dumps)
+        return web.json_response({"calls": calls, "count": len(self.recorder.calls),
+                                  "totals": self.recorder.totals().to_dict()}, dumps=_dumps)
 
     async def _load_script(self, request: web.Request) -> web.Response:
         if not self._is_admin(request):

@@ -59,6 +59,9 @@ class NoCalls:
     async def calls(self, after: int = 0) -> list[dict[str, Any]]:
         return []
 
+    async def count(self) -> int:
+        return 0
+
 
 class Notes:
     def __init__(self) -> None:
@@ -103,3 +106,11 @@ async def test_a_prompt_past_its_timeout_is_cancelled_and_fails() -> None:
                 break
             await asyncio.sleep(0.05)
     assert sdk_agent.cancelled == 1
+
+
+async def test_a_prompt_that_sets_what_the_agent_cannot_take_fails() -> None:
+    async with serve_app(create_app(SlowAgent())) as server:
+        agent = await agent_at(server.url, Notes())
+        with pytest.raises(StepError, match=r"cannot take a system_prompt \(its agent-config "
+                                            r"supports: .*model"):
+            await agent.prompt(PromptAgent(id="p", prompt="0", system_prompt="be brief"), 5)
