@@ -1,6 +1,6 @@
-"""The ``a2a`` agent type's Docker tier: a real daemon or a skip with the reason (a failure under
-``CI=true``). Each test gets its own state root and ``agentenv.run`` label (``run_id``), whose
-leftovers are removed after the test and reported by ``leftovers``."""
+"""The ``a2a`` agent type's tests. The Docker ones (``task``) need a real daemon or skip with the
+reason (a failure under ``CI=true``); each gets its own state root and ``agentenv.run`` label
+(``run_id``), whose leftovers are removed after the test and reported by ``leftovers``."""
 
 from __future__ import annotations
 
@@ -14,11 +14,6 @@ from agent_env.tasks.context import TaskContext
 from agentenv_agents.a2a_plugin import BUNDLES
 
 SMOKE = BUNDLES / "agents-smoke"
-
-
-@pytest.fixture(autouse=True)
-def _private_state(state_root: Path, docker_client: Any) -> Path:
-    return state_root
 
 
 @pytest.fixture
@@ -57,7 +52,7 @@ def store_bundle() -> Callable[..., tuple[dict[str, str], Any]]:
 
 
 @pytest.fixture
-async def task(run_id: str) -> AsyncIterator[tuple[TaskContext, dict[str, str]]]:
+async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext, dict[str, str]]]:
     ids, artifacts = store_smoke_bundle()
     ctx = TaskContext(task_id="@test/agents-smoke/t", instance_id=run_id, artifacts=artifacts)
     yield ctx, ids

@@ -1,0 +1,78 @@
+"""The model gateway as the ``model-gateway`` container serves it (in-process here): scripted
+models loaded over the admin route, call records for AgentEnv only, no upstream -> a clear 400."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from agentenv_agents.gateway_server import DispatchUpstream, ServedGateway
+
+TOKEN, ADMIN = "agent-token-1234", "admin-token-5678"
+SCRIPT = {"turns": [{"text": "hello from the script"}]}
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[str]:
+    served = ServedGateway(DispatchUpstream(), token=TOKEN, admin_token=ADMIN,
+                           host="127.0.0.1", port=0)
+    url = await served.start()
+    yield url
+    await served.stop()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def chat(http: aiohttp.ClientSession, url: str, model: str) -> tuple[int, dict]:
+    async with http.post(f"{url}/v1/chat/completions", headers=bearer(TOKEN), json={
+            "model": model, "messages": [{"role": "user", "content": "hi"}]}) as resp:
+        return resp.status, await resp.json()
+
+
+async def test_a_loaded_script_answers_as_its_scripted_model_and_is_recorded(
+        gateway: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{gateway}/admin/scripts", headers=bearer(ADMIN),
+                             json={"name": "demo", "script": SCRIPT}) as resp:
+            assert resp.status == 200
+            assert await resp.json() == {"model": "scripted:demo"}
+        status, body = await chat(http, gateway, "scripted:demo")
+        assert status == 200
+        assert body["model"] == "scripted:demo"
+        assert body["choices"][0]["message"]["content"] == "hello from the script"
+        async with http.get(f"{gateway}/calls", headers=bearer(ADMIN)) as resp:
+            records = await resp.json()
+        assert records["count"] == 1
+        (call,) = records["calls"]
+        assert call["model"] == "scripted:demo" and call["status"] == 200
+        assert call["input_tokens"] > 0 and call["output_tokens"] > 0
+        async with http.get(f"{gateway}/calls", params={"after": "1"},
+                            headers=bearer(ADMIN)) as resp:
+            assert (await resp.json())["calls"] == []
+
+
+async def test_admin_routes_refuse_the_agents_token(gateway: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        for method, path in (("GET", "/calls"), ("POST", "/admin/scripts")):
+            async with http.request(method, f"{gateway}{path}", headers=bearer(TOKEN),
+                                    json={"name": "x", "script": SCRIPT}) as resp:
+                assert resp.status == 401
+
+
+async def test_without_an_upstream_other_models_are_refused_saying_why(gateway: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        status, body = await chat(http, gateway, "gpt-test")
+        assert status == 400
+        assert "no upstream is configured" in body["error"]["message"]
+        status, body = await chat(http, gateway, "scripted:missing")
+        assert status == 400
+        assert "no scripted model 'scripted:missing' is loaded" in body["error"]["message"]
+
+
+def test_the_admin_token_must_differ_from_the_agents() -> None:
+    with pytest.raises(ValueError, match="differ"):
+        ServedGateway(DispatchUpstream(), token=TOKEN, admin_token=TOKEN)
