@@ -49,3 +49,13 @@ def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, docker_clie
     assert re.search(r"agents/model-agent: image agentenv/model-agent:[0-9a-f]{16}", out)
     assert "Tore down 1 sandbox" in out
     assert left_by(docker_client, out) == []
+
+    # A rerun finds every image by its content hash.
+    again = agent_env(tmp_path, "run", "agents-smoke")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "tasks/smoke.json v1: passed (answer: 1, echoes: 1)" in again.stdout
+    for image in ("model-gateway: image agentenv/agentenv-model-gateway",
+                  "agents/model-agent: image agentenv/model-agent", "envs/echo: image"):
+        assert re.search(re.escape(image) + r".*\(cached\)$", again.stdout, re.MULTILINE), \
+            again.stdout
+    assert left_by(docker_client, again.stdout) == []
