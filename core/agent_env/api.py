@@ -19,7 +19,8 @@ Groups, in the order a plugin author meets them:
   ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
   ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
-  ``PathOutsideSandbox``), ``DockerHostSandbox``, ``hermetic_context``, ``ownership_labels``;
+  ``PathOutsideSandbox``, ``build_with_progress``), ``DockerHostSandbox``,
+  ``hermetic_context``, ``ownership_labels``;
 * images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
 * stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
   ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
@@ -76,6 +77,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "SandboxError": ("agent_env.sandbox.base", "SandboxError"),
     "SandboxUnsupported": ("agent_env.sandbox.base", "SandboxUnsupported"),
     "PathOutsideSandbox": ("agent_env.sandbox.base", "PathOutsideSandbox"),
+    "build_with_progress": ("agent_env.sandbox.base", "build_with_progress"),
     "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
     "hermetic_context": ("agent_env.sandbox.docker_host", "hermetic_context"),
     "ownership_labels": ("agent_env.sandbox.ownership", "ownership_labels"),
@@ -133,6 +135,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         SandboxProvider,
         SandboxSpec,
         SandboxUnsupported,
+        build_with_progress,
     )
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
     from agent_env.sandbox.ownership import ownership_labels

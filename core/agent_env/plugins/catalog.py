@@ -49,6 +49,17 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         },
     ),
     FirstPartyPlugin(
+        "agents",
+        "agentenv-framework-agents",
+        "agents",
+        {
+            "agent_type": ("a2a",),
+            "agent": ("model-agent",),
+            "step_type": ("scripted_model",),
+            "bundle": ("agents-smoke",),
+        },
+    ),
+    FirstPartyPlugin(
         "smol_vm", "agentenv-framework-smol-vm", "smol", {"sandbox_provider": ("smol_vm",)}
     ),
     FirstPartyPlugin(

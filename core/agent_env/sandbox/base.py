@@ -23,6 +23,7 @@ The conformance suite every provider runs is :mod:`agent_env.testing.provider_co
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
@@ -197,3 +198,37 @@ class SandboxProvider(abc.ABC):
                 f"the '{self.name}' sandbox provider cannot enforce network policy "
                 f"'{spec.network_policy}' (it enforces: {enforced})"
             )
+
+
+async def build_with_progress(
+    sandbox: Sandbox,
+    context: str,
+    name: str,
+    labels: dict[str, str],
+    prefix: str,
+    say: Callable[[str], None],
+) -> str:
+    """Build one image in ``sandbox``; its progress lines go to ``say`` as ``prefix: ...``.
+
+    Why here: ``build_image`` may take a ``progress`` callback (docker_env streams build lines
+    through it) beyond the contract; every env and agent type builds the same way, so the
+    check for it lives once, next to the contract.
+    """
+    import inspect
+
+    def line(text: str) -> None:
+        say(f"{prefix}: {text}")
+
+    try:
+        streams = "progress" in inspect.signature(sandbox.build_image).parameters
+    except (TypeError, ValueError):
+        streams = False
+    if streams:
+        ref: str = await sandbox.build_image(  # type: ignore[call-arg]
+            context, name, labels=labels, progress=line
+        )
+        return ref
+    ref = await sandbox.build_image(context, name, labels=labels)
+    line(f"image {ref}")
+    return ref
+

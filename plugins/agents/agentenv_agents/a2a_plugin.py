@@ -32,7 +32,5 @@ def agent_env_bundles() -> list[BundleSource]:
 
 
 @hookimpl
-def agent_env_step_types() -> list[type]:
-    from agentenv_agents.model_steps import ScriptedModel
-
-    return [ScriptedModel]
+def agent_env_step_types() -> list[Lazy]:
+    return [Lazy("scripted_model", "agentenv_agents.model_steps:ScriptedModel")]

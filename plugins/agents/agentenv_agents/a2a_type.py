@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.api import StepError
+from agent_env.api import StepError, build_with_progress
 
 if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
@@ -80,29 +80,6 @@ CMD ["python", "-m", "agentenv_agents.gateway_server"]
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "agent"
-
-
-def _accepts_progress(method: Any) -> bool:
-    import inspect
-
-    try:
-        return "progress" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-async def build(sandbox: Sandbox, context: str, name: str, labels: dict[str, str],
-                prefix: str, say: Any) -> str:
-    """Build one image in ``sandbox``; progress lines go to ``say`` under ``prefix``."""
-    def line(text: str) -> None:
-        say(f"{prefix}: {text}")
-
-    if _accepts_progress(sandbox.build_image):
-        return await sandbox.build_image(context, name, labels=labels,  # type: ignore[call-arg]
-                                         progress=line)
-    ref = await sandbox.build_image(context, name, labels=labels)
-    line(f"image {ref}")
-    return ref
 
 
 def write_gateway_context(folder: Path) -> Path:
@@ -199,7 +176,7 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
             ctx.register_secret(secret)
         with tempfile.TemporaryDirectory(prefix="agent-env-model-gateway-") as folder:
             write_gateway_context(Path(folder))
-            image = await build(sandbox, folder, MODEL_GATEWAY_IMAGE,
+            image = await build_with_progress(sandbox, folder, MODEL_GATEWAY_IMAGE,
                                 {"agentenv.role": "model-gateway"}, "model-gateway", say)
         env = {"AGENTENV_MODEL_TOKEN": token, "AGENTENV_MODEL_ADMIN_TOKEN": admin,
                "AGENTENV_MODEL_PORT": str(MODEL_GATEWAY_PORT)}
@@ -598,7 +575,7 @@ class A2aAgentType:
                     "__pycache__", "*.pyc", ".git"))
                 if source.dockerfile != "Dockerfile":
                     shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
-                image = await build(sandbox, str(context), source.name,
+                image = await build_with_progress(sandbox, str(context), source.name,
                                     {AGENT_LABEL: source.name}, f"agents/{source.name}", say)
         settings = _model_settings()
         model = settings.get("name") or source.metadata.get("default_model") or None

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import inspect
 import re
 import secrets
 import string
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from agent_env.api import StepError
+from agent_env.api import StepError, build_with_progress
 from agentenv_mcp_env.gateway_image import (
     GATEWAY_PORT,
     IMAGE_NAME,
@@ -208,7 +207,7 @@ class McpServerEnv:
             return str(source.image)
         with scratch_folder("agent-env-env-") as env_dir:
             await asyncio.to_thread(write_build_context, self.artifacts, source, Path(env_dir))
-            return await _build(sandbox, env_dir, source.name, {ENV_LABEL: source.id},
+            return await build_with_progress(sandbox, env_dir, source.name, {ENV_LABEL: source.id},
                                 f"envs/{source.name}", say)
 
     async def build_images(self, sandbox: Sandbox, *,
@@ -220,7 +219,7 @@ class McpServerEnv:
             write_gateway_context(Path(gateway_dir))
             refs = await asyncio.gather(
                 *(self._build_env(sandbox, server.source, say) for server in self.servers),
-                _build(sandbox, gateway_dir, IMAGE_NAME, {"agentenv.role": "gateway"},
+                build_with_progress(sandbox, gateway_dir, IMAGE_NAME, {"agentenv.role": "gateway"},
                        "gateway", say),
             )
         return list(refs[:-1]), refs[-1]
@@ -287,28 +286,6 @@ class McpServerEnv:
 def _slug(name: str) -> str:
     slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
     return slug or "env"
-
-
-def _accepts_progress(method: Any) -> bool:
-    """Whether a provider's ``build_image`` takes ``progress`` (ours beyond the contract)."""
-    try:
-        return "progress" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-async def _build(sandbox: Sandbox, context: str, name: str, labels: dict[str, str],
-                 prefix: str, say: Progress) -> str:
-    """Build one image; its progress lines go to ``say`` prefixed with what it is for."""
-    def line(text: str) -> None:
-        say(f"{prefix}: {text}")
-
-    if _accepts_progress(sandbox.build_image):
-        return await sandbox.build_image(context, name, labels=labels,  # type: ignore[call-arg]
-                                         progress=line)
-    ref = await sandbox.build_image(context, name, labels=labels)
-    line(f"image {ref}")
-    return ref
 
 
 async def wait_ready(

@@ -83,7 +83,12 @@ async def test_an_agent_whose_type_nobody_provides_says_so(tmp_path: Path) -> No
     folder = agent_folder(tmp_path, 'type = "a2a"\n')
     ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
     with use(runtime_with_toy(folder)), pytest.raises(
-            MissingPluginError, match=r"no agent type named 'a2a' \(installed: shout\)"):
+            MissingPluginError, match=r"the 'a2a' agent type comes from the agents plugin, which "
+            r"is not installed \(pip install 'agentenv-framework\[agents\]'\)"):
+        await DeployAgent(id="d", a2a_agent_id="shouter").run(ctx)
+    (folder / "agent.toml").write_text('type = "telepathy"\n')
+    with use(runtime_with_toy(folder)), pytest.raises(
+            MissingPluginError, match=r"no agent type named 'telepathy' \(installed: shout\)"):
         await DeployAgent(id="d", a2a_agent_id="shouter").run(ctx)
 
 
