@@ -329,16 +329,20 @@ async def _execute(
 @click.option("--eval", "eval_name", metavar="NAME", help="Run only this eval's tasks.")
 @click.option("--sandbox", metavar="A[,B...]",
               help="Sandbox providers to use for every sandbox (a fallback chain).")
+@click.option("--model", metavar="NAME",
+              help="The model every prompt_agent step asks for (replaces the steps' own).")
+@click.option("--agent", "agent_id", metavar="ID",
+              help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
 @click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
 @click.option("--dry-run", is_flag=True, help="Parse, plan and preflight; write and run nothing.")
 def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandbox: str | None,
-        keep: bool, dry_run: bool) -> int:
+        model: str | None, agent_id: str | None, keep: bool, dry_run: bool) -> int:
     """Run a bundle's evals (or all its tasks); with no BUNDLE, list the installed bundles."""
     if bundle is None:
         print_listing()
         return EXIT_OK
     return run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
-                      dry_run=dry_run)
+                      dry_run=dry_run, model=model, agent_id=agent_id)
 
 
 def check_sandbox_chain(chain: Sequence[str]) -> None:
@@ -354,6 +358,7 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
 def run_bundle(
     text: str, *, tasks: Sequence[str] = (), eval_name: str | None = None,
     sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
+    model: str | None = None, agent_id: str | None = None,
 ) -> int:
     import attrs
 
@@ -366,6 +371,11 @@ def run_bundle(
     from agent_env.tasks.session import RunRequest
 
     chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    overrides = {key: value for key, value in (("model", model), ("agent", agent_id)) if value}
+    if agent_id:
+        from agent_env.agents import find_agent
+
+        find_agent(agent_id)  # an agent nobody ships is one Error: line before anything runs
     location = locate(text)
     bundle, problems = parse_bundle(location.folder, location.id_root)
     versioned = versioned_store()
@@ -385,7 +395,8 @@ def run_bundle(
         return EXIT_OK
     artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
     requests = [
-        RunRequest(attrs.evolve(t.spec, version=ledger.version("tasks", t.entry.id)), artifacts)
+        RunRequest(attrs.evolve(t.spec, version=ledger.version("tasks", t.entry.id)), artifacts,
+                   metadata=overrides)
         for t in plan.tasks
     ]
 

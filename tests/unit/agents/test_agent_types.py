@@ -115,3 +115,51 @@ def test_agent_types_may_be_lazy(tmp_path: Path) -> None:
     host.records.append(record)
     host._register(record, LazyToy())
     assert host.lookup("agent_type", "shout") is ShoutType
+
+
+@attrs.define
+class ModelEcho:
+    """A test double of a deployed agent: answers with the model its prompt step asked for."""
+
+    name: str
+
+    async def prompt(self, step: PromptAgent, timeout: float) -> AgentReply:
+        return AgentReply(f"model={step.model}")
+
+    def describe(self) -> dict[str, Any]:
+        return {"agent_name": self.name}
+
+
+class ModelEchoType:
+    name = "model-echo"
+
+    @staticmethod
+    async def deploy(ctx: TaskContext, step: DeployAgent, setup: Any, source: Any) -> Any:
+        DEPLOYED.append((step.agent_name, source.name, {}))
+        return ModelEcho(step.agent_name)
+
+
+async def test_run_overrides_replace_the_steps_agent_and_model(tmp_path: Path) -> None:
+    folder = agent_folder(tmp_path, 'type = "model-echo"\n')
+
+    class Toy:
+        @hookimpl
+        def agent_env_agent_types(self) -> list[Any]:
+            return [ModelEchoType]
+
+        @hookimpl
+        def agent_env_agents(self) -> list[AgentSource]:
+            return [AgentSource("echoer", folder)]
+
+    host = PluginHost(builtin=BUILTIN_PLUGINS, discover=False)
+    host.load()
+    record = PluginRecord("toy", "toy-agents", "1.0", "toy")
+    host.records.append(record)
+    host._register(record, Toy())
+    ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts(),
+                      metadata={"agent": "echoer", "model": "from-the-cli"})
+    with use(Runtime(host=host)):  # the step names another agent and model: the run's win
+        await DeployAgent(id="d", agent_name="eve", a2a_agent_id="shouter").run(ctx)
+        await PromptAgent(id="p", agent_name="eve", prompt="hi", model="from-step").run(ctx)
+    assert DEPLOYED[-1][:2] == ("eve", "echoer")
+    assert ctx.outputs["p"]["response"] == "model=from-the-cli"

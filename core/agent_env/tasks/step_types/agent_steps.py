@@ -124,11 +124,14 @@ class DeployAgent(Step):
                           self.sandbox_name, self.agent_description)
 
     async def start(self, ctx: TaskContext, setup: AgentSetup) -> Agent:
-        """Deploy the agent ``a2a_agent_id`` names, through the agent type its folder names."""
+        """Deploy the agent ``a2a_agent_id`` names, through the agent type its folder names.
+
+        ``agent-env run --agent ID`` (the run's ``agent`` metadata) replaces the step's own.
+        """
         from agent_env.agents import find_agent
         from agent_env.runtime import current
 
-        agent_id = self.a2a_agent_id or default_agent_id()
+        agent_id = ctx.metadata.get("agent") or self.a2a_agent_id or default_agent_id()
         if agent_id is None:
             raise StepError(
                 f"agent '{self.agent_name}' has nothing to run it: the step names no "
@@ -180,7 +183,9 @@ class PromptAgent(Step):
             raise StepError(f"agent '{self.agent_name}' is not deployed in this task "
                             f"(deployed: {up}); add a deploy_agent step before this one")
         started = time.monotonic()
-        reply = await agent.prompt(self, float(self.timeout_seconds))
+        model = ctx.metadata.get("model")  # `agent-env run --model`: replaces the step's own
+        step = attrs.evolve(self, model=str(model)) if model else self
+        reply = await agent.prompt(step, float(self.timeout_seconds))
         ctx.outputs[self.id] = {
             "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.prompt,
             "response": reply.response, "trajectory": list(reply.trajectory),
