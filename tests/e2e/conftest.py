@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,3 +37,21 @@ class AgentEnv:
 @pytest.fixture
 def agent_env(tmp_path) -> AgentEnv:
     return AgentEnv(tmp_path)
+
+
+@pytest.fixture
+def left_by(docker_client: Any) -> Callable[[str], list[str]]:
+    """``left_by(output)``: containers and networks still labelled with the runs it names."""
+
+    def find(output: str) -> list[str]:
+        instances = re.findall(r"instance (\S+)", output)
+        assert instances, output
+        names = []
+        for instance in instances:
+            label = {"label": f"agentenv.run={instance}"}
+            names += [c.name for c in docker_client.containers.list(all=True, filters=label)]
+            names += [n.name for n in docker_client.networks.list(filters=label)]
+        return names
+
+    return find
+

@@ -25,18 +25,7 @@ def agent_env(state: Path, *args: str, timeout: float = 600) -> subprocess.Compl
                           timeout=timeout, check=False)
 
 
-def left_by(client: Any, output: str) -> list[str]:
-    names = []
-    instances = re.findall(r"instance (\S+)", output)
-    assert instances, output
-    for instance in instances:
-        label = {"label": f"agentenv.run={instance}"}
-        names += [c.name for c in client.containers.list(all=True, filters=label)]
-        names += [n.name for n in client.networks.list(filters=label)]
-    return names
-
-
-def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, docker_client: Any) -> None:
+def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, left_by: Any) -> None:
     run = agent_env(tmp_path, "run", "agents-smoke")
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
@@ -48,7 +37,7 @@ def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, docker_clie
     assert re.search(r"model-gateway: image agentenv/agentenv-model-gateway:[0-9a-f]{16}", out)
     assert re.search(r"agents/model-agent: image agentenv/model-agent:[0-9a-f]{16}", out)
     assert "Tore down 1 sandbox" in out
-    assert left_by(docker_client, out) == []
+    assert left_by(out) == []
 
     # A rerun finds every image by its content hash.
     again = agent_env(tmp_path, "run", "agents-smoke")
@@ -58,4 +47,4 @@ def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, docker_clie
                   "agents/model-agent: image agentenv/model-agent", "envs/echo: image"):
         assert re.search(re.escape(image) + r".*\(cached\)$", again.stdout, re.MULTILINE), \
             again.stdout
-    assert left_by(docker_client, again.stdout) == []
+    assert left_by(again.stdout) == []

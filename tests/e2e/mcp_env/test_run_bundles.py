@@ -23,26 +23,14 @@ def agent_env(state: Path, *args: str, timeout: float = 600) -> subprocess.Compl
                           timeout=timeout, check=False)
 
 
-def left_by(client: Any, output: str) -> list[str]:
-    """Containers and networks still labelled with the run instances named in ``output``."""
-    names = []
-    instances = re.findall(r"instance (\S+)", output)
-    assert instances, output
-    for instance in instances:
-        label = {"label": f"agentenv.run={instance}"}
-        names += [c.name for c in client.containers.list(all=True, filters=label)]
-        names += [n.name for n in client.networks.list(filters=label)]
-    return names
-
-
 def test_echo_mcp_passes_and_a_rerun_reuses_everything(
-    tmp_path: Path, docker_client: Any
+    tmp_path: Path, left_by: Any
 ) -> None:
     first = agent_env(tmp_path, "run", "echo-mcp")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "tasks/smoke.json v1: passed (echoes: 1)" in first.stdout
     assert "Tore down 1 sandbox." in first.stdout
-    assert left_by(docker_client, first.stdout) == []
+    assert left_by(first.stdout) == []
 
     again = agent_env(tmp_path, "run", "echo-mcp")
     assert again.returncode == 0, again.stdout + again.stderr
@@ -59,18 +47,18 @@ def test_echo_mcp_passes_and_a_rerun_reuses_everything(
         under_task + r"gateway: image agentenv/agentenv-gateway:[0-9a-f]{16} \(cached\)$",
         again.stdout, re.MULTILINE), again.stdout
     assert "building image" not in again.stdout
-    assert left_by(docker_client, again.stdout) == []
+    assert left_by(again.stdout) == []
 
 
-def test_mail_mcp_finds_the_invoice(tmp_path: Path, docker_client: Any) -> None:
+def test_mail_mcp_finds_the_invoice(tmp_path: Path, left_by: Any) -> None:
     run = agent_env(tmp_path, "run", "mail-mcp")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tasks/smoke.json v1: passed (finds-the-invoice: 1)" in run.stdout
-    assert left_by(docker_client, run.stdout) == []
+    assert left_by(run.stdout) == []
 
 
 def test_a_bundle_written_for_the_reference_runs_unchanged(
-    tmp_path: Path, docker_client: Any
+    tmp_path: Path, left_by: Any
 ) -> None:
     """``sandbox_type: local`` as the reference's smoke.json says it: envs go to docker."""
     import shutil
@@ -85,4 +73,4 @@ def test_a_bundle_written_for_the_reference_runs_unchanged(
     run = agent_env(tmp_path / "state", "run", str(bundle))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tasks/smoke.json v1: passed (echoes: 1)" in run.stdout
-    assert left_by(docker_client, run.stdout) == []
+    assert left_by(run.stdout) == []
