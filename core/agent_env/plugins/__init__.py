@@ -213,17 +213,21 @@ class PluginHost:
                 tables = self._settings() if self._settings is not None else {}
             by_name = {normalise(k): v for k, v in tables.items()}
             caller = self.pm.hook.agent_env_configure
-            for impl in reversed(caller.get_hookimpls()):  # pluggy's call order
-                if impl.wrapper or impl.hookwrapper:
-                    continue
-                record = self.record(impl.plugin_name)
-                names = record.names() if record else {normalise(impl.plugin_name)}
-                settings: dict[str, Any] = {}
-                for name in names:
-                    settings.update(by_name.get(name, {}))
-                others = [p for p in self.pm.get_plugins() if p is not impl.plugin]
-                own = self.pm.subset_hook_caller("agent_env_configure", remove_plugins=others)
-                own(settings=settings)
+            try:
+                for impl in reversed(caller.get_hookimpls()):  # pluggy's call order
+                    if impl.wrapper or impl.hookwrapper:
+                        continue
+                    record = self.record(impl.plugin_name)
+                    names = record.names() if record else {normalise(impl.plugin_name)}
+                    settings: dict[str, Any] = {}
+                    for name in names:
+                        settings.update(by_name.get(name, {}))
+                    others = [p for p in self.pm.get_plugins() if p is not impl.plugin]
+                    own = self.pm.subset_hook_caller("agent_env_configure", remove_plugins=others)
+                    own(settings=settings)
+            except BaseException:
+                self._configured = False  # a refused table refuses every use, not only the first
+                raise
             from agent_env.plugins.reporting import unknown_plugin_tables
 
             self.unknown_tables = unknown_plugin_tables(self, tables)

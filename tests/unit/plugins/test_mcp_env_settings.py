@@ -58,3 +58,5 @@ def test_a_refused_table_is_the_one_line_error_of_the_command() -> None:
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) progres for the mcp_env "
                        r"plugin \(known: progress\)"):
         runtime.host  # noqa: B018  the host hands every plugin its table when built
+    with pytest.raises(ConfigError, match="progres"):  # and again: nothing half-configured
+        runtime.host  # noqa: B018
