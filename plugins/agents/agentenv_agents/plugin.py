@@ -1,7 +1,36 @@
-"""The agents plugin's hook implementations (none yet: the model gateway and the scripted model
-are wired into runs by the kernel's agent types; hooks land here as they are added).
+"""The agents plugin's hooks: the ``a2a`` agent type, the shipped ``model-agent``, the
+``scripted_model`` step and the ``agents-smoke`` bundle.
 
-Cheap to import on purpose (the CLI imports every plugin at start): nothing here imports aiohttp.
+Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
+:class:`Lazy` contribution, loaded only when a run deploys an agent.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+from agent_env.api import AgentSource, BundleSource, Lazy, hookimpl
+
+HERE = Path(__file__).parent
+AGENTS = HERE / "agents"
+BUNDLES = HERE / "bundles"
+
+
+@hookimpl
+def agent_env_agent_types() -> list[Lazy]:
+    return [Lazy("a2a", "agentenv_agents.a2a_type:A2aAgentType")]
+
+
+@hookimpl
+def agent_env_agents() -> list[AgentSource]:
+    return [AgentSource("model-agent", AGENTS / "model-agent")]
+
+
+@hookimpl
+def agent_env_bundles() -> list[BundleSource]:
+    return [BundleSource("agents-smoke", BUNDLES / "agents-smoke")]
+
+
+@hookimpl
+def agent_env_step_types() -> list[Lazy]:
+    return [Lazy("scripted_model", "agentenv_agents.model_steps:ScriptedModel")]

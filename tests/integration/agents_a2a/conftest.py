@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_env.tasks.context import TaskContext
-from agentenv_agents.a2a_plugin import BUNDLES
+from agentenv_agents.plugin import BUNDLES
 
 SMOKE = BUNDLES / "agents-smoke"
 
