@@ -34,10 +34,18 @@ class Lazy:
             raise ValueError(f"Lazy target must be 'module:attribute', not {value!r}")
 
     def load(self) -> Any:
-        import importlib
+        return import_target(self.target)
 
-        module, attribute = self.target.split(":")
-        return getattr(importlib.import_module(module), attribute)
+
+def import_target(target: str) -> Any:
+    """What ``module`` or ``module:attribute.path`` names (entry points and Lazy share it)."""
+    import importlib
+
+    module_name, _, attribute = target.partition(":")
+    found: Any = importlib.import_module(module_name.strip())
+    for part in filter(None, attribute.strip().split(".")):
+        found = getattr(found, part)
+    return found
 
 
 @attrs.frozen
@@ -50,9 +58,6 @@ class StoreBackend:
     kind: str = attrs.field(validator=attrs.validators.in_(STORE_KINDS))
     name: str
     factory: Callable[..., Any] | Lazy
-
-    def load_factory(self) -> Callable[..., Any]:
-        return self.factory.load() if isinstance(self.factory, Lazy) else self.factory
 
 
 @attrs.frozen

@@ -27,7 +27,7 @@ import pluggy
 
 from agent_env import hookspecs
 from agent_env.contributions import Lazy, StoreBackend
-from agent_env.errors import UserError
+from agent_env.errors import MissingPluginError, UserError
 from agent_env.plugins.discovery import (
     ACTIVE,
     BUILTIN_PLUGINS,
@@ -304,8 +304,6 @@ class PluginHost:
             contribution.status, contribution.reason = FAILED, "import-error"
             contribution.detail = detail
             record.fail("import-error", detail)
-            from agent_env.errors import MissingPluginError
-
             raise MissingPluginError(
                 f"'{name}' comes from plugin {record.distribution}, which is broken ({detail}); "
                 f"see `agent-env plugin show {record.distribution}`"
@@ -314,8 +312,6 @@ class PluginHost:
 
     def load_everything(self) -> None:
         """Import every lazy contribution, so ``plugin check`` sees the broken ones."""
-        from agent_env.errors import MissingPluginError
-
         for kind in CONTRIBUTION_HOOKS:
             registry = self.registry(kind)
             for name in list(registry):

@@ -104,13 +104,9 @@ class EntryPoint:
     dist: Distribution
 
     def load(self) -> Any:
-        import importlib
+        from agent_env.contributions import import_target
 
-        module_name, _, attribute = self.value.partition(":")
-        module = importlib.import_module(module_name.strip())
-        for part in filter(None, attribute.strip().split(".")):
-            module = getattr(module, part)
-        return module
+        return import_target(self.value)
 
 
 def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint]]:

@@ -549,6 +549,7 @@ class A2aAgentType:
             ctx.note(line)
 
         envs = dict(setup.envs)
+        container = f"agent-{_slug(step.agent_name)}"  # also its own sandbox's name
         sandbox = None
         if step.env_ids:
             sandbox = getattr(envs[step.env_ids[0]], "sandbox", None)
@@ -556,14 +557,13 @@ class A2aAgentType:
                 raise StepError(f"env '{step.env_ids[0]}' was not deployed in a sandbox an "
                                 "agent can join")
         else:
-            name = f"agent-{_slug(step.agent_name)}"
-            spec = SandboxSpec(name=name, mode="vm", ttl_seconds=step.ttl_seconds or 3 * 3600,
+            spec = SandboxSpec(name=container, mode="vm", ttl_seconds=step.ttl_seconds or 3 * 3600,
                                labels={**ctx.labels, "agentenv.step": step.id})
             chain = ctx.provider_chain(step.sandbox_type)
             chain = list(dict.fromkeys("docker" if p == "local" else p for p in chain))
             provider = open_provider(choose_provider(chain))
             sandbox = await provider.create(spec)
-            ctx.add_sandbox(name, sandbox)
+            ctx.add_sandbox(container, sandbox)
         gateway = await model_gateway(ctx, sandbox, say)
         if source.image:
             image = source.image
@@ -576,10 +576,10 @@ class A2aAgentType:
                 if source.dockerfile != "Dockerfile":
                     shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
                 image = await build_with_progress(sandbox, str(context), source.name,
-                                    {AGENT_LABEL: source.name}, f"agents/{source.name}", say)
+                                                  {AGENT_LABEL: source.name},
+                                                  f"agents/{source.name}", say)
         settings = _model_settings()
         model = settings.get("name") or source.metadata.get("default_model") or None
-        container = f"agent-{_slug(step.agent_name)}"
         env = {**source.default_env_vars, "A2A_PORT": str(AGENT_PORT),
                "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
                "AGENTENV_MODEL_TOKEN": gateway.token}
