@@ -128,11 +128,17 @@ class Runtime:
         with self._lock:
             provider = self._providers.get(name)
             if provider is None:
+                from agent_env.sandbox.base import SandboxProvider
                 from agent_env.settings import build
 
                 provider_class: Any = self.host.lookup("sandbox_provider", name)
+                owner = next((k for k in provider_class.__mro__ if "from_config" in vars(k)),
+                             None)
+                # the default from_config passes the table on: the constructor's keys are the
+                # settings, so check against the constructor
+                factory = provider_class if owner is SandboxProvider else provider_class.from_config
                 provider = build(
-                    provider_class.from_config,
+                    factory,
                     self.config.provider_settings(name),
                     where=f"[sandbox.providers.{name}.config]",
                     what=f"the '{name}' sandbox provider",

@@ -161,7 +161,12 @@ class SandboxProvider(abc.ABC):
 
     @classmethod
     def from_config(cls, **settings: Any) -> SandboxProvider:
-        """Build the provider from ``[sandbox.providers.<name>.config]``."""
+        """Build the provider from ``[sandbox.providers.<name>.config]``.
+
+        Not overridden, the constructor's keyword parameters are the settings, and the kernel
+        checks the table against them; override it only to take fewer (say, to keep test
+        hooks of the constructor out of the config).
+        """
         return cls(**settings)
 
     @classmethod

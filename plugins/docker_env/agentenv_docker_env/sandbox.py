@@ -547,18 +547,6 @@ class DockerSandboxProvider(SandboxProvider):
         self.internal_network = internal_network
 
     @classmethod
-    def from_config(
-        cls,
-        *,
-        base_url: str | None = None,
-        default_image: str = DEFAULT_IMAGE,
-        internal_network: bool = False,
-    ) -> DockerSandboxProvider:
-        """``[sandbox.providers.docker.config]``: the kernel checks its keys against these."""
-        return cls(base_url=base_url, default_image=default_image,
-                   internal_network=internal_network)
-
-    @classmethod
     def availability(cls) -> str | None:
         return daemon_problem()
 

@@ -6,8 +6,8 @@
 sandbox's public URL.
 ``mode="container"`` sandboxes boot from ``SandboxSpec.image`` and only run commands.
 
-Config, ``[sandbox.providers.tensorlake.config]``: the keyword parameters of
-:meth:`TensorlakeSandboxProvider.from_config`, which the kernel checks the table against.
+Config, ``[sandbox.providers.tensorlake.config]``: the keyword parameters of the provider's
+constructor, which the kernel checks the table against.
 
 Exec output is framed in base64 inside the sandbox, because the SDK hands back output as lines
 (a trailing newline, or binary output, would otherwise be lost). Any SDK transport failure
@@ -229,24 +229,8 @@ class TensorlakeSandboxProvider(SandboxProvider):
         self._client: Any = None
 
     @classmethod
-    def from_config(
-        cls,
-        *,
-        api_key: str | None = None,
-        image: str = DEFAULT_IMAGE,
-        api_url: str = DEFAULT_API_URL,
-        organization_id: str | None = None,
-        project_id: str | None = None,
-        startup_timeout: float = 300.0,
-    ) -> TensorlakeSandboxProvider:
-        """The table's settings; the kernel refuses any other key, naming these."""
-        return cls(api_key=api_key, image=image, api_url=api_url,
-                   organization_id=organization_id, project_id=project_id,
-                   startup_timeout=startup_timeout)
-
-    @classmethod
     def availability(cls) -> str | None:
-        """Usable when the SDK imports; a missing key is a config error, said by from_config."""
+        """Usable when the SDK imports; a missing key is a config error, said on construction."""
         import importlib.util
 
         if importlib.util.find_spec("tensorlake") is None:

@@ -59,3 +59,18 @@ def test_reset_forgets_the_default_runtime_and_its_overrides(state_root: Path) -
     assert current() is not before
     assert current().config.store("document").backend == "sqlite"
     assert document_store().path.parent == state_root
+
+
+def test_a_provider_without_its_own_from_config_is_checked_against_its_constructor() -> None:
+    from agent_env.errors import ConfigError
+
+    rt = Runtime()
+    rt.configure(sandbox={"providers": {"local": {"config": {"bogus": 1}}}})
+    try:
+        rt.provider("local")
+    except ConfigError as exc:
+        assert exc.message.startswith(
+            "[sandbox.providers.local.config] has unknown setting(s) bogus for the 'local' "
+            "sandbox provider (known: ")
+    else:
+        raise AssertionError("an unknown key of the local provider was accepted")
