@@ -15,7 +15,8 @@ Groups, in the order a plugin author meets them:
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
 * the runtime: ``Runtime``, ``current`` (config, plugin registries, stores, providers, and
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
-* steps: ``Step``, ``StepError``, ``PreflightView``, ``TaskContext``, ``ScoreRow``,
+* steps: ``Step``, ``StepError``, ``InfraError`` (ends a run as ``error``, not scored),
+  ``PreflightView``, ``TaskContext``, ``ScoreRow``,
   ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
   ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
@@ -25,7 +26,8 @@ Groups, in the order a plugin author meets them:
 * stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
   ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
   ``bundle_value``, ``object_store``, ``versioned_store``;
-* agents: ``Agent`` (what an agent type's ``deploy`` returns), ``AgentReply``, ``AgentSetup``,
+* agents: ``Agent`` (what an agent type's ``deploy`` returns), ``AgentReply`` and its ``Usage``,
+  ``AgentSetup``,
   ``DeployAgent``, ``PromptAgent``, ``AgentDefinition`` (an agent folder, read);
 * the episode API: ``EpisodeSpec``, ``Task``.
 """
@@ -55,6 +57,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # steps
     "Step": ("agent_env.tasks.steps", "Step"),
     "StepError": ("agent_env.tasks.steps", "StepError"),
+    "InfraError": ("agent_env.tasks.steps", "InfraError"),
     "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
     "TaskContext": ("agent_env.tasks.context", "TaskContext"),
     "ScoreRow": ("agent_env.tasks.scores", "ScoreRow"),
@@ -63,6 +66,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # agents: what an agent type returns and reads
     "Agent": ("agent_env.tasks.step_types.agent_steps", "Agent"),
     "AgentReply": ("agent_env.tasks.step_types.agent_steps", "AgentReply"),
+    "Usage": ("agent_env.tasks.step_types.agent_steps", "Usage"),
     "AgentSetup": ("agent_env.tasks.step_types.agent_steps", "AgentSetup"),
     "DeployAgent": ("agent_env.tasks.step_types.agent_steps", "DeployAgent"),
     "PromptAgent": ("agent_env.tasks.step_types.agent_steps", "PromptAgent"),
@@ -174,8 +178,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         AgentSetup,
         DeployAgent,
         PromptAgent,
+        Usage,
     )
-    from agent_env.tasks.steps import PreflightView, Step, StepError
+    from agent_env.tasks.steps import InfraError, PreflightView, Step, StepError
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,11 @@
 """``agent-env run [BUNDLE]``: list installed bundles, or run a bundle's evals or tasks.
 
 Output (tasks.md section 4): one ledger line per entity, progress lines per step, a ``Tasks:``
-(and ``Evals:``) summary, then what teardown did, last. Exit codes: 0 all passed (or unscored),
-1 a run failed or scored below 1, 130 / 143 after SIGINT / SIGTERM. The first signal cancels the
+(and ``Evals:``) summary, then what teardown did, last. Beyond the reference: with more than
+one run, or any run that infrastructure failed, a count line keeps ``error`` (infrastructure,
+not scored) apart from ``failed``; ``--json`` prints the runs and counts on stdout. Exit codes:
+0 all passed (or unscored), 1 a run failed, scored below 1 or ended in error, 130 / 143 after
+SIGINT / SIGTERM. The first signal cancels the
 runs and tears down; a second stops the teardown and lists what is still up.
 """
 
@@ -197,6 +200,54 @@ def is_success(result: TaskResult) -> bool:
     return result.outcome in ("passed", "unscored")
 
 
+#: How the count line names each outcome, in the order it lists them.
+OUTCOME_WORDS = (("passed", "passed"), ("unscored", "unscored"),
+                 ("scored below 1", "scored below 1"), ("failed", "failed"),
+                 ("error", "infrastructure error (not scored)"), ("cancelled", "cancelled"))
+
+
+def count_line(results: Sequence[TaskResult]) -> str:
+    """``3 runs: 1 passed, 1 failed, 1 infrastructure error (not scored)``: an error is counted
+    apart from a failure, so an outage never reads as an agent that scored 0."""
+    from agent_env.tasks.teardown import plural
+
+    parts = []
+    for outcome, words in OUTCOME_WORDS:
+        count = sum(1 for r in results if r.outcome == outcome)
+        if count:
+            parts.append(f"{count} {words}")
+    return f"{plural(len(results), 'run')}: {', '.join(parts)}"
+
+
+def run_json(result: TaskResult) -> dict[str, Any]:
+    """One run as ``--json`` prints it."""
+    fatal = result.first_fatal
+    return {
+        "task": result.task.label, "task_id": result.task.id, "version": result.task.version,
+        "instance_id": result.instance_id, "outcome": result.outcome,
+        "error_kind": ("infra" if result.outcome == "error" else "task"
+                       if result.outcome == "failed" else None),
+        "error": fatal.summary if fatal is not None and result.outcome in (
+            "failed", "error") else None,
+        "failed_step": fatal.step_id if fatal is not None and result.outcome in (
+            "failed", "error") else None,
+        "scores": dict(result.scores), "duration_seconds": round(result.duration_seconds, 3),
+    }
+
+
+def summary_json(results: Sequence[TaskResult]) -> dict[str, Any]:
+    counts = {outcome: sum(1 for r in results if r.outcome == outcome)
+              for outcome, _ in OUTCOME_WORDS}
+    return {"runs": len(results), **{k.replace(" ", "_"): v for k, v in counts.items()},
+            "errors": counts["error"]}
+
+
+def endpoint_lines(endpoints: Sequence[Any]) -> list[str]:
+    """What ``--keep`` holds up, to use while it waits: each URL with its bearer token."""
+    return [f"  {e.label}: {e.url}" + (f"  (Authorization: Bearer {e.token})" if e.token else "")
+            for e in endpoints]
+
+
 # -- running --------------------------------------------------------------------------------------
 
 
@@ -282,6 +333,8 @@ async def _execute(
         echo("Tasks:")
         for result in results:
             echo(task_line(result))
+        if len(results) > 1 or any(r.outcome == "error" for r in results):
+            echo(f"  {count_line(results)}")
         if eval_lines is not None:
             lines = eval_lines(results)
             if lines:
@@ -298,6 +351,8 @@ async def _execute(
             echo()
             echo(f"Holding {plural(count, noun)} up; Ctrl-C tears {'it' if count == 1 else 'them'}"
                  " down.")
+            for line in endpoint_lines(session.teardown.endpoints):
+                echo(line)
             state["holding"] = True
             await hold.wait()
         echo()
@@ -333,16 +388,33 @@ async def _execute(
               help="The model every prompt_agent step asks for (replaces the steps' own).")
 @click.option("--agent", "agent_id", metavar="ID",
               help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
-@click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
+@click.option("--keep", is_flag=True,
+              help="Hold sandboxes up after the run until Ctrl-C; prints their URLs and tokens.")
 @click.option("--dry-run", is_flag=True, help="Parse, plan and preflight; write and run nothing.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the runs and their counts as JSON on stdout (progress goes to stderr).")
 def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandbox: str | None,
-        model: str | None, agent_id: str | None, keep: bool, dry_run: bool) -> int:
+        model: str | None, agent_id: str | None, keep: bool, dry_run: bool,
+        as_json: bool) -> int:
     """Run a bundle's evals (or all its tasks); with no BUNDLE, list the installed bundles."""
     if bundle is None:
         print_listing()
         return EXIT_OK
-    return run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
-                      dry_run=dry_run, model=model, agent_id=agent_id)
+    if not as_json:
+        return run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
+                          dry_run=dry_run, model=model, agent_id=agent_id)
+    import contextlib
+    import json
+
+    out = sys.stdout
+    collected: list[TaskResult] = []
+    with contextlib.redirect_stdout(sys.stderr):
+        code = run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
+                          dry_run=dry_run, model=model, agent_id=agent_id, collect=collected)
+    out.write(json.dumps({"runs": [run_json(r) for r in collected],
+                          "summary": summary_json(collected), "exit_code": code}, indent=2)
+              + "\n")
+    return code
 
 
 def check_sandbox_chain(chain: Sequence[str]) -> None:
@@ -359,7 +431,9 @@ def run_bundle(
     text: str, *, tasks: Sequence[str] = (), eval_name: str | None = None,
     sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
     model: str | None = None, agent_id: str | None = None,
+    collect: list[TaskResult] | None = None,
 ) -> int:
+    """Run the bundle; ``collect`` receives the results (``--json`` prints them)."""
     import attrs
 
     from agent_env.bundles.entities import StoredArtifacts, entity_exists
@@ -411,5 +485,7 @@ def run_bundle(
             lines.append(f"  {planned.entry.label} v{version}: {passed} of {len(ran)} passed")
         return lines
 
-    _, code = execute(requests, keep=keep, sandbox_chain=chain, eval_lines=eval_lines)
+    results, code = execute(requests, keep=keep, sandbox_chain=chain, eval_lines=eval_lines)
+    if collect is not None:
+        collect.extend(results)
     return code

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env.tasks.scores import ScoreRow, Verification, aggregate
 from agent_env.tasks.steps import StepError
-from agent_env.tasks.teardown import Close, Teardown, TeardownItem
+from agent_env.tasks.teardown import Close, Endpoint, Teardown, TeardownItem
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox, SandboxSpec
     from agent_env.tasks.artifacts import ArtifactContent, ArtifactSource
     from agent_env.tasks.steps import Step
 
-_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|credential|authorization)", re.I)
+#: Keys whose values are never recorded. ``token`` only at the end (``token``, ``access_token``,
+#: ``gatewayToken``), so counts such as ``input_tokens`` stay in usage records.
+_SECRET_KEY = re.compile(r"(api[_-]?key|token$|secret|password|credential|authorization)", re.I)
 REDACTED = "****"
 
 
@@ -53,6 +55,9 @@ class TaskContext:
         self.verifications: dict[str, Verification] = {}
         #: Results steps hand to later steps and to the record, by step id (``run_code``...).
         self.outputs: dict[str, Any] = {}
+        #: What plugins keep for the length of this run, by their own keys (never recorded):
+        #: e.g. the model gateway the agents of one sandbox share.
+        self.state: dict[str, Any] = {}
         self._secrets: set[str] = set()
         self._sandbox_items: dict[str, TeardownItem] = {}
         #: Where ``note`` lines go: the run's progress display (None: nobody is listening).
@@ -113,10 +118,22 @@ class TaskContext:
     # -- envs, agents, teardown --------------------------------------------------------------
 
     def add_env(self, env_id: str, deployment: Any, *, close: Close | None = None) -> None:
-        """Register a deployed env by id (``close`` takes it down at teardown)."""
+        """Register a deployed env by id (``close`` takes it down at teardown).
+
+        A deployment with a ``url`` (and ``token``) is also an :meth:`endpoint`.
+        """
         self.envs[env_id] = deployment
+        url = getattr(deployment, "url", None)
+        if isinstance(url, str) and url:
+            self.add_endpoint(f"env {env_id}", url, getattr(deployment, "token", None))
         if close is not None:
             self.on_teardown("env", f"env {env_id}", close)
+
+    def add_endpoint(self, label: str, url: str, token: str | None = None) -> None:
+        """An address this run serves while up; ``--keep`` prints it with its token. One entry
+        per URL (envs deployed together share one gateway)."""
+        if all(e.url != url for e in self.teardown.endpoints):
+            self.teardown.endpoints.append(Endpoint(f"[{self.task_id}] {label}", url, token))
 
     def env(self, env_id: str) -> Any:
         """The deployment of ``env_id`` made by an earlier step."""

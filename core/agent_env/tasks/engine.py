@@ -22,7 +22,7 @@ from agent_env.tasks import records, scores
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.plan import TaskSpec, apply_seed, descendants, effective_dependencies
 from agent_env.tasks.records import FailureRecord, InstanceRecord, InstanceStore
-from agent_env.tasks.steps import Step, StepError, structure_step
+from agent_env.tasks.steps import InfraError, Step, StepError, structure_step
 
 
 @attrs.define
@@ -41,13 +41,17 @@ class TaskResult:
 
     @property
     def first_fatal(self) -> FailureRecord | None:
-        fatal = [f for f in self.failures if f.is_fatal]
+        """The failure that ended the run: an infrastructure one first, as it decides ``error``."""
+        fatal = sorted((f for f in self.failures if f.is_fatal), key=lambda f: not f.is_infra)
         return fatal[0] if fatal else (self.failures[0] if self.failures else None)
 
     def describe(self) -> str:
         """``passed (hello: 1)``, ``failed at step 'v': RuntimeError: boom``, ``cancelled``."""
         if self.outcome == scores.FAILED and self.first_fatal is not None:
             return f"failed at step '{self.first_fatal.step_id}': {self.first_fatal.summary}"
+        if self.outcome == scores.ERROR and self.first_fatal is not None:
+            return (f"error (infrastructure, not scored) at step '{self.first_fatal.step_id}': "
+                    f"{self.first_fatal.summary}")
         if self.outcome == scores.CANCELLED and self.cancel_reason:
             return f"cancelled by {self.cancel_reason}"
         if self.scores:
@@ -72,6 +76,13 @@ class TaskObserver:
 
     def note(self, task: TaskSpec, text: str) -> None:
         """A progress line a step sent with ``ctx.note`` (image builds, waits...)."""
+
+
+def is_infra(exc: BaseException) -> bool:
+    """Whether a step's exception was infrastructure's doing (an ``error`` run, not a failure)."""
+    from agent_env.sandbox.base import SandboxError
+
+    return isinstance(exc, InfraError | SandboxError)
 
 
 def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -> list[Step]:
@@ -129,7 +140,8 @@ async def run_task(
         await run.cancel_in_flight()
     reported = scores.reported_scores(ctx.verifications)
     failed = bool(run.failures)
-    outcome = scores.outcome(cancelled=cancelled, failed=failed, scores=reported)
+    errored = any(f.is_fatal and f.is_infra for f in run.failures)
+    outcome = scores.outcome(cancelled=cancelled, failed=failed, scores=reported, errored=errored)
     duration = time.monotonic() - started
     result = TaskResult(
         task, ctx.instance_id, outcome, reported, run.failures, run.completed_in_order(),
@@ -250,6 +262,7 @@ class _DagRun:
             failure = FailureRecord(
                 step.id, step.type, self.ctx.strip_secrets(str(exc)), type(exc).__name__,
                 started_wall, round(time.monotonic() - started, 3), step.fail_task_on_error,
+                is_infra=is_infra(exc),
             )
             if not isinstance(exc, StepError):
                 from agent_env.logs import get_logger

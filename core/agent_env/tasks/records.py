@@ -38,6 +38,8 @@ class FailureRecord:
     started_at_utc: str
     duration_seconds: float
     is_fatal: bool
+    #: beyond the reference's shape: the failure was infrastructure's (see ``InfraError``)
+    is_infra: bool = False
 
     @property
     def summary(self) -> str:

@@ -14,6 +14,8 @@ import attrs
 PASSED = "passed"
 FAILED = "failed"
 CANCELLED = "cancelled"
+#: infrastructure failed the run (beyond the reference, which scores such a run as failed)
+ERROR = "error"
 UNSCORED = "unscored"
 SCORED_BELOW_1 = "scored below 1"
 
@@ -107,10 +109,13 @@ def reported_scores(verifications: Mapping[str, Verification]) -> dict[str, floa
     return {v.step_id: v.score for v in verifications.values()}
 
 
-def outcome(*, cancelled: bool, failed: bool, scores: Mapping[str, float]) -> str:
-    """cancelled > failed > unscored > passed > scored below 1."""
+def outcome(*, cancelled: bool, failed: bool, scores: Mapping[str, float],
+            errored: bool = False) -> str:
+    """cancelled > error (infrastructure) > failed > unscored > passed > scored below 1."""
     if cancelled:
         return CANCELLED
+    if errored:
+        return ERROR
     if failed:
         return FAILED
     if not scores:

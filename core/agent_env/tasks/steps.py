@@ -41,6 +41,15 @@ class StepError(Exception):
     """A step failed for a reason its message explains; the run records it without a traceback."""
 
 
+class InfraError(StepError):
+    """The run could not be carried out, for a reason that is not the agent's doing.
+
+    A container that died, an image that failed to build, a model upstream that could not be
+    reached: the run ends as ``error``, counted apart from failures and never scored, so an
+    outage does not read as a model that scored 0. Sandbox errors count as this too.
+    """
+
+
 @attrs.frozen
 class RetryConfig:
     """Roll back from ``retry_from_step_id`` (the step itself by default) and run again."""

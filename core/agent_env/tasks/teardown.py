@@ -26,6 +26,19 @@ class TeardownItem:
 
 
 @attrs.frozen
+class Endpoint:
+    """An address a run serves while it is up (an env's gateway, an agent, a model gateway).
+
+    ``agent-env run --keep`` prints every one with its token, so a person can use what is held
+    up; records never carry the token.
+    """
+
+    label: str
+    url: str
+    token: str | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen
 class TeardownReport:
     terminated: tuple[TeardownItem, ...] = ()
     failed: tuple[TeardownItem, ...] = ()
@@ -46,6 +59,8 @@ class Teardown:
     def __init__(self, *, timeout_per_item: float = 120.0) -> None:
         self.items: list[TeardownItem] = []
         self.timeout_per_item = timeout_per_item
+        #: What the runs serve while up, in the order they came up (see :class:`Endpoint`).
+        self.endpoints: list[Endpoint] = []
 
     def register(self, kind: str, label: str, close: Close) -> TeardownItem:
         item = TeardownItem(kind, label, close)

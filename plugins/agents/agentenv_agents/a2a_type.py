@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.api import StepError, build_with_progress
+from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_progress
 
 if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
@@ -148,11 +148,6 @@ class ModelGatewayHandle:
         return int((await self._calls(2**62)).get("count") or 0)
 
 
-#: (run instance, sandbox id) -> its model gateway, so agents of one sandbox share it.
-_GATEWAYS: dict[tuple[str, str], ModelGatewayHandle] = {}
-_GATEWAY_LOCKS: dict[tuple[str, str], asyncio.Lock] = {}
-
-
 def _model_settings() -> dict[str, Any]:
     from agent_env.api import current
 
@@ -160,14 +155,16 @@ def _model_settings() -> dict[str, Any]:
 
 
 async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGatewayHandle:
-    """The sandbox's model gateway, started on first use (once per sandbox)."""
+    """The sandbox's model gateway, started on first use (once per sandbox and run: the
+    handle lives in the run's plugin state, so agents of one sandbox share it)."""
     from agent_env.api import ContainerSpec
 
-    key = (ctx.instance_id, sandbox.id)
-    lock = _GATEWAY_LOCKS.setdefault(key, asyncio.Lock())
+    key = f"agents.model_gateway:{sandbox.id}"
+    lock = ctx.state.setdefault(f"{key}:lock", asyncio.Lock())
     async with lock:
-        if key in _GATEWAYS:
-            return _GATEWAYS[key]
+        if key in ctx.state:
+            handle: ModelGatewayHandle = ctx.state[key]
+            return handle
         settings = _model_settings()
         base_url = settings.get("base_url") or None
         api_key = settings.get("api_key") or None
@@ -189,19 +186,15 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
             labels={**ctx.labels, "agentenv.role": "model-gateway"}))
         url = (urls.get(MODEL_GATEWAY_PORT) or "").rstrip("/")
         if not url:
-            raise StepError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
-                            f"model gateway's port {MODEL_GATEWAY_PORT}")
+            raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
+                             f"model gateway's port {MODEL_GATEWAY_PORT}")
         await _wait_http(f"{url}/healthz", DEFAULT_READY_TIMEOUT, sandbox,
                          MODEL_GATEWAY_CONTAINER, "the model gateway")
         handle = ModelGatewayHandle(url, token, admin, image,
                                     upstream=str(base_url) if base_url else None)
-        _GATEWAYS[key] = handle
-
-        async def forget() -> None:
-            _GATEWAYS.pop(key, None)
-            _GATEWAY_LOCKS.pop(key, None)
-
-        ctx.on_teardown("model-gateway", f"model gateway of sandbox {sandbox.id}", forget)
+        ctx.state[key] = handle
+        ctx.add_endpoint(f"model gateway (OpenAI and Anthropic APIs) of sandbox {sandbox.id}",
+                         f"{url}/v1", token)
         return handle
 
 
@@ -223,7 +216,7 @@ async def _container_state(sandbox: Sandbox, container: str) -> str:
 
 async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
                      what: str) -> Any:
-    """GET ``url`` until it answers 200 (its JSON body, or None); StepError with logs after."""
+    """GET ``url`` until it answers 200 (its JSON body, or None); InfraError with logs after."""
     import aiohttp
 
     deadline = time.monotonic() + timeout
@@ -251,11 +244,11 @@ async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
                 except Exception:
                     status = "running"
                 if status != "running":
-                    raise StepError(f"{what} stopped before it was ready"
-                                    f"{await _container_state(sandbox, container)}")
+                    raise InfraError(f"{what} stopped before it was ready"
+                                     f"{await _container_state(sandbox, container)}")
             if now > deadline:
-                raise StepError(f"{what} was not ready within {timeout:.0f}s ({last})"
-                                f"{await _container_state(sandbox, container)}")
+                raise InfraError(f"{what} was not ready within {timeout:.0f}s ({last})"
+                                 f"{await _container_state(sandbox, container)}")
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, POLL_INTERVAL)
 
@@ -278,16 +271,6 @@ def _supported_config(card: dict[str, Any]) -> set[str]:
 def _has_extension(card: dict[str, Any], name: str) -> bool:
     return any(isinstance(e, dict) and name in str(e.get("uri", ""))
                for e in (card.get("capabilities") or {}).get("extensions") or [])
-
-
-@attrs.frozen
-class A2aReply:
-    """What the agent answered (the kernel's ``AgentReply`` shape: ``response`` and
-    ``trajectory``), plus the prompt's ``usage`` (the agent's and the model gateway's counts)."""
-
-    response: str
-    trajectory: tuple[dict[str, Any], ...] = ()
-    usage: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -352,7 +335,7 @@ class A2aAgent:
                     await self.gateway.load_script(name, data)
         return model
 
-    async def prompt(self, step: Any, timeout: float) -> Any:
+    async def prompt(self, step: Any, timeout: float) -> AgentReply:
         import aiohttp
 
         model = await self._resolve_model(step)
@@ -382,8 +365,8 @@ class A2aAgent:
                     "message": message, "configuration": {"blocking": False}})
             except (aiohttp.ClientError, TimeoutError) as exc:
                 why = await self._dead()
-                raise StepError(f"infra error: agent '{self.name}' did not take the prompt "
-                                f"({type(exc).__name__}){why or ''}") from None
+                raise InfraError(f"agent '{self.name}' did not take the prompt "
+                                 f"({type(exc).__name__}){why or ''}") from None
             task_id = str(task.get("id") or "")
             if not task_id:
                 raise StepError(f"agent '{self.name}': message/send returned no task: {task}")
@@ -404,8 +387,8 @@ class A2aAgent:
                     failures += 1
                     why = await self._dead()
                     if why is not None or failures >= DEAD_AFTER:
-                        raise StepError(
-                            f"infra error: agent '{self.name}' stopped answering mid-prompt "
+                        raise InfraError(
+                            f"agent '{self.name}' stopped answering mid-prompt "
                             f"({type(exc).__name__}){why or ''}") from None
             trajectory = await self._trajectory(http, task_id)
         return await self._reply(task, trajectory, calls_before, model)
@@ -442,7 +425,7 @@ class A2aAgent:
         return out
 
     async def _reply(self, task: dict[str, Any], trajectory: list[dict[str, Any]],
-                     calls_before: int, model: str | None) -> Any:
+                     calls_before: int, model: str | None) -> AgentReply:
         status = task.get("status") or {}
         state = status.get("state")
         parts = ((status.get("message") or {}).get("parts")) or []
@@ -454,20 +437,22 @@ class A2aAgent:
         text = texts[-1] if texts else ""
         calls = await self.gateway.calls(calls_before)
         models = sorted({str(c.get("model")) for c in calls if c.get("model")})
-        agent_usage = data.get("usage") or {}
-        # Record keys avoid the word "token": the run record drops keys that look like secrets.
-        usage = {
-            "tool_calls": agent_usage.get("tool_call_count", 0),
-            "model_calls": len(calls),
-            "input": sum(c.get("input_tokens") or 0 for c in calls),
-            "output": sum(c.get("output_tokens") or 0 for c in calls),
-            "agent_reported": {"input": agent_usage.get("input_tokens"),
-                               "output": agent_usage.get("output_tokens"),
-                               "cost_usd": agent_usage.get("cost_usd")},
-        }
+        reported = data.get("usage") or {}
+        # The gateway's counts when the agent used it; what the agent says, when it did not.
+        usage = Usage(
+            tool_calls=int(reported.get("tool_call_count") or 0),
+            model_calls=len(calls),
+            input_tokens=(sum(c.get("input_tokens") or 0 for c in calls) if calls
+                          else int(reported.get("input_tokens") or 0)),
+            output_tokens=(sum(c.get("output_tokens") or 0 for c in calls) if calls
+                           else int(reported.get("output_tokens") or 0)),
+            cost_usd=reported.get("cost_usd"),
+        )
         usage_event = {
             "type": "agentenv.usage", "state": state, "model": model,
-            "models_answering": models, "usage": usage,
+            "models_answering": models, "usage": attrs.asdict(usage),
+            "agent_reported": {k: reported.get(k) for k in
+                               ("input_tokens", "output_tokens", "cost_usd")},
             "model_calls": [{
                 "api": c.get("api"), "model": c.get("model"),
                 "requested_model": c.get("requested_model"), "status": c.get("status"),
@@ -476,14 +461,31 @@ class A2aAgent:
         }
         self.ctx.note(f"agents/{self.agent_id}: '{self.name}' answered ({state}) with model "
                       f"{', '.join(models) or model or 'none'}: {len(calls)} model call(s), "
-                      f"{usage['input']} input + {usage['output']} output tokens, "
-                      f"{usage['tool_calls']} tool call(s)")
+                      f"{usage.input_tokens} input + {usage.output_tokens} output tokens, "
+                      f"{usage.tool_calls} tool call(s)")
+        error_type = error_message = None
         if data.get("error_type") or state in ("failed", "rejected", "canceled"):
-            kind = data.get("error_type") or "agent_error"
-            raise StepError(f"agent '{self.name}' failed the prompt ({kind}, "
-                            f"{data.get('error_code') or state}): "
-                            f"{data.get('error_message') or text}")
-        return A2aReply(text, (*trajectory, usage_event), usage)
+            error_type = str(data.get("error_type") or "agent_error")
+            error_message = (f"{data.get('error_code') or state}: "
+                             f"{data.get('error_message') or text}")
+            upstream = _upstream_failure(calls)
+            if upstream is not None:  # the model could not be reached: not the agent's doing
+                error_type, error_message = "infra_error", f"{upstream}; agent said {error_message}"
+        return AgentReply(text, (*trajectory, usage_event), usage, error_type, error_message,
+                          models[-1] if models else model)
+
+
+def _upstream_failure(calls: list[dict[str, Any]]) -> str | None:
+    """``model upstream answered HTTP 429 ...`` when the prompt's last model call failed on the
+    upstream's side (unreachable, refused the key, rate-limited, 5xx), else None."""
+    if not calls:
+        return None
+    last = calls[-1]
+    status = int(last.get("status") or 0)
+    if status in (401, 403, 429) or status >= 500:
+        detail = f": {last.get('error')}" if last.get("error") else ""
+        return f"the model upstream answered HTTP {status} for model {last.get('model')}{detail}"
+    return None
 
 
 async def _post_ok(http: Any, url: str, body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -603,6 +605,7 @@ class A2aAgentType:
         agent = A2aAgent(step.agent_name, source.name, url, container, image, model, card,
                          sandbox, gateway, ctx, list(step.env_ids))
         await _configure(agent, card, setup, envs, step)
+        ctx.add_endpoint(f"agent '{step.agent_name}' ({source.name}), A2A", url)
         say(f"agents/{source.name}: '{step.agent_name}' ready at {url} "
             f"(model {model or 'named per prompt'}; model gateway "
             f"{'forwarding to the configured upstream' if gateway.upstream else 'scripted only'})")

@@ -18,7 +18,7 @@ import pytest
 
 from agent_env import runtime
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.step_types.agent_steps import DeployAgent, PromptAgent
+from agent_env.tasks.step_types.agent_steps import DeployAgent, PromptAgent, read_trajectory
 from agent_env.tasks.steps import StepError
 from agentenv_agents.model_steps import ScriptedModel
 from agentenv_mcp_env.steps import DeployEnv
@@ -56,7 +56,16 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     assert time.monotonic() - started < 10
     reply = ctx.outputs["ask"]
     assert reply["response"] == f"The echo tool returned: {TEXT}"
-    events = reply["trajectory"]
+    assert reply["tool_call_count"] == 1 and reply["error_type"] is None
+    assert reply["usage"]["model_calls"] == 2
+    assert reply["usage"]["input_tokens"] > 0 and reply["usage"]["output_tokens"] > 0
+    # the record keeps the counts (the secret filter drops "token" keys, not "..._tokens")
+    assert ctx.strip_secrets(reply)["usage"] == reply["usage"]
+    key = reply["agent_trajectory_object_key"]
+    assert key == (f"runs/{ctx.instance_id}/prompt_agent_trajectories/prompt_id=ask/"
+                   "trajectory-agent.json")
+    events = read_trajectory(key)  # kept in the object store, not in the record
+    assert reply["trajectory_events"] == len(events)
     tool_calls = [e for e in events if e.get("type") == "tool_call"]
     assert tool_calls == [{"type": "tool_call", "server": "echo", "tool": "echo",
                            "arguments": {"text": TEXT}, "result": TEXT, "is_error": False}]
@@ -64,10 +73,7 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     usage = events[-1]
     assert usage["type"] == "agentenv.usage"
     assert usage["models_answering"] == ["scripted:echo_script"]
-    assert usage["usage"]["tool_calls"] == 1 and usage["usage"]["model_calls"] == 2
-    assert usage["usage"]["input"] > 0 and usage["usage"]["output"] > 0
-    # The record keeps the counts (its secret filter drops keys that say "token").
-    assert ctx.strip_secrets(usage)["usage"]["input"] == usage["usage"]["input"]
+    assert usage["usage"] == reply["usage"]
 
     report = await ctx.teardown.run()
     assert report.failed == ()

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from agent_env.task import Episode, EpisodeError, EpisodeFailed, EpisodeSpec, Task, TurnTools
+from agent_env.tasks.step_types.agent_steps import read_trajectory
 
 from .conftest import EXAMPLE
 
@@ -77,7 +78,7 @@ async def test_eight_scripted_episodes_side_by_side_get_the_right_scores(
         stored = record(episode.id)
         assert stored.scores == scores  # what agent-env task get-instance shows
         assert stored.outcome == ("passed" if scores == GOOD else "scored below 1")
-        calls = stored.context["outputs"]["ask"]["trajectory"]
+        calls = read_trajectory(stored.context["outputs"]["ask"]["agent_trajectory_object_key"])
         assert {call["tool"] for call in calls} <= {"add_item", "list_items", "complete_item"}
     assert len({episode.id for episode, _ in played}) == 8
     assert leftovers(spec.id) == []

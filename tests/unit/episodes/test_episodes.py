@@ -11,6 +11,7 @@ import pytest
 
 from agent_env.task import Episode, EpisodeError, EpisodeFailed, EpisodeSpec, Task, Turn
 from agent_env.tasks.records import MemoryInstances
+from agent_env.tasks.step_types.agent_steps import read_trajectory
 
 
 def greet_steps(*, slow: float = 0.0, prompts: int = 1, sandbox: bool = False) -> list[dict]:
@@ -70,7 +71,8 @@ async def test_a_scripted_player_gets_the_runs_scores(instances: MemoryInstances
     assert (record.status, record.outcome, record.scores) == ("completed", "passed",
                                                               {"reply": 1.0})
     reply = record.context["outputs"]["ask1"]
-    assert (reply["response"], reply["trajectory"]) == ("hi!", [])
+    # no tool calls, no trajectory to keep
+    assert (reply["response"], reply["agent_trajectory_object_key"]) == ("hi!", None)
     assert record.context["agents"]["alice"]["played_by"] == "outside"
     assert episode.run_result is not None and episode.run_result.scores == {"reply": 1.0}
 
@@ -219,7 +221,8 @@ async def test_tools_refuse_an_unknown_name_and_offer_bash_in_a_sandbox(
         assert failed["isError"] is True and "(exit 3)" in failed["content"][0]["text"]
     await turn.end(response="hi")
     assert await episode.result() == {"reply": 1.0}
-    trajectory = instances.get(episode.id).context["outputs"]["ask1"]["trajectory"]  # type: ignore[union-attr]
+    reply = instances.get(episode.id).context["outputs"]["ask1"]  # type: ignore[union-attr]
+    trajectory = read_trajectory(reply["agent_trajectory_object_key"])  # the object store's copy
     assert [(c["tool"], c["is_error"]) for c in trajectory] == [("bash", False), ("bash", True)]
 
 

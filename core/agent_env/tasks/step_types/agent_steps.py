@@ -8,7 +8,14 @@ prompt becomes a turn of that player. Without one, ``deploy_agent`` deploys the 
 ``agent.toml`` names (``agent_env_agent_types``); with neither, it fails saying so (never a
 made-up success).
 
-``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, trajectory}`` as its output;
+``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, model, tool_call_count,
+usage, error_type, error_message, agent_trajectory_object_key, duration_seconds}`` as its output.
+The trajectory itself goes to the object store (``runs/<instance>/prompt_agent_trajectories/
+prompt_id=<id>/trajectory-<agent>.json``, the reference's layout under a per-run prefix), so
+records stay small however long the agent worked. An agent that reports ``agent_error`` has its
+reply recorded and scored 0 by the verifier (row ``prompt_error``), as the reference does; an
+``infra_error`` ends the run as ``error`` (not scored).
+
 ``agent_prompt_response_verifier`` scores the reply of one prompt (by ``prompt_id``, which is the
 prompt step's id unless the step sets its own) with ``response_contains`` (every string of
 ``needles`` is in the reply) and ``response_regex_present`` (``pattern`` is found, ``re.search``
@@ -26,7 +33,7 @@ import attrs
 
 from agent_env._tuples import dict_tuple
 from agent_env.tasks.scores import AGGREGATORS, ScoreRow
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.tasks.steps import InfraError, PreflightView, Step, StepError
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
@@ -41,12 +48,36 @@ SANDBOX_CHECKS = ("probe_file_exists", "probe_dir_exists", "probe_file_contains"
                   "bash_cmd_succeeds")
 
 
+AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
+TRAJECTORY_PREFIX = "prompt_agent_trajectories"
+
+
+@attrs.frozen
+class Usage:
+    """What one prompt cost: the agent's tool calls, and the model calls and tokens (counted by
+    AgentEnv's model gateway when the agent uses it, else as the agent reported them)."""
+
+    tool_calls: int = 0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
 @attrs.frozen
 class AgentReply:
-    """What an agent answered to one prompt, and the tool calls it made on the way."""
+    """What an agent answered to one prompt, and the tool calls it made on the way.
+
+    ``error_type`` is set when the agent says it failed the prompt: ``agent_error`` (its own
+    doing: recorded and scored 0) or ``infra_error`` (the run ends as ``error``).
+    """
 
     response: str
     trajectory: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple, factory=tuple)
+    usage: Usage = Usage()
+    error_type: str | None = None
+    error_message: str | None = None
+    model: str | None = None
 
 
 class Agent(Protocol):
@@ -188,9 +219,54 @@ class PromptAgent(Step):
         reply = await agent.prompt(step, float(self.timeout_seconds))
         ctx.outputs[self.id] = {
             "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.prompt,
-            "response": reply.response, "trajectory": list(reply.trajectory),
+            "response": reply.response, "model": reply.model or step.model,
+            "tool_call_count": reply.usage.tool_calls, "usage": attrs.asdict(reply.usage),
+            "error_type": reply.error_type, "error_message": reply.error_message,
+            "agent_trajectory_object_key": store_trajectory(
+                ctx, self.reply_id, self.agent_name, reply.trajectory),
+            "trajectory_events": len(reply.trajectory),
             "duration_seconds": round(time.monotonic() - started, 3),
         }
+        if reply.error_type == INFRA_ERROR:
+            raise InfraError(f"agent '{self.agent_name}' could not answer for an infrastructure "
+                             f"reason: {reply.error_message or 'no message'}")
+
+
+def trajectory_key(instance_id: str, prompt_id: str, agent_name: str) -> str:
+    """Where the trajectory of one prompt is kept in the object store."""
+    def safe(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip(".") or "_"
+
+    return (f"runs/{safe(instance_id)}/{TRAJECTORY_PREFIX}/prompt_id={safe(prompt_id)}/"
+            f"trajectory-{safe(agent_name)}.json")
+
+
+def store_trajectory(ctx: TaskContext, prompt_id: str, agent_name: str,
+                     trajectory: Any) -> str | None:
+    """Write the prompt's trajectory (secrets stripped) to the object store; its key, or None
+    when there is nothing to keep. A second prompt with the same id (a retried step) replaces
+    the first one's."""
+    if not trajectory:
+        return None
+    import json
+
+    from agent_env.runtime import current
+
+    key = trajectory_key(ctx.instance_id, prompt_id, agent_name)
+    data = json.dumps(ctx.strip_secrets(list(trajectory)), default=str).encode()
+    current().store("object").put(key, data, content_type="application/json",
+                                  allow_overwrite=True)
+    return key
+
+
+def read_trajectory(key: str) -> list[dict[str, Any]]:
+    """A stored prompt trajectory (see :func:`store_trajectory`)."""
+    import json
+
+    from agent_env.runtime import current
+
+    events: list[dict[str, Any]] = json.loads(current().store("object").get(key))
+    return events
 
 
 def find_reply(ctx: TaskContext, prompt_id: str) -> dict[str, Any] | None:
@@ -241,9 +317,14 @@ class AgentPromptResponseVerifier(Step):
                               if isinstance(o, dict) and "response" in o)
             raise StepError(f"no reply to prompt '{self.prompt_id}' is recorded (replies: "
                             f"{', '.join(answered) or 'none'})")
-        response = str(reply.get("response") or "")
-        rows = [_score(index, criterion, response)
-                for index, criterion in enumerate(self.criteria)]
+        if reply.get("error_type"):
+            why = (f"the agent failed the prompt ({reply['error_type']}): "
+                   f"{reply.get('error_message') or 'no message'}")
+            rows = [ScoreRow(0, 0.0, False, why, criterion={"id": "prompt_error"})]
+        else:
+            response = str(reply.get("response") or "")
+            rows = [_score(index, criterion, response)
+                    for index, criterion in enumerate(self.criteria)]
         ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
 
 
