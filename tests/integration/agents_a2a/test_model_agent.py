@@ -19,7 +19,7 @@ import pytest
 from agent_env import runtime
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.step_types.agent_steps import DeployAgent, PromptAgent, read_trajectory
-from agent_env.tasks.steps import StepError
+from agent_env.tasks.steps import InfraError
 from agentenv_agents.model_steps import ScriptedModel
 from agentenv_mcp_env.steps import DeployEnv
 
@@ -98,7 +98,7 @@ async def test_an_agent_that_dies_mid_prompt_fails_in_seconds(
     assert not prompt.done()
     agent.kill()
     killed = time.monotonic()
-    with pytest.raises(StepError, match=r"(?s)infra error: agent 'agent' stopped answering "
+    with pytest.raises(InfraError, match=r"(?s)agent 'agent' stopped answering "
                                         r"mid-prompt.*container agent-agent"):
         await prompt
     assert time.monotonic() - killed < 10
@@ -166,6 +166,10 @@ async def test_the_upstream_key_reaches_only_the_model_gateway(
 
     # A non-scripted model goes to the (unreachable) upstream: the agent reports it, quickly.
     started = time.monotonic()
-    with pytest.raises(StepError, match=r"infra_error.*502"):
+    with pytest.raises(InfraError, match=r"\(infra_error\): the model upstream answered HTTP 502 "
+                                         r"for model gpt-test"):
         await PromptAgent(id="ask", prompt=PROMPT, model="gpt-test", timeout_seconds=60).run(ctx)
     assert time.monotonic() - started < 30
+    # the reply is recorded all the same: which error, and the failed model call in its usage
+    reply = ctx.outputs["ask"]
+    assert reply["error_type"] == "infra_error" and reply["usage"]["model_calls"] == 1

@@ -89,7 +89,7 @@ async def test_a_prompt_is_polled_finely_and_its_trajectory_read() -> None:
     assert reply.response == "slept with m2"
     assert reply.trajectory[0] == {"type": "agentenv.format", "format": "slow/1"}
     assert reply.trajectory[1] == {"type": "slept", "seconds": 0.3}
-    assert reply.usage["tool_calls"] == 1
+    assert reply.usage.tool_calls == 1 and reply.error_type is None
     assert "'slow' answered (completed) with model m2" in notes.lines[-1]
 
 

@@ -228,8 +228,8 @@ class PromptAgent(Step):
             "duration_seconds": round(time.monotonic() - started, 3),
         }
         if reply.error_type == INFRA_ERROR:
-            raise InfraError(f"agent '{self.agent_name}' could not answer for an infrastructure "
-                             f"reason: {reply.error_message or 'no message'}")
+            raise InfraError(f"agent '{self.agent_name}' could not answer (infra_error): "
+                             f"{reply.error_message or 'no message'}")
 
 
 def trajectory_key(instance_id: str, prompt_id: str, agent_name: str) -> str:
