@@ -159,8 +159,9 @@ class AgentServer:
 
     def __init__(self, agent: AgentEnvAgent, *, max_contexts: int = MAX_CONTEXTS,
                  cancel_grace: float = DEFAULT_CANCEL_GRACE,
-                 max_tasks: int = DEFAULT_MAX_TASKS) -> None:
+                 max_tasks: int = DEFAULT_MAX_TASKS, secured: bool = False) -> None:
         self.agent = agent
+        self.secured = secured
         self.spec: AgentSpec = spec_of(agent)
         self.cancel_grace = cancel_grace
         self.max_tasks = max_tasks
@@ -188,7 +189,12 @@ class AgentServer:
                 exts.append(McpState.card_entry())
             elif uri == TRAJECTORY_V1:
                 exts.append(trajectory_card_entry())
+        security: dict[str, Any] = {}
+        if self.secured:  # A2A's way to say "send a bearer token"
+            security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+                        "security": [{"bearer": []}]}
         return {
+            **security,
             "name": ident.name,
             "description": ident.description,
             "version": ident.version,
@@ -600,19 +606,50 @@ def _ext_error(exc: AgentEnvError) -> web.Response:
 SERVER_KEY = web.AppKey("agentenv_agent_server", AgentServer)
 
 
+#: Routes anyone may read with a token set: liveness and the card (which says a token is needed).
+PUBLIC_PATHS = frozenset({"/health", "/.well-known/agent-card.json", "/.well-known/agent.json"})
+
+
+def bearer_guard(token: str) -> Any:
+    """Middleware: every route but :data:`PUBLIC_PATHS` needs ``Authorization: Bearer token``.
+
+    Why: an agent's port is published on the host, and whoever reaches it drives a model on
+    the run's account; the reference's agents take no token at all.
+    """
+    import hmac
+
+    expected = f"Bearer {token}".encode()
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path in PUBLIC_PATHS:
+            return await handler(request)
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(given, expected):
+            return web.json_response(
+                {"ok": False, "error": {"code": "unauthorized",
+                                        "message": "missing or wrong bearer token"}},
+                status=401, headers={"WWW-Authenticate": "Bearer"})
+        return await handler(request)
+
+    return guard
+
+
 def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                max_contexts: int = MAX_CONTEXTS,
                cancel_grace: float = DEFAULT_CANCEL_GRACE,
-               max_tasks: int = DEFAULT_MAX_TASKS) -> web.Application:
+               max_tasks: int = DEFAULT_MAX_TASKS, token: str | None = None) -> web.Application:
     """Build the aiohttp app serving ``agent`` (an instance of an ``@a2a_agent`` class).
 
     ``max_contexts`` bounds the trajectories kept, ``max_tasks`` the task records (terminal
     ones beyond it are forgotten, oldest first); ``cancel_grace`` is how long ``tasks/cancel``
-    waits for the run to wind down before answering.
+    waits for the run to wind down before answering. With ``token``, every route but the card
+    and ``/health`` needs ``Authorization: Bearer <token>`` (the card declares the scheme).
     """
     server = AgentServer(agent, max_contexts=max_contexts, cancel_grace=cancel_grace,
-                         max_tasks=max_tasks)
-    app = web.Application(client_max_size=max_body_bytes)
+                         max_tasks=max_tasks, secured=bool(token))
+    app = web.Application(client_max_size=max_body_bytes,
+                          middlewares=[bearer_guard(token)] if token else [])
     app[SERVER_KEY] = server
     app.router.add_get("/health", server.handle_health)
     app.router.add_get("/.well-known/agent-card.json", server.handle_card)
@@ -640,8 +677,12 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
 
 def serve(agent: AgentEnvAgent, host: str | None = None, port: int | None = None,
           **options: Any) -> None:
-    """Run the agent's server until interrupted (``A2A_HOST`` / ``A2A_PORT`` when not given)."""
+    """Run the agent's server until interrupted (``A2A_HOST`` / ``A2A_PORT`` when not given;
+    ``A2A_TOKEN``, when set, is the bearer token every non-public route needs)."""
+    import os
+
     host, port = bind_address(host, port)
+    options.setdefault("token", os.environ.get("A2A_TOKEN") or None)
     app = create_app(agent, **options)
     name = spec_of(agent).identity.name
     print(f"A2A agent {name!r} serving on http://{host}:{port}", flush=True)

@@ -49,6 +49,13 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     described = ctx.outputs["agent"]
     assert described["agent"] == "model-agent" and described["type"] == "a2a"
     assert described["model_gateway"]["upstream"] == "scripted only"
+    # its published A2A port wants the deployment's token (the run sends it)
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.post(
+            described["url"] + "/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+                                             "params": {"id": "x"}}) as resp:
+        assert resp.status == 401
 
     started = time.monotonic()
     await PromptAgent(id="ask", prompt=PROMPT, model="scripted:echo_script",
