@@ -12,7 +12,8 @@ What one deployment is, inside the sandbox contract (any provider that runs cont
   Only that container holds the key. Its port is published so AgentEnv can load scripts and read
   the call records (``GET /calls``, admin token);
 * the agent, container ``agent-<name>``, built from the agent folder (the folder plus the
-  hermetic protocol wheel; content-hash tag), run with ``A2A_PORT=8000`` (published),
+  hermetic protocol wheel; content-hash tag), run with ``A2A_PORT=8000`` (published, so its
+  server wants the per-deployment bearer token ``A2A_TOKEN`` on all but card and health),
   ``AGENTENV_MODEL_BASE_URL=http://model-gateway:4000/v1``, a per-run model token
   (``AGENTENV_MODEL_TOKEN``) and ``AGENTENV_MODEL_NAME``; never a provider key. Once its card
   answers, each env is added through ``/ext/mcp-config`` and role/system prompt through
@@ -289,6 +290,12 @@ class A2aAgent:
     ctx: Any = attrs.field(repr=False)
     env_ids: list[str] = attrs.field(factory=list)
     context_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
+    #: The bearer token its A2A server wants (``A2A_TOKEN``): its port is published on the host.
+    token: str = attrs.field(factory=lambda: secrets.token_urlsafe(32), repr=False)
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
 
     def describe(self) -> dict[str, Any]:
         return {"agent_name": self.name, "type": "a2a", "agent": self.agent_id,
@@ -354,7 +361,7 @@ class A2aAgent:
             config["system_prompt"] = step.system_prompt
         deadline = time.monotonic() + timeout
         calls_before = await self.gateway.count()
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=self.auth_headers) as http:
             try:
                 if config:
                     await _post_ok(http, f"{self.url}/ext/agent-config", config, self.name)
@@ -582,7 +589,9 @@ class A2aAgentType:
                                                   f"agents/{source.name}", say)
         settings = _model_settings()
         model = settings.get("name") or source.metadata.get("default_model") or None
-        env = {**source.default_env_vars, "A2A_PORT": str(AGENT_PORT),
+        token = secrets.token_urlsafe(32)
+        ctx.register_secret(token)
+        env = {**source.default_env_vars, "A2A_PORT": str(AGENT_PORT), "A2A_TOKEN": token,
                "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
                "AGENTENV_MODEL_TOKEN": gateway.token}
         if model:
@@ -603,9 +612,9 @@ class A2aAgentType:
         if not isinstance(card, dict):
             raise StepError(f"agent '{step.agent_name}' ({source.name}) serves no JSON card")
         agent = A2aAgent(step.agent_name, source.name, url, container, image, model, card,
-                         sandbox, gateway, ctx, list(step.env_ids))
+                         sandbox, gateway, ctx, list(step.env_ids), token=token)
         await _configure(agent, card, setup, envs, step)
-        ctx.add_endpoint(f"agent '{step.agent_name}' ({source.name}), A2A", url)
+        ctx.add_endpoint(f"agent '{step.agent_name}' ({source.name}), A2A", url, token)
         say(f"agents/{source.name}: '{step.agent_name}' ready at {url} "
             f"(model {model or 'named per prompt'}; model gateway "
             f"{'forwarding to the configured upstream' if gateway.upstream else 'scripted only'})")
@@ -616,7 +625,7 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
                      envs: dict[str, Any], step: Any) -> None:
     import aiohttp
 
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=agent.auth_headers) as http:
         if envs:
             if not _has_extension(card, "mcp-config"):
                 raise StepError(f"agent '{agent.name}' takes no MCP servers (its card has no "
