@@ -66,9 +66,12 @@ GATEWAY_MODULES = ("__init__.py", "model_gateway.py", "records.py", "scripted.py
 FINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected", "input-required",
                           "auth-required"})
 
+#: What the gateway modules import, installed at the versions this machine runs (so the image's
+#: content hash changes when they do, and nothing else is pulled in).
+GATEWAY_REQUIREMENTS = ("aiohttp", "attrs", "cattrs")
 GATEWAY_DOCKERFILE = f"""\
 FROM python:3.11-slim
-RUN pip install --no-cache-dir --disable-pip-version-check agentenv-framework-protocol \\
+RUN pip install --no-cache-dir --disable-pip-version-check {{requirements}} \\
  && useradd --create-home --uid 10001 gateway
 WORKDIR /app
 COPY agentenv_agents/ /app/agentenv_agents/
@@ -90,7 +93,11 @@ def write_gateway_context(folder: Path) -> Path:
     here = Path(__file__).parent
     for module in GATEWAY_MODULES:
         shutil.copyfile(here / module, package / module)
-    (folder / "Dockerfile").write_text(GATEWAY_DOCKERFILE, encoding="utf-8")
+    from importlib.metadata import version
+
+    pins = " ".join(f"{name}=={version(name)}" for name in GATEWAY_REQUIREMENTS)
+    (folder / "Dockerfile").write_text(GATEWAY_DOCKERFILE.replace("{requirements}", pins),
+                                       encoding="utf-8")
     return folder
 
 
