@@ -76,10 +76,22 @@ class SandboxSpec:
 
 @attrs.frozen
 class ContainerSpec:
-    """A container to run inside a VM-like sandbox, on that sandbox's private network.
+    """A container to run inside a VM-like sandbox.
 
-    ``publish`` ports are the only ones reachable from the host (on 127.0.0.1); everything else
-    stays on the private network, where containers reach each other by ``name``.
+    A sandbox has two networks, on which containers reach each other by ``name``:
+
+    * the *private* one (``private=True``, the default): env servers and the gateway in front
+      of them. It has no route out, and nothing outside it (the host, other sandboxes, the
+      sandbox's other containers) can reach its members, so an env server is reached only
+      through a gateway that is on both networks. The default is the safe one for env servers;
+    * the *edge* one: containers that publish ports (Docker publishes only through a network
+      with a route out) or ask for ``egress`` (a model gateway calling its upstream). It has a
+      route out of the sandbox.
+
+    ``publish`` ports are the only ones reachable from the host (on 127.0.0.1). An agent is
+    ``private=False``: on the edge only, it reaches the env's gateway but not the env servers.
+    A provider that cannot keep the private network closed says so in ``describe()``
+    (``env_isolation``).
     """
 
     name: str
@@ -88,6 +100,15 @@ class ContainerSpec:
     command: tuple[str, ...] | None = None
     publish: tuple[int, ...] = attrs.field(default=(), converter=int_tuple)
     labels: dict[str, str] = attrs.field(factory=dict)
+    #: On the private network (env servers and their gateway).
+    private: bool = True
+    #: Needs a route out of the sandbox (the host's services, the internet): on the edge network.
+    egress: bool = False
+
+    @property
+    def edge(self) -> bool:
+        """On the edge network: it publishes, goes out, or is not private (it needs a network)."""
+        return bool(self.publish) or self.egress or not self.private
 
 
 class Sandbox(abc.ABC):
@@ -144,6 +165,13 @@ class Sandbox(abc.ABC):
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         """The last ``tail`` log lines of a container (for error messages)."""
         return ""
+
+    def env_isolation(self) -> str | None:
+        """None when private containers (env servers) are reachable only from the sandbox's
+        private network, i.e. through their gateway; else a one-line reason they are not. An
+        env's run record keeps it beside ``describe()``."""
+        return (f"the '{self.provider_name}' sandbox does not isolate env servers: anything "
+                "that reaches the sandbox may reach them without the gateway's token")
 
     def describe(self) -> dict[str, Any]:
         """What a run record keeps to find this sandbox again (no secrets)."""

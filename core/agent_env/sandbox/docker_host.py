@@ -9,9 +9,12 @@ this, and plugins may not import each other, so they all subclass :class:`Docker
   the context copy carries this repository's protocol wheel and the tag is the content hash
   (``agentenv/<slug>:<digest16>``), so a second build of the same sources is one
   ``docker image inspect``;
-* each sandbox's containers share one private network (``<prefix>-net``) where they reach each
-  other by their ``ContainerSpec.name``; container names carry the sandbox's prefix, and every
-  container and network carries ``agentenv.sandbox=<id>`` so a teardown can find them;
+* each sandbox has the contract's two networks, where containers reach each other by their
+  ``ContainerSpec.name``: the private one (``<prefix>-net``: ``--internal``, and no bridge
+  address in the VM, so neither the VM's processes nor the edge's containers reach an env
+  server except through its gateway) and the edge one (``<prefix>-edge``: publishing, egress).
+  Container names carry the sandbox's prefix, and every container and network carries
+  ``agentenv.sandbox=<id>`` so a teardown can find them;
 * a published port is bound to a port the sandbox's daemon picks, which the provider then
   exposes as a URL (``expose``).
 """
@@ -73,7 +76,16 @@ class DockerHostSandbox(Sandbox, abc.ABC):
 
     @property
     def network_name(self) -> str:
+        """The private network (env servers and their gateway)."""
         return f"{self.container_prefix}-net"
+
+    @property
+    def edge_network_name(self) -> str:
+        """The edge network (published ports, egress, agents)."""
+        return f"{self.container_prefix}-edge"
+
+    def env_isolation(self) -> str | None:
+        return None
 
     def container_name(self, name: str) -> str:
         return f"{self.container_prefix}-{_slug(name)}"
@@ -126,8 +138,11 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         own = f"{SANDBOX_LABEL}={self.id}"
         await self.ensure_network()
         name = self.container_name(spec.name)
-        argv = ["docker", "run", "-d", "--name", name, "--network", self.network_name,
+        joins = [self.network_name] * spec.private + [self.edge_network_name] * spec.edge
+        argv = ["docker", "create", "--name", name, "--network", joins[0],
                 "--network-alias", spec.name, "--init", "--label", own]
+        if spec.egress:
+            argv += ["--add-host", "host.docker.internal:host-gateway"]
         for key, value in sorted(spec.labels.items()):
             argv += ["--label", f"{key}={value}"]
         for key, value in sorted(spec.env.items()):
@@ -136,8 +151,12 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             argv += ["-p", f"0.0.0.0::{port}"]
         argv.append(spec.image)
         argv += list(spec.command or ())
+        connect = "".join(
+            f" && docker network connect --alias {shlex.quote(spec.name)} "
+            f"{shlex.quote(network)} {shlex.quote(name)}" for network in joins[1:])
         await self.docker(f"docker rm -f {shlex.quote(name)} >/dev/null 2>&1; "
-                          + shlex.join(argv) + " >/dev/null")
+                          + shlex.join(argv) + " >/dev/null" + connect
+                          + f" && docker start {shlex.quote(name)} >/dev/null")
         urls: dict[int, str] = {}
         for port in spec.publish:
             mapped = await self.docker(f"docker port {shlex.quote(name)} {port}/tcp")
@@ -149,7 +168,7 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         return urls
 
     async def ensure_network(self) -> None:
-        """Create the private network once (Docker allows two networks of one name)."""
+        """Create the two networks once (Docker allows two networks of one name)."""
         import asyncio
 
         lock = self.__dict__.setdefault("_network_lock", asyncio.Lock())
@@ -157,9 +176,13 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             if self.__dict__.get("_network_ready"):
                 return
             network = shlex.quote(self.network_name)
+            edge = shlex.quote(self.edge_network_name)
             own = shlex.quote(f"{SANDBOX_LABEL}={self.id}")
-            await self.docker(f"docker network inspect {network} >/dev/null 2>&1 || "
-                              f"docker network create --label {own} {network} >/dev/null")
+            await self.docker(
+                f"(docker network inspect {network} >/dev/null 2>&1 || docker network create "
+                f"--internal -o com.docker.network.bridge.inhibit_ipv4=true --label {own} "
+                f"{network} >/dev/null) && (docker network inspect {edge} >/dev/null 2>&1 || "
+                f"docker network create --label {own} {edge} >/dev/null)")
             self.__dict__["_network_ready"] = True
 
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
@@ -173,7 +196,8 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         own = shlex.quote(f"label={SANDBOX_LABEL}={self.id}")
         await self.exec(
             f"ids=$(docker ps -aq --filter {own}); [ -z \"$ids\" ] || docker rm -f $ids; "
-            f"docker network rm {shlex.quote(self.network_name)} >/dev/null 2>&1; true"
+            f"docker network rm {shlex.quote(self.network_name)} "
+            f"{shlex.quote(self.edge_network_name)} >/dev/null 2>&1; true"
         )
 
 

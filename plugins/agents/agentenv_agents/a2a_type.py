@@ -191,7 +191,7 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
                 env["AGENTENV_UPSTREAM_API_KEY"] = str(api_key)
         urls = await sandbox.run_container(ContainerSpec(
             name=MODEL_GATEWAY_CONTAINER, image=image, env=env, publish=(MODEL_GATEWAY_PORT,),
-            labels={**ctx.labels, "agentenv.role": "model-gateway"}))
+            labels={**ctx.labels, "agentenv.role": "model-gateway"}, private=False, egress=True))
         url = (urls.get(MODEL_GATEWAY_PORT) or "").rstrip("/")
         if not url:
             raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
@@ -609,7 +609,8 @@ class A2aAgentType:
             env["AGENT_ENV_ROLE"] = setup.role
         urls = await sandbox.run_container(ContainerSpec(
             name=container, image=image, env=env, publish=(AGENT_PORT,),
-            labels={**ctx.labels, AGENT_LABEL: source.name, "agentenv.role": "agent"}))
+            labels={**ctx.labels, AGENT_LABEL: source.name, "agentenv.role": "agent"},
+            private=False))
         url = (urls.get(AGENT_PORT) or "").rstrip("/")
         if not url:
             raise StepError(f"the '{sandbox.provider_name}' sandbox published no URL for "

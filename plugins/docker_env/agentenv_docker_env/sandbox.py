@@ -1,17 +1,25 @@
 """The ``docker`` sandbox provider: containers and private networks on the local engine.
 
 ``mode="container"``: one long-lived container from ``spec.image`` (kept alive by a sleep loop
-under docker-init) that commands are exec'd into. ``mode="vm"``: a VM-like host made of a
-private bridge network of its own, on which containers reach each other by name and publish
-nothing unless asked (``ContainerSpec.publish``, on 127.0.0.1). ``run_container`` starts
-containers there; exec/put/get go to a helper *host* container created on first use (so a deploy
-that only runs containers pays nothing for it).
+under docker-init) that commands are exec'd into. ``mode="vm"``: a VM-like host made of two
+bridge networks of its own, on which containers reach each other by name and publish nothing
+unless asked (``ContainerSpec.publish``, on 127.0.0.1). ``run_container`` starts containers
+there; exec/put/get go to a helper *host* container created on first use (so a deploy that only
+runs containers pays nothing for it).
 
-``internal_network = true`` (provider config) also cuts the way out: the private network is
-then ``internal`` and containers that publish ports join a second, *edge* bridge, because Docker
-publishes ports only through a non-internal network. It is not the default because it costs a
-second network per sandbox (~0.3 s of a ~1.5 s warm deploy-and-teardown: Docker serialises
-network changes) and because the reference's env servers, on one plain bridge, may reach out.
+The two networks (``ContainerSpec.private`` / ``edge``): the *private* one (named after the
+sandbox) is ``internal`` (no route out) and its bridge has no address on the host
+(``com.docker.network.bridge.inhibit_ipv4``): Docker's internal networks still let host
+processes reach their members through the bridge's address, which is how a process on the host
+could call an env server without the gateway's token. Other containers reach it neither
+(Docker's isolation rules drop traffic between bridges). The *edge* one (``<id>-edge``) is a
+plain bridge: containers that publish ports join it (Docker publishes only through a network
+with a route out), and so do those asking for ``egress``. The gateway is on both; env servers
+only on the private one; an agent only on the edge.
+
+``internal_network = false`` (provider config) puts everything on one plain bridge instead (an
+env server that must reach out needs it); the env's run record then says its env servers are
+not isolated (:meth:`DockerSandbox.env_isolation`).
 
 Everything created carries ``agentenv.sandbox=<id>`` and ``agentenv.run`` (from
 ``spec.labels``), so :meth:`DockerSandboxProvider.attach` finds a sandbox from its id alone and
@@ -65,6 +73,8 @@ PORTS_LABEL = "agentenv.ports"
 LOOPBACK = "127.0.0.1"
 DEFAULT_IMAGE = "python:3.11-slim"
 EDGE_LABEL = "agentenv.edge"  # "1" when the sandbox has an internal network plus an edge one
+#: The internal network's bridge gets no address on the host, so the host has no route to it.
+NO_HOST_ADDRESS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
 #: At most this many engine calls at once in one teardown (the SDK's pool holds 10 connections).
 PARALLEL_CALLS = 8
@@ -187,6 +197,15 @@ class DockerSandbox(Sandbox):
         return {"id": self.id, "provider": self.provider_name, "mode": self.mode,
                 "network": self.network if self.mode == "vm" else None}
 
+    def env_isolation(self) -> str | None:
+        if self.mode == "vm" and self.has_edge:
+            return None
+        if self.mode != "vm":
+            return "a container-mode docker sandbox runs no env servers behind a gateway"
+        return ("the docker provider's internal_network = false puts env servers on a plain "
+                "bridge: the host and the sandbox's other containers reach them without the "
+                "gateway's token")
+
     def _remember(self, name: str) -> None:
         self._names.add(name)
 
@@ -208,21 +227,36 @@ class DockerSandbox(Sandbox):
         alias: str | None = None,
         extra_labels: dict[str, str] | None = None,
         host_options: dict[str, Any] | None = None,
+        private: bool = True,
+        edge: bool = False,
+        egress: bool = False,
     ) -> dict[int, str]:
-        """Create and start a container, attached to the sandbox's networks; returns its URLs."""
+        """Create and start a container, attached to the sandbox's networks; returns its URLs.
+
+        ``private``/``edge``: which of the two networks it joins (both for the gateway); with
+        no edge network (``internal_network = false``) there is one, and everything is on it.
+        ``egress`` also names the host ``host.docker.internal`` (a model upstream on the host).
+        """
         import docker.errors
 
         api = self.client.api
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
             init=True,
+            extra_hosts={"host.docker.internal": "host-gateway"} if egress else None,
             **(host_options or {}),
         )
         networking = None
+        aliases = [alias] if alias else None
+        joins: list[str] = []
         if self.mode == "vm":
-            aliases = [alias] if alias else None
+            edge = edge or bool(publish) or not private
+            if not self.has_edge:
+                joins = [self.network]
+            else:  # Docker 20.10's create takes one network; the other is connected after
+                joins = [self.network] * private + [self.edge_network] * edge
             networking = api.create_networking_config(
-                {self.network: api.create_endpoint_config(aliases=aliases)}
+                {joins[0]: api.create_endpoint_config(aliases=aliases)}
             )
         try:  # no image lookup first: a missing image is the create call's 404
             created = api.create_container(
@@ -242,8 +276,8 @@ class DockerSandbox(Sandbox):
             ) from None
         self._remember(name)
         try:
-            if self.mode == "vm" and self.has_edge and (publish or role == "host"):
-                api.connect_container_to_network(created["Id"], self.edge_network)
+            for network in joins[1:]:
+                api.connect_container_to_network(created["Id"], network, aliases=aliases)
             api.start(created["Id"])
             if not publish:
                 return {}  # nothing to look up: saves a round trip per env container
@@ -264,7 +298,7 @@ class DockerSandbox(Sandbox):
         try:
             self._create_started(
                 self.shell_container, self.host_image, role="host", entrypoint=KEEP_ALIVE,
-                command=[], env=self.env_vars, publish=self.ports, alias="host",
+                command=[], env=self.env_vars, publish=self.ports, alias="host", edge=True,
             )
         except docker.errors.APIError as exc:
             if exc.status_code != 409:  # 409: a concurrent call created it first
@@ -475,6 +509,7 @@ class DockerSandbox(Sandbox):
                 command=list(spec.command) if spec.command else None,
                 env=dict(spec.env), publish=tuple(spec.publish), alias=spec.name,
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
+                private=spec.private, edge=spec.edge, egress=spec.egress,
             )
 
         if name in self._names:  # a rerun of the same deploy step replaces its container
@@ -540,7 +575,7 @@ class DockerSandboxProvider(SandboxProvider):
         *,
         base_url: str | None = None,
         default_image: str = DEFAULT_IMAGE,
-        internal_network: bool = False,
+        internal_network: bool = True,
     ) -> None:
         self.base_url = base_url
         self.default_image = default_image
@@ -577,6 +612,7 @@ class DockerSandboxProvider(SandboxProvider):
     @staticmethod
     def _create_network(sandbox: DockerSandbox, name: str, *, internal: bool) -> None:
         sandbox.client.api.create_network(name, driver="bridge", internal=internal,
+                                          options=NO_HOST_ADDRESS if internal else None,
                                           labels=sandbox._labels("network"))
 
     @staticmethod

@@ -9,7 +9,10 @@ What one deployment is, in a VM-like sandbox of any provider (docker, smol_vm, c
   (``deploy_env``'s ``with_envs``) run the same way as ``env-<name>``, behind the same gateway;
 * the gateway image (:mod:`.gateway_image`), run as container ``gateway`` with one ``--child``
   per env server and a fresh random token (``AGENTENV_GATEWAY_TOKEN``); only its port is
-  published, and the host reaches it on the URL the provider returns;
+  published, and the host reaches it on the URL the provider returns. The env servers are
+  ``ContainerSpec(private=True)`` only, so on a provider that isolates (docker, the VM
+  providers) nothing but the gateway reaches them; one that cannot says so in the run record
+  (``sandbox.env_isolation``) and in a warning line;
 * readiness: the gateway answers ``/ready`` (every child up, no tool-name clash), its card has a
   name (and so does every child's), and ``tools/list`` through it names at least one tool. A
   clash refuses the deploy at once; anything else not ready by the timeout fails with the
@@ -124,8 +127,15 @@ class GatewayDeployment:
             "created_at": self.created_at, "expires_at": self.expires_at,
             "tools": list(self.tools),
             "servers": [attrs.asdict(server) for server in self.servers],
-            "sandbox": self.sandbox.describe() if self.sandbox is not None else None,
+            "sandbox": sandbox_record(self.sandbox) if self.sandbox is not None else None,
         }
+
+
+def sandbox_record(sandbox: Sandbox) -> dict[str, Any]:
+    """The sandbox as the run record keeps it, with ``env_isolation``: true when the env servers
+    are reachable only through the gateway, else the provider's reason they are not."""
+    reason = sandbox.env_isolation()
+    return {**sandbox.describe(), "env_isolation": True if reason is None else reason}
 
 
 @attrs.frozen
@@ -241,6 +251,9 @@ class McpServerEnv:
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
         env_refs, gateway_ref = await self.build_images(sandbox, progress=progress)
+        exposed = sandbox.env_isolation()
+        if exposed is not None:
+            (progress or _quiet)(f"envs/{self.source.name}: warning: {exposed}")
         labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
         specs = [ContainerSpec(
             name=server.container, image=ref,
