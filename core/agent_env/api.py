@@ -10,7 +10,7 @@ at start-up): each name loads its module on first use.
 Groups, in the order a plugin author meets them:
 
 * hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``,
-  ``AgentSource``, ``Lazy`` (a contribution imported only when a run uses it: keeps the
+  ``AgentSource``, ``ModelProvider``, ``Lazy`` (a contribution imported only when a run uses it: keeps the
   CLI's start-up cheap);
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
 * the runtime: ``Runtime``, ``current`` (config, plugin registries, stores, providers, and
@@ -44,6 +44,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "StoreBackend": ("agent_env.contributions", "StoreBackend"),
     "BundleSource": ("agent_env.contributions", "BundleSource"),
     "AgentSource": ("agent_env.contributions", "AgentSource"),
+    "ModelProvider": ("agent_env.contributions", "ModelProvider"),
     "Lazy": ("agent_env.contributions", "Lazy"),
     # errors and logs
     "UserError": ("agent_env.errors", "UserError"),
@@ -123,7 +124,13 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
     # ruff cannot read the computed __all__, so it would call these re-exports unused
     from agent_env.agents import AgentDefinition
-    from agent_env.contributions import AgentSource, BundleSource, Lazy, StoreBackend
+    from agent_env.contributions import (
+        AgentSource,
+        BundleSource,
+        Lazy,
+        ModelProvider,
+        StoreBackend,
+    )
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.hookspecs import hookimpl
     from agent_env.images import hermetic

@@ -76,3 +76,13 @@ class AgentSource:
     name: str
     path: Path = attrs.field(converter=Path)
     aliases: tuple[str, ...] = attrs.field(default=(), converter=str_tuple)
+
+
+@attrs.frozen
+class ModelProvider:
+    """A model provider a plugin serves itself: models named ``<name>:<rest>`` are its own (the
+    agents plugin's ``scripted``); any other model name goes to the configured upstream
+    (``[model] base_url``)."""
+
+    name: str
+    description: str = ""

@@ -35,7 +35,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from agent_env.contributions import AgentSource, BundleSource, StoreBackend
+    from agent_env.contributions import AgentSource, BundleSource, ModelProvider, StoreBackend
     from agent_env.events import RunEvent
 
 PROJECT = "agent_env"
@@ -119,6 +119,16 @@ def agent_env_agents() -> list[AgentSource]:
     A folder holds an ``agent.toml`` (its ``type`` and settings) and what that type needs (a
     Dockerfile for ``a2a``). ``deploy_agent`` finds one by its ``a2a_agent_id``;
     ``agent-env a2a-agent list`` lists them. Nothing in the folder is read until it is used.
+    """
+
+
+@hookspec
+def agent_env_model_providers() -> list[ModelProvider]:
+    """Return the model providers this plugin serves, as :class:`ModelProvider` records.
+
+    A model named ``<provider>:<rest>`` belongs to that provider (``scripted:echo``); any other
+    name is forwarded to the upstream in ``[model] base_url``. Used to refuse, before a run
+    starts, a model that nobody would answer (an unknown provider with no upstream configured).
     """
 
 

@@ -427,6 +427,18 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
     open_provider(choose_provider(list(chain)))
 
 
+def check_models(named: Sequence[tuple[str, str]]) -> None:
+    """Before anything is written or run: every model named has someone to answer it (a
+    plugin's provider, or the configured upstream); one ``Error:`` line otherwise."""
+    from agent_env.agents import model_problem
+    from agent_env.errors import UserError
+
+    for where, model in named:
+        problem = model_problem(model)
+        if problem is not None:
+            raise UserError(f"{where}: {problem}")
+
+
 def run_bundle(
     text: str, *, tasks: Sequence[str] = (), eval_name: str | None = None,
     sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
@@ -450,6 +462,8 @@ def run_bundle(
         from agent_env.agents import find_agent
 
         find_agent(agent_id)  # an agent nobody ships is one Error: line before anything runs
+    if model:
+        check_models([("--model", model)])
     location = locate(text)
     bundle, problems = parse_bundle(location.folder, location.id_root)
     versioned = versioned_store()
@@ -457,6 +471,10 @@ def run_bundle(
                        sandbox_chain=chain, stored=entity_exists(versioned))
     if chain and not dry_run:
         check_sandbox_chain(chain)
+    if not model:  # a model a prompt step names, that nobody would answer
+        check_models([(f"{t.entry.label}: step '{raw.get('id')}'", str(raw["model"]))
+                      for t in plan.tasks for raw in t.spec.raw_steps
+                      if raw.get("type") == "prompt_agent" and raw.get("model")])
     objects = object_store()
     ledger = Ledger(versioned, objects, dry_run=dry_run).write_plan(plan)
     for line in ledger.lines:

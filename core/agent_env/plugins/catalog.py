@@ -55,6 +55,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         {
             "agent_type": ("a2a",),
             "agent": ("model-agent",),
+            "model_provider": ("scripted",),
             "step_type": ("scripted_model",),
             "bundle": ("agents-smoke",),
         },

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_env.api import AgentSource, BundleSource, Lazy, hookimpl
+from agent_env.api import AgentSource, BundleSource, Lazy, ModelProvider, hookimpl
 
 HERE = Path(__file__).parent
 AGENTS = HERE / "agents"
@@ -34,3 +34,9 @@ def agent_env_bundles() -> list[BundleSource]:
 @hookimpl
 def agent_env_step_types() -> list[Lazy]:
     return [Lazy("scripted_model", "agentenv_agents.model_steps:ScriptedModel")]
+
+
+@hookimpl
+def agent_env_model_providers() -> list[ModelProvider]:
+    return [ModelProvider("scripted", "a TEST DOUBLE: answers from a script in the bundle "
+                                      "(scripted:<artifact>), no model runs")]

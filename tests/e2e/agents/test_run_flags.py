@@ -19,3 +19,42 @@ def test_an_agent_nobody_ships_is_one_line_and_writes_nothing(tmp_path: Path) ->
     assert done.stderr.strip() == "Error: no agent named 'nosuch' (installed: model-agent)"
     assert done.stdout == ""  # no ledger line: nothing was stored
     assert not (tmp_path / "state" / "documents.sqlite3").exists()
+
+
+def _run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ENV_")}
+    env.update(AGENT_ENV_STATE_DIR=str(tmp_path / "state"), **extra)
+    return subprocess.run([str(AGENT_ENV), *args], capture_output=True, text=True, env=env,
+                          timeout=60, cwd=tmp_path)
+
+
+def test_a_model_nobody_would_answer_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+    done = _run(tmp_path, "run", "agents-smoke", "--model", "gpt-4o")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "Error: --model: model 'gpt-4o' goes to the model upstream, and no upstream is "
+        "configured: set [model] base_url (and api_key) in .agentenv/config.toml or "
+        "AGENT_ENV_MODEL_BASE_URL, or use a model a plugin serves (scripted:<name>)")
+    unknown = _run(tmp_path, "run", "agents-smoke", "--model", "nosuch:thing")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("Error: --model: model provider 'nosuch' is not known")
+    # with an upstream configured, any name goes to it (an upstream's own colons included)
+    dry = _run(tmp_path, "run", "agents-smoke", "--model", "llama3:8b", "--dry-run",
+               AGENT_ENV_MODEL_BASE_URL="http://127.0.0.1:9/v1")
+    assert dry.returncode == 0, dry.stderr
+
+
+def test_a_prompt_steps_own_model_is_checked_too(tmp_path: Path) -> None:
+    import shutil
+
+    from agentenv_agents.plugin import BUNDLES
+
+    bundle = tmp_path / "b"
+    shutil.copytree(BUNDLES / "agents-smoke", bundle,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    task = bundle / "tasks" / "smoke.json"
+    task.write_text(task.read_text().replace('"scripted:echo_script"', '"gpt-4o"'))
+    done = _run(tmp_path, "run", str(bundle))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("Error: tasks/smoke.json: step 'ask': model 'gpt-4o' goes "
+                                  "to the model upstream, and no upstream is configured")
