@@ -10,8 +10,8 @@ at start-up): each name loads its module on first use.
 Groups, in the order a plugin author meets them:
 
 * hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``,
-  ``AgentSource``, ``ModelProvider``, ``Lazy`` (a contribution imported only when a run uses it: keeps the
-  CLI's start-up cheap);
+  ``AgentSource``, ``ModelProvider``, ``Lazy`` (a contribution imported only when a run uses
+  it: keeps the CLI's start-up cheap);
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
 * the runtime: ``Runtime``, ``current`` (config, plugin registries, stores, providers, and
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
