@@ -80,3 +80,12 @@ def test_the_env_example_lists_exactly_the_variables_the_code_reads() -> None:
                             re.MULTILINE))
     assert listed == read, (f"undocumented: {sorted(read - listed)}; "
                             f"read by nothing: {sorted(listed - read)}")
+
+
+def test_every_file_the_readme_links_to_exists() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = [target for target in re.findall(r"\]\(([^)#\s]+)\)", readme)
+             if "://" not in target]
+    assert "CONTRIBUTING.md" in links and ".env.example" in links
+    for target in links:
+        assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
