@@ -26,7 +26,7 @@ SET_NOT_READ = {"AGENT_ENV_ROLE"}
 
 @pytest.mark.parametrize("name", [
     "LICENSE", "NOTICE", "CONTRIBUTING.md", "AGENTS.md", "SECURITY.md", "CODE_OF_CONDUCT.md",
-    "CITATION.cff", ".agentenv/config.example.toml", ".env.example",
+    "CITATION.cff", ".agentenv/config.example.toml", ".env.example", "THIRD_PARTY_NOTICES.md",
 ])
 def test_the_project_file_exists(name: str) -> None:
     assert (ROOT / name).is_file()
@@ -89,3 +89,16 @@ def test_every_file_the_readme_links_to_exists() -> None:
     assert "CONTRIBUTING.md" in links and ".env.example" in links
     for target in links:
         assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_third_party_notices_are_current() -> None:
+    """THIRD_PARTY_NOTICES.md is what docs/_gen/third_party.py makes from uv.lock right now."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "_gen" / "third_party.py"),
+                           "--check"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = (ROOT / "THIRD_PARTY_NOTICES.md").read_text(encoding="utf-8")
+    for package in ("aiohttp", "attrs", "cattrs", "click", "pluggy", "docker"):
+        assert f"| {package} |" in text
