@@ -182,7 +182,7 @@ def steps_page(host: Any | None = None) -> str:
             continue
         out += ["| key | type | default | notes |", "|---|---|---|---|"]
         for field in own:
-            note = notes.get(field.name, "")
+            note = notes.get(field.name) or KEY_NOTES.get(field.name, "")
             if field.name in entity:
                 kind = entity[field.name].rstrip("s")
                 note = (f"names a bundle {kind} (rewritten to its id, checked at preflight)"
@@ -191,6 +191,36 @@ def steps_page(host: Any | None = None) -> str:
                        f"{_default(field)} | {_cell(_rst_to_md(note))} |")
     return "\n".join(out) + "\n"
 
+
+#: What a key means wherever it appears, for fields whose class gives no ``#:`` note. Keys of
+#: the same name mean the same thing in every step type; a key missing here just has no note.
+KEY_NOTES = {
+    "sandbox_name": "a sandbox's name: `deploy_sandbox` gives it, other steps name it to work "
+                    "there",
+    "sandbox_type": "a sandbox provider or a fallback chain `a,b` (default: `[sandbox] "
+                    "default`; `--sandbox` overrides)",
+    "sandbox_mode": "`vm` (a host that can run containers) or `container`",
+    "env_id": "an env of the bundle (or a stored env id) deployed by `deploy_env`",
+    "env_ids": "envs whose tools the agent gets",
+    "env_version": "the env's version (default: the latest)",
+    "agent_name": "the agent, by the name its `deploy_agent` gave it",
+    "prompt_id": "the prompt whose reply is checked (a `prompt_agent` step's id by default)",
+    "verifier_id": "the id the verification is recorded under (default: this step's id)",
+    "score_aggregator": "`all_pass`, `any_pass` or `weighted_average`",
+    "criteria": "the checks, each an object with a `type` (see Verifiers and scores)",
+    "ttl_seconds": "the sandbox's lifetime in seconds, where the provider supports one",
+    "cpu": "CPUs for the sandbox",
+    "memory_mb": "memory for the sandbox, in MiB",
+    "timeout_seconds": "seconds before the step gives up",
+    "artifact_id": "an artifact of the bundle (or a stored artifact id)",
+    "file_artifact_id": "a one-file artifact holding the script",
+    "script_artifact_id": "an artifact holding the script",
+    "destination_path": "a folder in the sandbox (one-file artifacts: or the file's own path)",
+    "system_prompt": "the agent's system prompt",
+    "role": "the role the agent's tool calls carry to the envs",
+    "image": "the image to run",
+    "env_vars": "environment variables set in the sandbox",
+}
 
 COMMON_NOTES = {
     "id": "unique in the task; other steps name it in `depends_on`, scores are reported by it",
