@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from agent_env.api import StepError, build_with_progress
+from agent_env.api import InfraError, build_with_progress
 from agentenv_mcp_env.gateway_image import (
     GATEWAY_PORT,
     IMAGE_NAME,
@@ -60,8 +60,10 @@ ENV_LABEL = "agentenv.env"
 INSTANCE_LABEL = "agentenv.env_instance"
 
 
-class DeployError(StepError):
-    """A deploy failed; the message says why and carries the containers' last log lines."""
+class DeployError(InfraError):
+    """A deploy failed; the message says why and carries the containers' last log lines.
+
+    An env that never came up means the run did not happen: ``error``, not a score of 0."""
 
 
 def new_instance_id(env_id: str) -> str:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.api import AGGREGATORS, PreflightView, ScoreRow, Step, StepError
+from agent_env.api import AGGREGATORS, InfraError, PreflightView, ScoreRow, Step, StepError
 from agentenv_mcp_env.deployment import (
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
@@ -252,12 +252,13 @@ class EnvOutcomeVerifier(Step):
 
 
 async def _fail_if_down(env: GatewayDeployment, what: str) -> None:
-    """Raise a StepError naming the cause when the env went down, else return."""
+    """Raise an InfraError naming the cause when the env went down (the run is ``error``, not
+    the agent's failure), else return."""
     from agentenv_mcp_env.deployment import why_down
 
     reason = await why_down(env)
     if reason is not None:
-        raise StepError(f"env {env.environment_name} went down during the run: {reason}\n"
+        raise InfraError(f"env {env.environment_name} went down during the run: {reason}\n"
                         f"({what})")
 
 

@@ -161,8 +161,11 @@ def test_env_container_killed_mid_run_fails_clearly_and_leaves_nothing(
     assert code == 1, out + err
     # The gateway's call to the dead env waits out its 30 s call timeout (a killed container
     # sends no reset), then the verifier's check of the deployment names the cause.
-    assert re.search(r"tasks/smoke.json v1: failed at step 'echoes': (StepError: )?env echo "
-                     r"went down during the run: env server echo does not answer", out), out
+    # An env that died is infrastructure's doing: the run is an error, not a score of 0.
+    assert re.search(r"tasks/smoke.json v1: error \(infrastructure, not scored\) at step "
+                     r"'echoes': InfraError: env echo went down during the run: env server echo "
+                     r"does not answer", out), out
+    assert "1 run: 1 infrastructure error (not scored)" in out
     assert "container env: exited with code 137" in out
     assert "--- last log lines of the env container ---" in out
     assert "Tore down 1 sandbox." in out

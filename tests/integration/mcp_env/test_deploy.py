@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.steps import StepError
+from agent_env.tasks.steps import InfraError, StepError
 from agentenv_mcp_env.deployment import GatewayDeployment
 from agentenv_mcp_env.steps import (
     DeployEnv,
@@ -224,7 +224,7 @@ async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up
         "label": [f"agentenv.run={run_id}", "agentenv.container=env"]})
     env_container.kill()
     ctx.forget_step("check")
-    with pytest.raises(StepError) as failure:
+    with pytest.raises(InfraError) as failure:  # the run is an error, not the agent's failure
         await verifier.run(ctx)
     message = str(failure.value)
     assert "env counter went down during the run" in message, message
