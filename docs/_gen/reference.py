@@ -41,7 +41,9 @@ def _cell(text: object) -> str:
 
 
 def _code(text: object) -> str:
-    return f"`{_cell(text)}`" if str(text) else ""
+    """A code span in a table cell: Python-Markdown's tables leave ``|`` inside one alone."""
+    shown = str(text).replace("\n", " ").strip()
+    return f"`{shown}`" if shown else ""
 
 
 def _doc(obj: Any) -> str:
