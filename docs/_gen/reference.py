@@ -442,18 +442,29 @@ def hooks_page(host: Any | None = None) -> str:
              if name.startswith("agent_env_") and callable(fn)]
     hooks.sort(key=lambda item: source.index(f"def {item[0]}("))
     for name, fn in hooks:
-        signature = inspect.signature(fn)
+        signature = _plain_signature(fn)
         implementers = sorted(
             {impl.plugin_name for impl in getattr(host.pm.hook, name).get_hookimpls()},
             key=lambda plugin: _order(host, plugin))
         shown = ", ".join(_plugin_label(host, p) for p in implementers) or "none installed"
         out += ["", f"## `{name}`", "", "```python", f"def {name}{signature}", "```", "",
-                _rst_to_md(_doc(fn)), "", f"Implemented by: {shown}."]
+                _rst_to_md(_doc(fn)), "", f"Implemented by: {shown}.", ""]
         kind = kinds.get(name)
         if kind:
             names = sorted(c.name for c in host.contributions(kind))
             out.append(f"Contributes today: {', '.join(f'`{n}`' for n in names) or 'nothing'}.")
     return "\n".join(out) + "\n"
+
+
+def _plain_signature(fn: Any) -> str:
+    """``(cli: click.Group) -> None``: annotations as written (they are strings here)."""
+    signature = inspect.signature(fn)
+    params = ", ".join(
+        name if p.annotation is inspect.Parameter.empty else f"{name}: {_type_name(p.annotation)}"
+        for name, p in signature.parameters.items())
+    returns = signature.return_annotation
+    shown = "" if returns is inspect.Signature.empty else f" -> {_type_name(returns)}"
+    return f"({params}){shown}"
 
 
 # -- CLI ----------------------------------------------------------------------------------

@@ -102,3 +102,12 @@ def test_third_party_notices_are_current() -> None:
     text = (ROOT / "THIRD_PARTY_NOTICES.md").read_text(encoding="utf-8")
     for package in ("aiohttp", "attrs", "cattrs", "click", "pluggy", "docker"):
         assert f"| {package} |" in text
+
+
+def test_agents_md_names_every_hook() -> None:
+    from agent_env import hookspecs
+
+    text = (ROOT / "AGENTS.md").read_text(encoding="utf-8")
+    for name in vars(hookspecs):
+        if name.startswith("agent_env_"):
+            assert f"`{name}`" in text, f"AGENTS.md does not name the hook {name}"
