@@ -11,6 +11,11 @@ Deploying an env (sandbox, containers, readiness) takes a second or more; resett
   clock disarmed; only then is it idle again. An env whose card does not offer ``data/reset``,
   whose reset fails, or that nears its expiry is torn down instead, so no episode ever sees
   another's state;
+* the reset is **verified** where the env says what its state is (its card offers ``data/get``):
+  a digest of ``data/get`` is taken when the env is fresh, and again after each reset; an env
+  whose reset did not bring the digest back is quarantined (torn down, counted in
+  ``quarantined``, logged) instead of being lent to the next episode. An env whose ``data/get``
+  is not deterministic is then simply never reused, which costs deploys, never correctness;
 * the pool is torn down by ``spec.close()`` (``async with spec``), else at interpreter exit.
 
 Not reset: the gateway's trajectory log, which keeps growing; each call in it carries the
@@ -52,6 +57,8 @@ class PooledEnv:
     sandbox: Any = None
     outputs: dict[str, Any] = attrs.field(factory=dict)
     uses: int = 0
+    #: digest of ``data/get`` when fresh (None: the env does not say what its state is)
+    fresh_state: str | None = None
 
 
 def pool_key(step: Step, ctx: TaskContext) -> str:
@@ -70,10 +77,15 @@ class EnvPool:
         self.closed = False
         self.idle: dict[str, list[PooledEnv]] = {}
         self.entries: set[PooledEnv] = set()
-        #: key -> whether those envs serve data/reset (learnt on the first deploy)
-        self.resettable: dict[str, bool] = {}
+        #: key -> the data-plane operations those envs serve (learnt on the first deploy)
+        self.operations: dict[str, frozenset[str]] = {}
         self.deploys = 0
         self.reuses = 0
+        #: envs torn down because their reset did not restore their fresh state
+        self.quarantined = 0
+
+    def resettable(self, key: str) -> bool:
+        return "data/reset" in self.operations.get(key, ())
 
     def idle_count(self) -> int:
         return sum(len(v) for v in self.idle.values())
@@ -126,22 +138,33 @@ class EnvPool:
             entry.sandbox_name, entry.sandbox = next(iter(own.sandboxes.items()))
         output = own.outputs.get(step.id)
         entry.outputs = dict(output) if isinstance(output, dict) else {}
-        if key not in self.resettable:
-            self.resettable[key] = await serves_reset(entry.deployment)
+        if key not in self.operations:
+            self.operations[key] = await served_operations(entry.deployment)
+        if "data/get" in self.operations[key] and self.resettable(key):
+            entry.fresh_state = await state_digest(entry.deployment)
         return entry
 
     async def give_back(self, entry: PooledEnv) -> None:
         """An episode is done with ``entry``: reset it for the next one, or tear it down."""
-        if self.closed or not self.resettable.get(entry.key) or _expiring(entry.deployment):
+        if self.closed or not self.resettable(entry.key) or _expiring(entry.deployment):
             await self._retire(entry)
             return
+        from agent_env.logs import get_logger
+
         try:
             await reset_env(entry.deployment)
+            state = (await state_digest(entry.deployment)
+                     if entry.fresh_state is not None else None)
         except Exception as exc:
-            from agent_env.logs import get_logger
-
             get_logger("episodes").warning("reset failed; tearing the env down",
                                            env=entry.env_id, error=str(exc))
+            await self._retire(entry)
+            return
+        if state != entry.fresh_state:
+            self.quarantined += 1
+            get_logger("episodes").warning(
+                "reset did not restore the env's fresh state; quarantined (torn down, not "
+                "lent again)", env=entry.env_id, fresh=entry.fresh_state, after_reset=state)
             await self._retire(entry)
             return
         if self.closed:  # closed while resetting
@@ -183,16 +206,30 @@ def _expiring(deployment: Any) -> bool:
     return left < EXPIRY_MARGIN_SECONDS
 
 
-async def serves_reset(deployment: Any) -> bool:
-    """Whether the env's gateway offers ``data/reset`` (its card's operations say so)."""
+async def served_operations(deployment: Any) -> frozenset[str]:
+    """The data-plane operations the env's gateway offers (its card says so); none if the card
+    cannot be read."""
     from agentenv_protocol.client import fetch_card_raw
 
     try:
         card = await fetch_card_raw(deployment.url, headers=deployment.headers)
     except Exception:
-        return False
-    operations = (card.get("capabilities") or {}).get("operations") or []
-    return "data/reset" in operations
+        return frozenset()
+    return frozenset((card.get("capabilities") or {}).get("operations") or [])
+
+
+async def state_digest(deployment: Any) -> str:
+    """sha256 of the env's ``data/get`` answer (canonical JSON): what its state is, as it says."""
+    import hashlib
+
+    import aiohttp
+
+    from agentenv_protocol.client import DataPlaneClient
+
+    timeout = aiohttp.ClientTimeout(total=RESET_TIMEOUT_SECONDS)
+    async with aiohttp.ClientSession(headers=deployment.headers, timeout=timeout) as http:
+        result = await DataPlaneClient(deployment.url, session=http).call("data/get", {})
+    return hashlib.sha256(json.dumps(result, sort_keys=True, default=str).encode()).hexdigest()
 
 
 async def reset_env(deployment: Any) -> None:

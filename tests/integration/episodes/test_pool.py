@@ -18,7 +18,7 @@ from agent_env.episodes.pool import EnvPool
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.steps import Step
-from agentenv_protocol import AgentEnvEnvironment, environment_card, reset_data
+from agentenv_protocol import AgentEnvEnvironment, environment_card, get_data, reset_data
 from agentenv_protocol import tool as env_tool
 from agentenv_protocol.client import McpClient
 from agentenv_protocol.testing import serve_env, serve_gateway
@@ -52,6 +52,38 @@ class Stuck(AgentEnvEnvironment):
         """Add one."""
         self.count += 1
         return self.count
+
+
+@environment_card(name="ledger")
+class Ledger(AgentEnvEnvironment):
+    """Says what its state is (``data/get``); with ``leaky``, its reset forgets the notes."""
+
+    leaky = False
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.notes: list[str] = []
+
+    @env_tool(name="bump")
+    def bump(self) -> int:
+        """Add one, and note it."""
+        self.count += 1
+        self.notes.append(f"bumped to {self.count}")
+        return self.count
+
+    @reset_data
+    def reset(self) -> None:
+        self.count = 0
+        if not self.leaky:
+            self.notes = []
+
+    @get_data
+    def state(self) -> list[dict[str, Any]]:
+        return [{"kind": "data", "data": {"count": self.count, "notes": self.notes}}]
+
+
+class LeakyLedger(Ledger):
+    leaky = True
 
 
 @attrs.frozen
@@ -154,3 +186,38 @@ def test_the_turns_role_and_session_names_match_the_protocols() -> None:
 
     assert (turns.ROLE_HEADER, turns.ROLE_META_KEY, turns.SESSION_META_KEY) == (
         ROLE_HEADER, ROLE_META_KEY, SESSION_META_KEY)
+
+
+async def test_a_reset_that_restores_the_fresh_state_is_verified_and_the_env_lent_again() -> None:
+    CountingSandbox.terminated.clear()
+    async with gateway_over(Ledger()) as deployment:
+        pool = EnvPool("pool-3", {})
+        deploy = deployer(deployment)
+        for name in ("a", "b", "c"):
+            ctx = context(name)
+            await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), ctx, deploy)
+            assert await bump(deployment) == 1  # each episode starts fresh
+            await ctx.teardown.run()
+        assert (pool.deploys, pool.reuses, pool.quarantined) == (1, 2, 0)
+        await pool.close()
+
+
+async def test_a_leaky_reset_is_caught_and_the_env_replaced_not_lent() -> None:
+    """Its reset zeroes the counter (a check of the tool alone would pass) but keeps the notes:
+    the state digest differs from the fresh one, so the env is quarantined."""
+    CountingSandbox.terminated.clear()
+    async with gateway_over(LeakyLedger()) as deployment:
+        pool = EnvPool("pool-4", {})
+        deploy = deployer(deployment)
+        first = context("a")
+        await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), first, deploy)
+        await bump(deployment)
+        await first.teardown.run()
+        assert (pool.quarantined, pool.idle_count()) == (1, 0)
+        assert CountingSandbox.terminated == ["box-1"]  # torn down, not handed on
+        second = context("b")
+        await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), second, deploy)
+        assert second.outputs["d"]["reused"] is False  # a fresh deploy, not the leaky env
+        assert pool.deploys == 2
+        await second.teardown.run()
+        await pool.close()
