@@ -5,7 +5,8 @@ Run it as::
     python -m agentenv_protocol.gateway --child URL [--child URL ...] [--host 0.0.0.0]
         [--port 18765] [--token TOKEN] [--mode performance|consistent] [--name NAME]
         [--call-timeout 30] [--ready-timeout 120] [--internal-url URL]
-        [--max-body-bytes N] [--prefer-json]
+        [--max-body-bytes N] [--prefer-json] [--header-timeout 10] [--body-timeout 30]
+        [--trajectory-dir DIR]
 
 ``--token`` defaults to ``$AGENTENV_GATEWAY_TOKEN``; without either a random token is made and
 the capability URL printed. Every route needs the token, as ``Authorization: Bearer <token>``
@@ -16,8 +17,16 @@ Routes (each also under ``/t/<token>``): ``/mcp`` (one flat tool namespace over 
 children), ``/.well-known/agent-env.json`` (composed card, children under
 ``children_environments`` with endpoints rewritten to ``/env/<child>/...``), ``/env/<child>/...``
 (a pass-through to that child), ``/agentenv`` (data plane: ``data/reset`` fans out; add/get go
-to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON lines),
-``/tools/disable``, ``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``).
+to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON lines, paged
+with ``?offset=&limit=`` in events; kept in a file, :mod:`.trajectory_log`), ``/tools/disable``,
+``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``).
+
+``/ready`` is live: it asks every child's ``/ready`` (within ``--ready-probe-timeout``, 2 s), so
+a killed or frozen env server makes it 503 with the child named under ``down``. Connections
+are guarded (:mod:`.guard`): a request head must arrive within ``--header-timeout``, a body
+within ``--body-timeout``, unauthenticated connections per client are capped (a 401 also
+closes its connection), and a malformed request is a 400/401 and one log line, never a
+traceback.
 
 Children are waited for (``GET /ready`` 200; a server without ``/ready`` is ready when ``/mcp``
 answers below 500). A tool name served by two children is served by none, reported on
@@ -61,7 +70,18 @@ from .card import (
 from .client import McpClient, fetch_card_raw
 from .clock import CLOCK_URI, ClockError, VirtualClock
 from .errors import ProtocolError, TransportError
+from .guard import (
+    BadBody,
+    Limits,
+    LineLog,
+    guard_app,
+    loads_body,
+    note_refused,
+    run_guarded,
+    vouch_for,
+)
 from .mcp_http import Caller, McpEndpoint, json_response
+from .trajectory_log import TrajectoryLog
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 
 DEFAULT_PORT = 18765
@@ -149,7 +169,8 @@ class Gateway:
 
     def __init__(self, children: Sequence[str], *, token: str | None, mode: str = "performance",
                  name: str = "gateway", call_timeout: float = 30.0, ready_timeout: float = 120.0,
-                 internal_url: str | None = None) -> None:
+                 internal_url: str | None = None, trajectory_dir: str | None = None,
+                 ready_probe_timeout: float = 2.0) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if not children:
@@ -166,7 +187,9 @@ class Gateway:
         self.clashes: dict[str, list[str]] = {}
         self.rules = ToolAccessRules()
         self.clock = VirtualClock()
-        self.trajectory: list[dict[str, Any]] = []
+        self.trajectory = TrajectoryLog(trajectory_dir)
+        self.ready_probe_timeout = ready_probe_timeout
+        self._probe: asyncio.Task[dict[str, str]] | None = None
         self._event_ids = itertools.count(1)
         self._listing: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
@@ -195,6 +218,7 @@ class Gateway:
                     await asyncio.wait_for(child.client.close(), 2)
         if self._http is not None:
             await self._http.close()
+        self.trajectory.close()
 
     async def wait_settled(self, timeout: float | None = None) -> bool:
         """Wait until every child is connected or has failed its first readiness wait."""
@@ -344,11 +368,43 @@ class Gateway:
 
     # -- plain routes -----------------------------------------------------------------------
     async def ready_route(self, request: web.Request) -> web.Response:
-        if self.ready:
+        """Ready when every child is connected, no tool name clashes, and every child answers
+        its ``/ready`` now (a killed or frozen env server is ``down``)."""
+        down = await self.probe_children() if self.ready else {}
+        if self.ready and not down:
             return json_response({"ready": True})
         return json_response({"ready": False, "clashes": self.clashes,
-                              "waiting": [c.url for c in self.children if not c.ready]},
-                             status=503)
+                              "waiting": [c.url for c in self.children if not c.ready],
+                              "down": down}, status=503)
+
+    async def probe_children(self) -> dict[str, str]:
+        """``{child name: why}`` for children not answering ``/ready`` within the probe
+        timeout; concurrent callers share one probe."""
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(self._probe_children())
+        return await asyncio.shield(self._probe)
+
+    async def _probe_children(self) -> dict[str, str]:
+        assert self._http is not None
+        http = self._http
+        timeout = aiohttp.ClientTimeout(total=self.ready_probe_timeout)
+
+        async def probe(child: Child) -> str | None:
+            try:
+                async with http.get(child.url + "/ready", timeout=timeout) as resp:
+                    if resp.status == 200:
+                        return None
+                    if resp.status in (404, 405):  # a server without /ready: /mcp below 500
+                        async with http.get(child.url + "/mcp", timeout=timeout) as mcp:
+                            return None if mcp.status < 500 else f"/mcp answered {mcp.status}"
+                    return f"/ready answered {resp.status}"
+            except TimeoutError:
+                return f"no answer within {self.ready_probe_timeout:g}s (frozen?)"
+            except aiohttp.ClientError as exc:
+                return f"unreachable ({type(exc).__name__})"
+
+        outcomes = await asyncio.gather(*(probe(c) for c in self.children))
+        return {c.name: why for c, why in zip(self.children, outcomes, strict=True) if why}
 
     async def state_route(self, request: web.Request) -> web.Response:
         return json_response({
@@ -363,10 +419,24 @@ class Gateway:
                       "events": len(self.trajectory)},
         })
 
-    async def trajectory_route(self, request: web.Request) -> web.Response:
-        body = "".join(json.dumps(e, ensure_ascii=False, default=str) + "\n"
-                       for e in self.trajectory)
-        return web.Response(text=body, content_type="application/x-ndjson")
+    async def trajectory_route(self, request: web.Request) -> web.StreamResponse:
+        """JSON lines, ``?offset=N&limit=M`` in events (default: all), streamed from the file;
+        ``AgentEnv-Trajectory-Events`` says how many there are in all."""
+        try:
+            offset = int(request.query.get("offset", "0"))
+            limit = int(request.query["limit"]) if "limit" in request.query else None
+            if offset < 0 or (limit is not None and limit < 0):
+                raise ValueError("negative")
+        except ValueError:
+            return _bad_request("offset and limit must be whole numbers, 0 or more")
+        response = web.StreamResponse(headers={
+            "Content-Type": "application/x-ndjson",
+            "AgentEnv-Trajectory-Events": str(len(self.trajectory))})
+        await response.prepare(request)
+        for chunk in self.trajectory.chunks(offset, limit):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
 
     async def card_route(self, request: web.Request) -> web.Response:
         return json_response(self.card().to_wire())
@@ -425,8 +495,9 @@ class Gateway:
         """``data/reset`` fans out to every child serving it; add/get go to the only one."""
         body = await request.read()
         try:
-            msg = json.loads(body)
-        except ValueError:
+            msg = loads_body(body)
+        except BadBody as exc:  # the exact reply the data-plane spec's error table gives
+            note_refused(request, 200, f"data plane: {exc}")
             return _rpc(None, error={"code": -32700, "message": "parse error"})
         if not isinstance(msg, dict):
             return _rpc(None, error={"code": -32600, "message": "invalid request"})
@@ -485,7 +556,7 @@ class Gateway:
         tools = {n: bool((t.get("_meta") or {}).get(HIDDEN_META_KEY))
                  for n, (_, t) in self.tools.items()}
         try:
-            body = json.loads(await request.read() or b"{}")
+            body = loads_body(await request.read() or b"{}")
             return json_response(self.rules.apply(body, allow=allow, tools=tools))
         except (ValueError, AccessRuleError) as exc:
             return _bad_request(str(exc))
@@ -498,7 +569,7 @@ class Gateway:
 
     async def clock_set_route(self, request: web.Request) -> web.Response:
         try:
-            body = json.loads(await request.read() or b"{}")
+            body = loads_body(await request.read() or b"{}")
             if not isinstance(body, dict):
                 raise ClockError("body must be a JSON object")
             self.clock.set_time(body.get("virtual_time"),
@@ -595,19 +666,29 @@ def _rewrite_card(card: EnvironmentCard, prefix: str) -> EnvironmentCard:
 
 
 def _auth_middleware(token: str | None) -> Any:
-    """Bearer header or ``/t/<token>`` path; anything else is a bare 401."""
+    """Bearer header or ``/t/<token>`` path; anything else is a bare 401 that also closes the
+    connection (so refused clients hold none). A request with the token vouches for its
+    connection (the guard's per-client cap then leaves it alone)."""
     expected = token.encode() if token else None
 
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         if expected is None:
+            vouch_for(request)
             return await handler(request)
         given = request.match_info.get("token")
         if given is None:
             header = request.headers.get("Authorization", "")
             given = header[7:].strip() if header[:7].lower() == "bearer " else ""
-        if not hmac.compare_digest(given.encode(), expected):
-            return web.Response(status=401, headers={"WWW-Authenticate": "Bearer"})
+        # Header bytes that are not UTF-8 arrive as surrogates: they are simply a wrong token.
+        raw = given.encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(raw, expected):
+            if not raw.isascii():
+                note_refused(request, 401, "a token with bytes that are not ASCII")
+            refused = web.Response(status=401, headers={"WWW-Authenticate": "Bearer"})
+            refused.force_close()
+            return refused
+        vouch_for(request)
         return await handler(request)
 
     return auth
@@ -629,21 +710,33 @@ def create_gateway_app(
     max_body_bytes: int = 32 * 1024 * 1024,
     prefer_json: bool = False,
     page_size: int = 100,
+    limits: Limits | None = None,
+    trajectory_dir: str | None = None,
+    ready_probe_timeout: float = 2.0,
 ) -> web.Application:
     """Build the gateway app over ``children`` (base URLs of env servers).
 
     ``token=None`` disables authentication (for tests of unauthenticated setups only).
     ``call_timeout`` bounds each forwarded call; ``ready_timeout`` each child's readiness wait
     (the gateway keeps retrying a failed child in the background). ``internal_url`` is how
-    children reach the gateway (for clock/v1's ``env_get_time_url``).
+    children reach the gateway (for clock/v1's ``env_get_time_url``). ``limits`` are the
+    connection guard's (:mod:`.guard`; it applies when served by ``guard.start_guarded``, as
+    ``main`` does); ``trajectory_dir`` where the trajectory file lives (default: temp).
     """
     gateway = Gateway(children, token=token, mode=mode, name=name, call_timeout=call_timeout,
-                      ready_timeout=ready_timeout, internal_url=internal_url)
+                      ready_timeout=ready_timeout, internal_url=internal_url,
+                      trajectory_dir=trajectory_dir, ready_probe_timeout=ready_probe_timeout)
     mcp = McpEndpoint(gateway, server_name=name, prefer_json=prefer_json, page_size=page_size)
     app = web.Application(client_max_size=max_body_bytes,
                           middlewares=[_auth_middleware(token)])
     app[GATEWAY_KEY] = gateway
     app[GATEWAY_MCP_KEY] = mcp
+
+    def hide(path: str) -> str:
+        return path.replace(token, "****") if token else path
+
+    guard_app(app, limits or Limits(), vouch_by_token=True,
+              log=LineLog("agentenv_protocol.gateway"), hide=hide)
     app.on_startup.append(gateway.start)
     app.on_cleanup.append(gateway.stop)
 
@@ -695,6 +788,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=32 * 1024 * 1024)
     parser.add_argument("--prefer-json", action="store_true",
                         help="answer JSON rather than SSE when a client accepts both")
+    parser.add_argument("--header-timeout", type=float, default=Limits().header_timeout,
+                        help="seconds a request head may take to arrive (then 408)")
+    parser.add_argument("--body-timeout", type=float, default=Limits().body_timeout,
+                        help="seconds a request body may take to arrive (then 408)")
+    parser.add_argument("--max-pending-per-client", type=int,
+                        default=Limits().max_pending_per_client,
+                        help="unauthenticated connections one client may hold")
+    parser.add_argument("--trajectory-dir", default=None,
+                        help="where the trajectory file lives (default: the temp folder)")
     args = parser.parse_args(argv)
     token = args.token
     if not token:
@@ -704,10 +806,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     app = create_gateway_app(args.child, token=token, mode=args.mode, name=args.name,
                              call_timeout=args.call_timeout, ready_timeout=args.ready_timeout,
                              internal_url=args.internal_url,
-                             max_body_bytes=args.max_body_bytes, prefer_json=args.prefer_json)
+                             max_body_bytes=args.max_body_bytes, prefer_json=args.prefer_json,
+                             limits=Limits(header_timeout=args.header_timeout,
+                                           body_timeout=args.body_timeout,
+                                           max_pending_per_client=args.max_pending_per_client),
+                             trajectory_dir=args.trajectory_dir)
     print(f"agentenv gateway on http://{args.host}:{args.port} over {len(args.child)} child(ren)",
           flush=True)
-    web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
+    run_guarded(app, args.host, args.port)
 
 
 if __name__ == "__main__":

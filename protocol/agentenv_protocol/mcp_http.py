@@ -16,6 +16,7 @@ import attrs
 from aiohttp import web
 
 from .access import normalise_role
+from .guard import BadBody, loads_body, note_refused
 from .wire import (
     LATEST_VERSION,
     ROLE_HEADER,
@@ -31,6 +32,9 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 SESSION_NOT_FOUND = -32001
+#: Sessions kept at most; past it the oldest is forgotten (its client gets 404 and, as the MCP
+#: transport says, initializes again), so initialize floods cannot grow memory without bound.
+MAX_SESSIONS = 10_000
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -140,9 +144,11 @@ class McpEndpoint:
         sse = wants_sse and not (wants_json and self.prefer_json)
         body = await request.read()
         try:
-            msg = json.loads(body)
-        except ValueError:
-            return self._error(None, PARSE_ERROR, "Parse error", status=400)
+            msg = loads_body(body)
+        except BadBody as exc:
+            note_refused(request, 400, str(exc))
+            return self._error(None, PARSE_ERROR, "Parse error", status=400,
+                               data={"detail": str(exc)})
         if isinstance(msg, list):
             return self._error(None, INVALID_REQUEST, "Invalid Request: batches are not supported",
                                status=400)
@@ -170,6 +176,8 @@ class McpEndpoint:
                                    status=400)
             version = negotiate_version(params.get("protocolVersion"))
             new_sid = secrets.token_hex(16)
+            while len(self.sessions) >= MAX_SESSIONS:
+                del self.sessions[next(iter(self.sessions))]
             self.sessions[new_sid] = _Session(version)
             result: dict[str, Any] = {
                 "protocolVersion": version,

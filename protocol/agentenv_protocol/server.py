@@ -3,6 +3,8 @@
 Routes: the card, the JSON-RPC data plane (``POST /agentenv``, always HTTP 200), MCP at ``/mcp``,
 extension routes, ``/tools/disable|enable`` when the env sets ``tool_access``, and ``GET /ready``.
 Built by an app factory so tests and the gateway can run it in-process; no module state.
+Served through :mod:`.guard` (request deadlines, a cap on connections per client, malformed
+requests answered 400 with one log line).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .env import (
     tool_result,
 )
 from .errors import AgentEnvError
+from .guard import BadBody, Limits, LineLog, guard_app, loads_body, note_refused, run_guarded
 from .mcp_http import Caller, McpEndpoint, json_response
 from .parts import PartError, part_to_wire, parts_from_wire
 from .schema import CoercionError, coerce, to_jsonable
@@ -123,8 +126,9 @@ class EnvServer:
         """JSON-RPC 2.0 on ``POST /agentenv``: always HTTP 200, errors by code."""
         body = await request.read()
         try:
-            msg = json.loads(body)
-        except ValueError:
+            msg = loads_body(body)
+        except BadBody as exc:  # the exact reply the data-plane spec's error table gives
+            note_refused(request, 200, f"data plane: {exc}")
             return _rpc_error(None, -32700, "parse error")
         if not isinstance(msg, dict):
             return _rpc_error(None, -32600, "invalid request")
@@ -184,9 +188,9 @@ class EnvServer:
                 body = await request.read()
                 if body.strip():
                     try:
-                        loaded = json.loads(body)
-                    except ValueError:
-                        return _ext_error("invalid_params", "body is not valid JSON", 400)
+                        loaded = loads_body(body)
+                    except BadBody as exc:
+                        return _ext_error("invalid_params", f"body is not valid JSON: {exc}", 400)
                     if not isinstance(loaded, dict):
                         return _ext_error("invalid_params", "body must be a JSON object", 400)
                     raw.update(loaded)
@@ -211,7 +215,7 @@ class EnvServer:
     async def tools_access(self, request: web.Request) -> web.Response:
         allow = request.path.endswith("/enable")
         try:
-            body = json.loads(await request.read() or b"{}")
+            body = loads_body(await request.read() or b"{}")
             result = self.rules.apply(body, allow=allow,
                                       tools={n: t.hidden for n, t in self.tools.items()})
         except (ValueError, AccessRuleError) as exc:
@@ -244,12 +248,14 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     prefer_json: bool = False,
     page_size: int = 100,
+    limits: Limits | None = None,
 ) -> web.Application:
     """Build the aiohttp app for ``env``.
 
     ``max_body_bytes`` caps request bodies (larger ones get 413); ``prefer_json`` answers
     plain JSON when a client accepts both JSON and SSE (SSE otherwise); ``page_size`` is the
-    ``tools/list`` page length.
+    ``tools/list`` page length; ``limits`` the connection guard's (applied when served by
+    :func:`serve`).
     """
     server = EnvServer(env)
     card = type(env).__agentenv_card__
@@ -271,6 +277,8 @@ def create_app(
     if server.enforce_access:
         app.router.add_post("/tools/disable", server.tools_access)
         app.router.add_post("/tools/enable", server.tools_access)
+    guard_app(app, limits or Limits(), vouch_by_token=False,
+              log=LineLog("agentenv_protocol.server"))
     return app
 
 
@@ -281,4 +289,4 @@ def serve(env: AgentEnvEnvironment, host: str | None = None, port: int | None = 
     port = port or int(os.environ.get("MCP_PORT") or DEFAULT_PORT)
     app = create_app(env, **options)
     print(f"agentenv env {env.environment_name!r} serving on http://{host}:{port}", flush=True)
-    web.run_app(app, host=host, port=port, print=None, access_log=None)
+    run_guarded(app, host, port)

@@ -58,7 +58,15 @@ class RunningServer:
 
 async def start_app(app: web.Application, *, host: str = "127.0.0.1", port: int = 0,
                     token: str | None = None) -> RunningServer:
-    """Start ``app`` on ``host``:``port`` (0 = a free port, bound without a race)."""
+    """Start ``app`` on ``host``:``port`` (0 = a free port, bound without a race); an app
+    given the connection guard (the env server's and the gateway's) is served through it."""
+    from .guard import GUARD_KEY, start_guarded
+
+    if GUARD_KEY in app:
+        runner, guarded = await start_guarded(app, host, port)
+        bound = guarded.bound_port
+        shown = f"[{host}]" if ":" in host else host
+        return RunningServer(f"http://{shown}:{bound}", bound, app, runner, token)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
