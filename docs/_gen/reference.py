@@ -21,6 +21,7 @@ PAGE`` to print one page.
 
 from __future__ import annotations
 
+import html
 import importlib
 import inspect
 import re
@@ -503,9 +504,11 @@ def _walk(command: click.Command, path: list[str], parent: click.Context | None,
                 rows.append(f"| `{param.human_readable_name}` | argument |")
             continue
         names, text = record
+        if isinstance(param, click.Argument) and not text:
+            text = "argument" + ("" if param.required else " (optional)")
         rows.append(f"| `{_cell(names)}` | {_cell(text)} |")
     if rows:
-        out += ["| option | |", "|---|---|", *rows]
+        out += ["| argument or option | |", "|---|---|", *rows]
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
@@ -514,9 +517,17 @@ def _walk(command: click.Command, path: list[str], parent: click.Context | None,
 
 
 def _escape_help(text: str) -> str:
-    """click help is plain text: keep its line breaks, show it literally."""
-    text = text.replace("\b\n", "")
-    return "\n".join(f"    {line}" if line else "" for line in text.splitlines())
+    """click help is plain text: its paragraphs become Markdown paragraphs, and a block click
+    keeps as written (marked with ``\\b``) stays preformatted."""
+    out = []
+    for paragraph in text.split("\n\n"):
+        if paragraph.startswith("\b\n"):
+            body = paragraph.removeprefix("\b\n")
+            out.append("\n".join(f"    {line}" for line in body.splitlines()))
+        else:
+            plain = " ".join(line.strip() for line in paragraph.splitlines())
+            out.append(html.escape(plain, quote=False).replace("*", "\\*"))
+    return "\n\n".join(out)
 
 
 PAGES: dict[str, Callable[[], str]] = {
