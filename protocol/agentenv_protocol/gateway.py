@@ -399,7 +399,7 @@ class Gateway:
                             return None if mcp.status < 500 else f"/mcp answered {mcp.status}"
                     return f"/ready answered {resp.status}"
             except TimeoutError:
-                return f"no answer within {self.ready_probe_timeout:g}s (frozen?)"
+                return f"no answer within {self.ready_probe_timeout:g}s (frozen or gone)"
             except aiohttp.ClientError as exc:
                 return f"unreachable ({type(exc).__name__})"
 

@@ -111,6 +111,34 @@ class LineLog:
         self.logger.warning("%s", printable(line, 300))
 
 
+class OneLine(logging.Filter):
+    """Turns what aiohttp's server logs (a request it could not parse, with a traceback) into
+    one rate-limited line of ``log``; the record itself is dropped."""
+
+    def __init__(self, log: LineLog) -> None:
+        super().__init__()
+        self.log = log
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            detail = " ".join(str(error).split())
+            text += f": {type(error).__name__}" + (f": {detail}" if detail else "")
+        self.log.warn(text)
+        return False
+
+
+def server_logger(log: LineLog) -> logging.Logger:
+    """The logger aiohttp's connection handler gets: every record becomes one line of ``log``."""
+    logger = logging.getLogger(f"{log.logger.name}.http")
+    if not any(isinstance(f, OneLine) and f.log is log for f in logger.filters):
+        for old in [f for f in logger.filters if isinstance(f, OneLine)]:
+            logger.removeFilter(old)
+        logger.addFilter(OneLine(log))
+    return logger
+
+
 @attrs.frozen
 class Limits:
     """Per-connection limits (seconds and counts); see the module docstring."""
@@ -374,7 +402,8 @@ async def start_guarded(app: web.Application, host: str, port: int, *,
     # once; aiohttp would otherwise keep reading the rest for 10 s. Bodies a handler needs are
     # read by the guard's middleware anyway.
     runner = web.AppRunner(app, access_log=None, handle_signals=handle_signals,
-                           keepalive_timeout=limits.keepalive_timeout, lingering_time=0)
+                           keepalive_timeout=limits.keepalive_timeout, lingering_time=0,
+                           logger=server_logger(app[LOG_KEY]))
     await runner.setup()
     site = GuardedSite(runner, host, port)
     await site.start()
