@@ -84,7 +84,7 @@ def plan_episode(
         raise error
     deployed = {s.agent_name: s for s in steps if isinstance(s, DeployAgent)}
     prompts = tuple(
-        Prompt(s.agent_name, s.id, s.prompt,
+        Prompt(s.agent_name, s.id, s.text,
                s.system_prompt if s.system_prompt is not None
                else deployed[s.agent_name].system_prompt,
                float(turn_timeout or s.timeout_seconds))

@@ -63,7 +63,7 @@ class OutsideAgent:
         timeout = float(self.desk.turn_timeout or timeout)
         system_prompt = step.system_prompt if step.system_prompt is not None \
             else self.setup.system_prompt
-        turn = Turn(self.desk, self.setup, step.id, step.prompt, system_prompt, timeout)
+        turn = Turn(self.desk, self.setup, step.id, step.text, system_prompt, timeout)
         self.desk.open_turn(turn)
         try:
             done, _ = await asyncio.wait({turn.ended}, timeout=timeout)

@@ -355,17 +355,15 @@ class A2aAgent:
         model = await self._resolve_model(step)
         supported = _supported_config(self.card)
         takes = ", ".join(sorted(supported)) or "nothing"
-        config = {}
-        if step.model and "model" not in supported:
-            raise StepError(f"agent '{self.name}' cannot be given a model (its agent-config "
-                            f"supports: {takes})")
+        config = step.agent_config()  # what the step sets; never silently dropped
+        refused = sorted(key for key in config if key not in supported)
+        if refused:
+            raise StepError(f"agent '{self.name}' cannot take {', '.join(refused)} (its "
+                            f"agent-config supports: {takes})")
         if model and "model" in supported:
-            config["model"] = model
-        if step.system_prompt:
-            if "system_prompt" not in supported:
-                raise StepError(f"agent '{self.name}' cannot take a system_prompt (its "
-                                f"agent-config supports: {takes})")
-            config["system_prompt"] = step.system_prompt
+            config["model"] = model  # the agent's default model, or the scripted one loaded
+        context_id = step.context_id or self.context_id
+        poll = step.poll_interval_seconds or POLL_INTERVAL
         deadline = time.monotonic() + timeout
         calls_before = await self.gateway.count()
         async with aiohttp.ClientSession(headers=self.auth_headers) as http:
@@ -373,8 +371,8 @@ class A2aAgent:
                 if config:
                     await _post_ok(http, f"{self.url}/ext/agent-config", config, self.name)
                 message = {"messageId": uuid.uuid4().hex, "role": "user",
-                           "parts": [{"kind": "text", "text": step.prompt}],
-                           "contextId": self.context_id}
+                           "parts": list(step.parts or [{"kind": "text", "text": step.prompt}]),
+                           "contextId": context_id}
                 task = await self._rpc(http, "message/send", {
                     "message": message, "configuration": {"blocking": False}})
             except (aiohttp.ClientError, TimeoutError) as exc:
@@ -393,7 +391,7 @@ class A2aAgent:
                         pass
                     raise StepError(f"agent '{self.name}' did not answer within {timeout:g}s "
                                     f"(task {task_id} cancelled)")
-                await asyncio.sleep(POLL_INTERVAL)
+                await asyncio.sleep(poll)
                 try:
                     task = await self._rpc(http, "tasks/get", {"id": task_id}, timeout=10)
                     failures = 0
@@ -486,7 +484,7 @@ class A2aAgent:
             if upstream is not None:  # the model could not be reached: not the agent's doing
                 error_type, error_message = "infra_error", f"{upstream}; agent said {error_message}"
         return AgentReply(text, (*trajectory, usage_event), usage, error_type, error_message,
-                          models[-1] if models else model)
+                          models[-1] if models else model, task.get("contextId"))
 
 
 def _upstream_failure(calls: list[dict[str, Any]]) -> str | None:
@@ -573,8 +571,10 @@ class A2aAgentType:
                 raise StepError(f"env '{step.env_ids[0]}' was not deployed in a sandbox an "
                                 "agent can join")
         else:
+            sized = {k: v for k, v in (("cpu", step.cpu), ("memory_mb", step.memory_mb))
+                     if v is not None}
             spec = SandboxSpec(name=container, mode="vm", ttl_seconds=step.ttl_seconds or 3 * 3600,
-                               labels={**ctx.labels, "agentenv.step": step.id})
+                               labels={**ctx.labels, "agentenv.step": step.id}, **sized)
             chain = ctx.provider_chain(step.sandbox_type)
             chain = list(dict.fromkeys("docker" if p == "local" else p for p in chain))
             provider = open_provider(choose_provider(chain))
@@ -598,7 +598,12 @@ class A2aAgentType:
         model = settings.get("name") or source.metadata.get("default_model") or None
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
-        env = {**source.default_env_vars, "A2A_PORT": str(AGENT_PORT), "A2A_TOKEN": token,
+        reserved = sorted(k for k in step.env_vars
+                          if k.startswith(("A2A_", "AGENTENV_MODEL_")))
+        if reserved:
+            raise StepError(f"env_vars may not set {', '.join(reserved)}: AgentEnv sets them")
+        env = {**source.default_env_vars, **step.env_vars,
+               "A2A_PORT": str(AGENT_PORT), "A2A_TOKEN": token,
                "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
                "AGENTENV_MODEL_TOKEN": gateway.token}
         if model:

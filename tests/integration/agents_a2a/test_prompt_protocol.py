@@ -30,6 +30,8 @@ from agentenv_protocol.testing import serve_app
 @attrs.define
 class SlowConfig(AgentConfig):
     model: str | None = None
+    max_turns: int | None = None
+    effort: str | None = None
 
 
 @a2a_agent(identity=AgentIdentity(name="slow"), config=SlowConfig,
@@ -49,6 +51,7 @@ class SlowAgent(AgentEnvAgent):
             self.cancelled += 1
             raise
         request.usage.add_tool_call(1)
+        self.seen = (request.config, request.context_id, request.text)
         return TaskResult(text=f"slept with {request.config.model}")
 
 
@@ -111,6 +114,30 @@ async def test_a_prompt_past_its_timeout_is_cancelled_and_fails() -> None:
 async def test_a_prompt_that_sets_what_the_agent_cannot_take_fails() -> None:
     async with serve_app(create_app(SlowAgent())) as server:
         agent = await agent_at(server.url, Notes())
-        with pytest.raises(StepError, match=r"cannot take a system_prompt \(its agent-config "
+        with pytest.raises(StepError, match=r"cannot take system_prompt \(its agent-config "
                                             r"supports: .*model"):
             await agent.prompt(PromptAgent(id="p", prompt="0", system_prompt="be brief"), 5)
+
+
+async def test_the_reference_prompt_keys_reach_the_agent_over_agent_config() -> None:
+    """max_turns and effort go over agent-config (the card takes them); parts and context_id
+    make the A2A message; the reply records the context it answered in. (timeout_seconds is
+    AgentEnv's to enforce: it cancels the task, so the agent is not told.)"""
+    sdk_agent = SlowAgent()
+    async with serve_app(create_app(sdk_agent)) as server:
+        agent = await agent_at(server.url, Notes())
+        step = PromptAgent(id="p", parts=[{"kind": "text", "text": "0"}], max_turns=3,
+                           effort="low", context_id="ctx-7", poll_interval_seconds=0.05)
+        reply = await agent.prompt(step, 30)
+    config, context_id, text = sdk_agent.seen
+    assert (config.max_turns, config.effort) == (3, "low")
+    assert (context_id, text, reply.context_id) == ("ctx-7", "0", "ctx-7")
+
+
+async def test_a_key_the_agent_cannot_take_is_an_error_naming_it() -> None:
+    async with serve_app(create_app(SlowAgent())) as server:
+        agent = await agent_at(server.url, Notes())
+        with pytest.raises(StepError, match=r"cannot take max_thinking_tokens, output_format "
+                                            r"\(its agent-config supports: "):
+            await agent.prompt(PromptAgent(id="p", prompt="0", max_thinking_tokens=9,
+                                           output_format={"type": "json"}), 5)

@@ -78,6 +78,8 @@ class AgentReply:
     error_type: str | None = None
     error_message: str | None = None
     model: str | None = None
+    #: The A2A conversation it answered in (A2A agents), recorded as ``a2a_context_id``.
+    context_id: str | None = None
 
 
 class Agent(Protocol):
@@ -136,6 +138,13 @@ class DeployAgent(Step):
     a2a_agent_version: int | None = None
     sandbox_type: str | None = None
     ttl_seconds: int | None = None
+    #: Added to the agent's environment (after its folder's ``default_env_vars``).
+    env_vars: dict[str, str] = attrs.field(factory=dict)
+    #: The agent's own sandbox, when it has one (no ``env_ids``).
+    cpu: float | None = None
+    memory_mb: int | None = None
+    #: Free-form, kept in the record.
+    metadata: dict[str, Any] = attrs.field(factory=dict)
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
@@ -181,13 +190,21 @@ class DeployAgent(Step):
         ctx.outputs[self.id] = agent.describe()
 
 
+#: ``prompt_agent`` keys an A2A agent receives over agent-config when its card supports them
+#: (the reference's list); one the card does not take is an error naming it, never dropped.
+AGENT_CONFIG_KEYS = ("model", "system_prompt", "effort", "harness", "max_turns",
+                     "max_thinking_tokens", "output_format", "model_params")
+
+
 @attrs.define(kw_only=True)
 class PromptAgent(Step):
     """Send an agent a prompt and record its reply and trajectory."""
 
     type = "prompt_agent"
 
-    prompt: str
+    #: The prompt's text; or ``parts`` (A2A parts, e.g. ``{"kind": "text", "text": ...}``).
+    prompt: str = ""
+    parts: list[dict[str, Any]] | None = None
     agent_name: str = DEFAULT_AGENT_NAME
     #: What verifiers name this prompt by (default: this step's id).
     prompt_id: str | None = None
@@ -196,15 +213,57 @@ class PromptAgent(Step):
     timeout_seconds: float = DEFAULT_PROMPT_TIMEOUT
     #: For model-backed agents; an outside player ignores it.
     model: str | None = None
+    #: Agent-config settings (the reference's keys), sent when the agent's card takes them.
+    effort: str | None = None
+    harness: str | None = None
+    max_turns: int | None = None
+    max_thinking_tokens: int | None = None
+    output_format: Any = None
+    model_params: dict[str, Any] | None = None
+    #: The A2A conversation this prompt continues (default: the agent's own one).
+    context_id: str | None = None
+    #: How often the agent's task is polled (default 0.2 s, finer than the reference's 2 s).
+    poll_interval_seconds: float | None = None
+    #: Object-store prefix of the trajectory (default ``runs/<instance>/prompt_agent_
+    #: trajectories/prompt_id=<id>/``); the file is ``trajectory-<agent>.json`` under it.
+    trajectory_output_prefix: str | None = None
 
     @property
     def reply_id(self) -> str:
         return self.prompt_id or self.id
 
+    @property
+    def text(self) -> str:
+        """The prompt as text: ``prompt``, or the text of ``parts``."""
+        if self.prompt:
+            return self.prompt
+        return "\n".join(str(p.get("text", "")) for p in self.parts or []
+                         if p.get("kind") == "text")
+
+    def agent_config(self) -> dict[str, Any]:
+        """The agent-config settings this prompt sets (those not None)."""
+        return {key: getattr(self, key) for key in AGENT_CONFIG_KEYS
+                if getattr(self, key) is not None}
+
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if self.timeout_seconds <= 0:
             problems.append("timeout_seconds must be positive")
+        if bool(self.prompt) == bool(self.parts):
+            problems.append("give either 'prompt' (text) or 'parts' (A2A parts), not both")
+        for index, part in enumerate(self.parts or []):
+            if not isinstance(part, dict) or part.get("kind") not in ("text", "data", "file"):
+                problems.append(f"parts[{index}] must be an A2A part with kind text, data or "
+                                "file")
+        if self.poll_interval_seconds is not None and not 0 < self.poll_interval_seconds <= 60:
+            problems.append("poll_interval_seconds must be in (0, 60]")
+        if self.trajectory_output_prefix is not None:
+            from agent_env.stores.base import InvalidObjectKey, validate_key
+
+            try:
+                validate_key(self.trajectory_output_prefix.rstrip("/") + "/x")
+            except InvalidObjectKey as exc:
+                problems.append(f"trajectory_output_prefix: {exc}")
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
@@ -218,12 +277,14 @@ class PromptAgent(Step):
         step = attrs.evolve(self, model=str(model)) if model else self
         reply = await agent.prompt(step, float(self.timeout_seconds))
         ctx.outputs[self.id] = {
-            "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.prompt,
+            "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.text,
             "response": reply.response, "model": reply.model or step.model,
+            "a2a_context_id": reply.context_id,
             "tool_call_count": reply.usage.tool_calls, "usage": attrs.asdict(reply.usage),
             "error_type": reply.error_type, "error_message": reply.error_message,
             "agent_trajectory_object_key": store_trajectory(
-                ctx, self.reply_id, self.agent_name, reply.trajectory),
+                ctx, self.reply_id, self.agent_name, reply.trajectory,
+                self.trajectory_output_prefix),
             "trajectory_events": len(reply.trajectory),
             "duration_seconds": round(time.monotonic() - started, 3),
         }
@@ -232,17 +293,21 @@ class PromptAgent(Step):
                              f"{reply.error_message or 'no message'}")
 
 
-def trajectory_key(instance_id: str, prompt_id: str, agent_name: str) -> str:
+def trajectory_key(instance_id: str, prompt_id: str, agent_name: str,
+                   prefix: str | None = None) -> str:
     """Where the trajectory of one prompt is kept in the object store."""
     def safe(text: str) -> str:
         return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip(".") or "_"
 
-    return (f"runs/{safe(instance_id)}/{TRAJECTORY_PREFIX}/prompt_id={safe(prompt_id)}/"
-            f"trajectory-{safe(agent_name)}.json")
+    if prefix is None:
+        prefix = f"runs/{safe(instance_id)}/{TRAJECTORY_PREFIX}/prompt_id={safe(prompt_id)}/"
+    elif not prefix.endswith("/"):
+        prefix += "/"
+    return f"{prefix}trajectory-{safe(agent_name)}.json"
 
 
 def store_trajectory(ctx: TaskContext, prompt_id: str, agent_name: str,
-                     trajectory: Any) -> str | None:
+                     trajectory: Any, prefix: str | None = None) -> str | None:
     """Write the prompt's trajectory (secrets stripped) to the object store; its key, or None
     when there is nothing to keep. A second prompt with the same id (a retried step) replaces
     the first one's."""
@@ -252,7 +317,7 @@ def store_trajectory(ctx: TaskContext, prompt_id: str, agent_name: str,
 
     from agent_env.runtime import current
 
-    key = trajectory_key(ctx.instance_id, prompt_id, agent_name)
+    key = trajectory_key(ctx.instance_id, prompt_id, agent_name, prefix)
     data = json.dumps(ctx.strip_secrets(list(trajectory)), default=str).encode()
     current().store("object").put(key, data, content_type="application/json",
                                   allow_overwrite=True)

@@ -1,0 +1,54 @@
+"""``prompt_agent`` takes the reference's keys it implements, checks them at preflight, and
+refuses by name the ones it does not implement."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_env.tasks.step_types.agent_steps import PromptAgent, trajectory_key
+from agent_env.tasks.steps import PreflightView, structure_step
+
+VIEW = PreflightView(step_ids=frozenset({"p"}))
+
+
+def problems(**keys: object) -> list[str]:
+    return structure_step(PromptAgent, {"id": "p", **keys}).check(VIEW)
+
+
+def test_prompt_or_parts_exactly_one() -> None:
+    assert problems(prompt="hi") == []
+    assert problems(parts=[{"kind": "text", "text": "hi"}]) == []
+    both = "give either 'prompt' (text) or 'parts' (A2A parts), not both"
+    assert both in problems()
+    assert both in problems(prompt="hi", parts=[{"kind": "text", "text": "hi"}])
+    assert problems(parts=[{"kind": "image"}]) == [
+        "parts[0] must be an A2A part with kind text, data or file"]
+
+
+def test_the_text_of_parts_is_the_prompt_outside_players_see() -> None:
+    step = PromptAgent(id="p", parts=[{"kind": "text", "text": "a"},
+                                      {"kind": "data", "data": {}}, {"kind": "text", "text": "b"}])
+    assert step.text == "a\nb"
+
+
+def test_agent_config_holds_only_what_the_step_sets() -> None:
+    step = PromptAgent(id="p", prompt="x", max_turns=4, effort="high")
+    assert step.agent_config() == {"max_turns": 4, "effort": "high"}
+
+
+def test_bad_values_are_preflight_problems() -> None:
+    assert problems(prompt="x", poll_interval_seconds=0) == [
+        "poll_interval_seconds must be in (0, 60]"]
+    (problem,) = problems(prompt="x", trajectory_output_prefix="../up/")
+    assert problem.startswith("trajectory_output_prefix: invalid object key")
+
+
+def test_a_reference_key_not_implemented_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="key 'user_a2a_url' is not known to 'prompt_agent'"):
+        structure_step(PromptAgent, {"id": "p", "prompt": "x", "user_a2a_url": "http://h"})
+
+
+def test_the_trajectory_prefix_is_the_references_layout() -> None:
+    assert trajectory_key("run-1", "ask", "agent") == (
+        "runs/run-1/prompt_agent_trajectories/prompt_id=ask/trajectory-agent.json")
+    assert trajectory_key("run-1", "ask", "agent", "mine/t") == "mine/t/trajectory-agent.json"
