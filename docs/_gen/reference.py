@@ -263,8 +263,8 @@ CONFIG_KEYS: dict[str, dict[str, str]] = {
         "providers": "`[sandbox.providers.NAME.config]`: a provider's settings (below)",
     },
     "model": {
-        "base_url": "the OpenAI-compatible endpoint model agents call through the model "
-                    "gateway",
+        "base_url": "the real model endpoint the run's model gateway forwards agents' calls "
+                    "to",
         "api_key": "its key (write `env:NAME` or `secret:KEY`, never the key itself)",
         "name": "the model agents use when a prompt names none",
     },
