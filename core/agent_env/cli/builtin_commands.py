@@ -16,6 +16,7 @@ CORE_COMMANDS = {
     "task": "agent_env.cli.task_cmd:task",
     "gc": "agent_env.cli.gc_cmd:gc",
     "a2a-agent": "agent_env.cli.agent_cmd:a2a_agent",
+    "eval": "agent_env.cli.eval_cmd:eval_group",
 }
 
 

@@ -2,6 +2,12 @@
 
 A stored task's steps name stored entities by id (``@local/~/b/greeting``); ``validate`` is the
 preflight alone (for CI), with every problem listed and a non-zero exit when there is one.
+``run --k N`` and ``run-batch --seeds`` run a task many times through the same machinery as
+``agent-env eval run`` (pass@k table, infrastructure errors retried and counted apart).
+
+A task file is a JSON array of steps, or an object with ``steps`` (what ``task get`` prints and
+the reference exports), normalised: ``null`` fields are left out (unset) and ``depends_on``
+entries written ``{"task_step_id": "a"}`` become ``"a"``.
 """
 
 from __future__ import annotations
@@ -28,9 +34,25 @@ def _read_task_file(path: Path) -> list[Any]:
         raise UserError(f"{exc.where(str(path))}: {exc.message}") from None
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    if isinstance(data, dict) and "steps" in data:
+        data = data["steps"]
     if not isinstance(data, list):
-        raise UserError(f"{path}: a task file is a JSON array of step objects")
-    return data
+        raise UserError(f"{path}: a task file is a JSON array of step objects (or an object "
+                        "with steps)")
+    return [normalise_step(step) for step in data]
+
+
+def normalise_step(step: Any) -> Any:
+    """A step as the reference exports it, in our shape: unset (``null``) fields left out,
+    ``depends_on: [{"task_step_id": "a"}]`` as ``["a"]``."""
+    if not isinstance(step, dict):
+        return step
+    out = {key: value for key, value in step.items() if value is not None}
+    depends = out.get("depends_on")
+    if isinstance(depends, list):
+        out["depends_on"] = [d["task_step_id"] if isinstance(d, dict) and set(d) ==
+                             {"task_step_id"} else d for d in depends]
+    return out
 
 
 def _preflight(label: str, raw_steps: list[Any], sandbox: str | None = None) -> list[Any]:
@@ -124,9 +146,13 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 @click.option("--seed", "seeds", multiple=True, metavar="K=V",
               help="Replace <K> with V in every string of every step; repeatable.")
 @click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
+@click.option("--k", type=int, default=1, show_default=True,
+              help="Run it N times (4 at once) and report pass@k.")
+@click.option("--model", "--agent-model", "model", metavar="NAME",
+              help="The model every prompt_agent step asks for.")
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
-        seeds: tuple[str, ...], keep: bool) -> int:
-    """Run a stored task."""
+        seeds: tuple[str, ...], keep: bool, k: int, model: str | None) -> int:
+    """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.cli.run_cmd import execute
     from agent_env.stores import document_store, object_store, versioned_store
@@ -142,9 +168,28 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
         if not sep or not key:
             raise click.BadParameter(f"expected K=V, got {item!r}", param_hint="--seed")
         seed[key] = value
+    if k != 1:
+        from agent_env.cli.eval_cmd import DEFAULT_CONCURRENCY, check_counts, run_group
+        from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
+
+        check_counts(k=k)
+        if keep:
+            raise UserError("--keep holds one run's sandboxes up; use it without --k")
+        slots = tuple(Slot(i, record.id, record.version, i + 1, seed or None) for i in range(k))
+        group = Group(new_group_id(), "task", record.id, record.version, k, slots)
+        return run_group(group, GroupStore(document_store()), resume=False,
+                         max_concurrency=DEFAULT_CONCURRENCY, retries=1, output_dir=output_dir,
+                         model=model, agent_id=None, sandbox=sandbox, as_json=False,
+                         resume_hint=None)
+    if model:
+        from agent_env.cli.run_cmd import check_models
+
+        check_models([("--model", model)])
     spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
-    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()),
-                         {"seed": seed} if seed else {})
+    metadata: dict[str, Any] = {"seed": seed} if seed else {}
+    if model:
+        metadata["model"] = model
+    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), metadata)
     chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
     results, code = execute([request], keep=keep, sandbox_chain=chain)
     if output_dir is not None:
@@ -158,6 +203,42 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
                 path.write_text(json.dumps(instance.to_json(), indent=2, default=str) + "\n")
                 click.echo(f"Wrote {path}")
     return code
+
+
+@task.command("run-batch")
+@click.option("--id", "task_id", required=True)
+@click.option("--version", type=int)
+@click.option("--seeds", required=True, metavar="CSV",
+              help="Integer seeds, e.g. 1,2,3: one run each, <seed> replaced in the steps.")
+@click.option("--concurrency", type=int, default=5, show_default=True,
+              help="At most this many runs at once.")
+@click.option("--retries", type=int, default=1, show_default=True,
+              help="Runs again a run that ended in an infrastructure error, up to N times.")
+@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Write runs.jsonl (a row per run) and summary.json here.")
+@click.option("--model", "--agent-model", "model", metavar="NAME",
+              help="The model every prompt_agent step asks for.")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary and runs as JSON on stdout (progress goes to stderr).")
+def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, retries: int,
+              output_dir: Path | None, model: str | None, sandbox: str | None,
+              as_json: bool) -> int:
+    """Run a stored task once per seed (metadata seed {"seed": N}, so <seed> in a step is N)."""
+    from agent_env.cli.eval_cmd import check_counts, parse_seeds, run_group
+    from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
+    from agent_env.stores import document_store
+
+    check_counts(concurrency=concurrency, retries=retries)
+    numbers = parse_seeds(seeds)
+    record = _stored_task(task_id, version)
+    slots = tuple(Slot(i, record.id, record.version, i + 1, {"seed": str(n)})
+                  for i, n in enumerate(numbers))
+    group = Group(new_group_id(), "batch", record.id, record.version, 1, slots)
+    return run_group(group, GroupStore(document_store()), resume=False,
+                     max_concurrency=concurrency, retries=retries, output_dir=output_dir,
+                     model=model, agent_id=None, sandbox=sandbox, as_json=as_json,
+                     resume_hint=None)
 
 
 @task.command("get-instance")
