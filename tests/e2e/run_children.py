@@ -19,7 +19,7 @@ AGENT_ENV = Path(sys.executable).with_name("agent-env")
 class Run:
     """``agent-env run`` as a child process, with its own state folder and go/waiting files."""
 
-    def __init__(self, workdir: Path, bundle: str, name: str) -> None:
+    def __init__(self, workdir: Path, bundle: str, name: str, *args: str) -> None:
         self.state = workdir / f"state-{name}"
         self.waiting = workdir / f"{name}.waiting"
         self.go = workdir / f"{name}.go"
@@ -27,7 +27,7 @@ class Run:
                "AGENTENV_TEST_WAITING": str(self.waiting), "AGENTENV_TEST_GO": str(self.go)}
         env.pop("AGENT_ENV_CONFIG", None)
         self.process = subprocess.Popen(
-            [str(AGENT_ENV), "run", bundle], env=env, stdout=subprocess.PIPE,
+            [str(AGENT_ENV), "run", bundle, *args], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         self.pid = self.process.pid
 

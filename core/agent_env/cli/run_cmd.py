@@ -311,7 +311,8 @@ async def _execute(
     def on_signal(signum: int) -> None:
         reason, code = names[signum]
         if state.get("holding") and not hold.is_set():
-            hold.set()  # --keep: Ctrl-C ends the hold as asked; the runs' outcome decides
+            hold.set()  # --keep: the signal ends the hold as asked; exit as signals exit
+            state["code"] = code
             return
         if state["teardown"] is not None:
             state["teardown"].cancel()

@@ -125,7 +125,8 @@ class TaskContext:
         self.envs[env_id] = deployment
         url = getattr(deployment, "url", None)
         if isinstance(url, str) and url:
-            self.add_endpoint(f"env {env_id}", url, getattr(deployment, "token", None))
+            self.add_endpoint(f"env {env_id} gateway (MCP at /mcp)", url,
+                              getattr(deployment, "token", None))
         if close is not None:
             self.on_teardown("env", f"env {env_id}", close)
 

@@ -21,12 +21,13 @@ def test_envs_and_agents_are_listed_once_per_url_with_their_tokens() -> None:
     teardown = Teardown()
     ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts(),
                       teardown=teardown)
-    shared = Deployed("http://127.0.0.1:5000/mcp", "tok-env-1234")
+    shared = Deployed("http://127.0.0.1:5000", "tok-env-1234")
     ctx.add_env("echo", shared)
     ctx.add_env("mail", shared)  # deployed together: one gateway, listed once
     ctx.add_endpoint("agent 'a' (model-agent), A2A", "http://127.0.0.1:6000", "tok-agent-5678")
     assert endpoint_lines(teardown.endpoints) == [
-        "  [t] env echo: http://127.0.0.1:5000/mcp  (Authorization: Bearer tok-env-1234)",
+        "  [t] env echo gateway (MCP at /mcp): http://127.0.0.1:5000  "
+        "(Authorization: Bearer tok-env-1234)",
         "  [t] agent 'a' (model-agent), A2A: http://127.0.0.1:6000  "
         "(Authorization: Bearer tok-agent-5678)",
     ]
