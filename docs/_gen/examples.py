@@ -9,6 +9,9 @@ site):
   ``$ COMMAND`` lines are run with bash, and the lines shown after a command must appear in its
   output in that order (``...`` in a line matches anything). Options after ``run:``, comma
   separated: ``docker`` (needs a Docker daemon: run by the integration tier only),
+  ``network`` (installs packages from the package index: integration tier only; the block's
+  commands find what ``uv tool install`` put in the working folder's ``.uv-bin`` first on
+  ``PATH``), ``cwd=repo`` (run in the repository's root instead of the working folder),
   ``exit=N`` (every command of the block must exit N; default 0).
 
 Pages run in the order of ``nav`` in ``mkdocs.yml``, all in ONE working folder, because the
@@ -59,6 +62,11 @@ class Block:
         return "docker" in self.options
 
     @property
+    def integration(self) -> bool:
+        """Needs what only the integration tier has: Docker, or installs from the index."""
+        return self.docker or "network" in self.options
+
+    @property
     def expected_exit(self) -> int:
         for option in self.options:
             if option.startswith("exit="):
@@ -93,11 +101,17 @@ def all_blocks() -> Iterator[Block]:
         yield from blocks(page)
 
 
-def environment(workdir: Path) -> dict[str, str]:
-    """What a newcomer's shell has: this Python's scripts first, a state root of its own."""
+def environment(workdir: Path, *, tools_first: bool = False) -> dict[str, str]:
+    """What a newcomer's shell has: this Python's scripts first, a state root of its own, and
+    ``uv tool`` installs kept in the working folder (first on ``PATH`` with ``tools_first``)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("AGENT_ENV_") and k not in ("PYTEST_CURRENT_TEST",)}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    path = [str(Path(sys.executable).parent), env.get("PATH", "")]
+    env["UV_TOOL_DIR"] = str(workdir / ".uv-tools")
+    env["UV_TOOL_BIN_DIR"] = str(workdir / ".uv-bin")
+    if tools_first:
+        path.insert(0, env["UV_TOOL_BIN_DIR"])
+    env["PATH"] = os.pathsep.join(path)
     env["AGENT_ENV_STATE_DIR"] = str(workdir / ".state")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
@@ -116,14 +130,15 @@ def run_block(block: Block, workdir: Path, *, timeout: float = 600) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(block.body, encoding="utf-8")
         return
-    env = environment(workdir)
+    env = environment(workdir, tools_first="network" in block.options)
+    cwd = ROOT if "cwd=repo" in block.options else workdir
     if block.lang == "python":
         script = workdir / f".block-{Path(block.page).stem}-{block.line}.py"
         script.write_text(block.body, encoding="utf-8")
-        _check(block, [sys.executable, str(script)], workdir, env, timeout, expected=[])
+        _check(block, [sys.executable, str(script)], cwd, env, timeout, expected=[])
     elif block.lang in ("console", "shell-session"):
         for command, expected in _commands(block):
-            _check(block, ["bash", "-c", command], workdir, env, timeout, expected)
+            _check(block, ["bash", "-c", command], cwd, env, timeout, expected)
     else:
         raise ExampleFailed(f"{block.where}: cannot run a '{block.lang}' block")
 
@@ -173,12 +188,12 @@ def unmatched(expected: list[str], actual: list[str]) -> str | None:
     return None
 
 
-def run_guide(workdir: Path, *, docker: bool) -> list[Block]:
-    """Run every page's blocks in nav order; Docker blocks only when ``docker``. Returns
-    the blocks that ran."""
+def run_guide(workdir: Path, *, integration: bool) -> list[Block]:
+    """Run every page's blocks in nav order; those that need Docker or the package index only
+    when ``integration``. Returns the blocks that ran."""
     ran = []
     for block in all_blocks():
-        if block.kind == "run" and block.docker and not docker:
+        if block.kind == "run" and block.integration and not integration:
             continue
         run_block(block, workdir)
         ran.append(block)

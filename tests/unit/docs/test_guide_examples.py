@@ -36,13 +36,15 @@ def test_the_marks_are_well_formed_and_cover_every_guide_area() -> None:
     assert ("episodes.md", "python", True) in runnable       # the episode loop, on Docker
     assert ("environments.md", "console", True) in runnable  # deploy the env with Docker
     assert ("getting-started.md", "console", False) in runnable
+    installs = [b for b in blocks if b.kind == "run" and "network" in b.options]
+    assert any("uv tool install ." in b.body for b in installs)  # the install from a clone
     for block in blocks:
         if block.kind == "file":
             assert block.options and not Path(block.options[0]).is_absolute(), block.where
 
 
 def test_the_guide_runs_as_shown(tmp_path: Path) -> None:
-    ran = examples.run_guide(tmp_path, docker=False)
+    ran = examples.run_guide(tmp_path, integration=False)
     pages = {block.page for block in ran if block.kind == "run"}
     assert {"getting-started.md", "environments.md", "tasks.md", "configuration.md",
             "protocol.md"} <= pages
