@@ -21,7 +21,9 @@ differs from a build on the exact base).
 from __future__ import annotations
 
 import collections
+import contextlib
 import re
+import socket
 import tempfile
 import threading
 import time
@@ -105,7 +107,8 @@ def build_image(
     ``name`` picks the slug (default: the folder name). With ``hermetic_build`` the image gets
     this repository's protocol wheel (see :mod:`agent_env.images.hermetic`). ``progress``
     receives every output line. Raises :class:`ImageBuildError` with the last ``tail`` lines
-    when the build fails. ``stop`` set (the caller was cancelled) abandons the build at its next
+    when the build fails. ``stop`` set (the caller was cancelled) abandons the build at once (its
+    connection to the engine is shut, see :func:`_interrupt_on`), not at its next
     output line: the engine cancels a build whose client has gone. ``timeout`` (default: the
     ``build_timeout`` setting) bounds the whole call in seconds: past it, the build is given up
     (:class:`BuildTimedOut`) at its next output line, or when the engine has been silent
@@ -184,7 +187,9 @@ def _run_build(
     log: collections.deque[str] = collections.deque(maxlen=KEEP_LINES)
     image_id: str | None = None
     error: str | None = None
-    with tempfile.TemporaryFile() as tar:
+    watching: list[threading.Event | None] = []
+    with tempfile.TemporaryFile() as tar, contextlib.ExitStack() as cleanup:
+        cleanup.callback(lambda: [done.set() for done in watching if done is not None])
         image_plan.write_build_tar(plan, tar)
         tar.seek(0)
         deadline.check()
@@ -197,6 +202,7 @@ def _run_build(
                 dockerfile=plan.dockerfile, buildargs=dict(build_args or {}), decode=True,
                 rm=True, forcerm=True, pull=False, timeout=max(deadline.left(), 0.1),
             )
+            watching.append(_interrupt_on(stop, stream))
             for chunk in stream:
                 if stop is not None and stop.is_set():
                     stream.close()
@@ -218,11 +224,15 @@ def _run_build(
                 if isinstance(aux, dict) and "ID" in aux:
                     image_id = aux["ID"]
         except docker.errors.APIError as exc:
+            if stop is not None and stop.is_set():
+                raise BuildStopped(f"building {plan.tag} was stopped") from None
             error = str(exc.explanation or exc)
             log.append(error)
         except (BuildStopped, BuildTimedOut):
             raise
         except Exception:
+            if stop is not None and stop.is_set():  # the interrupt cut the connection
+                raise BuildStopped(f"building {plan.tag} was stopped") from None
             if deadline.left() > 0:
                 raise
             if stream is not None:
@@ -240,6 +250,36 @@ def _run_build(
             )
         raise ImageBuildError(f"building {plan.tag} failed: {reason}{hint}", lines)
     return image_id, list(log)
+
+
+def _interrupt_on(stop: threading.Event | None, stream: Any) -> threading.Event | None:
+    """When ``stop`` is set, shut the build's connection to the engine, so a read blocked on a
+    silent step (``RUN sleep 40``) returns at once, not at the step's next output line, and the
+    engine, its client gone, cancels the build. Returns the event that ends the watch.
+
+    The SDK hides the connection: its build stream is a generator whose ``response`` argument
+    holds it (read from the generator's frame; when that changes, the stop flag still ends the
+    build at its next line, as before)."""
+    if stop is None:
+        return None
+    try:
+        response = stream.gi_frame.f_locals["response"]
+        sock = response.raw._fp.fp.raw._sock
+    except (AttributeError, KeyError, TypeError):
+        return None
+    if not isinstance(sock, socket.socket):
+        return None
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.1):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                return
+
+    threading.Thread(target=watch, name="agentenv-build-interrupt", daemon=True).start()
+    return done
 
 
 # -- base images the engine cannot pull -----------------------------------------------------------

@@ -188,3 +188,51 @@ def test_an_official_base_no_registry_gives_falls_back_to_the_local_image(
                                   bases={pinned: "python:3.11-slim"})
     assert image_tag(context, name="same") != image_tag(
         context, name="same", bases={pinned: "python:3.11-slim"})
+
+
+def test_a_stop_during_a_silent_step_returns_at_once_and_the_engine_drops_the_build(
+    tmp_path: Path, docker_client: Any,
+) -> None:
+    """Ctrl-C during ``RUN sleep 40`` used to return only at the step's next output line (31 s
+    late); the stop now shuts the build's connection."""
+    import threading
+    import time
+
+    from agentenv_docker_env.build import BuildStopped
+
+    marker = uuid.uuid4().hex[:8]
+    context = _context(tmp_path / "ctx", f"FROM python:3.11-slim\nRUN sleep 40 && echo {marker}\n")
+    stop = threading.Event()
+    started = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def progress(line: str) -> None:
+        if "RUN sleep 40" in line:
+            started.set()
+
+    def build() -> None:
+        try:
+            build_image(context, name=_name(), progress=progress, stop=stop)
+        except BaseException as exc:
+            outcome["error"] = exc
+        outcome["at"] = time.monotonic()
+
+    worker = threading.Thread(target=build)
+    worker.start()
+    assert started.wait(120), "the build never reached its RUN step"
+    time.sleep(0.5)  # inside the silent step
+    stopped_at = time.monotonic()
+    stop.set()
+    worker.join(30)
+    assert not worker.is_alive()
+    assert isinstance(outcome.get("error"), BuildStopped), outcome
+    waited = outcome["at"] - stopped_at
+    print(f"stop to return during RUN sleep 40: {waited:.2f}s")
+    assert waited < 2, waited
+
+    # The engine, its client gone, removes the step's container.
+    deadline = time.monotonic() + 15
+    while any(marker in " ".join(c.attrs["Config"]["Cmd"] or [])
+              for c in docker_client.containers.list(all=True)):
+        assert time.monotonic() < deadline, "the build's container is still there"
+        time.sleep(0.2)
