@@ -5,7 +5,10 @@ A sandbox is a folder under the state root (``<state>/sandboxes/local/<id>``). P
 (``../``, another absolute path, a symlink pointing out) is refused with
 :class:`PathOutsideSandbox`. Commands run as ``bash -c`` subprocesses in their own process group,
 with ``/app`` in the command text pointing at the folder and ``sudo`` stripped (the folder
-belongs to the user already). It isolates nothing: it exists so that tasks run with no setup.
+belongs to the user already). Each running command's group is recorded in the folder
+(``processes/<pgid>``, holding the leader's start time), so a ``terminate`` from another process
+(``agent-env gc`` after the run was killed) ends the commands too, not only the folder. It
+isolates nothing: it exists so that tasks run with no setup.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from agent_env.sandbox.base import (
     SandboxProvider,
     SandboxSpec,
 )
+from agent_env.sandbox.ownership import process_start
 
 APP_ROOT = PurePosixPath("/app")
 #: Exit code of a command stopped by its timeout (as coreutils' ``timeout``).
@@ -35,6 +39,7 @@ TIMEOUT_EXIT_CODE = 124
 _APP_IN_TEXT = re.compile(r"(?<![\w./-])/app(?=/|\b|$)")
 _SUDO = re.compile(r"(?<![\w./-])sudo(?:\s+-[A-Za-z]+(?:\s+(?![-/])\w+)?)*\s+")
 _META = "sandbox.json"
+_PROCESSES = "processes"
 
 
 def strip_sudo(command: str) -> str:
@@ -116,6 +121,7 @@ class LocalSandbox(Sandbox):
             start_new_session=True,  # its own process group: we stop it and its children
         )
         self._running.add(process)
+        record = self._record(process.pid)
         try:
             out, err = await asyncio.wait_for(process.communicate(), timeout)
         except TimeoutError:
@@ -126,6 +132,8 @@ class LocalSandbox(Sandbox):
             if process.returncode is None:  # cancelled: leave nothing running
                 _kill_group(process)
             self._running.discard(process)
+            if record is not None:
+                record.unlink(missing_ok=True)
         code = process.returncode if process.returncode is not None else -1
         return ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"))
 
@@ -150,7 +158,40 @@ class LocalSandbox(Sandbox):
     async def terminate(self) -> None:
         for process in list(self._running):
             _kill_group(process)
+        self._kill_recorded()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _record(self, pid: int) -> Path | None:
+        """Note a command's process group (its leader's pid and start time) in the folder."""
+        folder = self.folder / _PROCESSES
+        try:
+            folder.mkdir(exist_ok=True)
+            record = folder / str(pid)
+            record.write_text(str(process_start(pid)), encoding="ascii")
+        except OSError:
+            return None
+        return record
+
+    def _kill_recorded(self) -> None:
+        """End the process groups recorded by whichever process ran the commands.
+
+        A group is ours when its leader still has the recorded start time, or when the leader
+        is gone (Linux does not reuse a pid while a group of that id exists); a pid reused by
+        an unrelated process has another start time and is left alone."""
+        folder = self.folder / _PROCESSES
+        if not folder.is_dir():
+            return
+        for record in folder.iterdir():
+            try:
+                pgid, started = int(record.name), record.read_text(encoding="ascii").strip()
+            except (OSError, ValueError):
+                continue
+            now = process_start(pgid)
+            if now is None or str(now) == started:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "provider": self.provider_name, "folder": str(self.folder)}

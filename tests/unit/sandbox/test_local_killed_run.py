@@ -1,0 +1,65 @@
+"""A run killed with ``kill -9`` mid-command: a later ``terminate`` (what ``agent-env gc`` calls,
+from another process) ends the command's processes, not only the sandbox's folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agent_env.api import SandboxSpec
+from agent_env.sandbox.local import LocalSandboxProvider
+from agent_env.sandbox.ownership import process_start
+
+RUN = """
+import asyncio, sys
+from agent_env.api import SandboxSpec
+from agent_env.sandbox.local import LocalSandboxProvider
+
+async def main():
+    sandbox = await LocalSandboxProvider(sys.argv[1]).create(SandboxSpec(name="slow"))
+    print(sandbox.id, flush=True)
+    # a command with a child of its own, both in the command's process group
+    await sandbox.exec("sleep 300 & echo $! > /app/child.pid; echo $$ > /app/leader.pid; wait")
+
+asyncio.run(main())
+"""
+
+
+async def test_terminate_from_another_process_ends_a_killed_runs_commands(tmp_path: Path) -> None:
+    root = tmp_path / "local"
+    run = subprocess.Popen([sys.executable, "-c", RUN, str(root)], stdout=subprocess.PIPE,
+                           text=True)
+    assert run.stdout is not None
+    sandbox_id = run.stdout.readline().strip()
+    app = root / sandbox_id / "app"
+    deadline = time.monotonic() + 20
+    while not ((app / "child.pid").exists() and (app / "leader.pid").exists()):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.02)
+    time.sleep(0.05)
+    pids = [int((app / name).read_text()) for name in ("leader.pid", "child.pid")]
+    run.kill()  # kill -9: no teardown of its own
+    run.wait()
+    assert all(process_start(pid) is not None for pid in pids)  # orphans, still running
+
+    found = await LocalSandboxProvider(root).attach(sandbox_id)
+    assert found is not None
+    await found.terminate()
+    deadline = time.monotonic() + 5
+    while any(process_start(pid) is not None for pid in pids):
+        assert time.monotonic() < deadline, f"still running: {pids}"
+        time.sleep(0.02)
+    assert not (root / sandbox_id).exists()
+
+
+async def test_a_reused_pid_is_left_alone(tmp_path: Path) -> None:
+    """A record whose pid now belongs to another process (another start time) kills nothing."""
+    sandbox = await LocalSandboxProvider(tmp_path / "local").create(SandboxSpec(name="reuse"))
+    records = sandbox.folder / "processes"
+    records.mkdir()
+    (records / str(os.getpid())).write_text("1", encoding="ascii")  # not our start time
+    await sandbox.terminate()
+    assert process_start(os.getpid()) is not None
