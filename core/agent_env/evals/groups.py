@@ -74,17 +74,23 @@ def new_group_id() -> str:
     return "evalrun-" + "".join(secrets.choice(_ALPHABET) for _ in range(8))
 
 
+#: the owners of this process (several group stores may run one group side by side)
+_LIVE: set[str] = set()
+
+
 def _me() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    _LIVE.add(owner)
+    return owner
 
 
-def _owner_alive(owner: str, me: str) -> bool:
+def _owner_alive(owner: str) -> bool:
     host, _, rest = owner.partition(":")
     pid_text, _, _token = rest.partition(":")
     if host != socket.gethostname():
         return True  # another machine's claim: assume it is alive (no way to know here)
     if not pid_text.isdigit() or int(pid_text) == os.getpid():
-        return owner == me
+        return owner in _LIVE
     try:
         os.kill(int(pid_text), 0)
     except ProcessLookupError:
@@ -144,7 +150,7 @@ class GroupStore:
                     continue
             if doc["state"] == DONE and doc.get("outcome") in COMPLETED:
                 return Claim("done", doc)
-            if doc["state"] == CLAIMED and _owner_alive(str(doc.get("owner")), self.owner):
+            if doc["state"] == CLAIMED and _owner_alive(str(doc.get("owner"))):
                 return Claim("mine") if doc.get("owner") == self.owner else Claim("busy", doc)
             changed = self.documents.update(
                 SLOTS, {"_id": key, "rev": doc["rev"]},
