@@ -22,6 +22,9 @@ CORE_STEP_TYPES = {
     "deploy_agent": f"{_STEPS}.agent_steps:DeployAgent",
     "prompt_agent": f"{_STEPS}.agent_steps:PromptAgent",
     "agent_prompt_response_verifier": f"{_STEPS}.agent_steps:AgentPromptResponseVerifier",
+    "run_container_unit_tests_verifier":
+        "agent_env.evals.verifiers:RunContainerUnitTestsVerifier",
+    "collect_artifacts": "agent_env.evals.verifiers:CollectArtifacts",
 }
 
 

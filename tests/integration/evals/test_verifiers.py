@@ -1,0 +1,83 @@
+"""``run_container_unit_tests_verifier`` and ``collect_artifacts`` on the local sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env.evals.verifiers import parse_reward
+from agent_env.tasks.artifacts import MemoryArtifacts
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.engine import TaskResult, run_task
+from agent_env.tasks.plan import TaskSpec
+from agent_env.tasks.teardown import Teardown
+
+BOX = {"id": "box", "type": "deploy_sandbox", "sandbox_name": "box", "sandbox_type": "local"}
+
+
+async def run(*steps: dict[str, Any]) -> tuple[TaskResult, TaskContext]:
+    teardown = Teardown()
+    ctx = TaskContext(task_id="t", instance_id="t-12345678", artifacts=MemoryArtifacts(),
+                      teardown=teardown)
+    try:
+        result = await run_task(TaskSpec("t", "t", [BOX, *steps]), ctx)
+    finally:
+        await teardown.run()
+    return result, ctx
+
+
+def unit_tests(command: str, **extra: Any) -> dict[str, Any]:
+    return {"id": "tests", "type": "run_container_unit_tests_verifier", "sandbox_name": "box",
+            "test_command": command, **extra}
+
+
+@pytest.mark.parametrize(("text", "reward"), [("1", 1.0), ("0.25\n", 0.25), ("7", 1.0),
+                                              ('{"reward": 0.5}', 0.5), ("-1", 0.0)])
+def test_reward_files(text: str, reward: float) -> None:
+    assert parse_reward(text) == reward
+
+
+@pytest.mark.parametrize("text", ["", "pass", '{"score": 1}', "nan", "true"])
+def test_unreadable_reward_files(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_reward(text)
+
+
+async def test_the_exit_code_scores_without_a_reward_file(state_root: Path) -> None:
+    passed, _ = await run(unit_tests("mkdir -p t && test 1 -eq 1"))
+    assert passed.outcome == "passed" and passed.scores == {"tests": 1.0}
+    failed, ctx = await run(unit_tests("echo 'assert failed' >&2; exit 2"))
+    assert failed.outcome == "scored below 1" and failed.scores == {"tests": 0.0}
+    row = ctx.verifications["tests"].results[0]
+    assert row.justification == "tests exited 2" and ctx.outputs["tests"]["exit_code"] == 2
+    assert "assert failed" in ctx.outputs["tests"]["output_tail"]
+
+
+async def test_a_reward_file_decides_and_a_bad_one_is_an_error_row(state_root: Path) -> None:
+    partial, _ = await run(unit_tests("echo 0.5 > reward.txt; exit 1", reward_file="reward.txt"))
+    assert partial.scores == {"tests": 0.5}
+    bad, ctx = await run(unit_tests("echo great > reward.txt", reward_file="reward.txt"))
+    assert bad.scores == {"tests": 0.0} and bad.outcome == "scored below 1"
+    assert ctx.verifications["tests"].results[0].justification.startswith(
+        "error: the reward file /app/reward.txt is unreadable")
+    absent, _ = await run(unit_tests("true", reward_file="reward.txt"))
+    assert absent.scores == {"tests": 1.0}
+
+
+async def test_collect_artifacts_copies_files_into_the_object_store(state_root: Path) -> None:
+    from agent_env.stores import object_store
+
+    make = unit_tests("mkdir -p out/logs && echo hi > out/a.txt && echo log > out/logs/b.txt")
+    collect = {"id": "collect", "type": "collect_artifacts", "sandbox_name": "box",
+               "paths": ["out", "missing.txt", "/app/out/a.txt"], "required": False}
+    result, ctx = await run(make, collect)
+    assert result.outcome == "passed", result.describe()
+    files = ctx.outputs["collect"]["files"]
+    assert sorted(files) == ["/app/out/a.txt", "/app/out/logs/b.txt"]
+    assert object_store().get(files["/app/out/a.txt"]["key"]) == b"hi\n"
+    assert ctx.outputs["collect"]["missing"] == ["missing.txt"]
+    strict, _ = await run(make, {**collect, "required": True})
+    assert strict.outcome == "failed"
+    assert "nothing to collect at missing.txt" in strict.describe()
