@@ -4,7 +4,8 @@ A page marks a fenced block with an HTML comment on the line before it (invisibl
 site):
 
 * ``<!-- file: PATH -->``: the block is the content of ``PATH`` (relative to the reader's
-  working folder); it is written there before the blocks after it run.
+  working folder); it is written there before the blocks after it run. Its fence shows the
+  reader the path as its title (```` ```python title="PATH" ````), which must match.
 * ``<!-- run -->``: a ``python`` block is run as a script with this Python; a ``console`` block's
   ``$ COMMAND`` lines are run with bash, and the lines shown after a command must appear in its
   output in that order (``...`` in a line matches anything). Options after ``run:``, comma
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 _BLOCK = re.compile(
     r"^<!-- (?P<kind>run|file)(?::\s*(?P<options>.*?))? -->\n"
-    r"```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```\s*$",
+    r"```(?P<lang>[\w-]*)(?: title=\"(?P<title>[^\"]*)\")?[^\n]*\n(?P<body>.*?)^```\s*$",
     re.MULTILINE | re.DOTALL,
 )
 _FENCE_MARK = re.compile(r"^<!-- (run|file)\b", re.MULTILINE)
@@ -52,6 +53,7 @@ class Block:
     lang: str
     body: str
     options: tuple[str, ...] = ()
+    title: str | None = None
 
     @property
     def where(self) -> str:
@@ -88,7 +90,8 @@ def blocks(page: str) -> list[Block]:
     for match in _BLOCK.finditer(text):
         options = tuple(o.strip() for o in (match["options"] or "").split(",") if o.strip())
         line = text.count("\n", 0, match.start()) + 2
-        found.append(Block(page, line, match["kind"], match["lang"], match["body"], options))
+        found.append(Block(page, line, match["kind"], match["lang"], match["body"], options,
+                           match["title"]))
     marks = len(_FENCE_MARK.findall(text))
     if marks != len(found):
         raise ValueError(f"docs/{page}: {marks} run/file marks but {len(found)} marked blocks "
@@ -126,6 +129,9 @@ def run_block(block: Block, workdir: Path, *, timeout: float = 600) -> None:
     if block.kind == "file":
         if not block.options:
             raise ExampleFailed(f"{block.where}: a file mark needs a path (<!-- file: PATH -->)")
+        if block.title != block.options[0]:
+            raise ExampleFailed(f"{block.where}: the block's title ({block.title!r}) must show "
+                                f"the reader the path it is written to, {block.options[0]!r}")
         target = workdir / block.options[0]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(block.body, encoding="utf-8")
