@@ -285,9 +285,9 @@ def _run_and_report(group: Group, executor: Any, output_dir: Path | None,
         echo(line)
     if runs:
         echo(f"  {count_line([r.result for r in runs])}")
-    missing = outcome.not_run + outcome.busy
+    missing = outcome.not_run
     if outcome.busy:
-        echo(f"  {plural(outcome.busy, 'run')} left to another process resuming this group")
+        echo(f"  {plural(outcome.busy, 'run')} made by another process resuming this group")
     if code is None:
         complete = not missing and all(r.outcome in ("passed", "failed", "scored below 1",
                                                      "unscored") for r in runs)

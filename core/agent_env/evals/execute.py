@@ -24,6 +24,9 @@ from agent_env.tasks.records import InstanceStore
 from agent_env.tasks.session import RunRequest, Session
 from agent_env.tasks.teardown import TeardownReport
 
+#: how often a slot another process holds is looked at again
+POLL_SECONDS = 0.2
+
 
 class Runner(Protocol):
     async def run(self, request: RunRequest) -> tuple[TaskResult, TeardownReport]: ...
@@ -73,7 +76,8 @@ class Progress(Protocol):
 
 @attrs.define
 class Outcome:
-    """What executing a group produced (``busy``: slots another process holds)."""
+    """What executing a group produced (``busy``: slots another process held, whose results
+    were waited for)."""
 
     runs: list[EvalRun]
     busy: int = 0
@@ -129,38 +133,47 @@ class Executor:
         return self.outcome
 
     async def _slot(self, slot: Slot, slots: asyncio.Semaphore) -> None:
-        async with slots:
-            if self.stopping is not None:
-                self.outcome.not_run += 1
-                return
-            claim = self.store.claim(self.group, slot)
-            if claim.state == "done":
-                run = self.reuse(slot, claim.document)
-                self.outcome.runs.append(run)
-                self.progress.finished(run)
-                return
-            if claim.state == "busy":
+        waited = False
+        while True:
+            async with slots:
+                if self.stopping is not None:
+                    self.outcome.not_run += 1
+                    return
+                claim = self.store.claim(self.group, slot)
+                if claim.state == "done":
+                    run = self.reuse(slot, claim.document)
+                    self.outcome.runs.append(run)
+                    self.progress.finished(run)
+                    return
+                if claim.state == "mine":
+                    await self._run_claimed(slot)
+                    return
+            # another process runs this slot: wait for its result (or for it to go away)
+            if not waited:
+                waited = True
                 self.outcome.busy += 1
-                return
-            attempts: list[str] = []
-            while True:
-                self.progress.started(slot)
-                result, report = await self.runner.run(self.build(slot))
-                self._count_teardown(report)
-                attempts.append(result.instance_id)
-                retry = (result.outcome == "error" and len(attempts) <= self.retries
-                         and self.stopping is None)
-                record = self.instances.get(result.instance_id) if self.instances else None
-                run = EvalRun(slot, result, record, tuple(attempts))
-                self.progress.finished(run, retrying=retry)
-                if not retry:
-                    break
-            if result.outcome == "cancelled":
-                self.store.release(self.group, slot)
-                self.outcome.not_run += 1
-                return
-            self.store.finish(self.group, slot, result.instance_id, result.outcome, attempts)
-            self.outcome.runs.append(run)
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _run_claimed(self, slot: Slot) -> None:
+        attempts: list[str] = []
+        while True:
+            self.progress.started(slot)
+            result, report = await self.runner.run(self.build(slot))
+            self._count_teardown(report)
+            attempts.append(result.instance_id)
+            retry = (result.outcome == "error" and len(attempts) <= self.retries
+                     and self.stopping is None)
+            record = self.instances.get(result.instance_id) if self.instances else None
+            run = EvalRun(slot, result, record, tuple(attempts))
+            self.progress.finished(run, retrying=retry)
+            if not retry:
+                break
+        if result.outcome == "cancelled":
+            self.store.release(self.group, slot)
+            self.outcome.not_run += 1
+            return
+        self.store.finish(self.group, slot, result.instance_id, result.outcome, attempts)
+        self.outcome.runs.append(run)
 
     def _count_teardown(self, report: TeardownReport) -> None:
         for item in report.terminated:

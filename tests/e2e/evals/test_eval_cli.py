@@ -145,12 +145,17 @@ def test_ctrl_c_mid_eval_then_resume_runs_exactly_the_missing_runs(stored) -> No
                          r"--id slow --resume (evalrun-\w+)", err).group(1))
     group = re.search(r"--resume (evalrun-\w+)", err).group(1)
     assert 2 <= done < 6
-    resumed = stored("eval", "run", "--id", "slow", "--resume", group, "--json")
-    assert resumed.returncode == 0, resumed.stderr
-    runs = json.loads(resumed.stdout)["runs"]
-    assert sorted(r["sample"] for r in runs) == [1, 2, 3, 4, 5, 6]
-    assert sum(r["reused"] for r in runs) == done
-    assert all(r["outcome"] == "passed" for r in runs)
+    # two processes resume the group at once: between them, each missing run is made once
+    both = [stored.start("eval", "run", "--id", "slow", "--resume", group, "--json")
+            for _ in range(2)]
+    outputs = [p.communicate(timeout=60) for p in both]
+    assert [p.returncode for p in both] == [0, 0], outputs
+    reports = [json.loads(out)["runs"] for out, _ in outputs]
+    for runs in reports:  # each reports the whole group, waiting for the other's runs
+        assert sorted(r["sample"] for r in runs) == [1, 2, 3, 4, 5, 6]
+        assert all(r["outcome"] == "passed" for r in runs)
+    made = [r["instance_id"] for runs in reports for r in runs if not r["reused"]]
+    assert len(made) == len(set(made)) == 6 - done
 
 
 def test_the_reference_export_is_accepted_and_task_get_round_trips(stored) -> None:

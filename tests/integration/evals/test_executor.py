@@ -127,6 +127,9 @@ async def test_two_processes_never_run_one_slot_twice(stores) -> None:
     ran = [r for r in a.runs + b.runs if not r.reused]
     assert sorted(r.slot.index for r in ran) == list(range(12))
     assert set(Scripted.calls.values()) == {1}
+    # each waited for the other's slots, so both report the whole group
+    assert [r.slot.index for r in a.runs] == [r.slot.index for r in b.runs] == list(range(12))
+    assert a.busy + b.busy >= 1 and a.not_run == b.not_run == 0
 
 
 async def test_a_stop_releases_the_runs_in_flight_for_a_resume(stores) -> None:
