@@ -141,7 +141,8 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 @click.option("--id", "task_id", required=True)
 @click.option("--version", type=int)
 @click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Write the instance record here as <instance>.json.")
+              help="Write the instance record here as <instance>.json (with --k: runs.jsonl "
+                   "and summary.json).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--seed", "seeds", multiple=True, metavar="K=V",
               help="Replace <K> with V in every string of every step; repeatable.")
