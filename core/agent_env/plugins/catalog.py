@@ -60,6 +60,9 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
             "bundle": ("agents-smoke",),
         },
     ),
+    # contributes only the `up` command (a CLI claim, made when the CLI starts, not a
+    # contribution kind the host lists at load time)
+    FirstPartyPlugin("explorer", "agentenv-framework-explorer", "explorer", {}),
     FirstPartyPlugin(
         "smol_vm", "agentenv-framework-smol-vm", "smol", {"sandbox_provider": ("smol_vm",)}
     ),

@@ -1,0 +1,1 @@
+"""The explorer: ``agent-env up`` serves a page and an HTTP API over the run records."""

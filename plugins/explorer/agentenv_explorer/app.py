@@ -1,0 +1,499 @@
+"""The explorer's aiohttp application: the page, and the API under ``/api/v1``.
+
+Why it is shaped this way:
+
+* every list is answered by the document store's own paging (``query`` with ``sort``,
+  ``limit`` + 1 and ``offset``, plus ``count``), so a page of runs costs the same at 1,000 and
+  at 50,000 stored runs and no route holds every run in memory; the indexes that make those
+  queries seeks, not scans, are created once when the app starts (``ensure_index`` is
+  idempotent);
+* the routes and their JSON follow the reference explorer's (``{items, total, limit, offset,
+  has_more}``, ids as one ``%2F``-encoded path segment, ``objects/content?object_url=``) for
+  what this framework stores: tasks, envs, artifacts and evals (versioned entities), task
+  instances (run records), agents (the installed ``a2a-agent`` contributions) and objects;
+* the reference has no authentication; this server is reachable by anything on the machine,
+  so every request needs the token printed with the URL (``?token=``, then a cookie, or
+  ``Authorization: Bearer``), and the Host and cross-site checks (421, 403) stop DNS-rebinding
+  and other sites' pages from using a logged-in browser;
+* store calls block, so they run in worker threads (the SQLite store keeps one connection per
+  thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+from aiohttp import web
+
+API = "/api/v1"
+INSTANCES = "task_instances"
+ENTITY_KINDS = ("tasks", "envs", "artifacts", "evals")
+COOKIE = "agentenv_explorer_token"
+STATIC = Path(__file__).parent / "static"
+#: the reference's page size rules: 50 by default, at most 500
+DEFAULT_LIMIT, MAX_LIMIT = 50, 500
+#: request bodies are small JSON; anything larger is refused with 413
+MAX_BODY = 1024 * 1024
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+RUN_SORTS = ("started_at_utc", "finished_at_utc", "duration_seconds", "task_id", "status",
+             "outcome")
+RUN_FILTERS = ("task_id", "status", "outcome")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@attrs.frozen
+class AgentRow:
+    """An installed agent, as ``GET /agents`` lists it."""
+
+    id: str
+    aliases: tuple[str, ...]
+    plugin: str
+
+
+@attrs.define
+class Explorer:
+    """What the app serves from: the stores, the installed agents and the access rules."""
+
+    documents: Any
+    versioned: Any
+    objects: Any | None
+    token: str
+    agents: Callable[[], list[AgentRow]] = attrs.field(default=list)
+    allowed_hosts: frozenset[str] = frozenset()
+    allowed_origins: frozenset[str] = frozenset()
+
+    def prepare(self) -> None:
+        """Indexes for the run list's sorts and filters (idempotent; cheap once made)."""
+        for fields in (
+            [("started_at_utc", -1)],
+            ["task_id", ("started_at_utc", -1)],
+            ["status", ("started_at_utc", -1)],
+            ["outcome", ("started_at_utc", -1)],
+        ):
+            self.documents.ensure_index(INSTANCES, fields)
+
+
+EXPLORER = web.AppKey("explorer", Explorer)
+
+
+def api_error(status: int, message: str) -> web.HTTPException:
+    """A JSON error response (``{"error": ..., "status": ...}``) to raise from a handler."""
+    classes: dict[int, type[web.HTTPException]] = {
+        400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 403: web.HTTPForbidden,
+        404: web.HTTPNotFound, 413: web.HTTPRequestEntityTooLarge,
+        421: web.HTTPMisdirectedRequest, 501: web.HTTPNotImplemented,
+    }
+    body = json.dumps({"error": message, "status": status})
+    cls = classes.get(status, web.HTTPBadRequest)
+    if cls is web.HTTPRequestEntityTooLarge:
+        return web.HTTPRequestEntityTooLarge(MAX_BODY, 0, text=body,
+                                             content_type="application/json")
+    return cls(text=body, content_type="application/json")
+
+
+# -- query parameters -----------------------------------------------------------------------
+
+
+def int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise api_error(400, f"query parameter {name!r} must be an integer, not {raw!r}") from None
+    if not low <= value <= high:
+        raise api_error(400, f"query parameter {name!r} must be between {low} and {high}")
+    return value
+
+
+def bool_param(request: web.Request, name: str, default: bool) -> bool:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise api_error(400, f"query parameter {name!r} must be true or false, not {raw!r}")
+
+
+def page(items: list[Any], total: int, limit: int, offset: int) -> dict[str, Any]:
+    """The reference's list envelope; ``items`` holds at most ``limit`` + 1 (the probe)."""
+    return {"items": items[:limit], "total": total, "limit": limit, "offset": offset,
+            "has_more": len(items) > limit}
+
+
+async def blocking(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.to_thread(function, *args, **kwargs)
+
+
+# -- run records ----------------------------------------------------------------------------
+
+
+def run_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The row the runs list shows: small, whatever the size of the run's context."""
+    context = doc.get("context") or {}
+    agents = context.get("agents") or {}
+    failures = doc.get("failures") or []
+    models = sorted({str(a.get("model")) for a in agents.values()
+                     if isinstance(a, dict) and a.get("model")})
+    return {
+        "instance_id": doc.get("instance_id") or doc.get("_id"),
+        "task_id": doc.get("task_id"),
+        "task_version": doc.get("task_version"),
+        "status": doc.get("status"),
+        "outcome": doc.get("outcome"),
+        "started_at_utc": doc.get("started_at_utc"),
+        "finished_at_utc": doc.get("finished_at_utc"),
+        "duration_seconds": doc.get("duration_seconds"),
+        "scores": doc.get("scores") or {},
+        "completed_steps": len(doc.get("completed_steps") or []),
+        "failures": len(failures),
+        "error": failures[0].get("error_type") + ": " + str(failures[0].get("error"))
+        if failures and isinstance(failures[0], dict) else None,
+        "agents": sorted(str(a.get("agent")) for a in agents.values()
+                         if isinstance(a, dict) and a.get("agent")),
+        "models": models,
+    }
+
+
+def run_filter(request: web.Request, task_id: str | None = None) -> dict[str, Any]:
+    """The store filter for ``task_id``/``status``/``outcome``/``since``/``until``."""
+    found: dict[str, Any] = {}
+    for name in RUN_FILTERS:
+        value = request.query.get(name)
+        if value:
+            values = [v for v in value.split(",") if v]
+            found[name] = values[0] if len(values) == 1 else {"$in": values}
+    if task_id is not None:
+        found["task_id"] = task_id
+    window: dict[str, str] = {}
+    for name, op in (("since", "$gte"), ("until", "$lt")):
+        value = request.query.get(name)
+        if value:
+            if not _looks_like_time(value):
+                raise api_error(400, f"query parameter {name!r} must be a UTC time such as "
+                                     f"2026-01-31T12:00:00Z, not {value!r}")
+            window[op] = value
+    if window:
+        found["started_at_utc"] = window
+    unknown = sorted(set(request.query) - {*RUN_FILTERS, "since", "until", "limit", "offset",
+                                           "sort_by", "descending", "token"})
+    if unknown:
+        raise api_error(400, f"unknown query parameter {unknown[0]!r}")
+    return found
+
+
+def _looks_like_time(value: str) -> bool:
+    import datetime as dt
+
+    try:
+        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+async def list_runs(request: web.Request, task_id: str | None = None) -> web.Response:
+    explorer: Explorer = request.app[EXPLORER]
+    limit = int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    offset = int_param(request, "offset", 0, 0, 10**9)
+    sort_by = request.query.get("sort_by") or "started_at_utc"
+    if sort_by not in RUN_SORTS:
+        raise api_error(400, f"query parameter 'sort_by' must be one of {', '.join(RUN_SORTS)}")
+    descending = bool_param(request, "descending", True)
+    found = run_filter(request, task_id)
+    sort = [(sort_by, -1 if descending else 1), ("_id", -1 if descending else 1)]
+
+    def read() -> tuple[list[dict[str, Any]], int]:
+        docs = explorer.documents.query(INSTANCES, found, sort=sort, limit=limit + 1,
+                                        offset=offset)
+        return [run_summary(d) for d in docs], explorer.documents.count(INSTANCES, found)
+
+    items, total = await blocking(read)
+    return web.json_response(page(items, total, limit, offset))
+
+
+async def get_run_document(request: web.Request, instance_id: str) -> dict[str, Any]:
+    explorer: Explorer = request.app[EXPLORER]
+    doc = await blocking(explorer.documents.find_one, INSTANCES, {"_id": instance_id})
+    if doc is None:
+        raise api_error(404, f"no task instance {instance_id!r}")
+    doc = dict(doc)
+    doc.pop("_id", None)
+    return doc
+
+
+async def runs_index(request: web.Request) -> web.Response:
+    return await list_runs(request)
+
+
+async def task_runs(request: web.Request) -> web.Response:
+    return await list_runs(request, request.match_info["id"])
+
+
+async def run_get(request: web.Request) -> web.Response:
+    doc = await get_run_document(request, request.match_info["iid"])
+    task_id = request.match_info.get("id")
+    if task_id is not None and doc.get("task_id") != task_id:
+        raise api_error(404, f"task {task_id!r} has no instance {request.match_info['iid']!r}")
+    return web.json_response(doc)
+
+
+async def run_progress(request: web.Request) -> web.Response:
+    explorer: Explorer = request.app[EXPLORER]
+    doc = await get_run_document(request, request.match_info["iid"])
+    steps = None
+    if isinstance(doc.get("task_id"), str):
+        task = await blocking(explorer.versioned.get, "tasks", doc["task_id"],
+                              doc.get("task_version"))
+        if task is not None and isinstance(task.body.get("steps"), list):
+            steps = len(task.body["steps"])
+    completed = doc.get("completed_steps") or []
+    return web.json_response({
+        "status": doc.get("status"),
+        "current_step": completed[-1] if completed else None,
+        "total_steps": steps,
+        "completed_steps": completed,
+        "done": doc.get("status") != "running",
+    })
+
+
+# -- versioned entities ---------------------------------------------------------------------
+
+
+def entity_json(record: Any) -> dict[str, Any]:
+    return {"id": record.id, "version": record.version,
+            "created_at_utc": record.created_at_utc.isoformat(),
+            "content_hash": record.content_hash, "reason": record.reason, "body": record.body}
+
+
+def entity_routes(kind: str) -> list[web.RouteDef]:
+    """``GET /<kind>``, ``/<kind>/{id}`` and ``/<kind>/{id}/versions`` for one entity kind."""
+
+    async def list_entities(request: web.Request) -> web.Response:
+        explorer: Explorer = request.app[EXPLORER]
+        limit = int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        offset = int_param(request, "offset", 0, 0, 10**9)
+        descending = bool_param(request, "descending", False)
+        wanted = request.query.get("id")
+
+        def read() -> tuple[list[dict[str, Any]], int]:
+            collection = "entity_" + kind
+            explorer.versioned.latest_version(kind, "_")  # creates the collection's indexes
+            found: dict[str, Any] = {"version": 1}
+            if wanted:
+                found["id"] = wanted
+            firsts = explorer.documents.query(collection, found,
+                                              sort=[("id", -1 if descending else 1)],
+                                              limit=limit + 1, offset=offset)
+            items = []
+            for first in firsts:
+                latest = explorer.versioned.get(kind, first["id"])
+                items.append(entity_json(latest))
+            return items, explorer.documents.count(collection, found)
+
+        items, total = await blocking(read)
+        return web.json_response(page(items, total, limit, offset))
+
+    async def get_entity(request: web.Request) -> web.Response:
+        explorer: Explorer = request.app[EXPLORER]
+        entity_id = request.match_info["id"]
+        version = int_param(request, "version", 0, 1, 10**9) or None
+        record = await blocking(explorer.versioned.get, kind, entity_id, version)
+        if record is None:
+            what = f" version {version}" if version else ""
+            raise api_error(404, f"no {kind[:-1]} {entity_id!r}{what}")
+        return web.json_response(entity_json(record))
+
+    async def versions(request: web.Request) -> web.Response:
+        explorer: Explorer = request.app[EXPLORER]
+        entity_id = request.match_info["id"]
+        records = await blocking(explorer.versioned.list_versions, kind, entity_id)
+        if not records:
+            raise api_error(404, f"no {kind[:-1]} {entity_id!r}")
+        return web.json_response({"items": [entity_json(r) for r in records]})
+
+    return [
+        web.get(f"{API}/{kind}", list_entities),
+        web.get(f"{API}/{kind}/{{id}}", get_entity),
+        web.get(f"{API}/{kind}/{{id}}/versions", versions),
+    ]
+
+
+# -- agents, objects, health ----------------------------------------------------------------
+
+
+async def list_agents(request: web.Request) -> web.Response:
+    explorer: Explorer = request.app[EXPLORER]
+    limit = int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    offset = int_param(request, "offset", 0, 0, 10**9)
+    rows = sorted(explorer.agents(), key=lambda a: a.id)
+    items = [attrs.asdict(a) for a in rows[offset:offset + limit + 1]]
+    return web.json_response(page(items, len(rows), limit, offset))
+
+
+async def get_agent(request: web.Request) -> web.Response:
+    explorer: Explorer = request.app[EXPLORER]
+    wanted = request.match_info["id"]
+    for agent in explorer.agents():
+        if wanted == agent.id or wanted in agent.aliases:
+            return web.json_response(attrs.asdict(agent))
+    raise api_error(404, f"no agent {wanted!r}")
+
+
+def object_key(request: web.Request) -> str:
+    """The object key of ``object_url``: a key of the configured object store, nothing else."""
+    from agent_env.api import InvalidObjectKey, validate_key
+
+    explorer: Explorer = request.app[EXPLORER]
+    raw = request.query.get("object_url")
+    if not raw:
+        raise api_error(400, "query parameter 'object_url' is required")
+    if explorer.objects is None:
+        raise api_error(404, "no object store is configured")
+    if "://" in raw or raw.startswith("/"):
+        raise api_error(403, "object_url must be a key of the configured object store "
+                             "(objects elsewhere are refused)")
+    try:
+        return validate_key(raw)
+    except InvalidObjectKey as exc:
+        raise api_error(400, f"query parameter 'object_url': {exc}") from None
+
+
+async def object_metadata(request: web.Request) -> web.Response:
+    from agent_env.api import ObjectNotFound
+
+    explorer: Explorer = request.app[EXPLORER]
+    key = object_key(request)
+    try:
+        meta = await blocking(explorer.objects.metadata, key)
+    except ObjectNotFound:
+        raise api_error(404, f"no object {key!r}") from None
+    return web.json_response({"size_bytes": meta.size, "content_type": meta.content_type})
+
+
+async def object_content(request: web.Request) -> web.Response:
+    from agent_env.api import ObjectNotFound
+
+    explorer: Explorer = request.app[EXPLORER]
+    key = object_key(request)
+    try:
+        meta = await blocking(explorer.objects.metadata, key)
+        data = await blocking(explorer.objects.get, key)
+    except ObjectNotFound:
+        raise api_error(404, f"no object {key!r}") from None
+    # stored bytes are untrusted: never let them run as this origin's page
+    return web.Response(body=data, content_type=meta.content_type or "application/octet-stream",
+                        headers={"Content-Security-Policy": "sandbox"})
+
+
+async def health(request: web.Request) -> web.Response:
+    explorer: Explorer = request.app[EXPLORER]
+    return web.json_response({"status": "ok", "document_store": type(explorer.documents).__name__,
+                              "runner": "local"})
+
+
+async def index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "index.html")
+
+
+async def not_found(request: web.Request) -> web.Response:
+    raise api_error(404, f"no route {request.path}")
+
+
+# -- access checks --------------------------------------------------------------------------
+
+
+def _host_of(value: str) -> str:
+    host = urlsplit("//" + value).hostname or ""
+    return host.lower()
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Host check (421), token (401), cross-site (403), size (413), security headers."""
+    explorer: Explorer = request.app[EXPLORER]
+    host = _host_of(request.headers.get("Host", ""))
+    if host not in LOOPBACK and host not in explorer.allowed_hosts:
+        raise api_error(421, f"Host {host!r} is not served here (add it with --allow-host)")
+    given = request.query.get("token")
+    supplied = given or request.cookies.get(COOKIE) or ""
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        supplied = auth[7:].strip()
+    if not supplied or not hmac.compare_digest(supplied.encode(), explorer.token.encode()):
+        raise api_error(401, "a valid token is required: open the URL `agent-env up` printed, "
+                             "or send Authorization: Bearer <token>")
+    if request.path.startswith("/api"):
+        site = request.headers.get("Sec-Fetch-Site", "")
+        origin = request.headers.get("Origin")
+        same = origin is not None and _host_of(urlsplit(origin).netloc) == host
+        if (site == "cross-site" or (origin and request.method != "GET")) and not (
+            same or (origin in explorer.allowed_origins)
+        ):
+            raise api_error(403, "cross-site requests are refused")
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise api_error(413, f"the request body is larger than {MAX_BODY} bytes")
+    response = await handler(request)
+    if given and request.method == "GET":
+        response.set_cookie(COOKIE, given, httponly=True, samesite="Strict", path="/")
+    return response
+
+
+@web.middleware
+async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        if exc.content_type != "application/json":
+            exc = api_error(exc.status, exc.reason)
+        response = exc
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if isinstance(response, web.HTTPException):
+        raise response
+    return response
+
+
+def create_app(explorer: Explorer) -> web.Application:
+    """The application serving ``explorer``'s stores (used by ``up`` and the tests)."""
+    explorer.prepare()
+    app = web.Application(middlewares=[headers, guard], client_max_size=MAX_BODY)
+    app[EXPLORER] = explorer
+    routes = [
+        web.get("/", index),
+        web.get(f"{API}/health", health),
+        web.get(f"{API}/task-instances", runs_index),
+        web.get(f"{API}/task-instances/{{iid}}", run_get),
+        web.get(f"{API}/tasks/{{id}}/instances", task_runs),
+        web.get(f"{API}/tasks/{{id}}/runs", task_runs),
+        web.get(f"{API}/tasks/{{id}}/instances/{{iid}}", run_get),
+        web.get(f"{API}/tasks/{{id}}/instances/{{iid}}/progress", run_progress),
+        web.get(f"{API}/agents", list_agents),
+        web.get(f"{API}/agents/{{id}}", get_agent),
+        web.get(f"{API}/objects/content", object_content),
+        web.get(f"{API}/objects/metadata", object_metadata),
+    ]
+    for kind in ENTITY_KINDS:
+        routes.extend(entity_routes(kind))
+    app.add_routes(routes)
+    app.router.add_static("/static/", STATIC, show_index=False)
+    app.router.add_route("*", API + "/{tail:.*}", not_found)
+    return app

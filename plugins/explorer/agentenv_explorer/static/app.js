@@ -1,0 +1,260 @@
+// The explorer page: plain DOM, no build step, nothing loaded from elsewhere.
+// Every stored value is put on the page with textContent (never innerHTML), so a prompt
+// holding <script> shows as text. Routes are hash URLs, so links are stable and shareable:
+//   #/runs?task_id=&status=&outcome=&since=&until=&offset=   the runs list
+//   #/run/<instance id>                                     one run, step by step
+//   #/compare/<instance id>/<instance id>                   two runs side by side
+"use strict";
+
+const API = "/api/v1";
+const PAGE = 50;
+
+// the token arrived as ?token= and is now an HttpOnly cookie: drop it from the address bar
+if (location.search.includes("token=")) {
+  history.replaceState(null, "", location.pathname + location.hash);
+}
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === "text") node.textContent = String(v);
+    else if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function api(path) {
+  const response = await fetch(API + path, { credentials: "same-origin" });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function enc(id) { return encodeURIComponent(id); }
+function fmtScores(scores) {
+  return Object.entries(scores || {}).map(([k, v]) => `${k}: ${v}`).join(", ");
+}
+function fmtSeconds(s) { return s === null || s === undefined ? "" : `${Number(s).toFixed(2)} s`; }
+
+let refreshTimer = null;
+
+function route() {
+  clearTimeout(refreshTimer);
+  const hash = location.hash || "#/runs";
+  const [path, query] = hash.slice(1).split("?");
+  const parts = path.split("/").filter(Boolean);
+  const main = document.getElementById("main");
+  const show = (promise) => promise.catch((err) => {
+    main.replaceChildren(el("p", { class: "error", text: "Error: " + err.message }));
+  });
+  if (parts[0] === "run" && parts[1]) return show(runPage(main, decodeURIComponent(parts[1])));
+  if (parts[0] === "compare" && parts[2]) {
+    return show(comparePage(main, decodeURIComponent(parts[1]), decodeURIComponent(parts[2])));
+  }
+  return show(runsPage(main, new URLSearchParams(query || "")));
+}
+
+// -- the runs list ---------------------------------------------------------------------------
+
+async function runsPage(main, params) {
+  document.getElementById("where").textContent = "· runs";
+  const offset = Number(params.get("offset") || 0);
+  const query = new URLSearchParams();
+  for (const name of ["task_id", "status", "outcome", "since", "until"]) {
+    if (params.get(name)) query.set(name, params.get(name));
+  }
+  query.set("limit", PAGE);
+  query.set("offset", offset);
+  const data = await api("/task-instances?" + query);
+
+  const field = (name, label, options) => {
+    const input = options
+      ? el("select", { name }, ...options.map((o) => el("option", { value: o, text: o || "any" })))
+      : el("input", { name, value: params.get(name) || "", size: name === "task_id" ? 40 : 22 });
+    if (options) input.value = params.get(name) || "";
+    return el("label", {}, label, input);
+  };
+  const form = el("form", { class: "filters", id: "filters" },
+    field("task_id", "task"),
+    field("status", "status", ["", "running", "completed", "failed", "cancelled"]),
+    field("outcome", "outcome", ["", "passed", "failed", "error", "cancelled", "scored below 1", "unscored"]),
+    field("since", "started since (UTC)"),
+    field("until", "started before (UTC)"),
+    el("button", { type: "submit", text: "Filter" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) next.set(k, v);
+    location.hash = "#/runs?" + next;
+  });
+
+  const selected = new Set();
+  const compare = el("button", { id: "compare", text: "Compare 2 selected", disabled: "" });
+  compare.addEventListener("click", () => {
+    const [a, b] = [...selected];
+    location.hash = `#/compare/${enc(a)}/${enc(b)}`;
+  });
+  const rows = data.items.map((run) => {
+    const box = el("input", { type: "checkbox", "aria-label": "select " + run.instance_id });
+    box.addEventListener("change", () => {
+      if (box.checked) selected.add(run.instance_id); else selected.delete(run.instance_id);
+      compare.disabled = selected.size !== 2;
+    });
+    return el("tr", { class: "run-row", "data-id": run.instance_id },
+      el("td", {}, box),
+      el("td", {}, el("a", { href: "#/run/" + enc(run.instance_id), text: run.instance_id })),
+      el("td", { text: run.task_id }),
+      el("td", { class: "status-" + run.status, text: run.status }),
+      el("td", { class: "outcome-" + (run.outcome || "").replace(/ /g, "-"), text: run.outcome || "" }),
+      el("td", { text: fmtScores(run.scores) }),
+      el("td", { text: [...run.agents, ...run.models].join(", ") }),
+      el("td", { text: run.started_at_utc }),
+      el("td", { text: fmtSeconds(run.duration_seconds) }),
+      el("td", { class: "error", text: run.error || "" }));
+  });
+  const table = el("table", { id: "runs" },
+    el("thead", {}, el("tr", {}, ...["", "run", "task", "status", "outcome", "scores",
+      "agent / model", "started (UTC)", "took", "first failure"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, ...rows));
+  const nav = (delta) => {
+    const next = new URLSearchParams(params);
+    next.set("offset", Math.max(0, offset + delta));
+    return "#/runs?" + next;
+  };
+  const pager = el("div", { class: "pager" },
+    offset > 0 ? el("a", { href: nav(-PAGE), text: "« newer" }) : null,
+    el("span", { id: "count", text: `${data.total} runs · ${offset + 1}–${offset + data.items.length}` }),
+    data.has_more ? el("a", { href: nav(PAGE), text: "older »" }) : null,
+    compare);
+  main.replaceChildren(form, pager, table);
+  // live status: while a run on this page is running, look again (the list is one cheap page)
+  if (data.items.some((r) => r.status === "running")) {
+    refreshTimer = setTimeout(route, 2000);
+  }
+}
+
+// -- one run ---------------------------------------------------------------------------------
+
+function transcript(events) {
+  return el("div", { class: "transcript" }, ...events.map((e) => {
+    const type = e.type || "event";
+    let body;
+    if (type === "prompt") body = `prompt${e.model ? " → " + e.model : ""}\n${e.text || ""}`;
+    else if (type === "tools") body = `tools offered: ${(e.tools || []).join(", ")}`;
+    else if (type === "model_call") {
+      const usage = e.usage ? ` · tokens in ${e.usage.input} out ${e.usage.output}` : "";
+      const calls = (e.tool_calls || []).length ? `\ncalls: ${e.tool_calls.join(", ")}` : "";
+      body = `model ${e.model || ""} (${e.finish_reason || ""})${usage}${calls}${e.text ? "\n" + e.text : ""}`;
+    } else if (type === "tool_call") {
+      body = `tool ${e.server ? e.server + "." : ""}${e.tool}(${JSON.stringify(e.arguments)})` +
+        `${e.is_error ? " ERROR" : ""}\n→ ${typeof e.result === "string" ? e.result : JSON.stringify(e.result)}`;
+    } else if (type === "answer") body = `final reply\n${e.text || ""}`;
+    else if (type === "agentenv.usage" && e.usage) {
+      body = `usage: ${e.usage.model_calls} model calls, ${e.usage.tool_calls} tool calls, ` +
+        `tokens in ${e.usage.input} out ${e.usage.output}`;
+    } else body = `${type}: ${JSON.stringify(e)}`;
+    return el("div", { class: "event " + type.replace(/\W/g, "_"), text: body });
+  }));
+}
+
+function trajectories(run) {
+  const outputs = (run.context || {}).outputs || {};
+  return Object.entries(outputs).filter(([, out]) => out && Array.isArray(out.trajectory));
+}
+
+function stepRows(run) {
+  const outputs = (run.context || {}).outputs || {};
+  const verifications = ((run.context || {}).metadata || {}).verifications || {};
+  const failed = new Map((run.failures || []).map((f) => [f.step_id, f]));
+  const ids = [...(run.completed_steps || [])];
+  for (const f of run.failures || []) if (!ids.includes(f.step_id)) ids.push(f.step_id);
+  return ids.map((id, i) => {
+    const failure = failed.get(id);
+    const check = verifications[id];
+    const out = outputs[id];
+    return el("tr", { class: "step" },
+      el("td", { text: i + 1 }),
+      el("td", { text: id }),
+      el("td", { class: failure ? "error" : "outcome-passed",
+        text: failure ? `failed: ${failure.error_type}: ${failure.error}` : "done" }),
+      el("td", { text: failure ? fmtSeconds(failure.duration_seconds) : fmtSeconds(out && out.duration_seconds) }),
+      el("td", { text: check ? `score ${check.score}` + (check.results || []).map((r) =>
+        `\n${r.result ? "✓" : "✗"} ${r.criterion || r.type || ""}: ${r.justification || ""}`).join("") : "" }));
+  });
+}
+
+async function runPage(main, id) {
+  document.getElementById("where").textContent = "· run";
+  const run = await api("/task-instances/" + enc(id));
+  const head = el("div", { class: "card", id: "run-head" },
+    el("h2", { text: run.instance_id }),
+    el("div", {}, "task ", el("a", { href: "#/runs?task_id=" + enc(run.task_id), text: run.task_id }),
+      ` v${run.task_version ?? "?"}`),
+    el("div", { id: "run-outcome", class: "outcome-" + (run.outcome || "").replace(/ /g, "-"),
+      text: `${run.status} · ${run.outcome || "no outcome yet"} · ${fmtSeconds(run.duration_seconds)}` }),
+    el("div", { text: `scores: ${fmtScores(run.scores) || "none"}` }),
+    el("div", { text: `started ${run.started_at_utc} · finished ${run.finished_at_utc || "—"}` }),
+    run.cancel_reason ? el("div", { class: "error", text: "cancelled: " + run.cancel_reason }) : null);
+  const steps = el("table", { id: "steps" },
+    el("thead", {}, el("tr", {}, ...["#", "step", "result", "took", "checks"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, ...stepRows(run)));
+  const parts = [head, el("h3", { text: "Steps" }), steps];
+  for (const [step, out] of trajectories(run)) {
+    parts.push(el("h3", { text: `Transcript of step ${step}` + (out.agent_name ? ` (agent ${out.agent_name})` : "") }));
+    parts.push(transcript(out.trajectory));
+  }
+  for (const [step, out] of Object.entries((run.context || {}).outputs || {})) {
+    if (out && out.agent_trajectory_object_key) {
+      parts.push(el("div", {}, el("a", {
+        href: `${API}/objects/content?object_url=${enc(out.agent_trajectory_object_key)}`,
+        text: `stored trajectory of ${step}` })));
+    }
+  }
+  parts.push(el("details", {}, el("summary", { text: "the whole record (JSON)" }),
+    el("pre", { text: JSON.stringify(run, null, 2) })));
+  main.replaceChildren(...parts);
+  if (run.status === "running") refreshTimer = setTimeout(route, 2000);
+}
+
+// -- two runs side by side -------------------------------------------------------------------
+
+function eventKey(e) { return JSON.stringify([e.type, e.text, e.tool, e.arguments, e.result, e.tool_calls]); }
+
+async function comparePage(main, a, b) {
+  document.getElementById("where").textContent = "· compare";
+  const [ra, rb] = await Promise.all([api("/task-instances/" + enc(a)), api("/task-instances/" + enc(b))]);
+  const summary = (run) => el("div", { class: "card" },
+    el("h3", {}, el("a", { href: "#/run/" + enc(run.instance_id), text: run.instance_id })),
+    el("div", { text: `${run.task_id} v${run.task_version ?? "?"}` }),
+    el("div", { class: "outcome-" + (run.outcome || "").replace(/ /g, "-"), text: `${run.status} · ${run.outcome || ""}` }),
+    el("div", { text: `scores: ${fmtScores(run.scores) || "none"} · ${fmtSeconds(run.duration_seconds)}` }),
+    el("div", { text: `steps: ${(run.completed_steps || []).join(" → ")}` }),
+    el("div", { class: "error", text: (run.failures || []).map((f) => `${f.step_id}: ${f.error_type}: ${f.error}`).join("\n") }));
+  const flat = (run) => trajectories(run).flatMap(([, out]) => out.trajectory);
+  const ea = flat(ra), eb = flat(rb);
+  let diverge = 0;
+  while (diverge < ea.length && diverge < eb.length && eventKey(ea[diverge]) === eventKey(eb[diverge])) diverge++;
+  const column = (events) => {
+    const node = transcript(events);
+    [...node.children].forEach((child, i) => { if (i >= diverge) child.classList.add("diverge"); });
+    return node;
+  };
+  const note = ea.length || eb.length
+    ? (diverge === ea.length && diverge === eb.length ? "The transcripts are the same."
+      : `The transcripts diverge at event ${diverge + 1} (highlighted).`)
+    : "Neither run has a transcript.";
+  main.replaceChildren(
+    el("div", { class: "cols" }, summary(ra), summary(rb)),
+    el("p", { id: "divergence", text: note }),
+    el("div", { class: "cols" }, column(ea), column(eb)));
+}
+
+window.addEventListener("hashchange", route);
+route();

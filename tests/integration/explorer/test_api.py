@@ -1,0 +1,213 @@
+"""The explorer's API on aiohttp's test client over the real local stores (SQLite, filesystem),
+seeded with 20,000 run records: paging, filters, sorting, entity routes, objects and the access
+checks (token, Host, cross-site, sizes, bad parameters)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from agent_env.stores.filesystem import FilesystemObjectStore
+from agent_env.stores.sqlite import SqliteDocumentStore
+from agent_env.stores.versioned import VersionedStore
+from agentenv_explorer.app import COOKIE, AgentRow, Explorer, create_app
+
+RUNS = 20_000
+TOKEN = "test-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+TASKS = [f"@local/demo/suite/task-{n}" for n in range(20)]
+OUTCOMES = ["passed", "failed", "error", "passed"]
+
+
+def run_document(i: int) -> dict[str, Any]:
+    task = TASKS[i % len(TASKS)]
+    outcome = OUTCOMES[i % len(OUTCOMES)]
+    failures = [] if outcome == "passed" else [{
+        "step_id": "check", "step_type": "verify_sandbox", "error": f"mismatch {i}",
+        "error_type": "StepError", "started_at_utc": "2026-01-01T00:00:00Z",
+        "duration_seconds": 0.5, "is_fatal": True, "is_infra": outcome == "error"}]
+    return {
+        "_id": f"{task}-{i:08d}", "instance_id": f"{task}-{i:08d}", "task_id": task,
+        "task_version": 1, "status": "completed" if i % 100 else "running",
+        "started_at_utc":
+            f"2026-01-{1 + i // 1000:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00.{i:06d}Z",
+        "finished_at_utc": None, "outcome": outcome if i % 100 else None,
+        "scores": {"check": 1.0 if outcome == "passed" else 0.0},
+        "completed_steps": ["box", "check"], "failures": failures, "retried_failures": [],
+        "context": {"agents": {"agent": {"agent": "model-agent", "model": f"model-{i % 3}"}}},
+        "cancel_reason": None, "duration_seconds": 1.0 + i % 7,
+    }
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any, Any]]:
+    root: Path = tmp_path_factory.mktemp("explorer-stores")
+    documents = SqliteDocumentStore(root / "documents.sqlite3", synchronous="OFF")
+    for i in range(RUNS):
+        documents.insert("task_instances", run_document(i))
+    versioned = VersionedStore(documents)
+    for task in TASKS:
+        versioned.put("tasks", task, {"label": task, "steps": [{"id": "box"}, {"id": "check"}]})
+    versioned.put("tasks", TASKS[0], {"label": "v2", "steps": [{"id": "box"}]})
+    objects = FilesystemObjectStore(root / "objects", fsync=False)
+    objects.put("runs/x/trajectory-agent.json", b'[{"type": "answer", "text": "hi"}]',
+                content_type="application/json")
+    objects.put("runs/x/page.html", b"<script>alert(1)</script>", content_type="text/html")
+    yield documents, versioned, objects
+    documents.close()
+
+
+@pytest.fixture
+async def client(stores: tuple[Any, Any, Any]) -> AsyncIterator[TestClient[Any, Any]]:
+    documents, versioned, objects = stores
+    explorer = Explorer(documents=documents, versioned=versioned, objects=objects, token=TOKEN,
+                        agents=lambda: [AgentRow("model-agent", (), "agents")])
+    async with TestClient(TestServer(create_app(explorer))) as test_client:
+        yield test_client
+
+
+async def get_json(client: TestClient[Any, Any], path: str, status: int = 200) -> Any:
+    response = await client.get(path, headers=AUTH)
+    assert response.status == status, await response.text()
+    assert response.content_type == "application/json"
+    return await response.json()
+
+
+async def test_a_page_of_50_among_20000_runs_is_fast_and_newest_first(
+    client: TestClient[Any, Any],
+) -> None:
+    await get_json(client, "/api/v1/task-instances?limit=50")  # warm the connection
+    timings = []
+    for offset in (0, 50, 10_000):
+        start = time.perf_counter()
+        body = await get_json(client, f"/api/v1/task-instances?limit=50&offset={offset}")
+        timings.append((time.perf_counter() - start) * 1000)
+        assert len(body["items"]) == 50 and body["total"] == RUNS and body["has_more"]
+    print(f"\nrun list page of 50 among {RUNS}: " + ", ".join(f"{t:.1f} ms" for t in timings))
+    assert max(timings) < 500, timings  # measured about 20-40 ms here; generous on shared CI
+    first = (await get_json(client, "/api/v1/task-instances?limit=3"))["items"]
+    starts = [r["started_at_utc"] for r in first]
+    assert starts == sorted(starts, reverse=True)
+    assert first[0]["instance_id"].endswith(f"{RUNS - 1:08d}")
+    last = await get_json(client, f"/api/v1/task-instances?limit=50&offset={RUNS - 10}")
+    assert len(last["items"]) == 10 and not last["has_more"]
+
+
+async def test_filters_combine_on_the_server(client: TestClient[Any, Any]) -> None:
+    task = TASKS[1]
+    body = await get_json(client, f"/api/v1/task-instances?task_id={task}&outcome=failed"
+                                  "&status=completed&limit=500")
+    assert body["total"] == sum(
+        1 for i in range(RUNS)
+        if i % 20 == 1 and OUTCOMES[i % 4] == "failed" and i % 100)
+    assert all(r["task_id"] == task and r["outcome"] == "failed" for r in body["items"])
+    assert body["items"][0]["error"].startswith("StepError: mismatch")
+    assert body["items"][0]["models"] and body["items"][0]["agents"] == ["model-agent"]
+    running = await get_json(client, "/api/v1/task-instances?status=running&limit=5")
+    assert running["total"] == RUNS // 100
+    window = await get_json(client, "/api/v1/task-instances?since=2026-01-20T00:00:00Z"
+                                    "&until=2026-01-21T00:00:00Z")
+    assert window["total"] == 1000
+    by_task = await get_json(client, f"/api/v1/tasks/{task.replace('/', '%2F')}/instances")
+    assert by_task["total"] == RUNS // 20
+
+
+async def test_sorting_by_duration_ascending(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/v1/task-instances?sort_by=duration_seconds"
+                                  "&descending=false&limit=5")
+    assert [r["duration_seconds"] for r in body["items"]] == [1.0] * 5
+
+
+async def test_one_run_and_its_progress(client: TestClient[Any, Any]) -> None:
+    run_id = f"{TASKS[0]}-{120:08d}"
+    quoted = run_id.replace("/", "%2F")
+    run = await get_json(client, f"/api/v1/task-instances/{quoted}")
+    assert run["instance_id"] == run_id and run["failures"] == [] and "_id" not in run
+    task = TASKS[0].replace("/", "%2F")
+    same = await get_json(client, f"/api/v1/tasks/{task}/instances/{quoted}")
+    assert same == run
+    progress = await get_json(client, f"/api/v1/tasks/{task}/instances/{quoted}/progress")
+    assert progress["done"] and progress["current_step"] == "check"
+    assert progress["total_steps"] == 2
+    other = TASKS[1].replace("/", "%2F")
+    await get_json(client, f"/api/v1/tasks/{other}/instances/{quoted}", 404)
+    missing = await get_json(client, "/api/v1/task-instances/nope-123", 404)
+    assert "nope-123" in missing["error"]
+
+
+async def test_tasks_list_get_and_versions(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/v1/tasks?limit=5")
+    assert body["total"] == len(TASKS) and body["has_more"] and len(body["items"]) == 5
+    first = body["items"][0]
+    assert first["id"] == TASKS[0] and first["version"] == 2  # the latest version per id
+    quoted = TASKS[0].replace("/", "%2F")
+    old = await get_json(client, f"/api/v1/tasks/{quoted}?version=1")
+    assert old["body"]["label"] == TASKS[0]
+    versions = await get_json(client, f"/api/v1/tasks/{quoted}/versions")
+    assert [v["version"] for v in versions["items"]] == [1, 2]
+    await get_json(client, "/api/v1/tasks/%40local%2Fnone", 404)
+    assert (await get_json(client, "/api/v1/evals"))["total"] == 0
+    agents = await get_json(client, "/api/v1/agents")
+    assert [a["id"] for a in agents["items"]] == ["model-agent"]
+    await get_json(client, "/api/v1/agents/nobody", 404)
+
+
+async def test_stored_objects_only_from_the_configured_store(
+    client: TestClient[Any, Any],
+) -> None:
+    response = await client.get(
+        "/api/v1/objects/content?object_url=runs/x/trajectory-agent.json", headers=AUTH)
+    assert response.status == 200 and await response.json() == [{"type": "answer", "text": "hi"}]
+    html = await client.get("/api/v1/objects/content?object_url=runs/x/page.html", headers=AUTH)
+    assert html.headers["Content-Security-Policy"] == "sandbox"  # never runs as the page
+    meta = await get_json(client, "/api/v1/objects/metadata?object_url=runs/x/page.html")
+    assert meta == {"size_bytes": 25, "content_type": "text/html"}
+    for bad, status in (("file:///etc/passwd", 403), ("/etc/passwd", 403),
+                        ("../../etc/passwd", 400), ("runs/none", 404)):
+        body = await get_json(client, f"/api/v1/objects/content?object_url={bad}", status)
+        assert body["status"] == status
+
+
+async def test_malformed_parameters_name_the_parameter(client: TestClient[Any, Any]) -> None:
+    for query, name in (("limit=lots", "limit"), ("limit=501", "limit"), ("offset=-1", "offset"),
+                        ("sort_by=secret", "sort_by"), ("descending=maybe", "descending"),
+                        ("since=yesterday", "since"), ("colour=red", "colour")):
+        body = await get_json(client, f"/api/v1/task-instances?{query}", 400)
+        assert f"'{name}'" in body["error"], body
+    assert (await get_json(client, "/api/v1/no-such-route", 404))["status"] == 404
+
+
+async def test_every_route_needs_the_token(client: TestClient[Any, Any]) -> None:
+    for path in ("/", "/api/v1/health", "/api/v1/task-instances", "/static/app.js"):
+        response = await client.get(path)
+        assert response.status == 401, path
+        assert "token" in (await response.json())["error"]
+    wrong = await client.get("/api/v1/health", headers={"Authorization": "Bearer wrong"})
+    assert wrong.status == 401
+    # the printed URL's ?token= opens the page and leaves an HttpOnly cookie for the API calls
+    page = await client.get(f"/?token={TOKEN}")
+    assert page.status == 200 and "AgentEnv explorer" in await page.text()
+    assert page.cookies[COOKIE]["httponly"]
+    assert page.headers["X-Frame-Options"] == "DENY"
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+    after = await client.get("/api/v1/health")  # the client keeps the cookie
+    assert after.status == 200 and (await after.json())["status"] == "ok"
+
+
+async def test_host_cross_site_and_size_checks(client: TestClient[Any, Any]) -> None:
+    rebinding = await client.get("/api/v1/health", headers={**AUTH, "Host": "evil.example"})
+    assert rebinding.status == 421
+    assert (await client.get("/api/v1/health", headers={**AUTH, "Host": "localhost:1"})).status \
+        == 200
+    cross = await client.get("/api/v1/health", headers={
+        **AUTH, "Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"})
+    assert cross.status == 403
+    same = await client.get("/api/v1/health", headers={**AUTH, "Sec-Fetch-Site": "same-origin"})
+    assert same.status == 200
+    big = await client.post("/api/v1/tasks/x/run", headers=AUTH, data=b"x" * (2 * 1024 * 1024))
+    assert big.status == 413
