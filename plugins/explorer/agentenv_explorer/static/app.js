@@ -130,7 +130,7 @@ async function runsPage(main, params) {
   };
   const pager = el("div", { class: "pager" },
     offset > 0 ? el("a", { href: nav(-PAGE), text: "« newer" }) : null,
-    el("span", { id: "count", text: `${data.total} runs · ${offset + 1}–${offset + data.items.length}` }),
+    el("span", { id: "count", text: `${data.total} runs · ${offset + 1}-${offset + data.items.length}` }),
     data.has_more ? el("a", { href: nav(PAGE), text: "older »" }) : null,
     compare);
   main.replaceChildren(form, pager, table);

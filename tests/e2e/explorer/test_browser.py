@@ -1,0 +1,228 @@
+"""The explorer in a real browser: Debian's Chromium driven by Playwright (never Playwright's own
+browser download, which cannot work here; ``.ci/chromium.sh`` installs the package).
+
+One state root for the module: a real ``agent-env run hello``, an agent run with a transcript
+(the model-agent trajectory shape, its prompt holding ``<script>``), a failed run, a running one
+and 2,000 filler runs written through the document store; then ``agent-env up --port 0`` as a
+subprocess, and the browser opens the URL it printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from agent_env.stores.sqlite import SqliteDocumentStore
+
+CHROMIUM = os.environ.get("AGENTENV_CHROMIUM", "/usr/bin/chromium")
+AGENT_RUN = "@local/demo/agents/ask-0000agent"
+FAILED_RUN = "@local/demo/agents/ask-0000fail"
+LIVE_RUN = "@local/demo/agents/ask-0000live"
+
+
+def record(instance_id: str, **changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "_id": instance_id, "instance_id": instance_id, "task_id": "@local/demo/agents/ask",
+        "task_version": 1, "status": "completed", "started_at_utc": "2026-02-01T10:00:00.000000Z",
+        "finished_at_utc": "2026-02-01T10:00:02.000000Z", "outcome": "passed",
+        "scores": {"answer": 1.0}, "completed_steps": ["deploy", "ask", "answer"],
+        "failures": [], "retried_failures": [], "cancel_reason": None, "duration_seconds": 2.0,
+        "context": {"agents": {"agent": {"agent": "model-agent", "model": "scripted:echo"}},
+                    "outputs": {}, "metadata": {}},
+    }
+    base.update(changes)
+    return base
+
+
+def trajectory(reply: str) -> list[dict[str, Any]]:
+    """A model-agent trajectory (``agentenv-model-agent/1``) as the agents plugin stores it."""
+    return [
+        {"type": "agentenv.format", "format": "agentenv-model-agent/1"},
+        {"type": "prompt", "model": "scripted:echo", "text": "Say <script>window.pwned=1</script>"},
+        {"type": "tools", "tools": ["echo"]},
+        {"type": "model_call", "model": "scripted:echo", "finish_reason": "tool_calls",
+         "text": None, "tool_calls": ["echo"], "usage": {"input": 45, "output": 5}},
+        {"type": "tool_call", "server": "echo", "tool": "echo", "arguments": {"text": "hi"},
+         "result": "hi", "is_error": False},
+        {"type": "answer", "text": reply},
+    ]
+
+
+def _skip_or_fail(message: str) -> NoReturn:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{message}; browser tests never skip under CI=true (.ci/chromium.sh)")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    root = tmp_path_factory.mktemp("explorer-e2e")
+    state = root / "state"
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state), "NO_COLOR": "1"}
+    env.pop("AGENT_ENV_CONFIG", None)
+    agent_env = [sys.executable, "-m", "agent_env"]
+    hello = subprocess.run([*agent_env, "run", "hello"], cwd=root, env=env, text=True,
+                           capture_output=True, timeout=120)
+    assert hello.returncode == 0, hello.stdout + hello.stderr
+    documents = SqliteDocumentStore(state / "documents.sqlite3")
+    for i in range(2000):
+        documents.insert("task_instances", record(
+            f"@local/demo/bulk/task-{i:06d}", task_id="@local/demo/bulk/task",
+            started_at_utc=f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000000Z"))
+    steps = {"ask": {"agent_name": "agent", "duration_seconds": 0.2,
+                     "trajectory": trajectory("hi")}}
+    documents.insert("task_instances", record(AGENT_RUN, context={
+        "agents": {"agent": {"agent": "model-agent", "model": "scripted:echo"}},
+        "outputs": steps, "metadata": {"verifications": {"answer": {"score": 1.0, "results": [
+            {"result": True, "criterion": "says hi", "justification": "'hi' is in the reply"}]}}}}))
+    other = {"ask": {"agent_name": "agent", "trajectory": trajectory("bye")}}
+    documents.insert("task_instances", record(
+        FAILED_RUN, outcome="failed", scores={"answer": 0.0},
+        started_at_utc="2026-02-01T09:00:00.000000Z", completed_steps=["deploy", "ask"],
+        failures=[{"step_id": "answer", "step_type": "verify", "error": "no 'hi' in the reply",
+                   "error_type": "StepError", "started_at_utc": "2026-02-01T09:00:01Z",
+                   "duration_seconds": 0.1, "is_fatal": True, "is_infra": False}],
+        context={"agents": {}, "outputs": other, "metadata": {}}))
+    documents.insert("task_instances", record(
+        LIVE_RUN, status="running", outcome=None, finished_at_utc=None, completed_steps=["deploy"],
+        started_at_utc="2026-02-01T08:00:00.000000Z", task_id="@local/demo/live/task"))
+    documents.close()
+
+    process = subprocess.Popen([*agent_env, "up", "--port", "0"], cwd=root, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    found = re.search(r"Explorer: (http://127\.0\.0\.1:\d+/\?token=\S+)", line)
+    if found is None:
+        process.kill()
+        pytest.fail(f"agent-env up printed {line!r}; stderr: {process.stderr.read()}")  # type: ignore[union-attr]
+    yield found.group(1), state
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed (./dev setup installs the explorer's "
+                      "test extra)")
+    if not shutil.which(CHROMIUM):
+        _skip_or_fail(f"no Chromium at {CHROMIUM} (run `bash .ci/chromium.sh`)")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: tuple[str, Path]) -> Iterator[Any]:
+    context = browser.new_context()
+    opened = context.new_page()
+    opened.set_default_timeout(10_000)
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield opened
+    context.close()
+    assert not errors, errors
+
+
+def open_runs(page: Any, server: tuple[str, Path]) -> None:
+    page.goto(server[0])
+    page.wait_for_selector("#runs tbody tr")
+
+
+def test_the_printed_url_shows_the_runs_newest_first(
+    page: Any, server: tuple[str, Path],
+) -> None:
+    open_runs(page, server)
+    assert "token=" not in page.url  # the token moved into a cookie
+    rows = page.locator("#runs tbody tr")
+    assert rows.count() == 50
+    text = page.inner_text("#runs")
+    assert "hello" in rows.nth(0).inner_text()  # the real run happened last: it is on top
+    assert "passed" in rows.nth(0).inner_text()
+    assert AGENT_RUN in text and "model-agent, scripted:echo" in text
+    assert "2004 runs" in page.inner_text("#count")
+    page.click("text=older »")
+    page.wait_for_function("document.querySelector('#count').textContent.includes('51-100')")
+
+
+def test_a_run_step_by_step_with_its_transcript_escaped(
+    page: Any, server: tuple[str, Path],
+) -> None:
+    open_runs(page, server)
+    page.click(f"a:text-is('{AGENT_RUN}')")
+    page.wait_for_selector("#steps")
+    assert "#/run/" in page.url
+    assert page.locator("#steps tbody tr").count() == 3
+    assert "score 1" in page.inner_text("#steps") and "says hi" in page.inner_text("#steps")
+    transcript = page.inner_text(".transcript")
+    assert "tool echo.echo({\"text\":\"hi\"})" in transcript and "→ hi" in transcript
+    assert "tokens in 45 out 5" in transcript and "final reply\nhi" in transcript
+    assert "<script>window.pwned=1</script>" in transcript  # shown as text ...
+    assert page.evaluate("window.pwned") is None  # ... never run
+    page.reload()  # the URL is stable: the same run opens again
+    page.wait_for_selector("#steps")
+    assert AGENT_RUN in page.inner_text("#run-head")
+
+
+def test_filters_and_the_failed_runs_error(page: Any, server: tuple[str, Path]) -> None:
+    open_runs(page, server)
+    page.select_option("select[name=outcome]", "failed")
+    page.click("button:text('Filter')")
+    page.wait_for_function("document.querySelector('#count').textContent.startsWith('1 runs')")
+    rows = page.locator("#runs tbody tr")
+    assert rows.count() == 1
+    assert "StepError: no 'hi' in the reply" in rows.nth(0).inner_text()
+    page.fill("input[name=task_id]", "@local/demo/bulk/task")
+    page.select_option("select[name=outcome]", "")
+    page.click("button:text('Filter')")
+    page.wait_for_function("document.querySelector('#count').textContent.startsWith('2000 runs')")
+    assert "task_id=%40local%2Fdemo%2Fbulk%2Ftask" in page.url
+
+
+def test_two_runs_compared_where_they_diverge(page: Any, server: tuple[str, Path]) -> None:
+    open_runs(page, server)
+    page.check(f"input[aria-label='select {AGENT_RUN}']")
+    page.check(f"input[aria-label='select {FAILED_RUN}']")
+    page.click("#compare")
+    page.wait_for_selector("#divergence")
+    assert "diverge at event 6" in page.inner_text("#divergence")
+    assert page.locator(".diverge").count() == 2  # the two final replies
+
+
+def test_a_running_run_changes_status_live(page: Any, server: tuple[str, Path]) -> None:
+    page.goto(server[0] + "#/runs?task_id=%40local%2Fdemo%2Flive%2Ftask")
+    page.wait_for_selector("#runs tbody tr td.status-running")
+    documents = SqliteDocumentStore(server[1] / "documents.sqlite3")
+    try:
+        documents.update("task_instances", {"_id": LIVE_RUN}, {"$set": {
+            "status": "completed", "outcome": "passed", "completed_steps": ["deploy", "ask"]}})
+    finally:
+        documents.close()
+    page.wait_for_selector("#runs tbody tr td.status-completed", timeout=8000)
+    assert "passed" in page.inner_text("#runs tbody tr")
+
+
+def test_without_the_token_nothing_is_served(browser: Any, server: tuple[str, Path]) -> None:
+    context = browser.new_context()
+    try:
+        anonymous = context.new_page()
+        base = server[0].split("?")[0]
+        response = anonymous.goto(base)
+        assert response.status == 401
+        assert "token" in anonymous.inner_text("body")
+        api = anonymous.goto(base + "api/v1/task-instances")
+        assert api.status == 401
+    finally:
+        context.close()
