@@ -1,5 +1,6 @@
-"""The agents plugin's hooks: the ``a2a`` agent type, the shipped ``model-agent``, the
-``scripted_model`` step and the ``agents-smoke`` bundle.
+"""The agents plugin's hooks: the ``a2a`` agent type, the shipped ``model-agent`` and
+``claude-code`` agents, the ``scripted_model`` step and the ``agents-smoke`` and
+``claude-code-smoke`` bundles.
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.
@@ -23,12 +24,14 @@ def agent_env_agent_types() -> list[Lazy]:
 
 @hookimpl
 def agent_env_agents() -> list[AgentSource]:
-    return [AgentSource("model-agent", AGENTS / "model-agent")]
+    return [AgentSource("model-agent", AGENTS / "model-agent"),
+            AgentSource("claude-code", AGENTS / "claude-code")]
 
 
 @hookimpl
 def agent_env_bundles() -> list[BundleSource]:
-    return [BundleSource("agents-smoke", BUNDLES / "agents-smoke")]
+    return [BundleSource("agents-smoke", BUNDLES / "agents-smoke"),
+            BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke")]
 
 
 @hookimpl

@@ -25,7 +25,9 @@ number of assistant turns already in the request's history (for the Responses AP
 consecutive assistant items is one turn, and a ``previous_response_id`` this model issued adds
 the turns before it). ``match`` is a check on the conversation before answering, each key
 optional: ``last_tool_result_contains`` (the latest tool result), ``last_user_contains`` (the
-latest user text), ``tool_offered`` (a tool of that name is in the request's ``tools``). A
+latest user text), ``tool_offered`` (a tool of that name is in the request's ``tools``; a tool
+inside a Responses ``namespace`` tool, as Codex offers MCP tools, is named
+``<namespace>__<tool>``, and a call to it is answered with its ``namespace`` and own ``name``). A
 failed check or a script that has run out of turns answers HTTP 400 in the API's error shape,
 with one line naming the script and the turn.
 
@@ -198,14 +200,32 @@ class Conversation:
 
 
 def _tool_names(tools: Any) -> list[str]:
+    """Every tool name offered; a Responses ``namespace`` tool (Codex groups each MCP server's
+    tools so) offers ``<namespace>__<tool>`` for each tool inside it."""
     names = []
     for tool in tools if isinstance(tools, list) else []:
         if isinstance(tool, dict):
+            if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+                names.extend(f"{tool['name']}__{inner}"
+                             for inner in _tool_names(tool.get("tools")))
+                continue
             fn = tool.get("function")
             name = fn.get("name") if isinstance(fn, dict) else tool.get("name")
             if isinstance(name, str):
                 names.append(name)
     return names
+
+
+def _namespaces(tools: Any) -> dict[str, tuple[str, str]]:
+    """``{"mcp__echo__echo": ("mcp__echo", "echo")}`` for the tools inside Responses
+    ``namespace`` tools: a call to one must name its namespace and its own name apart."""
+    found: dict[str, tuple[str, str]] = {}
+    for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace" \
+                and isinstance(tool.get("name"), str):
+            for inner in _tool_names(tool.get("tools")):
+                found[f"{tool['name']}__{inner}"] = (tool["name"], inner)
+    return found
 
 
 def read_conversation(api: Api, body: dict[str, Any], earlier_turns: int = 0) -> Conversation:
@@ -440,7 +460,8 @@ def _chat_stream(answer: _Answer, body: dict[str, Any], include_usage: bool) -> 
 
 # -- OpenAI Responses --------------------------------------------------------------------------
 
-def _responses_items(answer: _Answer) -> list[dict[str, Any]]:
+def _responses_items(answer: _Answer, body: dict[str, Any]) -> list[dict[str, Any]]:
+    namespaces = _namespaces(body.get("tools"))
     items: list[dict[str, Any]] = []
     if answer.turn.text is not None:
         items.append({"type": "message", "id": f"msg_scripted_{answer.uid}",
@@ -448,9 +469,12 @@ def _responses_items(answer: _Answer) -> list[dict[str, Any]]:
                       "content": [{"type": "output_text", "text": answer.turn.text,
                                    "annotations": [], "logprobs": []}]})
     for i, call in enumerate(answer.turn.tool_calls):
-        items.append({"type": "function_call", "id": f"fc_scripted_{answer.uid}_{i}",
-                      "call_id": answer.call_id(i), "name": call.name,
-                      "arguments": call.arguments_json, "status": "completed"})
+        item = {"type": "function_call", "id": f"fc_scripted_{answer.uid}_{i}",
+                "call_id": answer.call_id(i), "name": call.name,
+                "arguments": call.arguments_json, "status": "completed"}
+        if call.name in namespaces:
+            item["namespace"], item["name"] = namespaces[call.name]
+        items.append(item)
     return items
 
 
@@ -461,7 +485,7 @@ def _responses_body(answer: _Answer, body: dict[str, Any], *, status: str = "com
         "id": answer.response_id, "object": "response", "created_at": answer.created,
         "status": status, "model": answer.model, "error": None, "incomplete_details": None,
         "instructions": body.get("instructions"), "metadata": body.get("metadata") or {},
-        "output": _responses_items(answer) if output is None else output,
+        "output": _responses_items(answer, body) if output is None else output,
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "previous_response_id": body.get("previous_response_id"),
         "temperature": body.get("temperature"), "top_p": body.get("top_p"),
@@ -489,7 +513,7 @@ def _responses_stream(answer: _Answer, body: dict[str, Any],
                 response=_responses_body(answer, body, status="in_progress", output=[]))
     yield event("response.in_progress",
                 response=_responses_body(answer, body, status="in_progress", output=[]))
-    for index, item in enumerate(_responses_items(answer)):
+    for index, item in enumerate(_responses_items(answer, body)):
         if item["type"] == "message":
             text = item["content"][0]["text"]
             yield event("response.output_item.added", output_index=index,

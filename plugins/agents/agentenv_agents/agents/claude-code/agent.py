@@ -1,0 +1,238 @@
+"""Claude Code as an A2A agent: the real ``claude`` CLI, run once per prompt.
+
+Built on AgentEnv's A2A agent SDK. Each prompt runs ``claude -p --output-format stream-json
+--verbose`` with the envs' MCP servers (``/ext/mcp-config``) in its ``--mcp-config`` (and
+``--strict-mcp-config``: no other server), the prompt on stdin. The model is reached only
+through the run's model gateway: ``ANTHROPIC_BASE_URL`` is the gateway (``AGENTENV_MODEL_BASE_URL``
+minus its ``/v1``: the CLI adds ``/v1/messages``) and ``ANTHROPIC_API_KEY`` the per-run token;
+no provider key is ever in this container.
+
+Session: the first prompt of an A2A context starts a CLI session with a fresh
+``--session-id``; later prompts of that context ``--resume`` it, so the CLI sees the whole
+conversation. A prompt that fails before the CLI started its session does not pin one.
+
+Trajectory (format ``claude-code-stream-json/1``): an ``agentenv.cli`` event (CLI name, version,
+session, the command line without the prompt), then every line the CLI printed, as the CLI's
+own JSON event (a line that is not JSON is kept as ``{"type": "agentenv.unparsed"}``). The
+reply is the CLI's ``result`` event; usage is its token counts, cost and the tool_use blocks of
+its assistant messages. A CLI that exits non-zero or ends without a ``result`` fails the turn
+(``agent_error``) with its last stderr lines; a cancelled prompt kills the CLI's process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agentenv_protocol.agent import (
+    AGENT_CONFIG_V1,
+    MCP_CONFIG_V1,
+    TRAJECTORY_V1,
+    AgentConfig,
+    AgentEnvAgent,
+    AgentIdentity,
+    TaskRequest,
+    TaskResult,
+    a2a_agent,
+)
+
+TRAJECTORY_FORMAT = "claude-code-stream-json/1"
+CLI = os.environ.get("CLAUDE_CLI", "claude")
+STDERR_LINES = 20
+#: Variables that keep the CLI to the model gateway: no telemetry, update checks or error
+#: reports (the container may reach nothing else), and MCP tools offered up front rather than
+#: behind the CLI's tool search (a model, scripted or not, sees every env tool at once).
+QUIET_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "ENABLE_TOOL_SEARCH": "false",
+}
+
+
+@attrs.define
+class ClaudeCodeConfig(AgentConfig):
+    model: str | None = None
+    system_prompt: str | None = None
+    max_turns: int | None = None
+
+
+def cli_version() -> str:
+    """``2.1.332`` from ``claude --version`` (``unknown`` when the CLI does not answer)."""
+    try:
+        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False).stdout
+    except OSError:
+        return "unknown"
+    return (out.split() or ["unknown"])[0]
+
+
+VERSION = cli_version()
+
+
+@a2a_agent(
+    identity=AgentIdentity(name="claude-code", version=VERSION,
+                           description="Claude Code (the claude CLI) over its envs' MCP tools."),
+    config=ClaudeCodeConfig,
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+)
+class ClaudeCodeAgent(AgentEnvAgent):
+    def __init__(self) -> None:
+        base = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
+        self.base_url = base[:-3] if base.endswith("/v1") else base
+        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
+        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
+        self.sessions: dict[str, str] = {}  # A2A context id -> CLI session id
+        self.scratch = Path(tempfile.mkdtemp(prefix="claude-code-agent-"))
+
+    def command(self, request: TaskRequest[ClaudeCodeConfig], model: str,
+                session: str, resume: bool) -> list[str]:
+        config = request.config
+        servers = {name: {"type": "http", "url": server.url, "headers": dict(server.headers)}
+                   for name, server in request.mcp_servers.items()}
+        mcp = self.scratch / f"mcp-{request.task_id}.json"
+        mcp.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+        mcp.chmod(0o600)  # holds the envs' bearer tokens
+        args = [CLI, "-p", "--output-format", "stream-json", "--verbose",
+                "--dangerously-skip-permissions", "--model", model,
+                "--mcp-config", str(mcp), "--strict-mcp-config",
+                "--resume" if resume else "--session-id", session]
+        if config.system_prompt:
+            args += ["--append-system-prompt", config.system_prompt]
+        if config.max_turns:
+            args += ["--max-turns", str(config.max_turns)]
+        return args
+
+    async def run(self, request: TaskRequest[ClaudeCodeConfig]) -> TaskResult:
+        model = request.config.model or self.default_model
+        if not self.base_url or not model:
+            return TaskResult.failure("no model endpoint or model name is configured",
+                                      code="claude_code.no_model")
+        trajectory = request.trajectory
+        trajectory.set_format(TRAJECTORY_FORMAT)
+        known = self.sessions.get(request.context_id)
+        session = known or str(uuid.uuid4())
+        args = self.command(request, model, session, resume=known is not None)
+        trajectory.append({"type": "agentenv.cli", "cli": "claude", "version": VERSION,
+                           "session_id": session, "resumed": known is not None,
+                           "argv": args})
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **QUIET_ENV, "ANTHROPIC_BASE_URL": self.base_url,
+               "ANTHROPIC_API_KEY": self.token}
+        for name in ("ANTHROPIC_AUTH_TOKEN", "A2A_TOKEN"):
+            env.pop(name, None)
+        run = await CliRun.start(args, request.text, env, self.workdir)
+        result: dict[str, Any] | None = None
+        try:
+            async for event in run.events():
+                trajectory.append(event)
+                kind = event.get("type")
+                if kind == "system" and event.get("session_id"):
+                    self.sessions[request.context_id] = str(event["session_id"])
+                elif kind == "assistant":
+                    blocks = (event.get("message") or {}).get("content") or []
+                    request.usage.add_tool_call(sum(
+                        1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"))
+                elif kind == "result":
+                    result = event
+            code = await run.wait()
+        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
+            run.kill()
+            raise
+        if result is None:
+            return TaskResult.failure(
+                f"claude exited with code {code} without a result{run.stderr_tail()}",
+                code="claude_code.no_result")
+        usage = result.get("usage") or {}
+        request.usage.add_tokens(
+            input_tokens=int(usage.get("input_tokens") or 0)
+            + int(usage.get("cache_read_input_tokens") or 0)
+            + int(usage.get("cache_creation_input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0))
+        if isinstance(result.get("total_cost_usd"), int | float):
+            request.usage.add_cost(float(result["total_cost_usd"]))
+        text = result.get("result")
+        if result.get("is_error") or result.get("subtype") != "success" or code != 0:
+            why = text or result.get("subtype") or "error"
+            return TaskResult.failure(f"claude failed ({why}; exit code {code})"
+                                      f"{run.stderr_tail()}", code="claude_code.failed")
+        if not isinstance(text, str) or not text.strip():
+            return TaskResult.failure("claude answered with no text",
+                                      code="claude_code.empty_answer")
+        return TaskResult(text=text)
+
+
+@attrs.define
+class CliRun:
+    """One CLI process: its stdout read as JSON lines, the last stderr lines kept for errors.
+    Cancelling the prompt kills the whole process group (the CLI's own children too)."""
+
+    process: asyncio.subprocess.Process
+    stderr: collections.deque[str] = attrs.field(
+        factory=lambda: collections.deque(maxlen=STDERR_LINES))
+    drain: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, args: list[str], stdin_text: str, env: dict[str, str],
+                    cwd: Path) -> CliRun:
+        process = await asyncio.create_subprocess_exec(
+            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(cwd), start_new_session=True,
+            limit=64 * 1024 * 1024)
+        run = cls(process)
+        run.drain = asyncio.create_task(run._read_stderr())
+        assert process.stdin is not None
+        process.stdin.write(stdin_text.encode())
+        with contextlib.suppress(ConnectionError):
+            await process.stdin.drain()
+        process.stdin.close()
+        return run
+
+    async def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        async for line in self.process.stderr:
+            self.stderr.append(line.decode("utf-8", "replace").rstrip())
+
+    async def events(self) -> Any:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            yield event if isinstance(event, dict) else {"type": "agentenv.unparsed",
+                                                         "line": line[:4000]}
+
+    async def wait(self) -> int:
+        code = await self.process.wait()
+        if self.drain is not None:
+            await self.drain
+        return code
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def stderr_tail(self) -> str:
+        lines = [line for line in self.stderr if line.strip()]
+        return ("\n--- last stderr lines of the CLI ---\n" + "\n".join(lines)) if lines else ""
+
+
+if __name__ == "__main__":
+    ClaudeCodeAgent().serve()
