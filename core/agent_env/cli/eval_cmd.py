@@ -147,11 +147,12 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
                      resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}")
 
 
-def check_counts(*, k: int | None = None, concurrency: int = 1, retries: int = 0) -> None:
+def check_counts(*, k: int | None = None, concurrency: int = 1, retries: int = 0,
+                 concurrency_option: str = "--max-concurrency") -> None:
     if k is not None and k < 1:
         raise UserError(f"--k {k}: give at least 1 run per task")
     if concurrency < 1:
-        raise UserError(f"concurrency {concurrency}: give at least 1 run at a time")
+        raise UserError(f"{concurrency_option} {concurrency}: give at least 1 run at a time")
     if retries < 0:
         raise UserError(f"--retries {retries}: give 0 or more")
 

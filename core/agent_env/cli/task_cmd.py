@@ -230,7 +230,7 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
     from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
     from agent_env.stores import document_store
 
-    check_counts(concurrency=concurrency, retries=retries)
+    check_counts(concurrency=concurrency, retries=retries, concurrency_option="--concurrency")
     numbers = parse_seeds(seeds)
     record = _stored_task(task_id, version)
     slots = tuple(Slot(i, record.id, record.version, i + 1, {"seed": str(n)})

@@ -100,16 +100,39 @@ BAD_INPUT = [
      "Error: --seeds 1,2,1: 1 is listed twice"),
     (("task", "run-batch", "--id", "greets", "--seeds", "1,x"),
      "Error: --seeds 1,x: 'x' is not an integer (give e.g. 1,2,3)"),
+    (("eval", "run", "--id", "smoke", "--max-concurrency", "0"),
+     "Error: --max-concurrency 0: give at least 1 run at a time"),
+    (("task", "run-batch", "--id", "greets", "--seeds", "1", "--concurrency", "0"),
+     "Error: --concurrency 0: give at least 1 run at a time"),
+    (("eval", "run", "--id", "smoke", "--retries", "-1"), "Error: --retries -1: give 0 or more"),
+    (("eval", "run", "--id", "smoke", "--model", "nobody:x"),
+     "Error: --model: model provider 'nobody' is not known, and no upstream is configured: set "
+     "[model] base_url (and api_key) in .agentenv/config.toml or AGENT_ENV_MODEL_BASE_URL, or "
+     "use a model a plugin serves (scripted:<name>)"),
+    (("task", "run", "--id", "greets", "--k", "0"), "Error: --k 0: give at least 1 run per task"),
     (("eval", "get", "--id", "smoke", "--version", "9"),
      "Error: no eval 'smoke' version 9 is stored (agent-env eval create FILE --id smoke stores "
      "one)"),
 ]
 
 
-def test_bad_input_is_one_line(stored) -> None:
+def test_bad_input_is_one_line(stored, monkeypatch) -> None:
     for args, message in BAD_INPUT:  # one stored set-up for all (each costs 5 CLI starts)
         result = stored(*args)
         assert result.returncode == 1 and result.stderr.strip() == message, result.stderr
+    # nothing was run or recorded: no run group, no instance beyond the set-up's one
+    from agent_env import runtime
+    from agent_env.stores import document_store
+
+    monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(stored.state))
+    runtime.reset()
+    try:
+        documents = document_store()
+        assert documents.count("eval_run_groups") == 0
+        assert documents.count("task_instances") == 1  # agent-env run hello
+    finally:
+        monkeypatch.undo()
+        runtime.reset()
 
 
 def test_an_eval_naming_a_missing_task_writes_nothing(stored) -> None:
