@@ -595,7 +595,9 @@ class A2aAgentType:
                                                   {AGENT_LABEL: source.name},
                                                   f"agents/{source.name}", say)
         settings = _model_settings()
-        model = settings.get("name") or source.metadata.get("default_model") or None
+        # the run's --model, else [model] name, else the folder's default
+        model = (ctx.metadata.get("model") or settings.get("name")
+                 or source.metadata.get("default_model") or None)
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
         reserved = sorted(k for k in step.env_vars

@@ -11,86 +11,19 @@ gateway container, the agent container, the echo env, Docker.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import re
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
+from fake_models import KEY, MODEL, USAGE, ToolCallingFake
 
 pytestmark = pytest.mark.docker
 
 AGENT_ENV = Path(sys.executable).with_name("agent-env")
-KEY = "sk-e2e-upstream-key-0b7e"
-MODEL = "fake-tool-model"
-USAGE = {"prompt_tokens": 123, "completion_tokens": 17, "total_tokens": 140}
-
-
-class ToolCallingFake:
-    """TEST DOUBLE of an OpenAI-compatible model server (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-
-    async def complete(self, request: web.Request) -> web.Response:
-        if request.headers.get("Authorization") != f"Bearer {KEY}":
-            return web.json_response({"error": {"message": "bad key", "type": "auth"}},
-                                     status=401)
-        body = await request.json()
-        self.requests.append(body)
-        last = body["messages"][-1]
-        if last["role"] == "tool":
-            message = {"role": "assistant", "content": f"The echo tool returned: {last['content']}"}
-            finish = "stop"
-        else:
-            quoted = re.search(r"'([^']+)'", last["content"])
-            tool = next(t["function"]["name"] for t in body.get("tools") or []
-                        if "echo" in t["function"]["name"])
-            message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"call_{len(self.requests)}", "type": "function",
-                "function": {"name": tool,
-                             "arguments": json.dumps({"text": quoted.group(1) if quoted else ""})},
-            }]}
-            finish = "tool_calls"
-        return web.json_response({
-            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
-            "model": body["model"], "usage": USAGE,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
-
-
-@pytest.fixture
-def upstream(docker_client: Any) -> Iterator[tuple[ToolCallingFake, str]]:
-    """The fake on all interfaces of this host, and its URL as containers reach it (the
-    default bridge's gateway address)."""
-    fake = ToolCallingFake()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", fake.complete)
-    with socket.socket() as probe:
-        probe.bind(("0.0.0.0", 0))
-        port = probe.getsockname()[1]
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    loop.run_until_complete(web.TCPSite(runner, "0.0.0.0", port).start())
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    host = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
-    try:
-        yield fake, f"http://{host}:{port}/v1"
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-
-
 def test_model_points_the_model_agent_at_an_openai_compatible_endpoint(
         tmp_path: Path, upstream: tuple[ToolCallingFake, str], left_by: Any) -> None:
     fake, base_url = upstream
