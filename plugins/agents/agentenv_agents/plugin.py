@@ -1,6 +1,6 @@
-"""The agents plugin's hooks: the ``a2a`` agent type, the shipped ``model-agent`` and
-``claude-code`` agents, the ``scripted_model`` step and the ``agents-smoke`` and
-``claude-code-smoke`` bundles.
+"""The agents plugin's hooks: the ``a2a`` agent type, the shipped ``model-agent``,
+``claude-code`` and ``codex`` agents, the ``scripted_model`` step and the ``agents-smoke``,
+``claude-code-smoke`` and ``codex-smoke`` bundles.
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.
@@ -25,13 +25,15 @@ def agent_env_agent_types() -> list[Lazy]:
 @hookimpl
 def agent_env_agents() -> list[AgentSource]:
     return [AgentSource("model-agent", AGENTS / "model-agent"),
-            AgentSource("claude-code", AGENTS / "claude-code")]
+            AgentSource("claude-code", AGENTS / "claude-code"),
+            AgentSource("codex", AGENTS / "codex")]
 
 
 @hookimpl
 def agent_env_bundles() -> list[BundleSource]:
     return [BundleSource("agents-smoke", BUNDLES / "agents-smoke"),
-            BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke")]
+            BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
+            BundleSource("codex-smoke", BUNDLES / "codex-smoke")]
 
 
 @hookimpl

@@ -1,0 +1,249 @@
+"""Codex as an A2A agent: the real ``codex`` CLI, run once per prompt (``codex exec --json``).
+
+Built on AgentEnv's A2A agent SDK. Before each prompt the agent writes ``$CODEX_HOME/config.toml``:
+the model provider ``agentenv``, an OpenAI Responses provider (``wire_api = "responses"``) whose
+``base_url`` is the run's model gateway (``AGENTENV_MODEL_BASE_URL``) and whose key is read from
+``AGENTENV_MODEL_TOKEN`` (the per-run token; no provider key is ever in this container), and
+the envs' MCP servers (``/ext/mcp-config``) as streamable-HTTP ``[mcp_servers.<name>]`` with
+their headers. The prompt goes on stdin. A system prompt becomes ``developer_instructions``.
+
+Session: the first prompt of an A2A context starts a Codex thread; later prompts of that
+context run ``codex exec resume <thread id>``, so the CLI sees the whole conversation. The
+thread id is the one the CLI reports in its ``thread.started`` event.
+
+Trajectory (format ``codex-exec-json/1``): an ``agentenv.cli`` event (CLI name, version, thread,
+the command line without the prompt), then every JSON line the CLI printed, as the CLI's own
+event (a line that is not JSON is kept as ``{"type": "agentenv.unparsed"}``). The reply is the
+last ``agent_message`` item; usage is the ``turn.completed`` token counts and the completed
+``mcp_tool_call``/``command_execution`` items. A ``turn.failed``, a non-zero exit or a run
+without a completed turn (then the last ``error`` event says why) fails the prompt
+(``agent_error``) with the CLI's error and its last stderr lines; a cancelled prompt kills the
+CLI's process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agentenv_protocol.agent import (
+    AGENT_CONFIG_V1,
+    MCP_CONFIG_V1,
+    TRAJECTORY_V1,
+    AgentConfig,
+    AgentEnvAgent,
+    AgentIdentity,
+    TaskRequest,
+    TaskResult,
+    a2a_agent,
+)
+
+TRAJECTORY_FORMAT = "codex-exec-json/1"
+CLI = os.environ.get("CODEX_CLI", "codex")
+STDERR_LINES = 20
+PROVIDER = "agentenv"
+TOKEN_VARIABLE = "AGENTENV_MODEL_TOKEN"
+#: Item types that are the agent acting on the world (counted as tool calls).
+TOOL_ITEMS = frozenset({"mcp_tool_call", "command_execution", "file_change", "web_search"})
+
+
+@attrs.define
+class CodexConfig(AgentConfig):
+    model: str | None = None
+    system_prompt: str | None = None
+
+
+def cli_version() -> str:
+    """``0.171.0`` from ``codex --version`` (``unknown`` when the CLI does not answer)."""
+    try:
+        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False).stdout
+    except OSError:
+        return "unknown"
+    return (out.split() or ["", "unknown"])[-1]
+
+
+VERSION = cli_version()
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string (JSON's string escapes are all valid TOML)."""
+    return json.dumps(value)
+
+
+def codex_config(base_url: str, servers: dict[str, Any]) -> str:
+    """``config.toml``: the gateway as the only model provider, the envs as MCP servers."""
+    lines = [
+        f"model_provider = {toml_string(PROVIDER)}",
+        "",
+        f"[model_providers.{PROVIDER}]",
+        f"name = {toml_string('AgentEnv model gateway')}",
+        f"base_url = {toml_string(base_url)}",
+        f"env_key = {toml_string(TOKEN_VARIABLE)}",
+        f"wire_api = {toml_string('responses')}",
+    ]
+    for name, server in servers.items():
+        headers = ", ".join(f"{toml_string(k)} = {toml_string(v)}"
+                            for k, v in dict(server.headers).items())
+        lines += ["", f"[mcp_servers.{toml_string(name)}]", f"url = {toml_string(server.url)}",
+                  f"http_headers = {{ {headers} }}"]
+    return "\n".join(lines) + "\n"
+
+
+@a2a_agent(
+    identity=AgentIdentity(name="codex", version=VERSION,
+                           description="Codex (codex exec) over its envs' MCP tools."),
+    config=CodexConfig,
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+)
+class CodexAgent(AgentEnvAgent):
+    def __init__(self) -> None:
+        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
+        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
+        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
+        self.home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        self.threads: dict[str, str] = {}  # A2A context id -> Codex thread id
+
+    def command(self, request: TaskRequest[CodexConfig], model: str,
+                thread: str | None) -> list[str]:
+        args = [CLI, "exec"]
+        if thread is not None:
+            args.append("resume")
+        args += ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                 "-m", model]
+        if request.config.system_prompt:
+            args += ["-c", f"developer_instructions={toml_string(request.config.system_prompt)}"]
+        if thread is not None:
+            args.append(thread)
+        return [*args, "-"]
+
+    async def run(self, request: TaskRequest[CodexConfig]) -> TaskResult:
+        model = request.config.model or self.default_model
+        if not self.base_url or not model:
+            return TaskResult.failure("no model endpoint or model name is configured",
+                                      code="codex.no_model")
+        trajectory = request.trajectory
+        trajectory.set_format(TRAJECTORY_FORMAT)
+        self.home.mkdir(parents=True, exist_ok=True)
+        config = self.home / "config.toml"
+        config.write_text(codex_config(self.base_url, dict(request.mcp_servers)),
+                          encoding="utf-8")
+        config.chmod(0o600)  # holds the envs' bearer tokens
+        thread = self.threads.get(request.context_id)
+        args = self.command(request, model, thread)
+        trajectory.append({"type": "agentenv.cli", "cli": "codex", "version": VERSION,
+                           "thread_id": thread, "resumed": thread is not None, "argv": args})
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "CODEX_HOME": str(self.home), TOKEN_VARIABLE: self.token}
+        for name in ("OPENAI_API_KEY", "A2A_TOKEN"):
+            env.pop(name, None)
+        run = await CliRun.start(args, request.text, env, self.workdir)
+        answer: str | None = None
+        failure: str | None = None
+        last_error: str | None = None  # error events can be retries the turn survives
+        completed = False
+        try:
+            async for event in run.events():
+                trajectory.append(event)
+                kind = event.get("type")
+                item = event.get("item") if isinstance(event.get("item"), dict) else {}
+                if kind == "thread.started" and event.get("thread_id"):
+                    self.threads[request.context_id] = str(event["thread_id"])
+                elif kind == "item.completed" and item.get("type") == "agent_message":
+                    answer = str(item.get("text") or "")
+                elif kind == "item.completed" and item.get("type") in TOOL_ITEMS:
+                    request.usage.add_tool_call()
+                elif kind == "turn.completed":
+                    completed = True
+                    usage = event.get("usage") or {}
+                    request.usage.add_tokens(
+                        input_tokens=int(usage.get("input_tokens") or 0),
+                        output_tokens=int(usage.get("output_tokens") or 0))
+                elif kind == "turn.failed":
+                    failure = str((event.get("error") or {}).get("message") or event)
+                elif kind == "error":
+                    last_error = str(event.get("message") or event)
+            code = await run.wait()
+        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
+            run.kill()
+            raise
+        if failure is not None or code != 0 or not completed:
+            why = failure or last_error or f"exited with code {code} without a completed turn"
+            return TaskResult.failure(f"codex failed: {why}{run.stderr_tail()}",
+                                      code="codex.failed")
+        if not answer or not answer.strip():
+            return TaskResult.failure("codex answered with no text", code="codex.empty_answer")
+        return TaskResult(text=answer)
+
+
+@attrs.define
+class CliRun:
+    """One CLI process: its stdout read as JSON lines, the last stderr lines kept for errors.
+    Cancelling the prompt kills the whole process group (the CLI's own children too)."""
+
+    process: asyncio.subprocess.Process
+    stderr: collections.deque[str] = attrs.field(
+        factory=lambda: collections.deque(maxlen=STDERR_LINES))
+    drain: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, args: list[str], stdin_text: str, env: dict[str, str],
+                    cwd: Path) -> CliRun:
+        process = await asyncio.create_subprocess_exec(
+            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(cwd), start_new_session=True,
+            limit=64 * 1024 * 1024)
+        run = cls(process)
+        run.drain = asyncio.create_task(run._read_stderr())
+        assert process.stdin is not None
+        process.stdin.write(stdin_text.encode())
+        with contextlib.suppress(ConnectionError):
+            await process.stdin.drain()
+        process.stdin.close()
+        return run
+
+    async def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        async for line in self.process.stderr:
+            self.stderr.append(line.decode("utf-8", "replace").rstrip())
+
+    async def events(self) -> Any:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            yield event if isinstance(event, dict) else {"type": "agentenv.unparsed",
+                                                         "line": line[:4000]}
+
+    async def wait(self) -> int:
+        code = await self.process.wait()
+        if self.drain is not None:
+            await self.drain
+        return code
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def stderr_tail(self) -> str:
+        lines = [line for line in self.stderr if line.strip()]
+        return ("\n--- last stderr lines of the CLI ---\n" + "\n".join(lines)) if lines else ""
+
+
+if __name__ == "__main__":
+    CodexAgent().serve()
