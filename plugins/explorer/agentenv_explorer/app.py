@@ -76,6 +76,8 @@ class Explorer:
     agents: Callable[[], list[AgentRow]] = attrs.field(default=list)
     allowed_hosts: frozenset[str] = frozenset()
     allowed_origins: frozenset[str] = frozenset()
+    #: runs started with ``POST /tasks/{id}/run`` that are still going, by workflow id
+    children: dict[str, Any] = attrs.field(factory=dict)
 
     def prepare(self) -> None:
         """Indexes for the run list's sorts and filters (idempotent; cheap once made)."""
@@ -404,6 +406,58 @@ async def object_content(request: web.Request) -> web.Response:
                         headers={"Content-Security-Policy": "sandbox"})
 
 
+# -- starting runs --------------------------------------------------------------------------
+
+RUN_KEYS = frozenset({"version", "agent_model"})
+
+
+async def start_run(request: web.Request) -> web.Response:
+    """``POST /tasks/{id}/run``: start ``agent-env task run`` in a child process; answer at once.
+
+    The run writes its own record (``running`` first), so the runs list shows it within a second
+    or two; the answer carries a ``workflow_id`` (the child's handle here), not the instance id,
+    which the run only picks when it starts.
+    """
+    import secrets
+    import sys
+
+    explorer = request.app[EXPLORER]
+    task_id = request.match_info["id"]
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError:
+        raise api_error(400, "the request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise api_error(400, "the request body must be a JSON object")
+    extra = sorted(set(body) - RUN_KEYS)
+    if extra:
+        accepted = ", ".join(sorted(RUN_KEYS))
+        raise api_error(400, f"unknown field {extra[0]!r} (accepted: {accepted})")
+    version = body.get("version")
+    if version is not None and (not isinstance(version, int) or version < 1):
+        raise api_error(400, "field 'version' must be a positive integer")
+    model = body.get("agent_model")
+    if model is not None and (not isinstance(model, str) or not model):
+        raise api_error(400, "field 'agent_model' must be a model name")
+    task = await blocking(explorer.versioned.get, "tasks", task_id, version)
+    if task is None:
+        raise api_error(404, f"no task {task_id!r}" + (f" version {version}" if version else ""))
+    argv = [sys.executable, "-m", "agent_env", "task", "run", "--id", task_id,
+            "--version", str(task.version)]
+    if model:
+        argv += ["--model", model]
+    workflow_id = "wf-" + secrets.token_hex(6)
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+    explorer.children[workflow_id] = process
+    waiter = asyncio.ensure_future(process.wait())  # reaps the child when it ends
+    waiter.add_done_callback(lambda _: explorer.children.pop(workflow_id, None))
+    return web.json_response({"workflow_id": workflow_id, "instance_id": None,
+                              "task_id": task_id, "task_version": task.version,
+                              "status": "QUEUED"}, status=202)
+
+
 async def health(request: web.Request) -> web.Response:
     explorer: Explorer = request.app[EXPLORER]
     return web.json_response({"status": "ok", "document_store": type(explorer.documents).__name__,
@@ -486,6 +540,7 @@ def create_app(explorer: Explorer) -> web.Application:
         web.get(f"{API}/tasks/{{id}}/runs", task_runs),
         web.get(f"{API}/tasks/{{id}}/instances/{{iid}}", run_get),
         web.get(f"{API}/tasks/{{id}}/instances/{{iid}}/progress", run_progress),
+        web.post(f"{API}/tasks/{{id}}/run", start_run),
         web.get(f"{API}/agents", list_agents),
         web.get(f"{API}/agents/{{id}}", get_agent),
         web.get(f"{API}/objects/content", object_content),

@@ -154,7 +154,7 @@ def test_the_printed_url_shows_the_runs_newest_first(
     assert AGENT_RUN in text and "model-agent, scripted:echo" in text
     assert "2004 runs" in page.inner_text("#count")
     page.click("text=older »")
-    page.wait_for_function("document.querySelector('#count').textContent.includes('51-100')")
+    page.wait_for_function("() => document.querySelector('#count').textContent.includes('51-100')")
 
 
 def test_a_run_step_by_step_with_its_transcript_escaped(
@@ -180,14 +180,16 @@ def test_filters_and_the_failed_runs_error(page: Any, server: tuple[str, Path]) 
     open_runs(page, server)
     page.select_option("select[name=outcome]", "failed")
     page.click("button:text('Filter')")
-    page.wait_for_function("document.querySelector('#count').textContent.startsWith('1 runs')")
+    page.wait_for_function(
+        "() => document.querySelector('#count').textContent.startsWith('1 runs')")
     rows = page.locator("#runs tbody tr")
     assert rows.count() == 1
     assert "StepError: no 'hi' in the reply" in rows.nth(0).inner_text()
     page.fill("input[name=task_id]", "@local/demo/bulk/task")
     page.select_option("select[name=outcome]", "")
     page.click("button:text('Filter')")
-    page.wait_for_function("document.querySelector('#count').textContent.startsWith('2000 runs')")
+    page.wait_for_function(
+        "() => document.querySelector('#count').textContent.startsWith('2000 runs')")
     assert "task_id=%40local%2Fdemo%2Fbulk%2Ftask" in page.url
 
 
@@ -212,6 +214,19 @@ def test_a_running_run_changes_status_live(page: Any, server: tuple[str, Path]) 
         documents.close()
     page.wait_for_selector("#runs tbody tr td.status-completed", timeout=8000)
     assert "passed" in page.inner_text("#runs tbody tr")
+
+
+def test_run_a_task_again_from_its_run_page(page: Any, server: tuple[str, Path]) -> None:
+    open_runs(page, server)
+    page.locator("#runs tbody tr").nth(0).locator("a").click()  # the real hello run
+    page.wait_for_selector("#run-again")
+    page.click("#run-again")  # POST /tasks/{id}/run starts `agent-env task run`
+    page.wait_for_function("() => location.hash.startsWith('#/runs?task_id=')")
+    page.wait_for_function(
+        "() => document.querySelector('#count') && "
+        "document.querySelector('#count').textContent.startsWith('2 runs') && "
+        "!document.querySelector('td.status-running')", timeout=30_000)
+    assert page.locator("#runs td.outcome-passed").count() == 2
 
 
 def test_without_the_token_nothing_is_served(browser: Any, server: tuple[str, Path]) -> None:

@@ -211,3 +211,21 @@ async def test_host_cross_site_and_size_checks(client: TestClient[Any, Any]) -> 
     assert same.status == 200
     big = await client.post("/api/v1/tasks/x/run", headers=AUTH, data=b"x" * (2 * 1024 * 1024))
     assert big.status == 413
+
+
+async def test_starting_a_run_checks_its_request_first(client: TestClient[Any, Any]) -> None:
+    task = TASKS[0].replace("/", "%2F")
+    for body, status, words in (
+        ({"colour": "red"}, 400, "unknown field 'colour'"),
+        ({"version": "two"}, 400, "'version'"),
+        ({"version": 9}, 404, "version 9"),
+        ([1, 2], 400, "JSON object"),
+    ):
+        response = await client.post(f"/api/v1/tasks/{task}/run", json=body, headers=AUTH)
+        assert response.status == status, await response.text()
+        assert words in (await response.json())["error"]
+    missing = await client.post("/api/v1/tasks/%40local%2Fnone/run", json={}, headers=AUTH)
+    assert missing.status == 404
+    cross = await client.post(f"/api/v1/tasks/{task}/run", json={}, headers={
+        **AUTH, "Origin": "https://evil.example"})
+    assert cross.status == 403  # another site's page cannot start runs with the cookie

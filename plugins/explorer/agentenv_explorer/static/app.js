@@ -44,6 +44,8 @@ function fmtScores(scores) {
 function fmtSeconds(s) { return s === null || s === undefined ? "" : `${Number(s).toFixed(2)} s`; }
 
 let refreshTimer = null;
+// after starting a run, look again for a while: its record appears once the child has started
+let pendingUntil = 0;
 
 function route() {
   clearTimeout(refreshTimer);
@@ -135,7 +137,7 @@ async function runsPage(main, params) {
     compare);
   main.replaceChildren(form, pager, table);
   // live status: while a run on this page is running, look again (the list is one cheap page)
-  if (data.items.some((r) => r.status === "running")) {
+  if (data.items.some((r) => r.status === "running") || Date.now() < pendingUntil) {
     refreshTimer = setTimeout(route, 2000);
   }
 }
@@ -190,6 +192,16 @@ function stepRows(run) {
   });
 }
 
+async function runAgain(run) {
+  const response = await fetch(`${API}/tasks/${enc(run.task_id)}/run`, {
+    method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(run.task_version ? { version: run.task_version } : {}) });
+  const body = await response.json();
+  if (!response.ok) { alert("Error: " + body.error); return; }
+  pendingUntil = Date.now() + 20000;
+  location.hash = "#/runs?task_id=" + enc(run.task_id);
+}
+
 async function runPage(main, id) {
   document.getElementById("where").textContent = "· run";
   const run = await api("/task-instances/" + enc(id));
@@ -201,7 +213,8 @@ async function runPage(main, id) {
       text: `${run.status} · ${run.outcome || "no outcome yet"} · ${fmtSeconds(run.duration_seconds)}` }),
     el("div", { text: `scores: ${fmtScores(run.scores) || "none"}` }),
     el("div", { text: `started ${run.started_at_utc} · finished ${run.finished_at_utc || "—"}` }),
-    run.cancel_reason ? el("div", { class: "error", text: "cancelled: " + run.cancel_reason }) : null);
+    run.cancel_reason ? el("div", { class: "error", text: "cancelled: " + run.cancel_reason }) : null,
+    el("button", { id: "run-again", text: "Run this task again", onclick: () => runAgain(run) }));
   const steps = el("table", { id: "steps" },
     el("thead", {}, el("tr", {}, ...["#", "step", "result", "took", "checks"].map((h) => el("th", { text: h })))),
     el("tbody", {}, ...stepRows(run)));
