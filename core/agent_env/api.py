@@ -22,6 +22,9 @@ Groups, in the order a plugin author meets them:
   ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
   ``PathOutsideSandbox``, ``build_with_progress``), ``DockerHostSandbox``,
   ``hermetic_context``, ``ownership_labels``;
+* deployments that outlive their command: ``Deployment``, ``Deployments``, ``deployments``
+  (the ledger), ``tear_down_deployment``, ``DEPLOYMENT_LABEL`` (see
+  :mod:`agent_env.deployments`);
 * images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
 * stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
   ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
@@ -73,6 +76,12 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "PromptAgent": ("agent_env.tasks.step_types.agent_steps", "PromptAgent"),
     "AgentDefinition": ("agent_env.agents", "AgentDefinition"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
+    # deployments that outlive their command (env deploy, a2a-agent deploy)
+    "Deployment": ("agent_env.deployments", "Deployment"),
+    "Deployments": ("agent_env.deployments", "Deployments"),
+    "deployments": ("agent_env.deployments", "deployments"),
+    "tear_down_deployment": ("agent_env.deployments", "tear_down"),
+    "DEPLOYMENT_LABEL": ("agent_env.deployments", "DEPLOYMENT_LABEL"),
     # sandboxes
     "SandboxProvider": ("agent_env.sandbox.base", "SandboxProvider"),
     "Sandbox": ("agent_env.sandbox.base", "Sandbox"),
@@ -131,6 +140,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         ModelProvider,
         StoreBackend,
     )
+    from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, Deployments, deployments
+    from agent_env.deployments import tear_down as tear_down_deployment
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.hookspecs import hookimpl
     from agent_env.images import hermetic

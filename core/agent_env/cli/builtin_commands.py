@@ -17,6 +17,9 @@ CORE_COMMANDS = {
     "gc": "agent_env.cli.gc_cmd:gc",
     "a2a-agent": "agent_env.cli.agent_cmd:a2a_agent",
     "eval": "agent_env.cli.eval_cmd:eval_group",
+    "env": "agent_env.cli.env_cmd:env",
+    "artifact": "agent_env.cli.artifact_cmd:artifact",
+    "bundle": "agent_env.cli.bundle_cmd:bundle",
 }
 
 

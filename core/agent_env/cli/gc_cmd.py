@@ -16,6 +16,10 @@ it expires. ``gc`` asks every registered provider that can list sandboxes
 uses, so it knows no provider by name except the core's own ``local`` one, whose work folders
 record their owner's pid in ``sandbox.json``.
 
+Deployments (``agent-env env deploy``) outlive their process on purpose: a sandbox the
+deployments ledger (:mod:`agent_env.deployments`) records is kept until its record expires, then
+removed with its record (see :func:`apply_deployments`).
+
 Env images are not removed: they are named by their content and shared by every run (a cache),
 not made per run.
 """
@@ -87,9 +91,49 @@ def judge(provider: str, sandbox: Any, labels: dict[str, str], owner: OwnerState
     if owner.alive is False:
         return Found(provider, sandbox_id, run, True, owner.why, sandbox=sandbox)
     if owner.alive:
-        return Found(provider, sandbox_id, run, False, f"live run: {owner.why}", live=True)
+        return Found(provider, sandbox_id, run, False, f"live run: {owner.why}", live=True,
+                     sandbox=sandbox)
     until = " and no expiry" if expires_at is None else ""
-    return Found(provider, sandbox_id, run, False, f"kept: {owner.why}{until}")
+    return Found(provider, sandbox_id, run, False, f"kept: {owner.why}{until}", sandbox=sandbox)
+
+
+#: The command group that tears a deployment of each kind down.
+_COMMAND = {"env": "env", "agent": "a2a-agent"}
+
+
+def _stamp(moment: Any) -> str:
+    return str(moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def apply_deployments(found: list[Found], ledger: Any) -> list[Found]:
+    """Deployments outlive the process that made them (``env deploy`` exits): a sandbox the
+    deployments ledger records is kept while the record is live and removed once it expired,
+    whatever its owner label says. Sandboxes the ledger does not know keep their verdict."""
+    judged = []
+    for item in found:
+        entry = ledger.for_sandbox(item.provider, item.sandbox_id)
+        if entry is None:
+            judged.append(item)
+        elif entry.expired():
+            judged.append(attrs.evolve(item, remove=True, live=False, why=(
+                f"deployed {entry.kind} {entry.instance_id} expired at "
+                f"{_stamp(entry.expires_at)}")))
+        else:
+            judged.append(attrs.evolve(item, remove=False, live=False, why=(
+                f"deployed {entry.kind} {entry.instance_id}, until "
+                f"{_stamp(entry.expires_at)} "
+                f"(agent-env {_COMMAND[entry.kind]} teardown removes it)")))
+    return judged
+
+
+def stale_records(found: list[Found], skipped: list[str], ledger: Any) -> list[Any]:
+    """Expired ledger records whose sandbox no provider that answered still has (it is gone
+    already), to forget; a record of a provider that did not answer is kept."""
+    present = {(f.provider, f.sandbox_id) for f in found}
+    unasked = {note.split(":", 1)[0] for note in skipped}
+    return [entry for entry in ledger.expired()
+            if (entry.provider, entry.sandbox_id) not in present
+            and entry.provider not in unasked]
 
 
 def _local_verdict(sandbox: Any, now: float) -> Found:
@@ -200,8 +244,22 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     """
     import asyncio
 
+    from agent_env.deployments import deployments
+
     labels = _parse_labels(label_values)
     found, skipped = asyncio.run(find_leftovers(labels))
+    ledger = deployments()
+    found = apply_deployments(found, ledger)
+    # with --label only some sandboxes were listed: the others' records cannot be judged
+    stale = [] if labels else stale_records(found, skipped, ledger)
+    if stale and not dry_run:
+        for entry in stale:
+            ledger.remove(entry.instance_id)
+        click.echo(f"Forgot {_plural(len(stale), 'expired deployment')} whose sandbox was "
+                   "already gone.")
+    elif stale:
+        click.echo(f"Would forget {_plural(len(stale), 'expired deployment')} whose sandbox "
+                   "is already gone.")
     leftovers = [f for f in found if f.remove]
     kept = [f for f in found if not f.remove]
     for note in skipped:
@@ -232,6 +290,11 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     failed = asyncio.run(remove(leftovers))
     for item, error in failed:
         click.echo(f"Could not remove {item.provider} {item.sandbox_id}: {error}", err=True)
+    not_removed = {(item.provider, item.sandbox_id) for item, _ in failed}
+    for item in leftovers:  # a removed deployment's record goes with it
+        entry = ledger.for_sandbox(item.provider, item.sandbox_id)
+        if entry is not None and (item.provider, item.sandbox_id) not in not_removed:
+            ledger.remove(entry.instance_id)
     done = len(leftovers) - len(failed)
     click.echo(f"Removed {_plural(done)}.")
     return 1 if failed else 0

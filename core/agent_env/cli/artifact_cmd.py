@@ -1,0 +1,208 @@
+"""``agent-env artifact``: files and skills stored once, as versions, to use in many tasks.
+
+``put`` goes through the same content-hash ledger a bundle's artifacts do: each file's bytes go
+to the object store under ``blobs/sha256/<hex>`` (written once, shared), the record to the
+versioned ``artifacts`` kind with the hash of its file table, so putting unchanged files again
+reuses the latest version (``v1, unchanged``) and a change writes the next one with its reason.
+
+``get --output-dir`` writes an artifact's files under that folder and nowhere else: every path
+is checked before the first byte is written (no ``..``, no absolute path, no symlink in the
+folder leading out), so a bad record writes nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_env.errors import UserError
+
+SKILL = "skill"
+SKILL_FILE = "SKILL.md"
+
+
+@click.group("artifact")
+def artifact() -> None:
+    """Stored, versioned artifacts: file (put/get/list) and skill (put/get)."""
+
+
+def _collect(paths: tuple[Path, ...]) -> list[Any]:
+    """The files to store: a file as its name, a folder's files relative to the folder."""
+    from agent_env.bundles.model import BundleFile
+    from agent_env.bundles.parse import _sha256, collect_files
+
+    files: dict[str, Any] = {}
+    problems: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            found = collect_files(path, str(path), problems)
+        elif path.is_file():
+            stat = path.stat()
+            found = [BundleFile(path.name, path, _sha256(path), stat.st_size,
+                                0o755 if stat.st_mode & 0o111 else 0o644)]
+        else:
+            problems.append(f"{path}: no such file or folder")
+            continue
+        for item in found:
+            if item.path in files:
+                problems.append(f"two files would be stored as '{item.path}' "
+                                f"({files[item.path].source} and {item.source})")
+            files[item.path] = item
+    if problems:
+        raise UserError("; ".join(problems))
+    if not files:
+        raise UserError("no files to store (the folders given are empty)")
+    return [files[name] for name in sorted(files)]
+
+
+def _put(artifact_id: str, kind: str, files: list[Any]) -> None:
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.model import ArtifactEntry
+    from agent_env.stores import object_store, versioned_store
+
+    if not artifact_id.strip() or any(c.isspace() for c in artifact_id):
+        raise UserError(f"--id {artifact_id!r}: an artifact id has no spaces")
+    entry = ArtifactEntry(artifact_id.rsplit("/", 1)[-1], artifact_id, kind,
+                          f"artifact {artifact_id}", tuple(files))
+    ledger = Ledger(versioned_store(), object_store())
+    ledger.write_files_entity("artifacts", entry)
+    for line in ledger.lines:
+        click.echo(line)
+
+
+def safe_targets(output_dir: Path, paths: list[str]) -> dict[str, Path]:
+    """Where each stored path goes under ``output_dir``; UserError naming every path that would
+    land outside it (``..``, absolute, a drive, or through a symlink leading out)."""
+    root = output_dir.resolve()
+    targets: dict[str, Path] = {}
+    bad: list[str] = []
+    for path in paths:
+        parts = path.split("/")
+        if (not path or path.startswith("/") or "\\" in path or ".." in parts
+                or any(p in ("", ".") for p in parts)):
+            bad.append(path)
+            continue
+        target = root.joinpath(*parts)
+        if not Path(os.path.realpath(target)).is_relative_to(root):
+            bad.append(path)
+            continue
+        targets[path] = target
+    if bad:
+        raise UserError(f"refusing to write outside {output_dir}: "
+                        f"{', '.join(repr(b) for b in bad)} (nothing was written)")
+    return targets
+
+
+def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | None) -> None:
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.stores import object_store, versioned_store
+
+    versioned = versioned_store()
+    record = versioned.get("artifacts", artifact_id, version)
+    if record is None:
+        at = f" version {version}" if version else ""
+        raise UserError(f"no artifact '{artifact_id}'{at} is stored (agent-env artifact list "
+                        "shows them)")
+    if kind is not None and record.body.get("type") != kind:
+        raise UserError(f"artifact '{artifact_id}' is a {record.body.get('type')} artifact, "
+                        f"not a {kind} (use: agent-env artifact file get)")
+    targets = safe_targets(output_dir, list(record.body.get("files", {})))
+    content = StoredArtifacts(versioned, object_store(), {artifact_id: record.version}) \
+        .load_now(artifact_id)
+    for item in content.files:
+        target = targets[item.path]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.data)
+        os.chmod(target, item.mode)
+    click.echo(f"artifact {artifact_id} v{content.version}: wrote "
+               f"{len(content.files)} file{'' if len(content.files) == 1 else 's'} to "
+               f"{output_dir}")
+
+
+# -- file -----------------------------------------------------------------------------------------
+
+
+@artifact.group("file")
+def file_group() -> None:
+    """File artifacts: one file or a folder of files (verifier scripts, data)."""
+
+
+@file_group.command("put")
+@click.option("--id", "artifact_id", required=True, help="The artifact's id.")
+@click.argument("paths", nargs=-1, required=True,
+                type=click.Path(path_type=Path, exists=False))
+def file_put(artifact_id: str, paths: tuple[Path, ...]) -> None:
+    """Store PATHS (files, or folders' files) as the next version of artifact ID."""
+    from agent_env.tasks.artifacts import FILE, FILE_UNIVERSE
+
+    files = _collect(paths)
+    _put(artifact_id, FILE if len(files) == 1 else FILE_UNIVERSE, files)
+
+
+@file_group.command("get")
+@click.option("--id", "artifact_id", required=True)
+@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--output-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Write the files here (nothing is written outside it).")
+def file_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
+    """Write a stored artifact's files under --output-dir."""
+    _get(artifact_id, version, output_dir, None)
+
+
+@file_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def file_list(as_json: bool) -> None:
+    """Every stored artifact: id, latest version, type, files."""
+    from agent_env.stores import versioned_store
+
+    store = versioned_store()
+    rows: list[dict[str, Any]] = []
+    for artifact_id in store.list_ids("artifacts"):
+        record = store.get("artifacts", artifact_id)
+        if record is not None:
+            rows.append({"id": record.id, "version": record.version,
+                         "type": record.body.get("type"), "content_hash": record.content_hash,
+                         "files": sorted(record.body.get("files", {}))})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("No artifacts are stored (agent-env artifact file put --id ID PATH stores "
+                   "one).")
+    for row in rows:
+        count = len(row["files"])
+        click.echo(f"{row['id']}  v{row['version']}  {row['type']}  "
+                   f"{count} file{'' if count == 1 else 's'}")
+
+
+# -- skill ----------------------------------------------------------------------------------------
+
+
+@artifact.group("skill")
+def skill_group() -> None:
+    """Skill artifacts: a folder with a SKILL.md (and what it refers to)."""
+
+
+@skill_group.command("put")
+@click.option("--id", "artifact_id", required=True, help="The skill's id.")
+@click.option("--skill-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="The skill's folder (it holds SKILL.md).")
+def skill_put(artifact_id: str, skill_dir: Path) -> None:
+    """Store a skill folder as the next version of artifact ID."""
+    if not (skill_dir / SKILL_FILE).is_file():
+        raise UserError(f"--skill-dir {skill_dir}: a skill folder holds a {SKILL_FILE}")
+    _put(artifact_id, SKILL, _collect((skill_dir,)))
+
+
+@skill_group.command("get")
+@click.option("--id", "artifact_id", required=True)
+@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--output-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Write the skill's files here (nothing is written outside it).")
+def skill_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
+    """Write a stored skill's files under --output-dir."""
+    _get(artifact_id, version, output_dir, SKILL)

@@ -1,0 +1,165 @@
+"""``agent-env bundle init FOLDER --from-task ID | --from-eval ID``: stored entities as a bundle.
+
+The bundle holds the task(s) as ``tasks/<name>.json``, every env and artifact they name as
+``envs/<name>/`` (with an ``env.toml``) and ``artifacts/<name>/`` (with an ``artifact.toml``),
+and for ``--from-eval`` an ``evals/<name>.toml``. Steps name those folders (a bundle's names),
+and a pinned entity version is dropped, since the bundle's content is what gets versioned when
+it runs. So ``agent-env run FOLDER`` runs it unchanged. The bundle is written to a scratch
+folder beside FOLDER and renamed into place: a failure leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_env.errors import UserError
+
+#: The entity kinds a bundle has folders for, and those folders.
+FOLDERS = {"envs": "envs", "artifacts": "artifacts"}
+
+
+@click.group("bundle")
+def bundle() -> None:
+    """Bundles from stored entities: init."""
+
+
+def _name(entity_id: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", entity_id.rsplit("/", 1)[-1]).strip("-.") or "item"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return name
+
+
+class _Writer:
+    """Collects the entities the steps name, each once, under a bundle name."""
+
+    def __init__(self, root: Path) -> None:
+        from agent_env.bundles.plan import step_registry
+        from agent_env.stores import object_store, versioned_store
+
+        self.root = root
+        self.versioned = versioned_store()
+        self.objects = object_store()
+        self.registry = step_registry()
+        self.names: dict[tuple[str, str], str] = {}
+        self.taken: dict[str, set[str]] = {kind: set() for kind in FOLDERS}
+
+    def step(self, raw: dict[str, Any]) -> dict[str, Any]:
+        step_class = self.registry.get(str(raw.get("type")))
+        if step_class is None:
+            raise UserError(f"step '{raw.get('id')}' has type '{raw.get('type')}', which no "
+                            "installed plugin provides")
+        out = dict(raw)
+        for field_name, kind in step_class.entity_fields.items():
+            if kind not in FOLDERS or out.get(field_name) is None:
+                continue
+            value = out[field_name]
+            pin = out.pop(f"{field_name.removesuffix('_id')}_version", None)
+            if isinstance(value, str):
+                out[field_name] = self.entity(kind, value, pin)
+            elif isinstance(value, list):
+                out[field_name] = [self.entity(kind, v, None) if isinstance(v, str) else v
+                                   for v in value]
+        return out
+
+    def entity(self, kind: str, entity_id: str, version: int | None) -> str:
+        from agent_env.cli.artifact_cmd import safe_targets
+
+        if (kind, entity_id) in self.names:
+            return self.names[(kind, entity_id)]
+        record = self.versioned.get(kind, entity_id, version)
+        if record is None:
+            raise UserError(f"the task names {kind[:-1]} '{entity_id}', which is not stored")
+        name = _name(entity_id, self.taken[kind])
+        folder = self.root / FOLDERS[kind] / name
+        folder.mkdir(parents=True)
+        files = record.body.get("files", {})
+        for path, target in safe_targets(folder, list(files)).items():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self.objects.get(files[path]["key"]))
+            os.chmod(target, int(files[path].get("mode", 0o644)))
+        import tomlkit
+
+        if kind == "envs":
+            settings = {k: record.body[k] for k in ("type", "environment_name", "image")
+                        if record.body.get(k)}
+            (folder / "env.toml").write_text(tomlkit.dumps(settings), encoding="utf-8")
+        else:
+            (folder / "artifact.toml").write_text(
+                tomlkit.dumps({"type": record.body.get("type") or "file"}), encoding="utf-8")
+        self.names[(kind, entity_id)] = name
+        return name
+
+    def task(self, task_id: str, version: int | None, taken: set[str]) -> str:
+        record = self.versioned.get("tasks", task_id, version)
+        if record is None:
+            at = f" version {version}" if version else ""
+            raise UserError(f"no task '{task_id}'{at} is stored (agent-env task create FILE "
+                            f"--id {task_id} stores one)")
+        steps = [self.step(raw) for raw in record.body["steps"]]
+        name = _name(str(record.body.get("name") or task_id), taken)
+        tasks = self.root / "tasks"
+        tasks.mkdir(exist_ok=True)
+        (tasks / f"{name}.json").write_text(json.dumps(steps, indent=2) + "\n",
+                                            encoding="utf-8")
+        return name
+
+
+@bundle.command("init")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--from-task", "task_id", help="A stored task's id.")
+@click.option("--from-eval", "eval_id", help="A stored eval's id (its tasks, at their "
+              "versions).")
+@click.option("--version", type=int, help="The task's or eval's version (default: latest).")
+def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | None) -> None:
+    """Write a bundle holding a stored task (or eval) and what it names; run it with
+    agent-env run FOLDER."""
+    if (task_id is None) == (eval_id is None):
+        raise click.UsageError("give --from-task ID or --from-eval ID (one of them)")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise UserError(f"{folder} exists and is not empty: give a new folder")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".bundle-init-", dir=folder.parent))
+    os.chmod(scratch, 0o755)  # mkdtemp makes it private; a bundle is an ordinary folder
+    try:
+        writer = _Writer(scratch)
+        taken: set[str] = set()
+        if task_id is not None:
+            written = [writer.task(task_id, version, taken)]
+        else:
+            record = writer.versioned.get("evals", eval_id or "", version)
+            if record is None:
+                raise UserError(f"no eval '{eval_id}' is stored (agent-env eval create FILE "
+                                f"--id {eval_id} stores one)")
+            written = [writer.task(t["task_id"], t.get("task_version"), taken)
+                       for t in record.body.get("tasks", [])]
+            import tomlkit
+
+            evals = scratch / "evals"
+            evals.mkdir()
+            body: dict[str, Any] = {"tasks": written}
+            if record.body.get("type"):
+                body["type"] = record.body["type"]
+            name = _name(str(record.body.get("name") or record.id), set())
+            (evals / f"{name}.toml").write_text(tomlkit.dumps(body), encoding="utf-8")
+        if folder.exists():
+            folder.rmdir()  # empty, checked above
+        os.replace(scratch, folder)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    counts = {kind: len(list((folder / sub).iterdir())) if (folder / sub).is_dir() else 0
+              for kind, sub in (("task", "tasks"), ("env", "envs"), ("artifact", "artifacts"))}
+    click.echo(f"Wrote {folder}: " + ", ".join(f"{n} {k}{'' if n == 1 else 's'}"
+                                                for k, n in counts.items()))
+    click.echo(f"Run it with: agent-env run {folder}")

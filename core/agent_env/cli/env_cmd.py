@@ -1,0 +1,332 @@
+"""``agent-env env``: register envs, deploy one on its own, list, inspect and tear down.
+
+``env mcp-server put`` stores a Docker build context as the next version of an env (the same
+content-hash ledger a bundle's envs go through: unchanged = the same version).
+
+``env deploy`` brings a stored env up behind its gateway and exits; the deployment lives until
+its TTL or ``env teardown``. It goes through the ``deploy_env`` step type, the one place that
+turns a stored env into a running one (its env type, the sandbox provider chain, the gateway),
+so an env deploys the same way here as in a task. The sandbox carries
+:data:`agent_env.deployments.DEPLOYMENT_LABEL` and the deployment is recorded in the
+deployments ledger, which ``env list``/``get-instance``/``teardown`` read and ``agent-env gc``
+enforces (a live one is kept, an expired one removed). The gateway's token is printed once,
+with a ready-to-paste MCP client config; it is never stored.
+
+``env mcp-server validate`` runs deploy + card check + core protocol check as a task and tears
+everything down, like any run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_env.errors import UserError
+
+DEFAULT_TTL_SECONDS = 10800  # the reference's default
+
+
+def _positive_ttl(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if value is not None and value <= 0:
+        raise UserError(f"--ttl-seconds must be a positive number of seconds, not {value}")
+    return value
+
+
+def _stored_env(env_id: str, version: int | None) -> Any:
+    from agent_env.stores import versioned_store
+
+    record = versioned_store().get("envs", env_id, version)
+    if record is None:
+        latest = versioned_store().latest_version("envs", env_id) if version else 0
+        if latest:
+            raise UserError(f"env '{env_id}' has no version {version} (the latest is "
+                            f"v{latest})")
+        raise UserError(f"no env '{env_id}' is stored (agent-env env mcp-server put --id "
+                        f"{env_id} --context DIR stores one)")
+    return record
+
+
+@click.group("env")
+def env() -> None:
+    """Envs: register (mcp-server put), deploy on their own, list, get-instance, teardown."""
+
+
+# -- deploy ---------------------------------------------------------------------------------------
+
+
+def client_config(name: str, mcp_url: str, token: str) -> dict[str, Any]:
+    """The ``mcpServers`` block MCP clients read (streamable HTTP with a bearer header)."""
+    key = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "env"
+    return {"mcpServers": {key: {"type": "http", "url": mcp_url,
+                                 "headers": {"Authorization": f"Bearer {token}"}}}}
+
+
+async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, Any]:
+    """Run the ``deploy_env`` step in a context of its own and keep what it brought up.
+
+    Returns (ledger record, the env type's deployment object). On any failure everything the
+    step brought up is taken down and nothing is recorded."""
+    import asyncio
+    import datetime as dt
+    import secrets
+
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.bundles.plan import step_registry
+    from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
+    from agent_env.stores import object_store, versioned_store
+    from agent_env.tasks.context import TaskContext
+    from agent_env.tasks.steps import StepError, structure_step
+
+    step_class = step_registry().get("deploy_env")
+    if step_class is None:
+        raise UserError("no installed plugin deploys envs (the 'deploy_env' step type): "
+                        "install agentenv-mcp-env")
+    deploy_id = f"deploy-{secrets.token_hex(4)}"
+    ctx = TaskContext(task_id=f"env deploy {record.id}", instance_id=deploy_id,
+                      artifacts=StoredArtifacts(versioned_store(), object_store()),
+                      sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
+    ctx.note_sink = lambda line: click.echo(line, err=True)
+    step = structure_step(step_class, {"id": "deploy", "type": "deploy_env",
+                                       "env_id": record.id, "env_version": record.version,
+                                       "ttl_seconds": ttl})
+    created = utc_now()
+    try:
+        await step.run(ctx)
+        deployed = ctx.env(record.id)
+        (sandbox,) = ctx.sandboxes.values()
+        expires = getattr(deployed, "expires_at", None) or created + dt.timedelta(seconds=ttl)
+        url = str(deployed.url).rstrip("/")
+        entry = Deployment(
+            instance_id=str(getattr(deployed, "instance_id", deploy_id)), kind="env",
+            entity_id=record.id, entity_version=record.version,
+            provider=sandbox.provider_name, sandbox_id=sandbox.id,
+            urls={"mcp": f"{url}/mcp", "gateway": url}, created_at=created,
+            expires_at=expires,
+        )
+        deployments().add(entry)
+    except BaseException as exc:
+        await asyncio.shield(ctx.teardown.run())  # a failed deploy leaves nothing
+        if isinstance(exc, StepError):
+            raise UserError(f"deploying env '{record.id}' v{record.version} failed: "
+                            f"{exc}") from None
+        raise
+    return entry, deployed
+
+
+@env.command("deploy")
+@click.option("--id", "env_id", required=True, help="The stored env's id.")
+@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--ttl-seconds", type=int, default=DEFAULT_TTL_SECONDS, show_default=True,
+              callback=_positive_ttl, help="Remove it after this long (agent-env gc does).")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+@click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
+def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,
+           as_json: bool) -> None:
+    """Deploy a stored env behind its gateway; it stays up until its TTL or env teardown."""
+    import asyncio
+
+    record = _stored_env(env_id, version)
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain))
+    token = str(deployed.token)
+    name = str(getattr(deployed, "environment_name", "") or env_id)
+    config = client_config(name, entry.urls["mcp"], token)
+    if as_json:
+        click.echo(json.dumps({**entry.to_json(), "token": token, "mcp_client_config": config},
+                              indent=2))
+        return
+    click.echo("Deployed!")
+    click.echo(f"Instance ID: {entry.instance_id}")
+    click.echo(f"Env MCP Url: {entry.urls['mcp']}")
+    click.echo(f"Env Gateway Url: {entry.urls['gateway']}")
+    click.echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
+    click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; shown only now)")
+    click.echo("MCP client config (mcpServers, streamable HTTP):")
+    click.echo(json.dumps(config, indent=2))
+    click.echo(f"Tear it down with: agent-env env teardown --id {entry.instance_id}")
+
+
+# -- list / get-instance / teardown ---------------------------------------------------------------
+
+
+def _state(entry: Any) -> str:
+    return "expired (agent-env gc removes it)" if entry.expired() else "live"
+
+
+@env.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_deployments(as_json: bool) -> None:
+    """Deployed envs with their expiry; expired ones say so."""
+    from agent_env.deployments import deployments
+
+    found = deployments().list("env")
+    if as_json:
+        click.echo(json.dumps([{**d.to_json(), "expired": d.expired()} for d in found],
+                              indent=2))
+        return
+    if not found:
+        click.echo("No envs are deployed (agent-env env deploy --id ID deploys one).")
+        return
+    for entry in found:
+        click.echo(f"{entry.instance_id}  {entry.entity_id} v{entry.entity_version}  "
+                   f"{entry.urls.get('gateway', '')}  expires "
+                   f"{entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')} UTC  {_state(entry)}")
+
+
+@env.command("get-instance")
+@click.option("--id", "instance_id", required=True, help="The instance id env deploy printed.")
+def get_instance(instance_id: str) -> None:
+    """Print one deployment as JSON (its token is not stored, so not shown)."""
+    from agent_env.deployments import deployments
+
+    entry = deployments().get(instance_id)
+    if entry is None or entry.kind != "env":
+        raise UserError(f"no deployed env '{instance_id}' (agent-env env list shows them)")
+    click.echo(json.dumps({**entry.to_json(), "expired": entry.expired()}, indent=2))
+
+
+@env.command("teardown")
+@click.option("--id", "instance_id", help="The instance id env deploy printed.")
+@click.option("--all", "everything", is_flag=True, help="Every deployed env.")
+def teardown(instance_id: str | None, everything: bool) -> int:
+    """Remove a deployed env (its containers and networks) now; idempotent."""
+    import asyncio
+
+    from agent_env.deployments import deployments, tear_down
+
+    if bool(instance_id) == everything:
+        raise click.UsageError("give --id INSTANCE_ID or --all (one of them)")
+    ledger = deployments()
+    if everything:
+        targets = ledger.list("env")
+        if not targets:
+            click.echo("No envs are deployed; nothing to tear down.")
+            return 0
+    else:
+        found = ledger.get(instance_id or "")
+        if found is None or found.kind != "env":
+            click.echo(f"No deployed env '{instance_id}' (already torn down, or never "
+                       "deployed); nothing to do.")
+            return 0
+        targets = [found]
+    code = 0
+    for entry in targets:
+        try:
+            was_up = asyncio.run(tear_down(ledger, entry))
+        except Exception as exc:  # keep going: one stuck sandbox must not keep the others up
+            click.echo(f"Could not tear down {entry.instance_id}: {type(exc).__name__}: {exc}",
+                       err=True)
+            code = 1
+            continue
+        click.echo(f"Tore down {entry.instance_id}." if was_up else
+                   f"{entry.instance_id} was already gone; record removed.")
+    return code
+
+
+# -- registered envs ------------------------------------------------------------------------------
+
+
+@env.group("mcp-server")
+def mcp_server() -> None:
+    """Envs that serve MCP from a Docker build context: put, validate."""
+
+
+def _env_entry(env_id: str, context: Path | None, dockerfile: Path | None,
+               image_ref: str | None, environment_name: str | None) -> Any:
+    """The env as the ledger stores it, from a build context; every problem raised at once."""
+    from agent_env.bundles.model import BundleFile, EnvEntry
+    from agent_env.bundles.parse import _CARD, DEFAULT_ENV_TYPE, _sha256, collect_files
+
+    if context is None and dockerfile is not None:
+        context = dockerfile.parent
+    problems: list[str] = []
+    files: list[BundleFile] = []
+    if context is not None:
+        if not context.is_dir():
+            raise UserError(f"--context {context}: not a folder")
+        files = collect_files(context, str(context), problems)
+        if dockerfile is not None:
+            root, full = context.resolve(), dockerfile.resolve()
+            if not full.is_relative_to(root):
+                raise UserError(f"--dockerfile {dockerfile} is outside --context {context}: "
+                                "put it in the build context")
+            if not full.is_file():
+                raise UserError(f"--dockerfile {dockerfile}: no such file")
+            relative = full.relative_to(root).as_posix()
+            if relative != "Dockerfile":  # the build reads ./Dockerfile: store it there
+                stat = full.stat()
+                files = [f for f in files if f.path != "Dockerfile"]
+                files.append(BundleFile("Dockerfile", full, _sha256(full), stat.st_size,
+                                        0o644))
+        if not any(f.path == "Dockerfile" for f in files):
+            problems.append(f"{context}: has no Dockerfile (give --dockerfile)")
+    elif not image_ref:
+        raise UserError("give --context DIR (a Docker build context) or --image-ref IMAGE")
+    if problems:
+        raise UserError("; ".join(problems))
+    name = environment_name
+    if not name:
+        cards = {m for f in files if f.path.endswith(".py")
+                 for m in _CARD.findall(f.source.read_text(encoding="utf-8", errors="replace"))}
+        if len(cards) == 1:
+            name = cards.pop()
+    return EnvEntry(env_id.rsplit("/", 1)[-1], env_id, DEFAULT_ENV_TYPE, f"env {env_id}",
+                    context or Path("."), tuple(sorted(files, key=lambda f: f.path)),
+                    image_ref, name)
+
+
+@mcp_server.command("put")
+@click.option("--id", "env_id", required=True, help="The env's id.")
+@click.option("--dockerfile", type=click.Path(path_type=Path, dir_okay=False),
+              help="The Dockerfile (inside --context; default: its ./Dockerfile).")
+@click.option("--context", type=click.Path(path_type=Path, file_okay=False),
+              help="The Docker build context (default: the Dockerfile's folder).")
+@click.option("--image-ref", help="A prebuilt image to run instead of building.")
+@click.option("--environment-name", help="The name its card gives (default: read from "
+              "@environment_card(name=...) in its Python files).")
+def put(env_id: str, dockerfile: Path | None, context: Path | None, image_ref: str | None,
+        environment_name: str | None) -> None:
+    """Store a build context as the next version of env ID (unchanged: the same version)."""
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.stores import object_store, versioned_store
+
+    if not env_id.strip() or any(c.isspace() for c in env_id):
+        raise UserError(f"--id {env_id!r}: an env id has no spaces")
+    entry = _env_entry(env_id, context, dockerfile, image_ref, environment_name)
+    ledger = Ledger(versioned_store(), object_store())
+    ledger.write_files_entity("envs", entry)
+    for line in ledger.lines:
+        click.echo(line)
+
+
+@mcp_server.command("validate")
+@click.argument("env_id")
+@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
+    """Deploy the env, check its card (tool schemas) and core protocol, tear it down."""
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.cli.run_cmd import execute
+    from agent_env.stores import object_store, versioned_store
+    from agent_env.tasks.plan import TaskSpec
+    from agent_env.tasks.session import RunRequest
+
+    record = _stored_env(env_id, version)
+    steps = [
+        {"id": "deploy", "type": "deploy_env", "env_id": record.id,
+         "env_version": record.version},
+        {"id": "card", "type": "verify_env_card", "env_id": record.id,
+         "depends_on": ["deploy"]},
+        {"id": "core_protocol", "type": "verify_env_core_protocol", "env_id": record.id,
+         "depends_on": ["deploy"]},
+    ]
+    label = f"validate env {record.id} v{record.version}"
+    spec = TaskSpec(label, label, tuple(steps), None)
+    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), {})
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    _, code = execute([request], sandbox_chain=chain)
+    return code

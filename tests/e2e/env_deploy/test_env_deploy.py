@@ -1,0 +1,128 @@
+"""``agent-env env deploy`` as a user runs it: register the echo env, deploy it, use it with the
+official ``mcp`` client and the printed token, see it outlive the command and survive ``gc``,
+tear it down with nothing left; and an expired deployment is removed by ``gc``."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+ECHO = "plugins/mcp_env/agentenv_mcp_env/bundles/echo-mcp/envs/echo"
+LINE = re.compile(r"^(Instance ID|Env MCP Url|Env Gateway Url|Expires At \(UTC\)|Token): "
+                  r"(\S+(?: \d\d:\d\d:\d\d)?)", re.M)
+
+
+def _put_and_deploy(agent_env: Any, *extra: str) -> dict[str, str]:
+    echo = Path(__file__).resolve().parents[3] / ECHO
+    put = agent_env("env", "mcp-server", "put", "--id", "echo", "--context", str(echo))
+    assert put.returncode == 0, put.stderr
+    assert put.stdout.strip() == "env echo: v1 (new)"
+    done = agent_env("env", "deploy", "--id", "echo", *extra, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Deployed!\n")
+    fields = dict(LINE.findall(done.stdout))
+    assert set(fields) == {"Instance ID", "Env MCP Url", "Env Gateway Url", "Expires At (UTC)",
+                           "Token"}, done.stdout
+    config = json.loads(done.stdout[done.stdout.index("{"):done.stdout.rindex("}") + 1])
+    assert config == {"mcpServers": {"echo": {
+        "type": "http", "url": fields["Env MCP Url"],
+        "headers": {"Authorization": f"Bearer {fields['Token']}"}}}}
+    return fields
+
+
+def _status(url: str, token: str | None) -> int:
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+async def _use(mcp_url: str, token: str) -> tuple[list[str], str]:
+    """List the tools and call echo with the stock client, as the printed config says."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
+            streamable_http_client(mcp_url, http_client=http) as streams, \
+            ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        result = await session.call_tool("echo", {"text": "hi from a deployed env"})
+    return [t.name for t in tools.tools], "".join(getattr(p, "text", "") for p in result.content)
+
+
+def _left(docker_client: Any, sandbox_id: str) -> list[str]:
+    label = {"label": f"agentenv.sandbox={sandbox_id}"}
+    return ([c.name for c in docker_client.containers.list(all=True, filters=label)]
+            + [n.name for n in docker_client.networks.list(filters=label)])
+
+
+def test_deploy_use_it_with_the_token_and_tear_it_down(agent_env: Any,
+                                                       docker_client: Any) -> None:
+    fields = _put_and_deploy(agent_env, "--ttl-seconds", "900")
+    instance, mcp_url, token = fields["Instance ID"], fields["Env MCP Url"], fields["Token"]
+    info = json.loads(agent_env("env", "get-instance", "--id", instance).stdout)
+    sandbox_id = info["sandbox_id"]
+    try:
+        assert mcp_url == fields["Env Gateway Url"] + "/mcp"
+        assert token not in json.dumps(info)  # the token is never stored
+        listed = agent_env("env", "list").stdout
+        assert instance in listed and listed.rstrip().endswith("live")
+        # the command has exited: the env is still up and answers only with the token
+        tools, echoed = asyncio.run(_use(mcp_url, token))
+        assert "echo" in tools and echoed == "hi from a deployed env"
+        assert _status(mcp_url, None) == 401
+        assert _status(mcp_url, token + "x") == 401
+        # gc keeps a live deployment although the process that made it is gone
+        gc = agent_env("gc", "--yes", "--label", f"agentenv.sandbox={sandbox_id}")
+        assert gc.returncode == 0, gc.stderr
+        assert f"deployed env {instance}, until" in gc.stdout
+        assert len(_left(docker_client, sandbox_id)) >= 4  # env, gateway, two networks
+        down = agent_env("env", "teardown", "--id", instance, timeout=120)
+        assert down.returncode == 0 and down.stdout.strip() == f"Tore down {instance}."
+        assert _left(docker_client, sandbox_id) == []
+        again = agent_env("env", "teardown", "--id", instance)
+        assert again.returncode == 0 and "nothing to do" in again.stdout
+        assert agent_env("env", "list").stdout.startswith("No envs are deployed")
+    finally:
+        agent_env("env", "teardown", "--all", timeout=120)
+
+
+def test_an_expired_deployment_is_removed_by_gc(agent_env: Any, docker_client: Any) -> None:
+    fields = _put_and_deploy(agent_env, "--ttl-seconds", "1")
+    instance = fields["Instance ID"]
+    sandbox_id = json.loads(agent_env("env", "get-instance", "--id", instance).stdout)[
+        "sandbox_id"]
+    try:
+        expires = dt.datetime.fromisoformat(fields["Expires At (UTC)"] + "+00:00")
+        # a one-second TTL has nearly always passed once the deploy returns; wait out the rest
+        deadline = expires.timestamp() + 2
+        while time.time() < deadline and "expired" not in agent_env("env", "list").stdout:
+            time.sleep(0.2)
+        assert "expired (agent-env gc removes it)" in agent_env("env", "list").stdout
+        assert _left(docker_client, sandbox_id)
+        gc = agent_env("gc", "--yes", "--label", f"agentenv.sandbox={sandbox_id}", timeout=120)
+        assert gc.returncode == 0, gc.stdout + gc.stderr
+        assert f"deployed env {instance} expired at" in gc.stdout
+        assert _left(docker_client, sandbox_id) == []
+        assert agent_env("env", "list").stdout.startswith("No envs are deployed")
+    finally:
+        agent_env("env", "teardown", "--all", timeout=120)

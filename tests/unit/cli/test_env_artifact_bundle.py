@@ -1,0 +1,199 @@
+"""``agent-env artifact``, ``bundle init``, the deployments ledger and the bad input of
+``env``: in process, on a private state root (no Docker; the Docker deploy is in
+tests/e2e/env_deploy)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HELLO = Path(__file__).resolve().parents[3] / "core/agent_env/bundles/shipped/hello"
+ECHO = (Path(__file__).resolve().parents[3]
+        / "plugins/mcp_env/agentenv_mcp_env/bundles/echo-mcp/envs/echo")
+
+
+def cli(capsys: Any, *args: str) -> tuple[int, str, str]:
+    from agent_env.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+# -- artifacts ------------------------------------------------------------------------------------
+
+
+def test_file_put_get_round_trip_and_unchanged_is_reused(state_root: Path, tmp_path: Path,
+                                                         capsys: Any) -> None:
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    (source / "data.bin").write_bytes(bytes(range(256)) * 3)
+    (source / "sub" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(source / "sub" / "run.sh", 0o755)
+    assert cli(capsys, "artifact", "file", "put", "--id", "data", str(source)) == (
+        0, "artifact data: v1 (new)\n", "")
+    assert cli(capsys, "artifact", "file", "put", "--id", "data", str(source))[1] == (
+        "artifact data: v1, unchanged\n")
+    out = tmp_path / "out"
+    code, printed, _ = cli(capsys, "artifact", "file", "get", "--id", "data",
+                           "--output-dir", str(out))
+    assert code == 0 and "wrote 2 files" in printed
+    assert (out / "data.bin").read_bytes() == (source / "data.bin").read_bytes()
+    assert (out / "sub" / "run.sh").read_bytes() == (source / "sub" / "run.sh").read_bytes()
+    assert os.stat(out / "sub" / "run.sh").st_mode & 0o111
+    (source / "data.bin").write_bytes(b"changed")
+    assert cli(capsys, "artifact", "file", "put", "--id", "data", str(source))[1] == (
+        "artifact data: v2 (files changed: data.bin)\n")
+    old = tmp_path / "old"
+    cli(capsys, "artifact", "file", "get", "--id", "data", "--version", "1",
+        "--output-dir", str(old))
+    assert (old / "data.bin").read_bytes() == bytes(range(256)) * 3
+    listed = json.loads(cli(capsys, "artifact", "file", "list", "--json")[1])
+    assert [(r["id"], r["version"], r["files"]) for r in listed] == [
+        ("data", 2, ["data.bin", "sub/run.sh"])]
+
+
+@pytest.mark.parametrize("bad", ["../escape.txt", "/etc/evil", "a/../../x", "link/x"])
+def test_get_never_writes_outside_the_output_dir(state_root: Path, tmp_path: Path,
+                                                 capsys: Any, bad: str) -> None:
+    from agent_env.bundles.ledger import blob_key
+    from agent_env.stores import object_store, versioned_store
+
+    key = blob_key("0" * 64)
+    object_store().put(key, b"payload")
+    versioned_store().put("artifacts", "evil", {"type": "file_artifact_universe", "files": {
+        "fine.txt": {"key": key, "mode": 0o644}, bad: {"key": key, "mode": 0o644}}})
+    out = tmp_path / "out"
+    out.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (out / "link").symlink_to(outside, target_is_directory=True)
+    code, _, err = cli(capsys, "artifact", "file", "get", "--id", "evil",
+                       "--output-dir", str(out))
+    assert code != 0
+    assert err.startswith("Error: refusing to write outside") and repr(bad) in err
+    assert sorted(p.name for p in out.iterdir()) == ["link"]  # not even fine.txt
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_skill_put_get_and_bad_input(state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    skill = tmp_path / "skill"
+    skill.mkdir()
+    code, _, err = cli(capsys, "artifact", "skill", "put", "--id", "s", "--skill-dir", str(skill))
+    assert code != 0 and "holds a SKILL.md" in err
+    (skill / "SKILL.md").write_text("---\nname: s\n---\nDo things.\n")
+    assert cli(capsys, "artifact", "skill", "put", "--id", "s", "--skill-dir", str(skill))[1] \
+        == "artifact s: v1 (new)\n"
+    out = tmp_path / "out"
+    assert cli(capsys, "artifact", "skill", "get", "--id", "s", "--output-dir", str(out))[0] == 0
+    assert (out / "SKILL.md").read_text() == (skill / "SKILL.md").read_text()
+    cli(capsys, "artifact", "file", "put", "--id", "plain", str(skill / "SKILL.md"))
+    code, _, err = cli(capsys, "artifact", "skill", "get", "--id", "plain",
+                       "--output-dir", str(out))
+    assert code != 0 and "is a file artifact, not a skill" in err
+    code, _, err = cli(capsys, "artifact", "file", "get", "--id", "nope", "--output-dir",
+                       str(out))
+    assert code != 0 and err.startswith("Error: no artifact 'nope' is stored")
+
+
+# -- bundle init ----------------------------------------------------------------------------------
+
+
+def test_bundle_init_round_trip_runs_unchanged(state_root: Path, tmp_path: Path,
+                                               capsys: Any) -> None:
+    assert cli(capsys, "run", str(HELLO))[0] == 0
+    from agent_env.stores import versioned_store
+
+    (task_id,) = versioned_store().list_ids("tasks")
+    folder = tmp_path / "exported"
+    code, out, _ = cli(capsys, "bundle", "init", str(folder), "--from-task", task_id)
+    assert code == 0 and "1 task, 0 envs, 1 artifact" in out
+    for name in ("hello.txt", "check.sh"):
+        assert (folder / "artifacts/greeting" / name).read_bytes() == (
+            HELLO / "artifacts/greeting" / name).read_bytes()
+    steps = json.loads((folder / "tasks/hello.json").read_text())
+    assert steps[1]["artifact_id"] == "greeting"  # a bundle name again, not the stored id
+    code, out, _ = cli(capsys, "run", str(folder))
+    assert code == 0 and "tasks/hello.json v1: passed (hello: 1)" in out
+    again = cli(capsys, "bundle", "init", str(folder), "--from-task", task_id)
+    assert again[0] != 0 and "exists and is not empty" in again[2]
+    missing = cli(capsys, "bundle", "init", str(tmp_path / "new"), "--from-task", "nope")
+    assert missing[0] != 0 and not (tmp_path / "new").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle-init-")] == []
+
+
+# -- env: bad input -------------------------------------------------------------------------------
+
+
+def test_env_bad_input_is_one_line(state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    code, _, err = cli(capsys, "env", "deploy", "--id", "nope")
+    assert code != 0 and err.startswith("Error: no env 'nope' is stored")
+    code, _, err = cli(capsys, "env", "deploy", "--id", "nope", "--ttl-seconds", "0")
+    assert code != 0 and "--ttl-seconds must be a positive" in err
+    assert cli(capsys, "env", "mcp-server", "put", "--id", "echo", "--context", str(ECHO))[1] \
+        == "env echo: v1 (new)\n"
+    assert cli(capsys, "env", "mcp-server", "put", "--id", "echo", "--context", str(ECHO),
+               "--dockerfile", str(ECHO / "Dockerfile"))[1] == "env echo: v1, unchanged\n"
+    code, _, err = cli(capsys, "env", "deploy", "--id", "echo", "--version", "7")
+    assert code != 0 and "has no version 7 (the latest is v1)" in err
+    outside = tmp_path / "Dockerfile"
+    outside.write_text("FROM scratch\n")
+    code, _, err = cli(capsys, "env", "mcp-server", "put", "--id", "echo", "--context",
+                       str(ECHO), "--dockerfile", str(outside))
+    assert code != 0 and "is outside --context" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = cli(capsys, "env", "mcp-server", "put", "--id", "x", "--context", str(empty))
+    assert code != 0 and "has no Dockerfile" in err
+    from agent_env.stores import versioned_store
+
+    assert versioned_store().list_versions("envs", "echo")[-1].version == 1
+    assert versioned_store().latest_version("envs", "x") == 0
+    code, out, _ = cli(capsys, "env", "teardown", "--id", "gone-123")
+    assert code == 0 and "nothing to do" in out
+    assert cli(capsys, "env", "list")[1].startswith("No envs are deployed")
+
+
+# -- the deployments ledger and gc's verdicts -----------------------------------------------------
+
+
+def _deployment(instance: str, expires_in: float, sandbox: str = "sb-1") -> Any:
+    from agent_env.deployments import Deployment, utc_now
+
+    now = utc_now()
+    return Deployment(instance, "env", "echo", 1, "docker", sandbox,
+                      {"gateway": "http://127.0.0.1:1"}, now,
+                      now + dt.timedelta(seconds=expires_in))
+
+
+def test_ledger_and_gc_keep_live_deployments_and_remove_expired(state_root: Path) -> None:
+    from agent_env.cli.gc_cmd import Found, apply_deployments, stale_records
+    from agent_env.deployments import deployments
+
+    ledger = deployments()
+    ledger.add(_deployment("live-1", 600, "sb-live"))
+    ledger.add(_deployment("old-1", -5, "sb-old"))
+    ledger.add(_deployment("gone-1", -5, "sb-gone"))
+    assert sorted(d.instance_id for d in ledger.expired()) == ["gone-1", "old-1"]
+    owner_gone = "its process 1 is gone"
+    found = [Found("docker", "sb-live", "r", True, owner_gone),
+             Found("docker", "sb-old", "r", False, "live run", live=True),
+             Found("docker", "sb-other", "r", True, owner_gone)]
+    judged = {f.sandbox_id: f for f in apply_deployments(found, ledger)}
+    assert not judged["sb-live"].remove and "deployed env live-1, until" in judged["sb-live"].why
+    assert judged["sb-old"].remove and "deployed env old-1 expired at" in judged["sb-old"].why
+    assert judged["sb-other"] == found[2]  # not a deployment: its verdict stands
+    stale = stale_records(list(judged.values()), [], ledger)
+    assert [d.instance_id for d in stale] == ["gone-1"]
+    assert stale_records(list(judged.values()), ["docker: no answer"], ledger) == []
+    assert ledger.remove("gone-1") and not ledger.remove("gone-1")
+    live = ledger.get("live-1")
+    assert live is not None and live.sandbox_id == "sb-live" and not live.expired()
+    assert [d.instance_id for d in ledger.list("agent")] == []
