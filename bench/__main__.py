@@ -40,6 +40,7 @@ BENCHMARKS = {
     "echo_mcp": ("bench.echo_mcp", True),
     "stores": ("bench.stores", False),
     "episodes": ("bench.episodes", True),
+    "evals": ("bench.evals", False),
 }
 FORMAT_VERSION = 2  # 2: bars judged per run ("bars"), "figures" per series, no per-series "bar"
 
