@@ -14,7 +14,8 @@ thread id is the one the CLI reports in its ``thread.started`` event.
 Trajectory (format ``codex-exec-json/1``): an ``agentenv.cli`` event (CLI name, version, thread,
 the command line without the prompt), then every JSON line the CLI printed, as the CLI's own
 event (a line that is not JSON is kept as ``{"type": "agentenv.unparsed"}``). The reply is the
-last ``agent_message`` item; usage is the ``turn.completed`` token counts and the completed
+last ``agent_message`` item; usage is the ``turn.completed`` token counts (minus the thread's
+earlier prompts: a resumed thread reports its running total) and the completed
 ``mcp_tool_call``/``command_execution`` items. A ``turn.failed``, a non-zero exit or a run
 without a completed turn (then the last ``error`` event says why) fails the prompt
 (``agent_error``) with the CLI's error and its last stderr lines; a cancelled prompt kills the
@@ -113,6 +114,9 @@ class CodexAgent(AgentEnvAgent):
         self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
         self.home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         self.threads: dict[str, str] = {}  # A2A context id -> Codex thread id
+        #: Thread id -> its (input, output) token totals so far: a resumed thread's
+        #: ``turn.completed`` counts the whole thread, the prompt's usage is the difference.
+        self.totals: dict[str, tuple[int, int]] = {}
 
     def command(self, request: TaskRequest[CodexConfig], model: str,
                 thread: str | None) -> list[str]:
@@ -166,9 +170,13 @@ class CodexAgent(AgentEnvAgent):
                 elif kind == "turn.completed":
                     completed = True
                     usage = event.get("usage") or {}
-                    request.usage.add_tokens(
-                        input_tokens=int(usage.get("input_tokens") or 0),
-                        output_tokens=int(usage.get("output_tokens") or 0))
+                    now = (int(usage.get("input_tokens") or 0),
+                           int(usage.get("output_tokens") or 0))
+                    key = self.threads.get(request.context_id, "")
+                    before = self.totals.get(key, (0, 0)) if thread is not None else (0, 0)
+                    self.totals[key] = now
+                    request.usage.add_tokens(input_tokens=max(now[0] - before[0], 0),
+                                             output_tokens=max(now[1] - before[1], 0))
                 elif kind == "turn.failed":
                     failure = str((event.get("error") or {}).get("message") or event)
                 elif kind == "error":
