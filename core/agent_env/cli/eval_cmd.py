@@ -105,12 +105,15 @@ def get(eval_id: str, version: int | None) -> None:
 @click.option("--model", "--agent-model", "model", metavar="NAME",
               help="The model every prompt_agent step asks for.")
 @click.option("--agent", "agent_id", metavar="ID", help="The agent every deploy_agent deploys.")
+@click.option("--judge-model", metavar="NAME",
+              help="The model rubrics_verifier steps ask when they name none.")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary and runs as JSON on stdout (progress goes to stderr).")
 def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, retries: int,
         resume_id: str | None, output_dir: Path | None, model: str | None,
-        agent_id: str | None, sandbox: str | None, as_json: bool) -> int:
+        agent_id: str | None, judge_model: str | None, sandbox: str | None,
+        as_json: bool) -> int:
     """Run every task of eval ID k times and report pass@k."""
     from agent_env.evals.entity import get_eval, stored_tasks
     from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
@@ -144,7 +147,8 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
     return run_group(group, groups, resume=resume_id is not None,
                      max_concurrency=max_concurrency, retries=retries, output_dir=output_dir,
                      model=model, agent_id=agent_id, sandbox=sandbox, as_json=as_json,
-                     resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}")
+                     resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}",
+                     judge_model=judge_model)
 
 
 def check_counts(*, k: int | None = None, concurrency: int = 1, retries: int = 0,
@@ -219,7 +223,8 @@ def _requests(group: Group, sandbox: str | None,
 
 def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, retries: int,
               output_dir: Path | None, model: str | None, agent_id: str | None,
-              sandbox: str | None, as_json: bool, resume_hint: str | None) -> int:
+              sandbox: str | None, as_json: bool, resume_hint: str | None,
+              judge_model: str | None = None) -> int:
     """Preflight, record the group, run its slots, print the table; returns the exit code."""
     import contextlib
     import json
@@ -235,7 +240,8 @@ def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, 
     chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
     if chain:
         check_sandbox_chain(chain)
-    overrides = {key: value for key, value in (("model", model), ("agent", agent_id)) if value}
+    overrides = {key: value for key, value in (("model", model), ("agent", agent_id),
+                                               ("judge_model", judge_model)) if value}
     build = _requests(group, sandbox, overrides)
     from agent_env.evals.execute import Executor, LocalRunner
     from agent_env.stores import document_store

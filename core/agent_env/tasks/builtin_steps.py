@@ -25,6 +25,7 @@ CORE_STEP_TYPES = {
     "run_container_unit_tests_verifier":
         "agent_env.evals.verifiers:RunContainerUnitTestsVerifier",
     "collect_artifacts": "agent_env.evals.verifiers:CollectArtifacts",
+    "rubrics_verifier": "agent_env.evals.rubrics:RubricsVerifier",
 }
 
 

@@ -1,0 +1,92 @@
+"""``rubrics_verifier`` against a scripted fake judge (an OpenAI-compatible HTTP endpoint here:
+a real judge model cannot run on this machine)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from agent_env.evals.rubrics import parse_judgement
+from agent_env.tasks.artifacts import MemoryArtifacts
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.engine import TaskResult, run_task
+from agent_env.tasks.plan import TaskSpec
+
+#: criterion text -> what the scripted judge answers (a status code for an outage)
+ANSWERS: dict[str, Any] = {
+    "is polite": '{"score": 1, "justification": "it says please"}',
+    "is concise": 'Sure! {"score": 0.5, "justification": "two sentences too many"}',
+    "is garbled": "I would say it mostly passes.",
+    "judge is down": 503,
+}
+
+
+@pytest.fixture
+async def judge(state_root, monkeypatch) -> AsyncIterator[list[dict[str, Any]]]:
+    """The scripted fake judge; yields the requests it got. ``[model]`` points at it."""
+    from agent_env import runtime
+
+    seen: list[dict[str, Any]] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        seen.append({"body": body, "auth": request.headers.get("Authorization")})
+        criterion = body["messages"][1]["content"].split("\n")[0].removeprefix("Criterion: ")
+        answer = ANSWERS[criterion]
+        if isinstance(answer, int):
+            return web.Response(status=answer, text="overloaded")
+        return web.json_response({"choices": [{"message": {"role": "assistant",
+                                                            "content": answer}}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", completions)
+    server = web.AppRunner(app)
+    await server.setup()
+    site = web.TCPSite(server, "127.0.0.1", 0)
+    await site.start()
+    port = server.addresses[0][1]
+    monkeypatch.setenv("AGENT_ENV_MODEL_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("AGENT_ENV_MODEL_API_KEY", "sk-judge-secret-0123456789")
+    runtime.reset()
+    yield seen
+    await server.cleanup()
+
+
+async def run(step: dict[str, Any]) -> tuple[TaskResult, TaskContext]:
+    ctx = TaskContext(task_id="t", instance_id="t-12345678", artifacts=MemoryArtifacts())
+    spec = TaskSpec("t", "t", [{"id": "judge", "type": "rubrics_verifier",
+                                "judge_model": "judge-1", "text": "Please find it.", **step}])
+    return await run_task(spec, ctx), ctx
+
+
+async def test_weighted_criteria_and_an_unparseable_answer_as_an_error_row(judge) -> None:
+    result, ctx = await run({"criteria": [{"criterion": "is polite", "weight": 2},
+                                          {"criterion": "is concise"},
+                                          {"criterion": "is garbled"}]})
+    # (1 * 2 + 0.5 * 1 + 0 * 1) / 4
+    assert result.scores == {"judge": 0.625} and result.outcome == "scored below 1"
+    rows = ctx.verifications["judge"].results
+    assert [r.score for r in rows] == [1.0, 0.5, 0.0]
+    assert rows[0].justification == "it says please"
+    assert rows[2].result is False and rows[2].justification.startswith(
+        "error: the judge's answer is unusable")
+    assert judge[0]["body"]["model"] == "judge-1"
+    assert judge[0]["auth"] == "Bearer sk-judge-secret-0123456789"
+    assert "sk-judge-secret" not in json.dumps(ctx.snapshot())
+
+
+async def test_a_judge_outage_is_an_infrastructure_error(judge) -> None:
+    result, _ = await run({"criteria": [{"criterion": "judge is down"}]})
+    assert result.outcome == "error"
+    assert "the judge upstream answered 503" in result.describe()
+
+
+def test_judgements() -> None:
+    assert parse_judgement('{"score": 0.25, "justification": "x"}') == (0.25, "x")
+    for bad in ("yes", '{"score": 2}', '{"score": true}', '{"justification": "x"}'):
+        with pytest.raises(ValueError):
+            parse_judgement(bad)
