@@ -325,7 +325,7 @@ def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
          "depends_on": ["deploy"]},
     ]
     label = f"validate env {record.id} v{record.version}"
-    spec = TaskSpec(label, label, tuple(steps), None)
+    spec = TaskSpec(f"{record.id}.validate", label, tuple(steps), None)
     request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), {})
     chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
     _, code = execute([request], sandbox_chain=chain)

@@ -106,6 +106,22 @@ def test_deploy_use_it_with_the_token_and_tear_it_down(agent_env: Any,
         agent_env("env", "teardown", "--all", timeout=120)
 
 
+def test_validate_deploys_checks_and_leaves_nothing(agent_env: Any,
+                                                    docker_client: Any) -> None:
+    echo = Path(__file__).resolve().parents[3] / ECHO
+    assert agent_env("env", "mcp-server", "put", "--id", "echo", "--context",
+                     str(echo)).returncode == 0
+    checked = agent_env("env", "mcp-server", "validate", "echo", timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "validate env echo v1: passed (card: 1, core_protocol: 1)" in checked.stdout
+    assert "Tore down 1 sandbox." in checked.stdout
+    instance = re.search(r"instance (\S+)", checked.stdout)
+    assert instance is not None
+    label = {"label": f"agentenv.run={instance.group(1)}"}
+    assert docker_client.containers.list(all=True, filters=label) == []
+    assert docker_client.networks.list(filters=label) == []
+
+
 def test_an_expired_deployment_is_removed_by_gc(agent_env: Any, docker_client: Any) -> None:
     fields = _put_and_deploy(agent_env, "--ttl-seconds", "1")
     instance = fields["Instance ID"]

@@ -197,3 +197,47 @@ def test_ledger_and_gc_keep_live_deployments_and_remove_expired(state_root: Path
     live = ledger.get("live-1")
     assert live is not None and live.sandbox_id == "sb-live" and not live.expired()
     assert [d.instance_id for d in ledger.list("agent")] == []
+
+
+def test_bundle_init_from_an_eval_runs_its_tasks(state_root: Path, tmp_path: Path,
+                                                 capsys: Any) -> None:
+    from agent_env.evals.entity import EvalTask, put_eval
+    from agent_env.stores import versioned_store
+
+    assert cli(capsys, "run", str(HELLO))[0] == 0
+    (task_id,) = versioned_store().list_ids("tasks")
+    put_eval(versioned_store(), "greetings", [EvalTask(task_id, 1)])
+    folder = tmp_path / "from-eval"
+    assert cli(capsys, "bundle", "init", str(folder), "--from-eval", "greetings")[0] == 0
+    assert (folder / "evals/greetings.toml").read_text() == 'tasks = ["hello"]\n'
+    code, out, err = cli(capsys, "run", str(folder), "--eval", "greetings")
+    assert code == 0, out + err
+    assert "tasks/hello.json v1: passed (hello: 1)" in out
+
+
+# -- config sources -------------------------------------------------------------------------------
+
+
+def test_config_sources_lists_what_is_read_highest_first(state_root: Path, tmp_path: Path,
+                                                         capsys: Any,
+                                                         monkeypatch: Any) -> None:
+    from agent_env import runtime
+
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nbase_url = "env:MY_UPSTREAM?http://x"\n')
+    monkeypatch.setenv("AGENT_ENV_CONFIG", str(config))
+    monkeypatch.setenv("AGENT_ENV_SANDBOX", "docker")
+    monkeypatch.delenv("MY_UPSTREAM", raising=False)
+    runtime.reset()
+    rows = json.loads(cli(capsys, "config", "sources", "--json")[1])["sources"]
+    names = [r["name"] for r in rows]
+    assert names[0] == "configure()" and names[-1] == "built-in defaults"
+    assert names.index("$AGENT_ENV_SANDBOX") < names.index(str(config)) \
+        < names.index("$MY_UPSTREAM")
+    used = {r["name"]: r["used"] for r in rows}
+    assert used["$AGENT_ENV_SANDBOX"] and used[str(config)] and not used["$MY_UPSTREAM"]
+    text = cli(capsys, "config", "sources")[1]
+    assert " *  7. $AGENT_ENV_SANDBOX = docker  (sets sandbox.default)" in text
+    debug = json.loads(cli(capsys, "config", "debug", "--json")[1])
+    assert debug["file"] == str(config) and debug["sandbox_chain"][0] == "docker"
+    runtime.reset()
