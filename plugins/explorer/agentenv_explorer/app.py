@@ -91,6 +91,7 @@ class Explorer:
 
 
 EXPLORER = web.AppKey("explorer", Explorer)
+STREAM_INTERVAL = web.AppKey("stream_interval", float)
 
 
 def api_error(status: int, message: str) -> web.HTTPException:
@@ -406,6 +407,136 @@ async def object_content(request: web.Request) -> web.Response:
                         headers={"Content-Security-Policy": "sandbox"})
 
 
+# -- run groups (eval runs, task run --k, run-batch) ---------------------------------------
+
+GROUPS, SLOTS = "eval_run_groups", "eval_run_slots"
+#: a run that completed (its result counts); anything else that is done is an error, counted apart
+COMPLETED_OUTCOMES = frozenset({"passed", "failed", "scored below 1", "unscored"})
+#: the reference's stream: a snapshot every 2 s (create_app's stream_interval), at most 600
+STREAM_MAX = 600
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """The unbiased pass@k from n completed runs with c passes (None when n < k).
+
+    The kernel's own estimate (agent_env.evals.passk) is not part of the plugin API, so the
+    explorer computes the same formula, 1 - C(n-c, k) / C(n, k), here.
+    """
+    from math import comb
+
+    if n < k or k < 1:
+        return None
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def group_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {"run_group_id": doc["_id"], "kind": doc.get("kind"),
+            "subject_id": doc.get("subject_id"), "subject_version": doc.get("subject_version"),
+            "k": doc.get("k"), "total": len(doc.get("slots") or [])}
+
+
+def group_matrix(doc: Mapping[str, Any], slots: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The group with one row per task version: its samples' outcomes, pass@1 and pass@k."""
+    by_index = {int(s["index"]): s for s in slots}
+    k = int(doc.get("k") or 1)
+    rows: dict[str, dict[str, Any]] = {}
+    done = 0
+    for slot in doc.get("slots") or []:
+        key = f"{slot['task_id']}@v{slot['task_version']}"
+        row = rows.setdefault(key, {"task_id": slot["task_id"],
+                                    "task_version": slot["task_version"], "samples": []})
+        state = by_index.get(int(slot["index"]), {})
+        if state.get("state") == "done":
+            done += 1
+        row["samples"].append({"sample": slot.get("sample"), "index": slot["index"],
+                               "state": state.get("state") or "pending",
+                               "outcome": state.get("outcome"),
+                               "instance_id": state.get("instance_id")})
+    for row in rows.values():
+        outcomes = [s["outcome"] for s in row["samples"] if s["state"] == "done"]
+        n = sum(1 for o in outcomes if o in COMPLETED_OUTCOMES)
+        c = sum(1 for o in outcomes if o == "passed")
+        row.update(completed=n, passed=c, errors=len(outcomes) - n,
+                   pass_at_1=pass_at_k(n, c, 1), pass_at_k=pass_at_k(n, c, k))
+    return {**group_summary(doc), "done": done, "complete": done == len(doc.get("slots") or []),
+            "tasks": list(rows.values())}
+
+
+async def list_groups(request: web.Request, subject_id: str | None = None) -> web.Response:
+    explorer = request.app[EXPLORER]
+    limit = int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    offset = int_param(request, "offset", 0, 0, 10**9)
+    found: dict[str, Any] = {}
+    for name in ("kind", "subject_id"):
+        if request.query.get(name):
+            found[name] = request.query[name]
+    if subject_id is not None:
+        found["subject_id"] = subject_id
+
+    def read() -> tuple[list[dict[str, Any]], int]:
+        docs = explorer.documents.query(GROUPS, found, sort=[("_id", -1)], limit=limit + 1,
+                                        offset=offset)
+        return [group_summary(d) for d in docs], explorer.documents.count(GROUPS, found)
+
+    items, total = await blocking(read)
+    return web.json_response(page(items, total, limit, offset))
+
+
+async def groups_index(request: web.Request) -> web.Response:
+    return await list_groups(request)
+
+
+async def task_groups(request: web.Request) -> web.Response:
+    return await list_groups(request, request.match_info["id"])
+
+
+async def read_group(explorer: Explorer, group_id: str) -> dict[str, Any] | None:
+    def read() -> dict[str, Any] | None:
+        doc = explorer.documents.find_one(GROUPS, {"_id": group_id})
+        if doc is None:
+            return None
+        return group_matrix(doc, explorer.documents.query(SLOTS, {"group": group_id}))
+
+    result: dict[str, Any] | None = await blocking(read)
+    return result
+
+
+async def get_group(request: web.Request) -> web.Response:
+    group_id = request.match_info["gid"]
+    found = await read_group(request.app[EXPLORER], group_id)
+    if found is None:
+        raise api_error(404, f"no run group {group_id!r}")
+    return web.json_response(found)
+
+
+async def group_stream(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: ``snapshot`` every 2 s, then ``complete`` (or ``not_found``,
+    ``timeout``), as the reference's run-group stream."""
+    explorer = request.app[EXPLORER]
+    group_id = request.match_info["gid"]
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})
+    for name, value in SECURITY_HEADERS.items():
+        response.headers[name] = value
+    await response.prepare(request)
+
+    async def send(event: str, data: Any) -> None:
+        await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+
+    for _ in range(STREAM_MAX):
+        found = await read_group(explorer, group_id)
+        if found is None:
+            await send("not_found", {"run_group_id": group_id})
+            return response
+        await send("snapshot", found)
+        if found["complete"]:
+            await send("complete", found)
+            return response
+        await asyncio.sleep(request.app[STREAM_INTERVAL])
+    await send("timeout", {"run_group_id": group_id})
+    return response
+
+
 # -- starting runs --------------------------------------------------------------------------
 
 RUN_KEYS = frozenset({"version", "agent_model"})
@@ -506,7 +637,7 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise api_error(413, f"the request body is larger than {MAX_BODY} bytes")
     response = await handler(request)
-    if given and request.method == "GET":
+    if given and request.method == "GET" and not response.prepared:
         response.set_cookie(COOKIE, given, httponly=True, samesite="Strict", path="/")
     return response
 
@@ -526,11 +657,12 @@ async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
-def create_app(explorer: Explorer) -> web.Application:
+def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Application:
     """The application serving ``explorer``'s stores (used by ``up`` and the tests)."""
     explorer.prepare()
     app = web.Application(middlewares=[headers, guard], client_max_size=MAX_BODY)
     app[EXPLORER] = explorer
+    app[STREAM_INTERVAL] = stream_interval
     routes = [
         web.get("/", index),
         web.get(f"{API}/health", health),
@@ -541,6 +673,10 @@ def create_app(explorer: Explorer) -> web.Application:
         web.get(f"{API}/tasks/{{id}}/instances/{{iid}}", run_get),
         web.get(f"{API}/tasks/{{id}}/instances/{{iid}}/progress", run_progress),
         web.post(f"{API}/tasks/{{id}}/run", start_run),
+        web.get(f"{API}/tasks/{{id}}/run-groups", task_groups),
+        web.get(f"{API}/run-groups", groups_index),
+        web.get(f"{API}/run-groups/{{gid}}", get_group),
+        web.get(f"{API}/run-groups/{{gid}}/stream", group_stream),
         web.get(f"{API}/agents", list_agents),
         web.get(f"{API}/agents/{{id}}", get_agent),
         web.get(f"{API}/objects/content", object_content),

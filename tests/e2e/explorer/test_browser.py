@@ -20,12 +20,18 @@ from typing import Any, NoReturn
 
 import pytest
 
+from agent_env.evals.groups import Group, GroupStore, Slot
 from agent_env.stores.sqlite import SqliteDocumentStore
 
 CHROMIUM = os.environ.get("AGENTENV_CHROMIUM", "/usr/bin/chromium")
 AGENT_RUN = "@local/demo/agents/ask-0000agent"
 FAILED_RUN = "@local/demo/agents/ask-0000fail"
 LIVE_RUN = "@local/demo/agents/ask-0000live"
+GROUP = "evalrun-browser1"
+SLOTS = tuple(Slot(index=i, task_id=f"@local/demo/eval/task-{i // 2}", task_version=1,
+                   sample=i % 2) for i in range(4))
+EVAL = Group(group_id=GROUP, kind="eval", subject_id="@local/demo/eval", subject_version=1, k=2,
+             slots=SLOTS)
 
 
 def record(instance_id: str, **changes: Any) -> dict[str, Any]:
@@ -94,6 +100,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     documents.insert("task_instances", record(
         LIVE_RUN, status="running", outcome=None, finished_at_utc=None, completed_steps=["deploy"],
         started_at_utc="2026-02-01T08:00:00.000000Z", task_id="@local/demo/live/task"))
+    groups = GroupStore(documents)  # an eval run half done: 2 of 4 runs finished
+    groups.create(EVAL)
+    for slot, outcome in zip(SLOTS[:2], ("passed", "error"), strict=True):
+        groups.claim(EVAL, slot)
+        groups.finish(EVAL, slot, AGENT_RUN, outcome, [])
     documents.close()
 
     process = subprocess.Popen([*agent_env, "up", "--port", "0"], cwd=root, env=env, text=True,
@@ -227,6 +238,32 @@ def test_run_a_task_again_from_its_run_page(page: Any, server: tuple[str, Path])
         "document.querySelector('#count').textContent.startsWith('2 runs') && "
         "!document.querySelector('td.status-running')", timeout=30_000)
     assert page.locator("#runs td.outcome-passed").count() == 2
+
+
+def test_an_eval_matrix_fills_in_live(page: Any, server: tuple[str, Path]) -> None:
+    open_runs(page, server)
+    page.click("#nav-groups")
+    page.click(f"a:text-is('{GROUP}')")
+    page.wait_for_selector("#matrix")
+    assert "2/4 runs done" in page.inner_text("#group-progress")
+    first = page.locator("#matrix tbody tr").nth(0).inner_text()
+    assert "passed" in first and "error" in first and "1/1" in first  # the error counted apart
+    documents = SqliteDocumentStore(server[1] / "documents.sqlite3")
+    try:
+        groups = GroupStore(documents)
+        for slot in SLOTS[2:]:
+            groups.claim(EVAL, slot)
+            groups.finish(EVAL, slot, FAILED_RUN, "failed", [])
+    finally:
+        documents.close()
+    page.wait_for_function(
+        "() => document.querySelector('#group-progress').textContent.includes('complete')",
+        timeout=8000)  # the server's stream sends a snapshot every 2 s
+    second = page.locator("#matrix tbody tr").nth(1).inner_text()
+    assert "failed" in second and "0/2" in second and "0.00" in second
+    page.locator("#matrix tbody tr").nth(1).locator("a", has_text="failed").first.click()
+    page.wait_for_selector("#run-head")
+    assert FAILED_RUN in page.inner_text("#run-head")
 
 
 def test_without_the_token_nothing_is_served(browser: Any, server: tuple[str, Path]) -> None:

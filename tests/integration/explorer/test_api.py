@@ -4,6 +4,7 @@ checks (token, Host, cross-site, sizes, bad parameters)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from agent_env.evals.groups import Group, GroupStore, Slot
 from agent_env.stores.filesystem import FilesystemObjectStore
 from agent_env.stores.sqlite import SqliteDocumentStore
 from agent_env.stores.versioned import VersionedStore
@@ -67,8 +69,23 @@ async def client(stores: tuple[Any, Any, Any]) -> AsyncIterator[TestClient[Any, 
     documents, versioned, objects = stores
     explorer = Explorer(documents=documents, versioned=versioned, objects=objects, token=TOKEN,
                         agents=lambda: [AgentRow("model-agent", (), "agents")])
-    async with TestClient(TestServer(create_app(explorer))) as test_client:
+    # snapshots every 50 ms instead of 2 s, so the stream test takes no time
+    async with TestClient(TestServer(create_app(explorer, stream_interval=0.05))) as test_client:
         yield test_client
+
+
+def eval_group(documents: Any, group_id: str, outcomes: dict[int, str]) -> tuple[Any, Any]:
+    """A real run group (the kernel's GroupStore) of 2 tasks x 3 samples, some slots done."""
+    slots = tuple(Slot(index=i, task_id=TASKS[i // 3], task_version=1, sample=i % 3)
+                  for i in range(6))
+    group = Group(group_id=group_id, kind="eval", subject_id="@local/demo/eval", subject_version=1,
+                  k=3, slots=slots)
+    store = GroupStore(documents)
+    store.create(group)
+    for index, outcome in outcomes.items():
+        assert store.claim(group, slots[index]).state == "mine"
+        store.finish(group, slots[index], f"{TASKS[index // 3]}-{index:08d}", outcome, [])
+    return store, group
 
 
 async def get_json(client: TestClient[Any, Any], path: str, status: int = 200) -> Any:
@@ -229,3 +246,50 @@ async def test_starting_a_run_checks_its_request_first(client: TestClient[Any, A
     cross = await client.post(f"/api/v1/tasks/{task}/run", json={}, headers={
         **AUTH, "Origin": "https://evil.example"})
     assert cross.status == 403  # another site's page cannot start runs with the cookie
+
+
+async def test_an_eval_run_group_as_a_pass_at_k_matrix(
+    client: TestClient[Any, Any], stores: tuple[Any, Any, Any],
+) -> None:
+    eval_group(stores[0], "evalrun-matrix01", {0: "passed", 1: "failed", 2: "error",
+                                               3: "passed", 4: "passed", 5: "passed"})
+    listed = await get_json(client, "/api/v1/run-groups?kind=eval")
+    assert any(g["run_group_id"] == "evalrun-matrix01" and g["total"] == 6
+               for g in listed["items"])
+    by_subject = await get_json(client, "/api/v1/tasks/%40local%2Fdemo%2Feval/run-groups")
+    assert [g["run_group_id"] for g in by_subject["items"]] == ["evalrun-matrix01"]
+    group = await get_json(client, "/api/v1/run-groups/evalrun-matrix01")
+    assert group["complete"] and group["done"] == 6
+    first, second = group["tasks"]
+    assert [s["outcome"] for s in first["samples"]] == ["passed", "failed", "error"]
+    # the error is counted apart: 1 pass of 2 completed runs, never a 0 for the agent
+    assert (first["passed"], first["completed"], first["errors"]) == (1, 2, 1)
+    assert first["pass_at_1"] == 0.5 and first["pass_at_k"] is None  # 2 completed < k=3
+    assert second["pass_at_1"] == 1.0 and second["pass_at_k"] == 1.0
+    await get_json(client, "/api/v1/run-groups/evalrun-nothere", 404)
+
+
+async def test_a_run_group_streams_snapshots_until_it_completes(
+    client: TestClient[Any, Any], stores: tuple[Any, Any, Any],
+) -> None:
+    store, group = eval_group(stores[0], "evalrun-stream01", {0: "passed"})
+    response = await client.get("/api/v1/run-groups/evalrun-stream01/stream", headers=AUTH)
+    assert response.status == 200 and response.content_type == "text/event-stream"
+    events: list[str] = []
+    done_seen: list[int] = []
+    async for raw in response.content:
+        line = raw.decode().strip()
+        if line.startswith("event: "):
+            events.append(line[7:])
+        elif line.startswith("data: ") and events[-1] == "snapshot":
+            done_seen.append(json.loads(line[6:])["done"])
+            if len(done_seen) == 1:  # the rest of the group finishes while the stream is open
+                for slot in group.slots[1:]:
+                    store.claim(group, slot)
+                    store.finish(group, slot, "x", "passed", [])
+        if events and events[-1] == "complete":
+            break
+    assert done_seen[0] == 1 and done_seen[-1] == 6
+    assert events[-1] == "complete"
+    gone = await client.get("/api/v1/run-groups/evalrun-gone/stream", headers=AUTH)
+    assert "event: not_found" in await gone.text()

@@ -4,6 +4,7 @@
 //   #/runs?task_id=&status=&outcome=&since=&until=&offset=   the runs list
 //   #/run/<instance id>                                     one run, step by step
 //   #/compare/<instance id>/<instance id>                   two runs side by side
+//   #/groups, #/group/<run group id>                        run groups; one's pass@k matrix
 "use strict";
 
 const API = "/api/v1";
@@ -44,11 +45,13 @@ function fmtScores(scores) {
 function fmtSeconds(s) { return s === null || s === undefined ? "" : `${Number(s).toFixed(2)} s`; }
 
 let refreshTimer = null;
+let stream = null;
 // after starting a run, look again for a while: its record appears once the child has started
 let pendingUntil = 0;
 
 function route() {
   clearTimeout(refreshTimer);
+  if (stream) { stream.close(); stream = null; }
   const hash = location.hash || "#/runs";
   const [path, query] = hash.slice(1).split("?");
   const parts = path.split("/").filter(Boolean);
@@ -60,6 +63,8 @@ function route() {
   if (parts[0] === "compare" && parts[2]) {
     return show(comparePage(main, decodeURIComponent(parts[1]), decodeURIComponent(parts[2])));
   }
+  if (parts[0] === "groups") return show(groupsPage(main));
+  if (parts[0] === "group" && parts[1]) return show(groupPage(main, decodeURIComponent(parts[1])));
   return show(runsPage(main, new URLSearchParams(query || "")));
 }
 
@@ -267,6 +272,62 @@ async function comparePage(main, a, b) {
     el("div", { class: "cols" }, summary(ra), summary(rb)),
     el("p", { id: "divergence", text: note }),
     el("div", { class: "cols" }, column(ea), column(eb)));
+}
+
+// -- run groups: eval runs, task run --k, run-batch ------------------------------------------
+
+async function groupsPage(main) {
+  document.getElementById("where").textContent = "· run groups";
+  const data = await api("/run-groups?limit=100");
+  const rows = data.items.map((g) => el("tr", {},
+    el("td", {}, el("a", { href: "#/group/" + enc(g.run_group_id), text: g.run_group_id })),
+    el("td", { text: g.kind }), el("td", { text: g.subject_id }),
+    el("td", { text: g.k }), el("td", { text: g.total })));
+  main.replaceChildren(
+    el("p", { text: `${data.total} run groups` + (data.has_more ? " (newest 100 shown)" : "") }),
+    el("table", { id: "groups" },
+      el("thead", {}, el("tr", {}, ...["group", "kind", "of", "k", "runs"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, ...rows)));
+}
+
+function fmtRate(x) { return x === null || x === undefined ? "—" : x.toFixed(2); }
+
+function matrix(group) {
+  const width = Math.max(0, ...group.tasks.map((t) => t.samples.length));
+  const head = ["task", ...Array.from({ length: width }, (_, i) => `#${i}`),
+    "passed", "errors", "pass@1", `pass@${group.k}`];
+  const rows = group.tasks.map((t) => el("tr", {},
+    el("td", {}, el("a", { href: "#/runs?task_id=" + enc(t.task_id), text: `${t.task_id} v${t.task_version}` })),
+    ...t.samples.map((s) => {
+      const label = s.state === "done" ? (s.outcome || "?") : s.state;
+      const cell = el("td", { class: "cell cell-" + label.replace(/ /g, "-"), title: label });
+      cell.append(s.instance_id ? el("a", { href: "#/run/" + enc(s.instance_id), text: label }) : label);
+      return cell;
+    }),
+    ...Array.from({ length: width - t.samples.length }, () => el("td", {})),
+    el("td", { text: `${t.passed}/${t.completed}` }),
+    el("td", { class: t.errors ? "error" : "", text: t.errors }),
+    el("td", { text: fmtRate(t.pass_at_1) }), el("td", { text: fmtRate(t.pass_at_k) })));
+  return el("table", { id: "matrix" },
+    el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { text: h })))), el("tbody", {}, ...rows));
+}
+
+async function groupPage(main, id) {
+  document.getElementById("where").textContent = "· run group";
+  const draw = (group) => main.replaceChildren(
+    el("div", { class: "card" }, el("h2", { text: group.run_group_id }),
+      el("div", { text: `${group.kind} of ${group.subject_id}` + (group.subject_version ? ` v${group.subject_version}` : "") }),
+      el("div", { id: "group-progress", text: `${group.done}/${group.total} runs done` + (group.complete ? " · complete" : " · running") })),
+    matrix(group),
+    el("p", { text: "Errors (infrastructure, cancelled) are counted apart: never a 0 in pass@k." }));
+  const group = await api("/run-groups/" + enc(id));
+  draw(group);
+  if (!group.complete) {  // live: the server sends a snapshot every 2 s until the group is done
+    stream = new EventSource(`${API}/run-groups/${enc(id)}/stream`);
+    const update = (event) => draw(JSON.parse(event.data));
+    stream.addEventListener("snapshot", update);
+    stream.addEventListener("complete", (event) => { update(event); stream.close(); });
+  }
 }
 
 window.addEventListener("hashchange", route);
