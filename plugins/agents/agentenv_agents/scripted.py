@@ -20,12 +20,13 @@ A script (JSON, or TOML with ``[[turns]]``)::
     }
 
 A turn has ``text``, ``tool_calls`` or both (``arguments`` an object, or a JSON string passed
-as is). Turns are consumed in order per conversation, with no state: the next turn is the
-number of assistant turns already in the request's history (for the Responses API, a run of
-consecutive assistant items is one turn, and a ``previous_response_id`` this model issued adds
-the turns before it). ``match`` is a check on the conversation before answering, each key
-optional: ``last_tool_result_contains`` (the latest tool result), ``last_user_contains`` (the
-latest user text), ``tool_offered`` (a tool of that name is in the request's ``tools``; a tool
+as is), and may wait ``delay_seconds`` before answering (a slow or hung model). Turns are
+consumed in order per conversation, with no state: the next turn is the number of assistant
+turns already in the request's history (for the Responses API, a run of consecutive assistant
+items is one turn, and a ``previous_response_id`` this model issued adds the turns before it).
+``match`` is a check on the conversation before answering, each key optional:
+``last_tool_result_contains`` (the latest tool result), ``last_user_contains`` (the latest user
+text), ``tool_offered`` (a tool of that name is in the request's ``tools``; a tool
 inside a Responses ``namespace`` tool, as Codex offers MCP tools, is named
 ``<namespace>__<tool>``, and a call to it is answered with its ``namespace`` and own ``name``). A
 failed check or a script that has run out of turns answers HTTP 400 in the API's error shape,
@@ -107,6 +108,8 @@ class Turn:
     text: str | None = None
     tool_calls: list[ToolCall] = attrs.field(factory=list)
     match: Match | None = None
+    #: Seconds to wait before answering (a slow or hung model, for timeout and cancel tests).
+    delay_seconds: float = 0.0
 
 
 @attrs.define(frozen=True)
@@ -344,6 +347,8 @@ class ScriptedUpstream:
         turn = self.script.turns[seen.assistant_turns]
         if turn.match is not None and (why := _mismatch(turn.match, seen)):
             return self._refuse(request.api, 400, f"{self.script.where}, turn {number}: {why}")
+        if turn.delay_seconds > 0:
+            await asyncio.sleep(turn.delay_seconds)
         answer = _Answer(turn, number, self.script.model, self.input_tokens(request.api, body))
         if request.api == "responses":
             self._remember(answer.response_id, number)

@@ -1,0 +1,121 @@
+"""The claude-code and codex agents when things go wrong, on the real engine with the real CLIs.
+
+The echo env of the claude-code-smoke bundle is deployed by ``deploy_env``; the agent joins its
+sandbox next to the ``model-gateway`` container serving the SCRIPTED model. A model that never
+answers (``delay_seconds``) makes the prompt time out: the task is cancelled and the CLI process
+must be gone from the agent container. A model that refuses (a script whose check fails: HTTP
+400) makes the CLI fail: the prompt fails as ``agent_error`` carrying the refusal. Images are
+the ones the smoke bundles build (content-hash tags: found, not rebuilt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.agent_steps import DeployAgent, PromptAgent
+from agent_env.tasks.steps import StepError
+from agentenv_agents.model_steps import SCRIPTS
+from agentenv_agents.plugin import BUNDLES
+from agentenv_mcp_env.steps import DeployEnv
+
+pytestmark = pytest.mark.docker
+CLIS = {"claude-code": "claude", "codex": "codex"}
+#: Lists the command lines of the container's processes (the image has Python, not ps).
+PROCESSES = ("import os, json; print(json.dumps([open(f'/proc/{p}/cmdline', 'rb').read()"
+             ".decode(errors='replace').replace(chr(0), ' ') for p in os.listdir('/proc') "
+             "if p.isdigit()]))")
+
+
+@pytest.fixture
+async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext, dict[str, str]]]:
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.parse import parse_bundle
+    from agent_env.stores import object_store, versioned_store
+
+    bundle, problems = parse_bundle(BUNDLES / "claude-code-smoke", "@test/claude-code-smoke")
+    assert problems == []
+    ledger = Ledger(versioned_store(), object_store())
+    for env in bundle.envs:
+        ledger.write_files_entity("envs", env)
+    ids = {e.name: e.id for e in bundle.envs}
+    artifacts = StoredArtifacts(versioned_store(), object_store())
+    ctx = TaskContext(task_id="@test/coding-agents/t", instance_id=run_id, artifacts=artifacts)
+    yield ctx, ids
+    for key in [k for k in SCRIPTS if k[0] == run_id]:
+        SCRIPTS.pop(key, None)
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+
+
+async def deploy(ctx: TaskContext, ids: dict[str, str], agent: str,
+                 scripts: dict[str, Any]) -> None:
+    for name, script in scripts.items():  # what a scripted_model step registers
+        SCRIPTS[(ctx.instance_id, name)] = script
+    await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
+    await DeployAgent(id="agent", agent_name=agent, a2a_agent_id=agent,
+                      env_ids=[ids["echo"]]).run(ctx)
+
+
+def cli_processes(docker_client: Any, run_id: str, cli: str) -> list[str]:
+    (container,) = docker_client.containers.list(filters={"label": [
+        f"agentenv.run={run_id}", "agentenv.role=agent"]})
+    result = container.exec_run(["python", "-c", PROCESSES])
+    assert result.exit_code == 0, result.output
+    return [c for c in json.loads(result.output) if c.split(" ", 1)[0].endswith(cli)]
+
+
+@pytest.mark.parametrize("agent", sorted(CLIS))
+async def test_a_prompt_that_times_out_stops_the_cli(
+        agent: str, task: tuple[TaskContext, dict[str, str]], docker_client: Any,
+        run_id: str) -> None:
+    ctx, ids = task
+    await deploy(ctx, ids, agent, {"hung": {"turns": [{"delay_seconds": 600, "text": "late"}]}})
+    prompt = asyncio.create_task(PromptAgent(id="ask", agent_name=agent, prompt="hello",
+                                             model="scripted:hung", timeout_seconds=8).run(ctx))
+    deadline = time.monotonic() + 8
+    running: list[str] = []
+    while time.monotonic() < deadline and not running:  # the CLI is waiting on the model
+        running = await asyncio.to_thread(cli_processes, docker_client, run_id, CLIS[agent])
+        await asyncio.sleep(0.3)
+    assert running, f"no {CLIS[agent]} process seen while the prompt ran"
+    started = time.monotonic()
+    with pytest.raises(StepError, match="did not answer within 8s"):
+        await prompt
+    assert time.monotonic() - started < 10
+    left: list[str] = running
+    for _ in range(20):  # cancelled: the agent kills the CLI's process group
+        left = await asyncio.to_thread(cli_processes, docker_client, run_id, CLIS[agent])
+        if not left:
+            break
+        await asyncio.sleep(0.25)
+    assert left == []
+
+
+@pytest.mark.parametrize("agent", sorted(CLIS))
+async def test_a_cli_that_fails_fails_the_prompt_as_agent_error(
+        agent: str, task: tuple[TaskContext, dict[str, str]]) -> None:
+    ctx, ids = task
+    refusing = {"turns": [{"match": {"last_user_contains": "never said"}, "text": "no"}]}
+    await deploy(ctx, ids, agent, {"refusing": refusing})
+    started = time.monotonic()
+    try:
+        await PromptAgent(id="ask", agent_name=agent, prompt="hello", model="scripted:refusing",
+                          timeout_seconds=120).run(ctx)
+    except StepError as exc:
+        message = str(exc)
+    else:
+        reply = ctx.outputs["ask"]
+        assert reply["error_type"] == "agent_error"
+        message = reply["error_message"]
+    assert time.monotonic() - started < 60
+    # the scripted model's refusal reached the agent's error, through the CLI
+    assert "expected the latest user message to contain 'never said'" in message, message
