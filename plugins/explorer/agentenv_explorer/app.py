@@ -86,6 +86,8 @@ class Explorer:
             ["task_id", ("started_at_utc", -1)],
             ["status", ("started_at_utc", -1)],
             ["outcome", ("started_at_utc", -1)],
+            [("finished_at_utc", -1)],
+            [("duration_seconds", -1)],
         ):
             self.documents.ensure_index(INSTANCES, fields)
 
