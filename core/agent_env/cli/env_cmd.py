@@ -132,9 +132,9 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     record = _stored_env(env_id, version)
     chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
     entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain))
-    token = str(deployed.token)
+    token = str(getattr(deployed, "token", "") or "")
     name = str(getattr(deployed, "environment_name", "") or env_id)
-    config = client_config(name, entry.urls["mcp"], token)
+    config = client_config(name, entry.urls["mcp"], token) if token else None
     if as_json:
         click.echo(json.dumps({**entry.to_json(), "token": token, "mcp_client_config": config},
                               indent=2))
@@ -144,9 +144,11 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     click.echo(f"Env MCP Url: {entry.urls['mcp']}")
     click.echo(f"Env Gateway Url: {entry.urls['gateway']}")
     click.echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
-    click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; shown only now)")
-    click.echo("MCP client config (mcpServers, streamable HTTP):")
-    click.echo(json.dumps(config, indent=2))
+    if config is not None:  # an env type whose gateway takes no token prints none
+        click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; "
+                   "shown only now)")
+        click.echo("MCP client config (mcpServers, streamable HTTP):")
+        click.echo(json.dumps(config, indent=2))
     click.echo(f"Tear it down with: agent-env env teardown --id {entry.instance_id}")
 
 

@@ -127,13 +127,30 @@ def apply_deployments(found: list[Found], ledger: Any) -> list[Found]:
 
 
 def stale_records(found: list[Found], skipped: list[str], ledger: Any) -> list[Any]:
-    """Expired ledger records whose sandbox no provider that answered still has (it is gone
-    already), to forget; a record of a provider that did not answer is kept."""
+    """Expired ledger records whose sandbox no listing showed: gone already, or on a provider
+    that cannot list (gc then finds it by id, see :func:`remove_stale`). A record of a
+    provider that did not answer is left for the next gc."""
     present = {(f.provider, f.sandbox_id) for f in found}
     unasked = {note.split(":", 1)[0] for note in skipped}
     return [entry for entry in ledger.expired()
             if (entry.provider, entry.sandbox_id) not in present
             and entry.provider not in unasked]
+
+
+async def remove_stale(ledger: Any, stale: list[Any]) -> list[str]:
+    """Terminate each stale deployment's sandbox if its provider still finds it by id, and drop
+    its record; returns a line per one that could not be (its record is kept)."""
+    from agent_env.deployments import tear_down
+
+    problems = []
+    for entry in stale:
+        try:
+            await tear_down(ledger, entry)
+        except Exception as exc:  # one provider failing must not keep the others' up
+            problems.append(f"Could not remove deployed {entry.kind} {entry.instance_id} "
+                            f"({entry.provider} {entry.sandbox_id}): {type(exc).__name__}: "
+                            f"{exc}")
+    return problems
 
 
 def _local_verdict(sandbox: Any, now: float) -> Found:
@@ -252,14 +269,6 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     found = apply_deployments(found, ledger)
     # with --label only some sandboxes were listed: the others' records cannot be judged
     stale = [] if labels else stale_records(found, skipped, ledger)
-    if stale and not dry_run:
-        for entry in stale:
-            ledger.remove(entry.instance_id)
-        click.echo(f"Forgot {_plural(len(stale), 'expired deployment')} whose sandbox was "
-                   "already gone.")
-    elif stale:
-        click.echo(f"Would forget {_plural(len(stale), 'expired deployment')} whose sandbox "
-                   "is already gone.")
     leftovers = [f for f in found if f.remove]
     kept = [f for f in found if not f.remove]
     for note in skipped:
@@ -270,12 +279,19 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                    + ":")
         for item in kept:
             click.echo(item.line())
-    if not leftovers:
+    if not leftovers and not stale:
         click.echo("Nothing to remove.")
         return 0
-    click.echo(f"{'Would remove' if dry_run else 'Removing'} {_plural(len(leftovers))}:")
-    for item in leftovers:
-        click.echo(item.line())
+    verb = "Would remove" if dry_run else "Removing"
+    if leftovers:
+        click.echo(f"{verb} {_plural(len(leftovers))}:")
+        for item in leftovers:
+            click.echo(item.line())
+    if stale:
+        click.echo(f"{verb} {_plural(len(stale), 'expired deployment')} no listing showed:")
+        for entry in stale:
+            click.echo(f"  {entry.provider} {entry.sandbox_id} (deployed {entry.kind} "
+                       f"{entry.instance_id}, expired at {_stamp(entry.expires_at)})")
     if dry_run:
         click.echo("Dry run: nothing was removed.")
         return 0
@@ -287,6 +303,9 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                             "(or --dry-run to only list)")
         if not click.confirm("Remove them?", default=False):
             raise UserError("nothing removed (answer y, or pass -y)")
+    problems = asyncio.run(remove_stale(ledger, stale))
+    for line in problems:
+        click.echo(line, err=True)
     failed = asyncio.run(remove(leftovers))
     for item, error in failed:
         click.echo(f"Could not remove {item.provider} {item.sandbox_id}: {error}", err=True)
@@ -296,5 +315,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         if entry is not None and (item.provider, item.sandbox_id) not in not_removed:
             ledger.remove(entry.instance_id)
     done = len(leftovers) - len(failed)
-    click.echo(f"Removed {_plural(done)}.")
-    return 1 if failed else 0
+    if leftovers:
+        click.echo(f"Removed {_plural(done)}.")
+    if stale:
+        click.echo(f"Removed {_plural(len(stale) - len(problems), 'expired deployment')}.")
+    return 1 if failed or problems else 0

@@ -241,3 +241,22 @@ def test_config_sources_lists_what_is_read_highest_first(state_root: Path, tmp_p
     debug = json.loads(cli(capsys, "config", "debug", "--json")[1])
     assert debug["file"] == str(config) and debug["sandbox_chain"][0] == "docker"
     runtime.reset()
+
+
+def test_gc_removes_an_expired_deployment_no_listing_shows(state_root: Path) -> None:
+    import asyncio
+
+    import attrs
+
+    from agent_env.cli.gc_cmd import remove_stale, stale_records
+    from agent_env.deployments import deployments
+
+    ledger = deployments()
+    ledger.add(attrs.evolve(_deployment("gone-2", -5, "ae-no-such-sandbox"), provider="local"))
+    ledger.add(attrs.evolve(_deployment("bad-2", -5, "x"), provider="no-such-provider"))
+    stale = stale_records([], [], ledger)
+    assert sorted(d.instance_id for d in stale) == ["bad-2", "gone-2"]
+    problems = asyncio.run(remove_stale(ledger, stale))
+    assert len(problems) == 1 and "bad-2" in problems[0]
+    assert ledger.get("gone-2") is None  # its sandbox was gone: the record is dropped
+    assert ledger.get("bad-2") is not None  # could not be judged: kept for the next gc
