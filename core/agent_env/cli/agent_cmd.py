@@ -1,4 +1,11 @@
-"""``agent-env a2a-agent list|get``: the agents plugins ship (``agent_env_agents``)."""
+"""``agent-env a2a-agent``: the agents plugins ship (``agent_env_agents``), and agents deployed
+on their own.
+
+``deploy`` brings one agent up as ``deploy_agent`` would in a task (its own sandbox, its model
+gateway, its A2A server behind a bearer token) and exits; the deployment lives until its TTL or
+``a2a-agent teardown``, recorded in the deployments ledger like ``env deploy``'s (``gc``
+enforces the expiry). The token is printed once, never stored.
+"""
 
 from __future__ import annotations
 
@@ -66,3 +73,136 @@ def get_agent(agent_id: str) -> None:
 
     definition = find_agent(agent_id)
     click.echo(json.dumps(attrs.asdict(definition), indent=2, default=str))
+
+
+# -- deployed on their own ------------------------------------------------------------------------
+
+DEFAULT_TTL_SECONDS = 7200  # the reference's default
+
+
+def _env_vars(values: tuple[str, ...]) -> dict[str, str]:
+    from agent_env.errors import UserError
+
+    out = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--env-var takes NAME=VALUE, not {value!r}")
+        out[name.strip()] = text
+    return out
+
+
+async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list[str] | None,
+                  model: str | None) -> tuple[Any, Any]:
+    """Run ``deploy_agent`` in a context of its own and keep what it brought up; on failure
+    everything it brought up is taken down and nothing is recorded."""
+    import asyncio
+    import datetime as dt
+    import secrets
+
+    from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
+    from agent_env.errors import UserError
+    from agent_env.tasks.artifacts import MemoryArtifacts
+    from agent_env.tasks.context import TaskContext
+    from agent_env.tasks.step_types.agent_steps import DeployAgent
+    from agent_env.tasks.steps import StepError
+
+    instance_id = f"{agent_id}-{secrets.token_hex(4)}"
+    ctx = TaskContext(task_id=f"a2a-agent deploy {agent_id}", instance_id=instance_id,
+                      artifacts=MemoryArtifacts(), sandbox_chain=chain,
+                      metadata={"model": model} if model else None,
+                      labels={DEPLOYMENT_LABEL: instance_id})
+    ctx.note_sink = lambda line: click.echo(line, err=True)
+    step = DeployAgent(id="deploy", agent_name=agent_id, a2a_agent_id=agent_id,
+                       env_vars=env_vars, ttl_seconds=ttl)
+    created = utc_now()
+    try:
+        await step.run(ctx)
+        agent = ctx.agents[agent_id]
+        sandbox = getattr(agent, "sandbox", None)
+        if not getattr(agent, "url", None) or sandbox is None:
+            raise UserError(f"agent '{agent_id}' has no address of its own to deploy (its "
+                            "agent type serves it only inside a task)")
+        entry = Deployment(
+            instance_id=instance_id, kind="agent", entity_id=agent_id, entity_version=0,
+            provider=sandbox.provider_name, sandbox_id=sandbox.id,
+            urls={"a2a": agent.url, "card": f"{agent.url}/.well-known/agent-card.json"},
+            created_at=created, expires_at=created + dt.timedelta(seconds=ttl))
+        deployments().add(entry)
+    except BaseException as exc:
+        await asyncio.shield(ctx.teardown.run())  # a failed deploy leaves nothing
+        if isinstance(exc, StepError):
+            raise UserError(f"deploying agent '{agent_id}' failed: {exc}") from None
+        raise
+    return entry, agent
+
+
+@a2a_agent.command("deploy")
+@click.option("--id", "agent_id", required=True, help="The agent's id (a2a-agent list).")
+@click.option("--env-var", "env_var", multiple=True, metavar="NAME=VALUE",
+              help="Added to the agent's environment (repeatable).")
+@click.option("--ttl-seconds", type=int, default=DEFAULT_TTL_SECONDS, show_default=True,
+              help="Remove it after this long (agent-env gc does).")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+@click.option("--model", metavar="NAME", help="The model it uses unless a prompt names one "
+                                              "(goes through its model gateway).")
+@click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
+def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: str | None,
+           model: str | None, as_json: bool) -> None:
+    """Deploy an agent on its own; it stays up until its TTL or a2a-agent teardown."""
+    import asyncio
+
+    from agent_env.agents import find_agent, model_problem
+    from agent_env.errors import UserError
+
+    if ttl_seconds <= 0:
+        raise UserError(f"--ttl-seconds must be a positive number of seconds, not {ttl_seconds}")
+    definition = find_agent(agent_id)
+    env_vars = _env_vars(env_var)
+    if model and (problem := model_problem(model)):
+        raise UserError(f"--model: {problem}")
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model))
+    token = str(getattr(agent, "token", "") or "")
+    if as_json:
+        click.echo(json.dumps({**entry.to_json(), "token": token,
+                               "model": getattr(agent, "model", None)}, indent=2))
+        return
+    click.echo("Deployed!")
+    click.echo(f"Instance ID: {entry.instance_id}")
+    click.echo(f"A2A URL: {entry.urls['a2a']}")
+    click.echo(f"Agent Card: {entry.urls['card']}")
+    click.echo(f"Model: {getattr(agent, 'model', None) or 'named per prompt (agent-config)'}")
+    click.echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
+    if token:
+        click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; shown only "
+                   "now)")
+    click.echo(f"Tear it down with: agent-env a2a-agent teardown --id {entry.instance_id}")
+
+
+@a2a_agent.command("list-instances")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_instances(as_json: bool) -> None:
+    """Agents deployed on their own, with their expiry; expired ones say so."""
+    from agent_env.cli.deployed import list_kind
+
+    list_kind("agent", as_json, "a2a")
+
+
+@a2a_agent.command("get-instance")
+@click.option("--id", "instance_id", required=True, help="The instance id deploy printed.")
+def get_instance(instance_id: str) -> None:
+    """Print one deployed agent as JSON (its token is not stored, so not shown)."""
+    from agent_env.cli.deployed import get_kind
+
+    get_kind("agent", instance_id)
+
+
+@a2a_agent.command("teardown")
+@click.option("--id", "instance_id", help="The instance id deploy printed.")
+@click.option("--all", "everything", is_flag=True, help="Every deployed agent.")
+def teardown(instance_id: str | None, everything: bool) -> int:
+    """Remove a deployed agent (its containers and sandbox) now; idempotent."""
+    from agent_env.cli.deployed import teardown_kind
+
+    return teardown_kind("agent", instance_id, everything)
