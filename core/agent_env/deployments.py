@@ -28,7 +28,7 @@ import attrs
 if TYPE_CHECKING:
     from agent_env.stores.base import DocumentStore
 
-#: Put on a deployment's sandbox (value: the deploying command's id); see the module docstring.
+#: Put on a deployment's sandbox, valued with its instance id; see the module docstring.
 DEPLOYMENT_LABEL = "agentenv.deployment"
 COLLECTION = "deployments"
 KINDS = ("env", "agent")

@@ -85,7 +85,11 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     if step_class is None:
         raise UserError("no installed plugin deploys envs (the 'deploy_env' step type): "
                         "install agentenv-mcp-env")
-    deploy_id = f"deploy-{secrets.token_hex(4)}"
+    # the reference's shape, <env>-<8 random>; chosen here so the sandbox carries it as its
+    # DEPLOYMENT_LABEL from the start (docker ps --filter label=agentenv.deployment=<id>)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    slug = re.sub(r"[^a-z0-9-]+", "-", record.id.rsplit("/", 1)[-1].lower()).strip("-")
+    deploy_id = f"{slug or 'env'}-{''.join(secrets.choice(alphabet) for _ in range(8))}"
     ctx = TaskContext(task_id=f"env deploy {record.id}", instance_id=deploy_id,
                       artifacts=StoredArtifacts(versioned_store(), object_store()),
                       sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
@@ -101,7 +105,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
         expires = getattr(deployed, "expires_at", None) or created + dt.timedelta(seconds=ttl)
         url = str(deployed.url).rstrip("/")
         entry = Deployment(
-            instance_id=str(getattr(deployed, "instance_id", deploy_id)), kind="env",
+            instance_id=deploy_id, kind="env",
             entity_id=record.id, entity_version=record.version,
             provider=sandbox.provider_name, sandbox_id=sandbox.id,
             urls={"mcp": f"{url}/mcp", "gateway": url}, created_at=created,
