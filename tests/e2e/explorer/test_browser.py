@@ -137,7 +137,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, server: tuple[str, Path]) -> Iterator[Any]:
-    context = browser.new_context()
+    context = browser.new_context(viewport={"width": 1280, "height": 760})
     opened = context.new_page()
     opened.set_default_timeout(10_000)
     errors: list[str] = []
@@ -145,6 +145,13 @@ def page(browser: Any, server: tuple[str, Path]) -> Iterator[Any]:
     yield opened
     context.close()
     assert not errors, errors
+
+
+def shoot(page: Any, name: str) -> None:
+    """With AGENTENV_SCREENSHOTS=DIR, keep what the test sees (the README's pictures)."""
+    folder = os.environ.get("AGENTENV_SCREENSHOTS")
+    if folder:
+        page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
 def open_runs(page: Any, server: tuple[str, Path]) -> None:
@@ -164,6 +171,7 @@ def test_the_printed_url_shows_the_runs_newest_first(
     assert "passed" in rows.nth(0).inner_text()
     assert AGENT_RUN in text and "model-agent, scripted:echo" in text
     assert "2004 runs" in page.inner_text("#count")
+    shoot(page, "runs")
     page.click("text=older »")
     page.wait_for_function("() => document.querySelector('#count').textContent.includes('51-100')")
 
@@ -182,6 +190,7 @@ def test_a_run_step_by_step_with_its_transcript_escaped(
     assert "tokens in 45 out 5" in transcript and "final reply\nhi" in transcript
     assert "<script>window.pwned=1</script>" in transcript  # shown as text ...
     assert page.evaluate("window.pwned") is None  # ... never run
+    shoot(page, "run")
     page.reload()  # the URL is stable: the same run opens again
     page.wait_for_selector("#steps")
     assert AGENT_RUN in page.inner_text("#run-head")
@@ -212,6 +221,7 @@ def test_two_runs_compared_where_they_diverge(page: Any, server: tuple[str, Path
     page.wait_for_selector("#divergence")
     assert "diverge at event 6" in page.inner_text("#divergence")
     assert page.locator(".diverge").count() == 2  # the two final replies
+    shoot(page, "compare")
 
 
 def test_a_running_run_changes_status_live(page: Any, server: tuple[str, Path]) -> None:
@@ -261,6 +271,7 @@ def test_an_eval_matrix_fills_in_live(page: Any, server: tuple[str, Path]) -> No
         timeout=8000)  # the server's stream sends a snapshot every 2 s
     second = page.locator("#matrix tbody tr").nth(1).inner_text()
     assert "failed" in second and "0/2" in second and "0.00" in second
+    shoot(page, "eval-matrix")
     page.locator("#matrix tbody tr").nth(1).locator("a", has_text="failed").first.click()
     page.wait_for_selector("#run-head")
     assert FAILED_RUN in page.inner_text("#run-head")

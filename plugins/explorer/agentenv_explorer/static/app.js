@@ -154,6 +154,7 @@ function transcript(events) {
     const type = e.type || "event";
     let body;
     if (type === "prompt") body = `prompt${e.model ? " → " + e.model : ""}\n${e.text || ""}`;
+    else if (type === "agentenv.format") body = `transcript format ${e.format || "?"}`;
     else if (type === "tools") body = `tools offered: ${(e.tools || []).join(", ")}`;
     else if (type === "model_call") {
       const usage = e.usage ? ` · tokens in ${e.usage.input} out ${e.usage.output}` : "";
@@ -192,7 +193,7 @@ function stepRows(run) {
       el("td", { class: failure ? "error" : "outcome-passed",
         text: failure ? `failed: ${failure.error_type}: ${failure.error}` : "done" }),
       el("td", { text: failure ? fmtSeconds(failure.duration_seconds) : fmtSeconds(out && out.duration_seconds) }),
-      el("td", { text: check ? `score ${check.score}` + (check.results || []).map((r) =>
+      el("td", { class: "checks", text: check ? `score ${check.score}` + (check.results || []).map((r) =>
         `\n${r.result ? "✓" : "✗"} ${r.criterion || r.type || ""}: ${r.justification || ""}`).join("") : "" }));
   });
 }
@@ -319,7 +320,7 @@ async function groupPage(main, id) {
       el("div", { text: `${group.kind} of ${group.subject_id}` + (group.subject_version ? ` v${group.subject_version}` : "") }),
       el("div", { id: "group-progress", text: `${group.done}/${group.total} runs done` + (group.complete ? " · complete" : " · running") })),
     matrix(group),
-    el("p", { text: "Errors (infrastructure, cancelled) are counted apart: never a 0 in pass@k." }));
+    el("p", { text: "Errors (infrastructure, cancelled) are counted apart, not as failures in pass@k." }));
   const group = await api("/run-groups/" + enc(id));
   draw(group);
   if (!group.complete) {  // live: the server sends a snapshot every 2 s until the group is done
