@@ -260,3 +260,24 @@ def test_gc_removes_an_expired_deployment_no_listing_shows(state_root: Path) -> 
     assert len(problems) == 1 and "bad-2" in problems[0]
     assert ledger.get("gone-2") is None  # its sandbox was gone: the record is dropped
     assert ledger.get("bad-2") is not None  # could not be judged: kept for the next gc
+
+
+def test_put_bad_input_writes_nothing(state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    from agent_env.stores import versioned_store
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "same.txt").write_text(folder.name)
+    code, _, err = cli(capsys, "artifact", "file", "put", "--id", "x", str(a), str(b))
+    assert code != 0 and "two files would be stored as 'same.txt'" in err
+    code, _, err = cli(capsys, "artifact", "file", "put", "--id", "x", str(tmp_path / "nope"))
+    assert code != 0 and "no such file or folder" in err
+    assert versioned_store().latest_version("artifacts", "x") == 0
+    # an env from a prebuilt image needs no build context
+    assert cli(capsys, "env", "mcp-server", "put", "--id", "prebuilt", "--image-ref",
+               "registry.example/echo:1", "--environment-name", "echo")[1] \
+        == "env prebuilt: v1 (new)\n"
+    body = versioned_store().get("envs", "prebuilt").body
+    assert (body["image"], body["environment_name"], body["files"]) == (
+        "registry.example/echo:1", "echo", {})
