@@ -48,7 +48,7 @@ def serve(host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
     if host not in LOOPBACK:
         explorer.allowed_hosts = explorer.allowed_hosts | {host.lower()}
         print(f"Warning: serving on {host}, reachable from other machines; keep the token "
-              "secret.", file=sys.stderr)
+              "secret, and name the host clients use with --allow-host.", file=sys.stderr)
     app = create_app(explorer)
 
     async def main() -> None:
