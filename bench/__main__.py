@@ -41,6 +41,7 @@ BENCHMARKS = {
     "stores": ("bench.stores", False),
     "episodes": ("bench.episodes", True),
     "evals": ("bench.evals", False),
+    "coding_agents": ("bench.coding_agents", True),
 }
 FORMAT_VERSION = 2  # 2: bars judged per run ("bars"), "figures" per series, no per-series "bar"
 
