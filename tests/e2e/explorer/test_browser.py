@@ -37,8 +37,8 @@ EVAL = Group(group_id=GROUP, kind="eval", subject_id="@local/demo/eval", subject
 def record(instance_id: str, **changes: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "_id": instance_id, "instance_id": instance_id, "task_id": "@local/demo/agents/ask",
-        "task_version": 1, "status": "completed", "started_at_utc": "2026-02-01T10:00:00.000000Z",
-        "finished_at_utc": "2026-02-01T10:00:02.000000Z", "outcome": "passed",
+        "task_version": 1, "status": "completed", "started_at_utc": "2020-02-01T10:00:00.000000Z",
+        "finished_at_utc": "2020-02-01T10:00:02.000000Z", "outcome": "passed",
         "scores": {"answer": 1.0}, "completed_steps": ["deploy", "ask", "answer"],
         "failures": [], "retried_failures": [], "cancel_reason": None, "duration_seconds": 2.0,
         "context": {"agents": {"agent": {"agent": "model-agent", "model": "scripted:echo"}},
@@ -82,7 +82,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     for i in range(2000):
         documents.insert("task_instances", record(
             f"@local/demo/bulk/task-{i:06d}", task_id="@local/demo/bulk/task",
-            started_at_utc=f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000000Z"))
+            started_at_utc=f"2020-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000000Z"))
     steps = {"ask": {"agent_name": "agent", "duration_seconds": 0.2,
                      "trajectory": trajectory("hi")}}
     documents.insert("task_instances", record(AGENT_RUN, context={
@@ -92,14 +92,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     other = {"ask": {"agent_name": "agent", "trajectory": trajectory("bye")}}
     documents.insert("task_instances", record(
         FAILED_RUN, outcome="failed", scores={"answer": 0.0},
-        started_at_utc="2026-02-01T09:00:00.000000Z", completed_steps=["deploy", "ask"],
+        started_at_utc="2020-02-01T09:00:00.000000Z", completed_steps=["deploy", "ask"],
         failures=[{"step_id": "answer", "step_type": "verify", "error": "no 'hi' in the reply",
-                   "error_type": "StepError", "started_at_utc": "2026-02-01T09:00:01Z",
+                   "error_type": "StepError", "started_at_utc": "2020-02-01T09:00:01Z",
                    "duration_seconds": 0.1, "is_fatal": True, "is_infra": False}],
         context={"agents": {}, "outputs": other, "metadata": {}}))
     documents.insert("task_instances", record(
         LIVE_RUN, status="running", outcome=None, finished_at_utc=None, completed_steps=["deploy"],
-        started_at_utc="2026-02-01T08:00:00.000000Z", task_id="@local/demo/live/task"))
+        started_at_utc="2020-02-01T08:00:00.000000Z", task_id="@local/demo/live/task"))
     groups = GroupStore(documents)  # an eval run half done: 2 of 4 runs finished
     groups.create(EVAL)
     for slot, outcome in zip(SLOTS[:2], ("passed", "error"), strict=True):
