@@ -58,11 +58,24 @@ def env() -> None:
 # -- deploy ---------------------------------------------------------------------------------------
 
 
+def _server_key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "env"
+
+
 def client_config(name: str, mcp_url: str, token: str) -> dict[str, Any]:
-    """The ``mcpServers`` block MCP clients read (streamable HTTP with a bearer header)."""
-    key = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "env"
-    return {"mcpServers": {key: {"type": "http", "url": mcp_url,
-                                 "headers": {"Authorization": f"Bearer {token}"}}}}
+    """The ``mcpServers`` block of clients that speak streamable HTTP themselves (Claude Code's
+    ``.mcp.json``, Cursor, VS Code): the URL and the bearer header."""
+    return {"mcpServers": {_server_key(name): {
+        "type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {token}"}}}}
+
+
+def desktop_config(name: str, mcp_url: str, token: str) -> dict[str, Any]:
+    """The same for Claude Desktop, whose config runs local commands only: the ``mcp-remote``
+    bridge (npx) with the header passed through a variable, as its README shows."""
+    return {"mcpServers": {_server_key(name): {
+        "command": "npx",
+        "args": ["mcp-remote", mcp_url, "--header", "Authorization:${AUTH_HEADER}"],
+        "env": {"AUTH_HEADER": f"Bearer {token}"}}}}
 
 
 async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, Any]:
@@ -140,8 +153,9 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     name = str(getattr(deployed, "environment_name", "") or env_id)
     config = client_config(name, entry.urls["mcp"], token) if token else None
     if as_json:
-        click.echo(json.dumps({**entry.to_json(), "token": token, "mcp_client_config": config},
-                              indent=2))
+        desktop = desktop_config(name, entry.urls["mcp"], token) if token else None
+        click.echo(json.dumps({**entry.to_json(), "token": token, "mcp_client_config": config,
+                               "claude_desktop_config": desktop}, indent=2))
         return
     click.echo("Deployed!")
     click.echo(f"Instance ID: {entry.instance_id}")
@@ -151,8 +165,11 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     if config is not None:  # an env type whose gateway takes no token prints none
         click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; "
                    "shown only now)")
-        click.echo("MCP client config (mcpServers, streamable HTTP):")
+        click.echo("MCP client config (mcpServers, streamable HTTP: Claude Code .mcp.json, "
+                   "Cursor):")
         click.echo(json.dumps(config, indent=2))
+        click.echo("Claude Desktop (claude_desktop_config.json, through npx mcp-remote):")
+        click.echo(json.dumps(desktop_config(name, entry.urls["mcp"], token), indent=2))
     click.echo(f"Tear it down with: agent-env env teardown --id {entry.instance_id}")
 
 
@@ -294,8 +311,11 @@ def _env_entry(env_id: str, context: Path | None, dockerfile: Path | None,
 @click.option("--image-ref", help="A prebuilt image to run instead of building.")
 @click.option("--environment-name", help="The name its card gives (default: read from "
               "@environment_card(name=...) in its Python files).")
-def put(env_id: str, dockerfile: Path | None, context: Path | None, image_ref: str | None,
-        environment_name: str | None) -> None:
+@click.option("--validate", "then_validate", is_flag=True,
+              help="Then run env mcp-server validate on the version stored.")
+@click.pass_context
+def put(click_ctx: click.Context, env_id: str, dockerfile: Path | None, context: Path | None,
+        image_ref: str | None, environment_name: str | None, then_validate: bool) -> int:
     """Store a build context as the next version of env ID (unchanged: the same version)."""
     from agent_env.bundles.ledger import Ledger
     from agent_env.stores import object_store, versioned_store
@@ -307,6 +327,10 @@ def put(env_id: str, dockerfile: Path | None, context: Path | None, image_ref: s
     ledger.write_files_entity("envs", entry)
     for line in ledger.lines:
         click.echo(line)
+    if then_validate:
+        return int(click_ctx.invoke(validate, env_id=env_id, version=ledger.lines[-1].version,
+                                    sandbox=None) or 0)
+    return 0
 
 
 @mcp_server.command("validate")

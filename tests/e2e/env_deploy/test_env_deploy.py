@@ -34,10 +34,14 @@ def _put_and_deploy(agent_env: Any, *extra: str) -> dict[str, str]:
     fields = dict(LINE.findall(done.stdout))
     assert set(fields) == {"Instance ID", "Env MCP Url", "Env Gateway Url", "Expires At (UTC)",
                            "Token"}, done.stdout
-    config = json.loads(done.stdout[done.stdout.index("{"):done.stdout.rindex("}") + 1])
+    http_part, desktop_part = done.stdout.split("\nClaude Desktop ")
+    config = json.loads(http_part[http_part.index("{"):])
     assert config == {"mcpServers": {"echo": {
         "type": "http", "url": fields["Env MCP Url"],
         "headers": {"Authorization": f"Bearer {fields['Token']}"}}}}
+    desktop = json.loads(desktop_part[desktop_part.index("{"):desktop_part.rindex("}") + 1])
+    assert desktop["mcpServers"]["echo"]["args"][:2] == ["mcp-remote", fields["Env MCP Url"]]
+    assert desktop["mcpServers"]["echo"]["env"] == {"AUTH_HEADER": f"Bearer {fields['Token']}"}
     return fields
 
 
@@ -111,10 +115,11 @@ def test_deploy_use_it_with_the_token_and_tear_it_down(agent_env: Any,
 def test_validate_deploys_checks_and_leaves_nothing(agent_env: Any,
                                                     docker_client: Any) -> None:
     echo = Path(__file__).resolve().parents[3] / ECHO
-    assert agent_env("env", "mcp-server", "put", "--id", "echo", "--context",
-                     str(echo)).returncode == 0
-    checked = agent_env("env", "mcp-server", "validate", "echo", timeout=300)
+    # put --validate: stores it, then runs env mcp-server validate on that version
+    checked = agent_env("env", "mcp-server", "put", "--id", "echo", "--context", str(echo),
+                        "--validate", timeout=300)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("env echo: v1 (new)\n")
     assert "validate env echo v1: passed (card: 1, core_protocol: 1)" in checked.stdout
     assert "Tore down 1 sandbox." in checked.stdout
     instance = re.search(r"instance (\S+)", checked.stdout)
