@@ -281,3 +281,30 @@ def test_put_bad_input_writes_nothing(state_root: Path, tmp_path: Path, capsys: 
     body = versioned_store().get("envs", "prebuilt").body
     assert (body["image"], body["environment_name"], body["files"]) == (
         "registry.example/echo:1", "echo", {})
+
+
+def test_bundle_init_writes_the_envs_a_task_deploys(state_root: Path, tmp_path: Path,
+                                                    capsys: Any) -> None:
+    echo_bundle = ECHO.parents[1]
+    assert cli(capsys, "env", "mcp-server", "put", "--id", "@me/echo", "--context",
+               str(ECHO))[0] == 0
+    assert cli(capsys, "artifact", "file", "put", "--id", "@me/check",
+               str(echo_bundle / "artifacts/check_echo"))[0] == 0
+    steps = json.loads((echo_bundle / "tasks/smoke.json").read_text())
+    steps[0]["env_id"] = steps[1]["env_id"] = "@me/echo"
+    steps[1]["file_artifact_id"] = "@me/check"
+    task_file = tmp_path / "smoke.json"
+    task_file.write_text(json.dumps(steps))
+    assert cli(capsys, "task", "create", str(task_file), "--id", "@me/smoke")[0] == 0
+    folder = tmp_path / "b"
+    assert cli(capsys, "bundle", "init", str(folder), "--from-task", "@me/smoke")[0] == 0
+    for name in ("Dockerfile", "server.py", "requirements.txt"):
+        assert (folder / "envs/echo" / name).read_bytes() == (ECHO / name).read_bytes()
+    assert (folder / "envs/echo/env.toml").read_text() == (
+        'type = "mcp_server"\nenvironment_name = "echo"\n')
+    written = json.loads((folder / "tasks/smoke.json").read_text())
+    assert [s.get("env_id") for s in written] == ["echo", "echo"]
+    assert written[1]["file_artifact_id"] == "check"
+    code, out, err = cli(capsys, "run", str(folder), "--dry-run")
+    assert code == 0, out + err
+    assert "[tasks/smoke.json] would run 2 steps: deploy, echoes" in out
