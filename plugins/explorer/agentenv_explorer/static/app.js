@@ -79,7 +79,6 @@ async function runsPage(main, params) {
   }
   query.set("limit", PAGE);
   query.set("offset", offset);
-  const data = await api("/task-instances?" + query);
 
   const field = (name, label, options) => {
     const input = options
@@ -102,49 +101,62 @@ async function runsPage(main, params) {
     location.hash = "#/runs?" + next;
   });
 
+  // kept across refreshes: what is ticked stays ticked while the rows update
   const selected = new Set();
   const compare = el("button", { id: "compare", text: "Compare 2 selected", disabled: "" });
   compare.addEventListener("click", () => {
     const [a, b] = [...selected];
     location.hash = `#/compare/${enc(a)}/${enc(b)}`;
   });
-  const rows = data.items.map((run) => {
-    const box = el("input", { type: "checkbox", "aria-label": "select " + run.instance_id });
-    box.addEventListener("change", () => {
-      if (box.checked) selected.add(run.instance_id); else selected.delete(run.instance_id);
-      compare.disabled = selected.size !== 2;
-    });
-    return el("tr", { class: "run-row", "data-id": run.instance_id },
-      el("td", {}, box),
-      el("td", {}, el("a", { href: "#/run/" + enc(run.instance_id), text: run.instance_id })),
-      el("td", { text: run.task_id }),
-      el("td", { class: "status-" + run.status, text: run.status }),
-      el("td", { class: "outcome-" + (run.outcome || "").replace(/ /g, "-"), text: run.outcome || "" }),
-      el("td", { text: fmtScores(run.scores) }),
-      el("td", { text: [...run.agents, ...run.models].join(", ") }),
-      el("td", { text: run.started_at_utc }),
-      el("td", { text: fmtSeconds(run.duration_seconds) }),
-      el("td", { class: "error", text: run.error || "" }));
-  });
-  const table = el("table", { id: "runs" },
-    el("thead", {}, el("tr", {}, ...["", "run", "task", "status", "outcome", "scores",
-      "agent / model", "started (UTC)", "took", "first failure"].map((h) => el("th", { text: h })))),
-    el("tbody", {}, ...rows));
   const nav = (delta) => {
     const next = new URLSearchParams(params);
     next.set("offset", Math.max(0, offset + delta));
     return "#/runs?" + next;
   };
-  const pager = el("div", { class: "pager" },
-    offset > 0 ? el("a", { href: nav(-PAGE), text: "« newer" }) : null,
-    el("span", { id: "count", text: `${data.total} runs · ${offset + 1}-${offset + data.items.length}` }),
-    data.has_more ? el("a", { href: nav(PAGE), text: "older »" }) : null,
-    compare);
-  main.replaceChildren(form, pager, table);
-  // live status: while a run on this page is running, look again (the list is one cheap page)
-  if (data.items.some((r) => r.status === "running") || Date.now() < pendingUntil) {
-    refreshTimer = setTimeout(route, 2000);
+  const here = location.hash;
+
+  async function draw() {
+    const data = await api("/task-instances?" + query);
+    if (location.hash !== here) return;  // the reader moved on while this page was asked for
+    const rows = data.items.map((run) => {
+      const box = el("input", { type: "checkbox", "aria-label": "select " + run.instance_id });
+      box.checked = selected.has(run.instance_id);
+      box.addEventListener("change", () => {
+        if (box.checked) selected.add(run.instance_id); else selected.delete(run.instance_id);
+        compare.disabled = selected.size !== 2;
+      });
+      return el("tr", { class: "run-row", "data-id": run.instance_id },
+        el("td", {}, box),
+        el("td", {}, el("a", { href: "#/run/" + enc(run.instance_id), text: run.instance_id })),
+        el("td", { text: run.task_id }),
+        el("td", { class: "status-" + run.status, text: run.status }),
+        el("td", { class: "outcome-" + (run.outcome || "").replace(/ /g, "-"), text: run.outcome || "" }),
+        el("td", { text: fmtScores(run.scores) }),
+        el("td", { text: [...run.agents, ...run.models].join(", ") }),
+        el("td", { text: run.started_at_utc }),
+        el("td", { text: fmtSeconds(run.duration_seconds) }),
+        el("td", { class: "error", text: run.error || "" }));
+    });
+    const table = el("table", { id: "runs" },
+      el("thead", {}, el("tr", {}, ...["", "run", "task", "status", "outcome", "scores",
+        "agent / model", "started (UTC)", "took", "first failure"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, ...rows));
+    const pager = el("div", { class: "pager" },
+      offset > 0 ? el("a", { href: nav(-PAGE), text: "« newer" }) : null,
+      el("span", { id: "count", text: `${data.total} runs · ${offset + 1}-${offset + data.items.length}` }),
+      data.has_more ? el("a", { href: nav(PAGE), text: "older »" }) : null,
+      compare);
+    results.replaceChildren(pager, table);  // the filter form (and what is typed in it) stays
+    // live: look again (one cheap page) every 2 s while a run here is running or one was just
+    // started, and every 10 s on the newest page, where new runs appear
+    const running = data.items.some((r) => r.status === "running") || Date.now() < pendingUntil;
+    if (running || offset === 0) {
+      refreshTimer = setTimeout(() => draw().catch(() => {}), running ? 2000 : 10000);
+    }
   }
+  const results = el("div", { id: "results" });
+  await draw();
+  main.replaceChildren(form, results);
 }
 
 // -- one run ---------------------------------------------------------------------------------
