@@ -90,6 +90,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.plan import step_registry
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
+    from agent_env.sandbox.base import SandboxError
     from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.steps import StepError, structure_step
@@ -127,7 +128,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
         deployments().add(entry)
     except BaseException as exc:
         await asyncio.shield(ctx.teardown.run())  # a failed deploy leaves nothing
-        if isinstance(exc, StepError):
+        if isinstance(exc, StepError | SandboxError):
             raise UserError(f"deploying env '{record.id}' v{record.version} failed: "
                             f"{exc}") from None
         raise

@@ -149,3 +149,22 @@ def test_an_expired_deployment_is_removed_by_gc(agent_env: Any, docker_client: A
         assert agent_env("env", "list").stdout.startswith("No envs are deployed")
     finally:
         agent_env("env", "teardown", "--all", timeout=120)
+
+
+def test_a_failed_deploy_is_one_line_and_leaves_nothing(agent_env: Any,
+                                                        docker_client: Any) -> None:
+    assert agent_env("env", "mcp-server", "put", "--id", "broken", "--image-ref",
+                     "agentenv-test/no-such-image:1", "--environment-name", "b").returncode == 0
+    failed = agent_env("env", "deploy", "--id", "broken", timeout=300)
+    assert failed.returncode != 0
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: deploying env 'broken' v1 failed: ") and \
+        "no-such-image" in last, failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert agent_env("env", "list").stdout.startswith("No envs are deployed")
+    label = {"label": "agentenv.env=broken"}
+    assert docker_client.containers.list(all=True, filters=label) == []
+    # its sandbox's networks carry agentenv.deployment=broken-<8 random>
+    ours = [n.name for n in docker_client.networks.list(filters={"label": "agentenv.deployment"})
+            if n.attrs.get("Labels", {}).get("agentenv.deployment", "").startswith("broken-")]
+    assert ours == []
