@@ -55,6 +55,10 @@ def test_the_codex_config_is_toml_with_the_gateway_and_the_envs() -> None:
     text = codex.codex_config("http://model-gateway:4000/v1", servers)
     parsed = tomllib.loads(text)
     assert parsed["model_provider"] == "agentenv"
+    # nothing fetched from elsewhere: where only the gateway is reachable each costs seconds
+    assert parsed["check_for_update_on_startup"] is False
+    assert parsed["analytics"] == {"enabled": False}
+    assert parsed["features"] == {"plugins": False, "apps": False, "in_app_updates": False}
     assert parsed["model_providers"]["agentenv"] == {
         "name": "AgentEnv model gateway", "base_url": "http://model-gateway:4000/v1",
         "env_key": "AGENTENV_MODEL_TOKEN", "wire_api": "responses"}

@@ -82,9 +82,21 @@ def toml_string(value: str) -> str:
 
 
 def codex_config(base_url: str, servers: dict[str, Any]) -> str:
-    """``config.toml``: the gateway as the only model provider, the envs as MCP servers."""
+    """``config.toml``: the gateway as the only model provider, the envs as MCP servers, and
+    nothing the CLI would fetch from elsewhere (update checks, analytics, the curated plugins
+    from GitHub, apps): where the gateway is the only reachable host, each of those costs seconds
+    of a failing connection per prompt."""
     lines = [
         f"model_provider = {toml_string(PROVIDER)}",
+        "check_for_update_on_startup = false",
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        "[features]",
+        "plugins = false",
+        "apps = false",
+        "in_app_updates = false",
         "",
         f"[model_providers.{PROVIDER}]",
         f"name = {toml_string('AgentEnv model gateway')}",
