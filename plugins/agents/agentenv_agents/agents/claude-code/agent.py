@@ -152,6 +152,8 @@ class ClaudeCodeAgent(AgentEnvAgent):
         except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
             run.kill()
             raise
+        finally:
+            (self.scratch / f"mcp-{request.task_id}.json").unlink(missing_ok=True)
         if result is None:
             return TaskResult.failure(
                 f"claude exited with code {code} without a result{run.stderr_tail()}",
