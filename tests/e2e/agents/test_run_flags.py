@@ -16,7 +16,8 @@ def test_an_agent_nobody_ships_is_one_line_and_writes_nothing(tmp_path: Path) ->
     done = subprocess.run([str(AGENT_ENV), "run", "agents-smoke", "--agent", "nosuch"],
                           capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
     assert done.returncode == 1
-    assert done.stderr.strip() == "Error: no agent named 'nosuch' (installed: model-agent)"
+    assert done.stderr.strip() == (
+        "Error: no agent named 'nosuch' (installed: claude-code, codex, model-agent)")
     assert done.stdout == ""  # no ledger line: nothing was stored
     assert not (tmp_path / "state" / "documents.sqlite3").exists()
 
