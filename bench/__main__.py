@@ -42,6 +42,7 @@ BENCHMARKS = {
     "episodes": ("bench.episodes", True),
     "evals": ("bench.evals", False),
     "coding_agents": ("bench.coding_agents", True),
+    "agents": ("bench.agents", True),
 }
 FORMAT_VERSION = 2  # 2: bars judged per run ("bars"), "figures" per series, no per-series "bar"
 
