@@ -54,10 +54,10 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agents",
         {
             "agent_type": ("a2a",),
-            "agent": ("model-agent",),
+            "agent": ("model-agent", "claude-code", "codex"),
             "model_provider": ("scripted",),
             "step_type": ("scripted_model",),
-            "bundle": ("agents-smoke",),
+            "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke"),
         },
     ),
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a
