@@ -255,7 +255,8 @@ def inject_into_dockerfile(text: str) -> str:
 
 _REQUIREMENT_FILE = re.compile(r"(^|[-_.])(requirements|constraints)[^/]*\.(txt|in)$")
 _PIN_IN_TEXT = re.compile(
-    r"agentenv[-_.]framework[-_.]protocol\s*((?:[=!<>~]=?|===)\s*[^\s'\"\\;]+"
+    r"agentenv[-_.]framework[-_.]protocol\s*(?:\[[^\]]*\]\s*)?"
+    r"((?:[=!<>~]=?|===)\s*[^\s'\"\\;]+"
     r"(?:\s*,\s*(?:[=!<>~]=?|===)\s*[^\s'\"\\;,]+)*)",
     re.IGNORECASE,
 )

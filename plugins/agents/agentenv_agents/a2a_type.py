@@ -12,10 +12,13 @@ What one deployment is, inside the sandbox contract (any provider that runs cont
   Only that container holds the key. Its port is published so AgentEnv can load scripts and read
   the call records (``GET /calls``, admin token);
 * the agent, container ``agent-<name>``, built from the agent folder (the folder plus the
-  hermetic protocol wheel; content-hash tag), run with ``A2A_PORT=8000`` (published, so its
-  server wants the per-deployment bearer token ``A2A_TOKEN`` on all but card and health),
-  ``AGENTENV_MODEL_BASE_URL=http://model-gateway:4000/v1``, a per-run model token
-  (``AGENTENV_MODEL_TOKEN``) and ``AGENTENV_MODEL_NAME``; never a provider key. Once its card
+  hermetic protocol wheel; content-hash tag), run with ``A2A_PORT=8000`` and a per-deployment
+  bearer token ``A2A_TOKEN``. The agent is not published itself: its front, container
+  ``agent-<name>-front`` (:mod:`agentenv_agents.agent_front`, from the model gateway's image),
+  is, and checks that token on all but card and health whatever SDK the agent was built on.
+  The agent gets ``AGENTENV_MODEL_BASE_URL=http://model-gateway:4000/v1``, a per-run model
+  token (``AGENTENV_MODEL_TOKEN``) and ``AGENTENV_MODEL_NAME``; never a provider key. Once its
+  card (``agent-card.json``, else ``agent.json``)
   answers, each env is added through ``/ext/mcp-config`` and role/system prompt through
   ``/ext/agent-config`` (when the card's agent-config takes them).
 
@@ -62,7 +65,7 @@ LOG_LINES = 30
 SCRIPTED_PREFIX = "scripted:"
 AGENT_LABEL = "agentenv.agent"
 GATEWAY_MODULES = ("__init__.py", "model_gateway.py", "records.py", "scripted.py", "wire.py",
-                   "gateway_server.py")
+                   "gateway_server.py", "agent_front.py")
 FINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected", "input-required",
                           "auth-required"})
 
@@ -222,8 +225,22 @@ async def _container_state(sandbox: Sandbox, container: str) -> str:
     return f"{text}\n--- last log lines of the {container} container ---\n{logs or '(no output)'}"
 
 
+async def _read_card(url: str, sandbox: Sandbox, container: str, what: str) -> Any:
+    """The agent's card once it serves one: ``agent-card.json`` (A2A 0.3's name), else the
+    older ``agent.json`` that some SDKs still serve alone."""
+    card = await _wait_http(f"{url}/.well-known/agent-card.json", DEFAULT_READY_TIMEOUT,
+                            sandbox, container, what, accept_missing=True)
+    if card is _MISSING:
+        card = await _wait_http(f"{url}/.well-known/agent.json", DEFAULT_READY_TIMEOUT,
+                                sandbox, container, what)
+    return card
+
+
+_MISSING = object()
+
+
 async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
-                     what: str) -> Any:
+                     what: str, *, accept_missing: bool = False) -> Any:
     """GET ``url`` until it answers 200 (its JSON body, or None); InfraError with logs after."""
     import aiohttp
 
@@ -241,6 +258,8 @@ async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
                             return await resp.json(content_type=None)
                         except ValueError:
                             return None
+                    if resp.status == 404 and accept_missing:
+                        return _MISSING
                     last = f"HTTP {resp.status}"
             except (TimeoutError, aiohttp.ClientError) as exc:
                 last = f"{type(exc).__name__}"
@@ -301,6 +320,13 @@ class A2aAgent:
     token: str = attrs.field(factory=lambda: secrets.token_urlsafe(32), repr=False)
 
     @property
+    def rpc_path(self) -> str:
+        """Where its JSON-RPC is served: the path of the card's ``url`` (``/a2a`` by default)."""
+        from urllib.parse import urlparse
+
+        return urlparse(str(self.card.get("url") or "")).path or "/a2a"
+
+    @property
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
@@ -310,7 +336,8 @@ class A2aAgent:
                 "model": self.model, "model_gateway": {
                     "image": self.gateway.image,
                     "upstream": self.gateway.upstream or "scripted only"},
-                "card_name": self.card.get("name"), "envs": list(self.env_ids),
+                "card_name": self.card.get("name"), "card_version": self.card.get("version"),
+                "envs": list(self.env_ids),
                 "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
 
     async def _rpc(self, http: Any, method: str, params: dict[str, Any],
@@ -318,8 +345,11 @@ class A2aAgent:
         import aiohttp
 
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        async with http.post(f"{self.url}/a2a", json=body,
+        async with http.post(f"{self.url}{self.rpc_path}", json=body,
                              timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+            if resp.status in (502, 503, 504):  # the front: the agent behind it does not answer
+                raise aiohttp.ClientResponseError(resp.request_info, resp.history,
+                                                  status=resp.status, message=await resp.text())
             reply = await resp.json(content_type=None)
         if not isinstance(reply, dict):
             raise StepError(f"agent '{self.name}': {method} answered {reply!r}")
@@ -614,16 +644,24 @@ class A2aAgentType:
             env["AGENTENV_MAX_TURNS"] = str(source.config["max_turns"])
         if setup.role:
             env["AGENT_ENV_ROLE"] = setup.role
+        labels = {**ctx.labels, AGENT_LABEL: source.name}
+        await sandbox.run_container(ContainerSpec(
+            name=container, image=image, env=env,
+            labels={**labels, "agentenv.role": "agent"}, private=False))
+        # Only the front is published: it checks the token whatever SDK the agent was built on.
         urls = await sandbox.run_container(ContainerSpec(
-            name=container, image=image, env=env, publish=(AGENT_PORT,),
-            labels={**ctx.labels, AGENT_LABEL: source.name, "agentenv.role": "agent"},
+            name=f"{container}-front", image=gateway.image,
+            command=("python", "-m", "agentenv_agents.agent_front"),
+            env={"AGENTENV_FRONT_TARGET": f"http://{container}:{AGENT_PORT}",
+                 "AGENTENV_FRONT_TOKEN": token, "AGENTENV_FRONT_PORT": str(AGENT_PORT)},
+            publish=(AGENT_PORT,), labels={**labels, "agentenv.role": "agent-front"},
             private=False))
         url = (urls.get(AGENT_PORT) or "").rstrip("/")
         if not url:
-            raise StepError(f"the '{sandbox.provider_name}' sandbox published no URL for "
-                            f"agent '{step.agent_name}' (port {AGENT_PORT})")
-        card = await _wait_http(f"{url}/.well-known/agent.json", DEFAULT_READY_TIMEOUT, sandbox,
-                                container, f"agent '{step.agent_name}' ({source.name})")
+            raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for "
+                             f"agent '{step.agent_name}' (port {AGENT_PORT})")
+        card = await _read_card(url, sandbox, container,
+                                f"agent '{step.agent_name}' ({source.name})")
         if not isinstance(card, dict):
             raise StepError(f"agent '{step.agent_name}' ({source.name}) serves no JSON card")
         agent = A2aAgent(step.agent_name, source.name, url, container, image, model, card,
@@ -646,11 +684,15 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
                 raise StepError(f"agent '{agent.name}' takes no MCP servers (its card has no "
                                 "mcp-config extension), but the step gives it envs")
             first = getattr(envs[step.env_ids[0]], "sandbox", None)
+            added: set[int] = set()  # envs deployed together share one gateway: added once
             for env_id, deployment in envs.items():
                 if getattr(deployment, "sandbox", None) is not first:
                     raise StepError(f"agent '{agent.name}': env '{env_id}' runs in another "
                                     "sandbox than the first env's; an agent reaches the envs "
                                     "of one sandbox (deploy them together with with_envs)")
+                if id(deployment) in added:
+                    continue
+                added.add(id(deployment))
                 token = getattr(deployment, "token", None)
                 headers = {"Authorization": f"Bearer {token}"} if token else {}
                 if setup.role:

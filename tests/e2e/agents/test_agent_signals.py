@@ -1,5 +1,5 @@
 """A run whose agent is mid-prompt, stopped by Ctrl-C, SIGTERM or ``kill -9``: the first two
-tear everything down (env, its gateway, the model gateway, the agent) and exit 130 / 143; after
+tear everything down (env, its gateway, the model gateway, the agent and its front) and exit 130 / 143; after
 ``kill -9`` nothing could, and ``agent-env gc`` removes what is left. Either way nothing stays.
 
 The agent is the model-agent, driven by the scripted model to call a tool that waits a minute,
@@ -30,8 +30,8 @@ TASK = [
     {"id": "ask", "type": "prompt_agent", "prompt": "wait", "model": "scripted:wait_script",
      "timeout_seconds": 300},
 ]
-#: what one run brings up: the env, its gateway, the model gateway and the agent
-CONTAINERS = 4
+#: what one run brings up: the env, its gateway, the model gateway, the agent and its front
+CONTAINERS = 5
 
 
 @pytest.fixture

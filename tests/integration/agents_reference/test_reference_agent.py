@@ -7,7 +7,8 @@ with its ``@a2a_agent`` framework (uvicorn ``a2a_server:app`` on ``A2A_PORT``). 
 the echo env through the docker sandbox, hands it the env over ``mcp-config`` and a system
 prompt over ``agent-config``; ``prompt_agent`` talks ``message/send`` + ``tasks/get`` (+
 ``tasks/cancel`` on timeout) to it and reads its trajectory; ``agent_prompt_response_verifier``
-scores the reply. Where our ``a2a`` type and the reference disagree, a strict xfail names how.
+scores the reply; two envs behind one gateway and the token (checked by the agent's front, as
+the reference's server takes none) are tested too.
 """
 
 from __future__ import annotations
@@ -116,31 +117,21 @@ async def test_a_reference_sdk_agent_is_deployed_prompted_and_scored(
           f"{time.monotonic() - started:.1f}s")
 
 
-@pytest.mark.xfail(strict=True, raises=StepError, reason=(
-    "our a2a type adds one mcp-config server per env; envs deployed together (with_envs) share "
-    "one gateway URL, and the reference's mcp-config/v1 'add' refuses a second server with the "
-    "same URL (HTTP 409 \"MCP URL ... already registered as ...\"), so deploy_agent fails"))
 async def test_two_envs_behind_one_gateway_reach_a_reference_sdk_agent(
     task: tuple[TaskContext, dict[str, str]],
 ) -> None:
     ctx, ids = task
     await DeployEnv(id="deploy", env_id=ids["echo"], with_envs=[ids["slow"]],
                     sandbox_type="docker").run(ctx)
-    try:
-        await DeployAgent(id="agent", a2a_agent_id=AGENT_ID,
-                          env_ids=[ids["echo"], ids["slow"]]).run(ctx)
-    except StepError as exc:  # only the known incompatibility is the expected failure
-        if "HTTP 409: MCP URL 'http://gateway:18765/mcp' already registered" not in str(exc):
-            pytest.fail(f"deploy_agent failed otherwise: {exc}")
-        raise
+    # one gateway serves both envs: the agent is given it once (the reference refuses a second
+    # server with the same URL, with HTTP 409)
+    await DeployAgent(id="agent", a2a_agent_id=AGENT_ID,
+                      env_ids=[ids["echo"], ids["slow"]]).run(ctx)
     reply = await ask(ctx, "ask", f"echo {TEXT}")
     assert f"echo returned: {TEXT}" in reply["response"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "our a2a type publishes the agent's port and relies on the agent's own server to require "
-    "A2A_TOKEN; the reference's server ignores Authorization, so a reference-SDK agent's "
-    "published A2A port answers JSON-RPC without the token (HTTP 200, not 401)"))
+# The reference's server takes no token: the agent's front (agent_front.py) checks it.
 async def test_a_reference_sdk_agents_published_port_wants_the_token(
     task: tuple[TaskContext, dict[str, str]],
 ) -> None:

@@ -2,15 +2,12 @@
 
 The reference's agents say ``agentenv-framework-protocol[agent]==0.1.379`` (with the ``[agent]``
 extra). Our hermetic build must then yield to that pin (no injection of our wheel); otherwise its
-``PIP_CONSTRAINT`` pins the name to our wheel and ``pip install`` fails on the conflict. The test
-agent's ``requirements.txt`` works around this with an extra, plain ``==0.1.379`` line.
+``PIP_CONSTRAINT`` would pin the name to our wheel and ``pip install`` fail on the conflict.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from agent_env.images.plan import plan_build
 
@@ -30,7 +27,7 @@ def test_the_fixture_agents_requirements_get_the_pypi_release(build_state_root: 
     here = Path(__file__).parent / "reference_agent"
     plan = plan_build(here)
     assert plan.wheel is None  # no injection: pip installs 0.1.379 from PyPI
-    assert any("agentenv-framework-protocol==0.1.379 is not this repository's protocol" in n
+    assert any("agentenv-framework-protocol[agent]==0.1.379 is not this repository's protocol" in n
                for n in plan.notes)
 
 
@@ -38,10 +35,5 @@ def test_a_plain_pin_yields(build_state_root: Path, tmp_path: Path) -> None:
     assert plan_build(folder_with(tmp_path, PLAIN)).wheel is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "agent_env.images.hermetic._PIN_IN_TEXT expects the version operator right after the "
-    "distribution name, so 'agentenv-framework-protocol[agent]==0.1.379' (the reference's own "
-    "form) is not seen as a pin: our wheel is injected and `pip install` then fails on the "
-    "conflict (ImageBuildError, exit 1)"))
 def test_a_pin_with_the_agent_extra_yields(build_state_root: Path, tmp_path: Path) -> None:
     assert plan_build(folder_with(tmp_path, WITH_EXTRA)).wheel is None

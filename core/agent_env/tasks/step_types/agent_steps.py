@@ -208,7 +208,7 @@ class PromptAgent(Step):
     agent_name: str = DEFAULT_AGENT_NAME
     #: What verifiers name this prompt by (default: this step's id).
     prompt_id: str | None = None
-    #: Replaces the agent's system prompt for this prompt.
+    #: Replaces the agent's system prompt from this prompt on (agent-config settings persist).
     system_prompt: str | None = None
     timeout_seconds: float = DEFAULT_PROMPT_TIMEOUT
     #: For model-backed agents; an outside player ignores it.
