@@ -32,6 +32,7 @@ Groups, in the order a plugin author meets them:
 * agents: ``Agent`` (what an agent type's ``deploy`` returns), ``AgentReply`` and its ``Usage``,
   ``AgentSetup``,
   ``DeployAgent``, ``PromptAgent``, ``AgentDefinition`` (an agent folder, read);
+* evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
 * the episode API: ``EpisodeSpec``, ``Task``.
 """
 
@@ -70,6 +71,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     # agents: what an agent type returns and reads
     "Agent": ("agent_env.tasks.step_types.agent_steps", "Agent"),
     "AgentReply": ("agent_env.tasks.step_types.agent_steps", "AgentReply"),
+    # evals
+    "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
     "Usage": ("agent_env.tasks.step_types.agent_steps", "Usage"),
     "AgentSetup": ("agent_env.tasks.step_types.agent_steps", "AgentSetup"),
     "DeployAgent": ("agent_env.tasks.step_types.agent_steps", "DeployAgent"),
@@ -141,6 +144,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         StoreBackend,
     )
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, Deployments, deployments
+    from agent_env.evals.passk import pass_at_k
     from agent_env.deployments import tear_down as tear_down_deployment
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.hookspecs import hookimpl

@@ -419,16 +419,10 @@ STREAM_MAX = 600
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """The unbiased pass@k from n completed runs with c passes (None when n < k).
+    """The kernel's unbiased pass@k (None when n < k), as the eval table shows it."""
+    from agent_env.api import pass_at_k as estimate
 
-    The kernel's own estimate (agent_env.evals.passk) is not part of the plugin API, so the
-    explorer computes the same formula, 1 - C(n-c, k) / C(n, k), here.
-    """
-    from math import comb
-
-    if n < k or k < 1:
-        return None
-    return 1.0 - comb(n - c, k) / comb(n, k)
+    return estimate(n, c, k) if k >= 1 and 0 <= c <= n else None
 
 
 def group_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
