@@ -144,9 +144,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         StoreBackend,
     )
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, Deployments, deployments
-    from agent_env.evals.passk import pass_at_k
     from agent_env.deployments import tear_down as tear_down_deployment
     from agent_env.errors import ConfigError, MissingPluginError, UserError
+    from agent_env.evals.passk import pass_at_k
     from agent_env.hookspecs import hookimpl
     from agent_env.images import hermetic
     from agent_env.images import plan as image_plan

@@ -1,6 +1,7 @@
 """A run whose agent is mid-prompt, stopped by Ctrl-C, SIGTERM or ``kill -9``: the first two
-tear everything down (env, its gateway, the model gateway, the agent and its front) and exit 130 / 143; after
-``kill -9`` nothing could, and ``agent-env gc`` removes what is left. Either way nothing stays.
+tear everything down (env, its gateway, the model gateway, the agent and its front) and exit
+130 / 143; after ``kill -9`` nothing could, and ``agent-env gc`` removes what is left. Either
+way nothing stays.
 
 The agent is the model-agent, driven by the scripted model to call a tool that waits a minute,
 so the run is surely mid-prompt when the signal comes.
