@@ -177,40 +177,22 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
 # -- list / get-instance / teardown ---------------------------------------------------------------
 
 
-def _state(entry: Any) -> str:
-    return "expired (agent-env gc removes it)" if entry.expired() else "live"
-
-
 @env.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_deployments(as_json: bool) -> None:
     """Deployed envs with their expiry; expired ones say so."""
-    from agent_env.deployments import deployments
+    from agent_env.cli.deployed import list_kind
 
-    found = deployments().list("env")
-    if as_json:
-        click.echo(json.dumps([{**d.to_json(), "expired": d.expired()} for d in found],
-                              indent=2))
-        return
-    if not found:
-        click.echo("No envs are deployed (agent-env env deploy --id ID deploys one).")
-        return
-    for entry in found:
-        click.echo(f"{entry.instance_id}  {entry.entity_id} v{entry.entity_version}  "
-                   f"{entry.urls.get('gateway', '')}  expires "
-                   f"{entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')} UTC  {_state(entry)}")
+    list_kind("env", as_json, "gateway")
 
 
 @env.command("get-instance")
 @click.option("--id", "instance_id", required=True, help="The instance id env deploy printed.")
 def get_instance(instance_id: str) -> None:
     """Print one deployment as JSON (its token is not stored, so not shown)."""
-    from agent_env.deployments import deployments
+    from agent_env.cli.deployed import get_kind
 
-    entry = deployments().get(instance_id)
-    if entry is None or entry.kind != "env":
-        raise UserError(f"no deployed env '{instance_id}' (agent-env env list shows them)")
-    click.echo(json.dumps({**entry.to_json(), "expired": entry.expired()}, indent=2))
+    get_kind("env", instance_id)
 
 
 @env.command("teardown")
@@ -218,37 +200,9 @@ def get_instance(instance_id: str) -> None:
 @click.option("--all", "everything", is_flag=True, help="Every deployed env.")
 def teardown(instance_id: str | None, everything: bool) -> int:
     """Remove a deployed env (its containers and networks) now; idempotent."""
-    import asyncio
+    from agent_env.cli.deployed import teardown_kind
 
-    from agent_env.deployments import deployments, tear_down
-
-    if bool(instance_id) == everything:
-        raise click.UsageError("give --id INSTANCE_ID or --all (one of them)")
-    ledger = deployments()
-    if everything:
-        targets = ledger.list("env")
-        if not targets:
-            click.echo("No envs are deployed; nothing to tear down.")
-            return 0
-    else:
-        found = ledger.get(instance_id or "")
-        if found is None or found.kind != "env":
-            click.echo(f"No deployed env '{instance_id}' (already torn down, or never "
-                       "deployed); nothing to do.")
-            return 0
-        targets = [found]
-    code = 0
-    for entry in targets:
-        try:
-            was_up = asyncio.run(tear_down(ledger, entry))
-        except Exception as exc:  # keep going: one stuck sandbox must not keep the others up
-            click.echo(f"Could not tear down {entry.instance_id}: {type(exc).__name__}: {exc}",
-                       err=True)
-            code = 1
-            continue
-        click.echo(f"Tore down {entry.instance_id}." if was_up else
-                   f"{entry.instance_id} was already gone; record removed.")
-    return code
+    return teardown_kind("env", instance_id, everything)
 
 
 # -- registered envs ------------------------------------------------------------------------------
