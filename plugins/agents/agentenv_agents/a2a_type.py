@@ -126,6 +126,16 @@ class ModelGatewayHandle:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_token}"}
 
+    async def add_caller(self, name: str, token: str) -> None:
+        """Give one agent a model token of its own, so its calls are recorded as its own."""
+        import aiohttp
+
+        async with aiohttp.ClientSession() as http, http.post(
+                f"{self.url}/admin/callers", json={"name": name, "token": token},
+                headers=self._headers(), timeout=aiohttp.ClientTimeout(total=30)) as resp:
+            if resp.status != 200:
+                raise InfraError(f"the model gateway refused a caller: HTTP {resp.status}")
+
     async def load_script(self, name: str, data: Any) -> str:
         import aiohttp
 
@@ -477,7 +487,9 @@ class A2aAgent:
             if part.get("kind") == "data" and isinstance(part.get("data"), dict):
                 data.update(part["data"])
         text = texts[-1] if texts else ""
-        calls = await self.gateway.calls(calls_before)
+        # only this agent's calls: agents sharing the gateway each call with a token of their own
+        calls = [c for c in await self.gateway.calls(calls_before)
+                 if c.get("caller") == self.container]
         models = sorted({str(c.get("model")) for c in calls if c.get("model")})
         reported = data.get("usage") or {}
         # The gateway's counts when the agent used it; what the agent says, when it did not.
@@ -514,7 +526,7 @@ class A2aAgent:
             if upstream is not None:  # the model could not be reached: not the agent's doing
                 error_type, error_message = "infra_error", f"{upstream}; agent said {error_message}"
         return AgentReply(text, (*trajectory, usage_event), usage, error_type, error_message,
-                          models[-1] if models else model, task.get("contextId"))
+                          models[-1] if models else model, task.get("contextId"), tuple(calls))
 
 
 def _upstream_failure(calls: list[dict[str, Any]]) -> str | None:
@@ -628,8 +640,10 @@ class A2aAgentType:
         # the run's --model, else [model] name, else the folder's default
         model = (ctx.metadata.get("model") or settings.get("name")
                  or source.metadata.get("default_model") or None)
-        token = secrets.token_urlsafe(32)
+        token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         ctx.register_secret(token)
+        ctx.register_secret(model_token)
+        await gateway.add_caller(container, model_token)
         reserved = sorted(k for k in step.env_vars
                           if k.startswith(("A2A_", "AGENTENV_MODEL_")))
         if reserved:
@@ -637,7 +651,7 @@ class A2aAgentType:
         env = {**source.default_env_vars, **step.env_vars,
                "A2A_PORT": str(AGENT_PORT), "A2A_TOKEN": token,
                "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
-               "AGENTENV_MODEL_TOKEN": gateway.token}
+               "AGENTENV_MODEL_TOKEN": model_token}
         if model:
             env["AGENTENV_MODEL_NAME"] = str(model)
         if "max_turns" in source.config:

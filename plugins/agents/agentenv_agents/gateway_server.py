@@ -7,7 +7,10 @@ What the ``a2a`` agent type runs as container ``model-gateway`` in an agent's sa
 * ``POST /admin/scripts`` ``{name, script}``: load a scripted-model script; calls asking for
   model ``scripted:<name>`` are answered by it (and recorded as that model);
 * ``GET /calls``: every model call recorded so far (``?after=<n>`` skips the first n), and
-  ``count``, how many there are.
+  ``count``, how many there are;
+* ``POST /admin/callers`` ``{name, token}``: accept one more token, whose calls are recorded
+  with ``caller = name`` (each agent gets its own, so agents sharing the gateway are told
+  apart in the records).
 
 Calls for any other model go to the HTTP upstream when one is configured
 (``AGENTENV_UPSTREAM_BASE_URL``, ``AGENTENV_UPSTREAM_API_KEY``: only this container holds the
@@ -93,7 +96,18 @@ class ServedGateway(ModelGateway):
         app = super().app()
         app.router.add_route("GET", "/calls", self._calls)
         app.router.add_route("POST", "/admin/scripts", self._load_script)
+        app.router.add_route("POST", "/admin/callers", self._add_caller)
         return app
+
+    async def _add_caller(self, request: web.Request) -> web.Response:
+        if not self._is_admin(request):
+            return web.json_response({"error": "wrong or missing admin token"}, status=401)
+        try:
+            body = await request.json()
+            self.add_caller(str(body["name"]), str(body["token"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            return web.json_response({"error": f"bad caller: {exc}"}, status=400)
+        return web.json_response({"ok": True})
 
     def _is_admin(self, request: web.Request) -> bool:
         auth = request.headers.get("Authorization", "")

@@ -215,6 +215,8 @@ class ModelGateway:
         self.port = port
         self.url: str | None = None
         self._token = token.encode()
+        #: further tokens, each naming who calls with it (one per agent: its calls are its own)
+        self._callers: dict[bytes, str] = {}
         self._max_body = max_body_bytes
         self._runner: web.AppRunner | None = None
 
@@ -274,12 +276,31 @@ class ModelGateway:
 
     # -- routes ----------------------------------------------------------------------------
 
-    def _authorized(self, request: web.Request) -> bool:
+    def add_caller(self, name: str, token: str) -> None:
+        """Accept ``token`` too; calls made with it are recorded with ``caller = name``."""
+        if not token or token.encode() == self._token:
+            raise ValueError("a caller's token must be set and differ from the run token")
+        self._callers[token.encode()] = name
+
+    def _caller(self, request: web.Request) -> str | None:
+        """Who calls: ``""`` for the run token, a caller's name for its token, None if
+        neither (refused)."""
         given = request.headers.get("x-api-key")
         if given is None:
             auth = request.headers.get("Authorization", "")
             given = auth[7:] if auth[:7].lower() == "bearer " else None
-        return given is not None and hmac.compare_digest(given.strip().encode(), self._token)
+        if given is None:
+            return None
+        raw = given.strip().encode()
+        if hmac.compare_digest(raw, self._token):
+            return ""
+        for token, name in self._callers.items():
+            if hmac.compare_digest(raw, token):
+                return name
+        return None
+
+    def _authorized(self, request: web.Request) -> bool:
+        return self._caller(request) is not None
 
     @staticmethod
     def _refuse(api: Api, status: int, message: str) -> web.Response:
@@ -342,9 +363,11 @@ class ModelGateway:
         t0 = time.perf_counter()
         call = ModelCall(api=api, upstream=self.upstream.name, requested_model=None, model=None,
                          stream=False, status=0, started_at=started)
-        if not self._authorized(request):
+        caller = self._caller(request)
+        if caller is None:
             refusal = self._refuse(api, 401, "model gateway: wrong or missing token")
             return self._finish(call, t0, refusal, "gateway: wrong or missing token")
+        call.caller = caller or None
         raw = await request.read()
         body = _json_object(raw)
         if body is None:

@@ -55,6 +55,8 @@ class ModelCall:
     usage: dict[str, Any] | None = None
     request: dict[str, Any] | None = None
     response: Any = None
+    #: who made it, when the gateway gave that caller a token of its own (the agent's name)
+    caller: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -304,3 +304,21 @@ async def test_concurrent_conversations_each_get_their_own_turn(
                 "Done: main is fixed."]
     assert answers == [expected[i % 4] for i in range(40)]
     assert scripted_gateway.recorder.totals().calls == 40
+
+
+async def test_each_caller_token_is_accepted_and_recorded_as_its_own(
+        scripted_gateway: ModelGateway) -> None:
+    """Agents sharing one gateway each call with a token of their own, so the records say whose
+    call each was; an unknown token is still refused, and the run token stays anonymous."""
+    scripted_gateway.add_caller("agent-a", "token-of-a-000")
+    scripted_gateway.add_caller("agent-b", "token-of-b-000")
+    for token in ("token-of-a-000", "token-of-b-000", TOKEN):
+        await openai_client(scripted_gateway, token).chat.completions.create(
+            model="scripted:fix-bug", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.AuthenticationError):
+        await openai_client(scripted_gateway, "token-of-nobody").chat.completions.create(
+            model="scripted:fix-bug", messages=[{"role": "user", "content": "hi"}])
+    callers = [c.caller for c in scripted_gateway.recorder.calls]
+    assert callers == ["agent-a", "agent-b", None, None]
+    with pytest.raises(ValueError):
+        scripted_gateway.add_caller("agent-c", TOKEN)  # the run token is not a caller's

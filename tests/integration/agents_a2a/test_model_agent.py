@@ -77,6 +77,12 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     assert tool_calls == [{"type": "tool_call", "server": "echo", "tool": "echo",
                            "arguments": {"text": TEXT}, "result": TEXT, "is_error": False}]
     assert events[0] == {"type": "agentenv.format", "format": "agentenv-model-agent/1"}
+    # every model call of the prompt, in full, beside the trajectory: this agent's own
+    calls = read_trajectory(reply["model_call_log_object_key"])
+    assert reply["model_call_log_object_key"] == key.replace("/trajectory-", "/model-calls-")
+    assert [(c["caller"], c["model"], c["status"]) for c in calls] == [
+        ("agent-agent", "scripted:echo_script", 200)] * 2
+    assert calls[0]["request"]["messages"][-1]["content"] == PROMPT
     usage = events[-1]
     assert usage["type"] == "agentenv.usage"
     assert usage["models_answering"] == ["scripted:echo_script"]

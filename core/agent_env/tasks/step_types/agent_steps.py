@@ -8,13 +8,15 @@ prompt becomes a turn of that player. Without one, ``deploy_agent`` deploys the 
 ``agent.toml`` names (``agent_env_agent_types``); with neither, it fails saying so (never a
 made-up success).
 
-``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, model, tool_call_count,
-usage, error_type, error_message, agent_trajectory_object_key, duration_seconds}`` as its output.
-The trajectory itself goes to the object store (``runs/<instance>/prompt_agent_trajectories/
-prompt_id=<id>/trajectory-<agent>.json``, the reference's layout under a per-run prefix), so
-records stay small however long the agent worked. An agent that reports ``agent_error`` has its
-reply recorded and scored 0 by the verifier (row ``prompt_error``), as the reference does; an
-``infra_error`` ends the run as ``error`` (not scored).
+``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, model, a2a_context_id,
+tool_call_count, usage, error_type, error_message, agent_trajectory_object_key,
+model_call_log_object_key, duration_seconds}`` as its output. The trajectory itself goes to the
+object store (``runs/<instance>/prompt_agent_trajectories/prompt_id=<id>/trajectory-<agent>.json``,
+the reference's layout under a per-run prefix), and beside it ``model-calls-<agent>.json``, every
+model call the agent made for the prompt in full, so records stay small however long it worked.
+An agent that reports ``agent_error`` has its reply recorded and scored 0 by the verifier (row
+``prompt_error``), as the reference does; an ``infra_error`` ends the run as ``error`` (not
+scored).
 
 ``agent_prompt_response_verifier`` scores the reply of one prompt (by ``prompt_id``, which is the
 prompt step's id unless the step sets its own) with ``response_contains`` (every string of
@@ -80,6 +82,9 @@ class AgentReply:
     model: str | None = None
     #: The A2A conversation it answered in (A2A agents), recorded as ``a2a_context_id``.
     context_id: str | None = None
+    #: Every model call the agent made for this prompt, in full (request, response, tokens),
+    #: as its model gateway recorded them; kept in the object store beside the trajectory.
+    model_calls: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple, factory=tuple)
 
 
 class Agent(Protocol):
@@ -286,6 +291,9 @@ class PromptAgent(Step):
                 ctx, self.reply_id, self.agent_name, reply.trajectory,
                 self.trajectory_output_prefix),
             "trajectory_events": len(reply.trajectory),
+            "model_call_log_object_key": store_trajectory(
+                ctx, self.reply_id, self.agent_name, reply.model_calls,
+                self.trajectory_output_prefix, name="model-calls"),
             "duration_seconds": round(time.monotonic() - started, 3),
         }
         if reply.error_type == INFRA_ERROR:
@@ -294,7 +302,7 @@ class PromptAgent(Step):
 
 
 def trajectory_key(instance_id: str, prompt_id: str, agent_name: str,
-                   prefix: str | None = None) -> str:
+                   prefix: str | None = None, name: str = "trajectory") -> str:
     """Where the trajectory of one prompt is kept in the object store."""
     def safe(text: str) -> str:
         return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip(".") or "_"
@@ -303,21 +311,22 @@ def trajectory_key(instance_id: str, prompt_id: str, agent_name: str,
         prefix = f"runs/{safe(instance_id)}/{TRAJECTORY_PREFIX}/prompt_id={safe(prompt_id)}/"
     elif not prefix.endswith("/"):
         prefix += "/"
-    return f"{prefix}trajectory-{safe(agent_name)}.json"
+    return f"{prefix}{name}-{safe(agent_name)}.json"
 
 
 def store_trajectory(ctx: TaskContext, prompt_id: str, agent_name: str,
-                     trajectory: Any, prefix: str | None = None) -> str | None:
-    """Write the prompt's trajectory (secrets stripped) to the object store; its key, or None
-    when there is nothing to keep. A second prompt with the same id (a retried step) replaces
-    the first one's."""
+                     trajectory: Any, prefix: str | None = None,
+                     name: str = "trajectory") -> str | None:
+    """Write the prompt's trajectory (or, ``name="model-calls"``, its model-call log; secrets
+    stripped) to the object store; its key, or None when there is nothing to keep. A second
+    prompt with the same id (a retried step) replaces the first one's."""
     if not trajectory:
         return None
     import json
 
     from agent_env.runtime import current
 
-    key = trajectory_key(ctx.instance_id, prompt_id, agent_name, prefix)
+    key = trajectory_key(ctx.instance_id, prompt_id, agent_name, prefix, name)
     data = json.dumps(ctx.strip_secrets(list(trajectory)), default=str).encode()
     current().store("object").put(key, data, content_type="application/json",
                                   allow_overwrite=True)
