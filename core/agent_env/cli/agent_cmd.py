@@ -162,6 +162,10 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
     if model and (problem := model_problem(model)):
         raise UserError(f"--model: {problem}")
     chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    if chain:
+        from agent_env.cli.run_cmd import check_sandbox_chain
+
+        check_sandbox_chain(chain)  # a provider that cannot be used: one line, nothing started
     entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model))
     token = str(getattr(agent, "token", "") or "")
     if as_json:

@@ -11,8 +11,9 @@ import click
 
 from agent_env.errors import UserError
 
-#: kind -> (what people call it, the command group that deploys it)
-NOUNS = {"env": ("env", "env"), "agent": ("agent", "a2a-agent")}
+#: kind -> (what people call it, the command group that deploys it, its listing command)
+NOUNS = {"env": ("env", "env", "env list"),
+         "agent": ("agent", "a2a-agent", "a2a-agent list-instances")}
 
 
 def state(entry: Any) -> str:
@@ -23,7 +24,7 @@ def list_kind(kind: str, as_json: bool, url_name: str) -> None:
     """``<group> list``: the deployments of ``kind`` with their expiry."""
     from agent_env.deployments import deployments
 
-    noun, group = NOUNS[kind]
+    noun, group, _ = NOUNS[kind]
     found = deployments().list(kind)
     if as_json:
         click.echo(json.dumps([{**d.to_json(), "expired": d.expired()} for d in found],
@@ -42,11 +43,10 @@ def get_kind(kind: str, instance_id: str) -> None:
     """``<group> get-instance``: one deployment as JSON (its token is never stored)."""
     from agent_env.deployments import deployments
 
-    noun, group = NOUNS[kind]
+    noun, _, listing = NOUNS[kind]
     entry = deployments().get(instance_id)
     if entry is None or entry.kind != kind:
-        raise UserError(f"no deployed {noun} '{instance_id}' (agent-env {group} list shows "
-                        "them)")
+        raise UserError(f"no deployed {noun} '{instance_id}' (agent-env {listing} shows them)")
     click.echo(json.dumps({**entry.to_json(), "expired": entry.expired()}, indent=2))
 
 
@@ -56,7 +56,7 @@ def teardown_kind(kind: str, instance_id: str | None, everything: bool) -> int:
 
     from agent_env.deployments import deployments, tear_down
 
-    noun, _ = NOUNS[kind]
+    noun = NOUNS[kind][0]
     if bool(instance_id) == everything:
         raise click.UsageError("give --id INSTANCE_ID or --all (one of them)")
     ledger = deployments()
