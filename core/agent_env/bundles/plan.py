@@ -114,13 +114,13 @@ def plan_bundle(
     *,
     parse_problems: Sequence[str] = (),
     task_names: Sequence[str] = (),
-    eval_name: str | None = None,
+    eval_names: Sequence[str] = (),
     sandbox_chain: Sequence[str] | None = None,
     stored: Callable[[str, str], bool] | None = None,
 ) -> BundlePlan:
     """Select what runs and preflight it; raises :class:`PreflightFailed` with all problems."""
     problems = list(parse_problems)
-    selected, evals = _select(bundle, task_names, eval_name, problems)
+    selected, evals = _select(bundle, task_names, eval_names, problems)
     registry = step_registry()
     names = bundle.entity_ids()
     planned = []
@@ -142,7 +142,7 @@ def _unique(items: Sequence[str]) -> list[str]:
 
 
 def _select(
-    bundle: Bundle, task_names: Sequence[str], eval_name: str | None, problems: list[str]
+    bundle: Bundle, task_names: Sequence[str], eval_names: Sequence[str], problems: list[str]
 ) -> tuple[list[TaskEntry], list[PlannedEval]]:
     available = ", ".join(t.label for t in bundle.tasks) or "none"
     if task_names:
@@ -154,13 +154,18 @@ def _select(
             elif entry not in chosen:
                 chosen.append(entry)
         return chosen, []
-    if eval_name is not None:
-        named = bundle.eval(eval_name)
-        if named is None:
-            known = ", ".join(e.label for e in bundle.evals) or "none"
-            problems.append(f"--eval {eval_name}: no such eval in this bundle (evals: {known})")
+    if eval_names:
+        evals = []
+        for eval_name in dict.fromkeys(eval_names):
+            named = bundle.eval(eval_name)
+            if named is None:
+                known = ", ".join(e.label for e in bundle.evals) or "none"
+                problems.append(f"--eval {eval_name}: no such eval in this bundle "
+                                f"(evals: {known})")
+            else:
+                evals.append(named)
+        if not evals:
             return [], []
-        evals = [named]
     else:
         evals = list(bundle.evals)
     if not evals:

@@ -382,7 +382,8 @@ async def _execute(
 @click.argument("bundle", required=False)
 @click.option("--task", "tasks", multiple=True, metavar="NAME",
               help="Run only this task (file name or stem); repeatable.")
-@click.option("--eval", "eval_name", metavar="NAME", help="Run only this eval's tasks.")
+@click.option("--eval", "eval_names", multiple=True, metavar="NAME",
+              help="Run only this eval's tasks; repeatable.")
 @click.option("--sandbox", metavar="A[,B...]",
               help="Sandbox providers to use for every sandbox (a fallback chain).")
 @click.option("--model", metavar="NAME",
@@ -391,10 +392,13 @@ async def _execute(
               help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
 @click.option("--keep", is_flag=True,
               help="Hold sandboxes up after the run until Ctrl-C; prints their URLs and tokens.")
-@click.option("--dry-run", is_flag=True, help="Parse, plan and preflight; write and run nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Parse, plan, preflight and check what a real run needs (sandbox providers "
+                   "usable, models answered); write and run nothing.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the runs and their counts as JSON on stdout (progress goes to stderr).")
-def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandbox: str | None,
+def run(bundle: str | None, tasks: tuple[str, ...], eval_names: tuple[str, ...],
+        sandbox: str | None,
         model: str | None, agent_id: str | None, keep: bool, dry_run: bool,
         as_json: bool) -> int:
     """Run a bundle's evals (or all its tasks); with no BUNDLE, list the installed bundles."""
@@ -402,7 +406,7 @@ def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandb
         print_listing()
         return EXIT_OK
     if not as_json:
-        return run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
+        return run_bundle(bundle, tasks=tasks, eval_names=eval_names, sandbox=sandbox, keep=keep,
                           dry_run=dry_run, model=model, agent_id=agent_id)
     import contextlib
     import json
@@ -410,7 +414,7 @@ def run(bundle: str | None, tasks: tuple[str, ...], eval_name: str | None, sandb
     out = sys.stdout
     collected: list[TaskResult] = []
     with contextlib.redirect_stdout(sys.stderr):
-        code = run_bundle(bundle, tasks=tasks, eval_name=eval_name, sandbox=sandbox, keep=keep,
+        code = run_bundle(bundle, tasks=tasks, eval_names=eval_names, sandbox=sandbox, keep=keep,
                           dry_run=dry_run, model=model, agent_id=agent_id, collect=collected)
     out.write(json.dumps({"runs": [run_json(r) for r in collected],
                           "summary": summary_json(collected), "exit_code": code}, indent=2)
@@ -428,20 +432,58 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
     open_provider(choose_provider(list(chain)))
 
 
+def plural_problems(count: int) -> str:
+    return f"{count} problem" + ("" if count == 1 else "s")
+
+
+def model_problems(named: Sequence[tuple[str, str]]) -> list[str]:
+    """Every model named that nobody would answer (no plugin's provider, no upstream)."""
+    from agent_env.agents import model_problem
+
+    return [f"{where}: {problem}" for where, model in named
+            if (problem := model_problem(model)) is not None]
+
+
 def check_models(named: Sequence[tuple[str, str]]) -> None:
     """Before anything is written or run: every model named has someone to answer it (a
     plugin's provider, or the configured upstream); one ``Error:`` line otherwise."""
-    from agent_env.agents import model_problem
     from agent_env.errors import UserError
 
-    for where, model in named:
-        problem = model_problem(model)
-        if problem is not None:
-            raise UserError(f"{where}: {problem}")
+    problems = model_problems(named)
+    if problems:
+        raise UserError(problems[0])
+
+
+def sandbox_problems(plan: Any, chain: Sequence[str] | None) -> list[str]:
+    """What a real run would find unusable: each distinct provider chain its steps ask for
+    (``--sandbox``, a step's ``sandbox_type``, else the configured default), checked for a
+    usable provider (Docker daemon reachable, API key set...)."""
+    from agent_env.config import get_config
+    from agent_env.errors import UserError
+
+    chains: dict[tuple[str, ...], str] = {}
+    if chain:
+        chains[tuple(chain)] = "--sandbox"
+    else:
+        for task in plan.tasks:
+            for raw in task.spec.raw_steps:
+                wanted = raw.get("sandbox_type")
+                if isinstance(wanted, str) and wanted.strip():
+                    key = tuple(p.strip() for p in wanted.split(",") if p.strip())
+                    chains.setdefault(key, f"{task.entry.label}: step '{raw.get('id')}'")
+        chains.setdefault(tuple(get_config().sandbox_chain()), "[sandbox] default")
+    problems = []
+    for providers, where in chains.items():
+        try:
+            check_sandbox_chain(list(providers))
+        except UserError as exc:
+            why = "; ".join([str(exc), *getattr(exc, "notes", ())])
+            problems.append(f"{where}: {' '.join(why.split())}")
+    return problems
 
 
 def run_bundle(
-    text: str, *, tasks: Sequence[str] = (), eval_name: str | None = None,
+    text: str, *, tasks: Sequence[str] = (), eval_names: Sequence[str] = (),
     sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
     model: str | None = None, agent_id: str | None = None,
     collect: list[TaskResult] | None = None,
@@ -468,14 +510,26 @@ def run_bundle(
     location = locate(text)
     bundle, problems = parse_bundle(location.folder, location.id_root)
     versioned = versioned_store()
-    plan = plan_bundle(bundle, parse_problems=problems, task_names=tasks, eval_name=eval_name,
-                       sandbox_chain=chain, stored=entity_exists(versioned))
-    if chain and not dry_run:
-        check_sandbox_chain(chain)
-    if not model:  # a model a prompt step names, that nobody would answer
-        check_models([(f"{t.entry.label}: step '{raw.get('id')}'", str(raw["model"]))
-                      for t in plan.tasks for raw in t.spec.raw_steps
-                      if raw.get("type") == "prompt_agent" and raw.get("model")])
+    plan = plan_bundle(bundle, parse_problems=problems, task_names=tasks,
+                       eval_names=eval_names, sandbox_chain=chain,
+                       stored=entity_exists(versioned))
+    step_models = [] if model else [  # a model a prompt step names, that nobody would answer
+        (f"{t.entry.label}: step '{raw.get('id')}'", str(raw["model"]))
+        for t in plan.tasks for raw in t.spec.raw_steps
+        if raw.get("type") == "prompt_agent" and raw.get("model")]
+    if dry_run:  # what a real run would need, every problem at once
+        needs = model_problems(step_models) + sandbox_problems(plan, chain)
+        if needs:
+            from agent_env.errors import UserError
+
+            for need in needs:
+                echo(f"  {need}", err=True)
+            raise UserError(f"dry run: a real run would fail: {plural_problems(len(needs))} "
+                            "(listed above); nothing was written or run")
+    else:
+        if chain:
+            check_sandbox_chain(chain)
+        check_models(step_models)
     objects = object_store()
     ledger = Ledger(versioned, objects, dry_run=dry_run).write_plan(plan)
     for line in ledger.lines:
