@@ -11,6 +11,7 @@ Secrets never need to live in the file.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -85,6 +86,8 @@ class Config:
         """Which backend serves ``kind`` (``document``/``object``/``image``/``secret``)."""
         value = self.section("stores").get(kind, DEFAULT_STORES[kind])
         if isinstance(value, dict):
+            if "impl" in value and "backend" not in value:
+                raise ConfigError(reference_store_shape(kind, value))
             settings = {k: v for k, v in value.items() if k != "backend"}
             return StoreChoice(kind, str(value.get("backend", DEFAULT_STORES[kind])), settings)
         return StoreChoice(kind, str(value))
@@ -325,3 +328,18 @@ def mask(value: Any, key: str = "") -> Any:
     if isinstance(value, str) and _SECRET_KEY.search(key) and not _REFERENCE.match(value):
         return "****" if value else value
     return value
+
+
+def reference_store_shape(kind: str, table: dict[str, Any]) -> str:
+    """One line for the reference's ``[stores.X] impl = "module:Class"`` + ``[stores.X.config]``
+    shape: how to write the same here (a backend by its registered name, settings inline)."""
+    impl = str(table.get("impl", ""))
+    guess = impl.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower()
+    for suffix in ("documentstore", "objectstore", "secretstore", "imagestore", "store"):
+        guess = guess.removesuffix(suffix)
+    settings = table.get("config") if isinstance(table.get("config"), dict) else {}
+    inline = ", ".join(f"{k} = {json.dumps(v)}" for k, v in settings.items())
+    return (f"[stores.{kind}] uses the reference's impl = \"{impl}\" shape; here a store names "
+            f"its backend and takes its settings inline: [stores.{kind}] backend = "
+            f"\"{guess or 'NAME'}\"{', ' + inline if inline else ''} (agent-env plugin list "
+            "shows the backends installed)")

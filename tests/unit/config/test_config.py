@@ -67,6 +67,17 @@ def test_store_settings_table(tmp_path: Path) -> None:
     assert (choice.backend, choice.settings) == ("s3", {"bucket": "b1"})
 
 
+def test_the_references_impl_shape_is_one_line_saying_how_to_write_it(tmp_path: Path) -> None:
+    write_config(tmp_path, '[stores.object]\nimpl = "agent_env.stores.s3:S3ObjectStore"\n'
+                           '[stores.object.config]\nbucket = "b1"\n')
+    with pytest.raises(ConfigError) as info:
+        cfg.load_config().store("object")
+    assert str(info.value) == (
+        '[stores.object] uses the reference\'s impl = "agent_env.stores.s3:S3ObjectStore" shape; '
+        'here a store names its backend and takes its settings inline: [stores.object] '
+        'backend = "s3", bucket = "b1" (agent-env plugin list shows the backends installed)')
+
+
 def test_agent_env_config_must_exist(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("AGENT_ENV_CONFIG", str(tmp_path / "nope.toml"))
     with pytest.raises(ConfigError, match=r"AGENT_ENV_CONFIG names .*nope.toml, which does not"):
