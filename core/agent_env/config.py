@@ -337,7 +337,8 @@ def reference_store_shape(kind: str, table: dict[str, Any]) -> str:
     guess = impl.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower()
     for suffix in ("documentstore", "objectstore", "secretstore", "imagestore", "store"):
         guess = guess.removesuffix(suffix)
-    settings = table.get("config") if isinstance(table.get("config"), dict) else {}
+    config = table.get("config")
+    settings: dict[str, Any] = config if isinstance(config, dict) else {}
     inline = ", ".join(f"{k} = {json.dumps(v)}" for k, v in settings.items())
     return (f"[stores.{kind}] uses the reference's impl = \"{impl}\" shape; here a store names "
             f"its backend and takes its settings inline: [stores.{kind}] backend = "
