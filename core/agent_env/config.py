@@ -34,7 +34,7 @@ ENV_VARIABLES = {
     "AGENT_ENV_OBJECT_STORE": ("stores", "object"),
     "AGENT_ENV_IMAGE_STORE": ("stores", "image"),
     "AGENT_ENV_SECRET_STORE": ("stores", "secret"),
-    "AGENT_ENV_RUNNER": ("runner", "backend"),
+    "AGENT_ENV_RUNNER": ("runner", "impl"),
     "AGENT_ENV_SANDBOX": ("sandbox", "default"),
     "AGENT_ENV_MODEL_BASE_URL": ("model", "base_url"),
     "AGENT_ENV_MODEL_API_KEY": ("model", "api_key"),
@@ -43,7 +43,7 @@ ENV_VARIABLES = {
 #: Known sections and their known keys (None: any key, e.g. a plugin's own table).
 KNOWN_KEYS: dict[str, set[str] | None] = {
     "stores": {"document", "object", "image", "secret"},
-    "runner": {"backend", "max_concurrency"},
+    "runner": {"impl", "max_concurrency", "config"},
     "sandbox": {"default", "agent_default", "providers"},
     "model": {"base_url", "api_key", "name"},
     "plugins": None,

@@ -132,6 +132,18 @@ def agent_env_model_providers() -> list[ModelProvider]:
     """
 
 
+@hookspec
+def agent_env_runners() -> list[type]:
+    """Return runner classes: where task runs execute (``local``, ``ray``, ...).
+
+    Each class has a class attribute ``name`` (what ``[runner] impl`` / ``AGENT_ENV_RUNNER``
+    select) and a classmethod ``from_config(*, context, ...)`` whose other keyword parameters
+    are the settings of ``[runner.config]``; the instance runs one request at a time per call
+    (``async run(request) -> (TaskResult, TeardownReport)``), cancels cooperatively
+    (``cancel(reason)``) and is closed with ``async close()``. See :mod:`agent_env.runners`.
+    """
+
+
 # --- How a plugin is configured ------------------------------------------------------------
 
 

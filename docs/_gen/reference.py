@@ -252,10 +252,13 @@ CONFIG_KEYS: dict[str, dict[str, str]] = {
         "secret": "secret store backend (what `secret:KEY` references read)",
     },
     "runner": {
-        "backend": "accepted so configs written for the reference load; runs are carried out "
-                   "in-process and nothing reads this key yet",
-        "max_concurrency": "accepted, read by nothing yet (`agent-env run` runs at most four "
-                           "tasks at a time)",
+        "impl": "the runner task runs go through (`local`, the default: in this process; "
+                "`ray` with the ray_runner plugin); also `AGENT_ENV_RUNNER`. The old `backend` "
+                "key is refused, naming `impl`",
+        "max_concurrency": "how many task runs `agent-env run` and `task run` run at once "
+                           "(default 4; `eval run` takes `--max-concurrency`)",
+        "config": "the runner's own settings table (`[runner.config]`), checked against its "
+                  "`from_config` parameters",
     },
     "sandbox": {
         "default": "sandbox provider for steps that name none; `a,b` is a fallback chain",

@@ -243,12 +243,14 @@ def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, 
     overrides = {key: value for key, value in (("model", model), ("agent", agent_id),
                                                ("judge_model", judge_model)) if value}
     build = _requests(group, sandbox, overrides)
-    from agent_env.evals.execute import Executor, LocalRunner
+    from agent_env.evals.execute import Executor
+    from agent_env.runners import RunnerContext, open_runner
     from agent_env.stores import document_store
     from agent_env.tasks.records import StoredInstances
 
     instances = StoredInstances(document_store())
-    executor = Executor(group, groups, LocalRunner(instances, sandbox_chain=chain), build,
+    runner = open_runner(RunnerContext(instances, sandbox_chain=chain))
+    executor = Executor(group, groups, runner, build,
                         instances, max_concurrency=max_concurrency, retries=retries,
                         progress=None)
     if resume:

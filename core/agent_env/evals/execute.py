@@ -2,68 +2,29 @@
 
 Each slot is claimed (see :mod:`agent_env.evals.groups`), run through the runner seam, retried
 while it ends in ``error`` (up to ``retries`` more times, each a new instance) and recorded.
-:class:`LocalRunner` is the seam: it runs one request in its own
-:class:`~agent_env.tasks.session.Session` and tears down what that run brought up as soon as it
-ends, so a long eval never holds more than M runs' sandboxes. A runner plugin can replace it by
-offering the same two methods.
+:class:`Runner` is the seam, the selected runner of :mod:`agent_env.runners` (``local``: each
+request in its own :class:`~agent_env.tasks.session.Session` here, torn down as soon as it
+ends, so a long eval never holds more than M runs' sandboxes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
 
 from agent_env.evals.groups import Group, GroupStore, Slot
 from agent_env.evals.report import EvalRun, result_from_record
-from agent_env.tasks.engine import TaskObserver, TaskResult
-from agent_env.tasks.records import InstanceStore
-from agent_env.tasks.session import RunRequest, Session
+from agent_env.runners import Runner
+from agent_env.runners.local import LocalRunner as LocalRunner  # its home before runners
+from agent_env.tasks.session import RunRequest
 from agent_env.tasks.teardown import TeardownReport
 
 #: how often a slot another process holds is looked at again
 POLL_SECONDS = 0.2
-
-
-class Runner(Protocol):
-    async def run(self, request: RunRequest) -> tuple[TaskResult, TeardownReport]: ...
-
-    def cancel(self, reason: str) -> None: ...
-
-
-class LocalRunner:
-    """Runs each request in this process (the engine), one session per run."""
-
-    def __init__(self, instances: InstanceStore | None, *,
-                 sandbox_chain: Sequence[str] | None = None,
-                 registry: Any = None) -> None:
-        self.instances = instances
-        self.sandbox_chain = sandbox_chain
-        self.registry = registry
-        self.active: set[Session] = set()
-        self.cancel_reason: str | None = None
-
-    async def run(self, request: RunRequest) -> tuple[TaskResult, TeardownReport]:
-        session = Session(instances=self.instances, observer=TaskObserver(),
-                          sandbox_chain=self.sandbox_chain, max_parallel=1,
-                          registry=self.registry)
-        if self.cancel_reason is not None:
-            session.cancel(self.cancel_reason)
-        self.active.add(session)
-        try:
-            (result,) = await session.run_all([request])
-        finally:
-            self.active.discard(session)
-            report = await session.teardown.run()
-        return result, report
-
-    def cancel(self, reason: str) -> None:
-        self.cancel_reason = reason
-        for session in list(self.active):
-            session.cancel(reason)
 
 
 class Progress(Protocol):
@@ -128,7 +89,10 @@ class Executor:
 
     async def run(self) -> Outcome:
         slots = asyncio.Semaphore(self.max_concurrency)
-        await asyncio.gather(*(self._slot(slot, slots) for slot in self.group.slots))
+        try:
+            await asyncio.gather(*(self._slot(slot, slots) for slot in self.group.slots))
+        finally:
+            await self.runner.close()
         self.outcome.runs.sort(key=lambda r: r.slot.index)
         return self.outcome
 

@@ -30,6 +30,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "agent_env.sandbox.builtin",
     "agent_env.tasks.builtin_steps",
     "agent_env.bundles.shipped",
+    "agent_env.runners.builtin",
 )
 
 # Statuses shown by ``agent-env plugin list``; reasons are stable codes for ``--json``.

@@ -27,6 +27,7 @@ CONTRIBUTION_HOOKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "agent_type": ("agent_env_agent_types", lambda c: c.name),
     "agent": ("agent_env_agents", lambda c: c.name),
     "model_provider": ("agent_env_model_providers", lambda c: c.name),
+    "runner": ("agent_env_runners", lambda c: c.name),
 }
 CLI_COMMAND = "cli_command"
 

@@ -3,13 +3,18 @@
 ``agent-env run`` and ``task run`` both use it; cancelling the session cancels every run (those
 still waiting for a slot are recorded ``cancelled`` too). The session never tears down: its
 caller does, through :attr:`Session.teardown`, after the runs end.
+
+Where the runs execute is the selected runner's business (:mod:`agent_env.runners`): with
+``local`` (the default) they run right here, sharing the teardown (so ``--keep`` can hold them
+up); with any other runner each run is handed to it, and it tears each run down itself.
+At most ``max_parallel`` (``[runner] max_concurrency``, default 4) are in flight either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -19,7 +24,10 @@ from agent_env.tasks.context import TaskContext
 from agent_env.tasks.engine import TaskObserver, TaskResult, run_task
 from agent_env.tasks.plan import TaskSpec
 from agent_env.tasks.records import InstanceRecord, InstanceStore
-from agent_env.tasks.teardown import Teardown
+from agent_env.tasks.teardown import Teardown, TeardownReport
+
+if TYPE_CHECKING:
+    from agent_env.runners import Runner
 
 MAX_PARALLEL_TASKS = 4
 
@@ -40,13 +48,24 @@ class Session:
         instances: InstanceStore | None,
         observer: TaskObserver | None = None,
         sandbox_chain: Sequence[str] | None = None,
-        max_parallel: int = MAX_PARALLEL_TASKS,
+        max_parallel: int | None = None,
         registry: Mapping[str, type] | None = None,
+        runner: Runner | None = None,
     ) -> None:
+        """``runner``: the runner runs go to; None picks ``[runner] impl``, and a
+        :class:`~agent_env.runners.local.LocalRunner` (or none selected) means run here."""
         self.instances = instances
         self.observer = observer or TaskObserver()
         self.sandbox_chain = list(sandbox_chain) if sandbox_chain else None
+        if max_parallel is None:
+            from agent_env.runners import max_concurrency
+
+            max_parallel = max_concurrency()
         self.max_parallel = max_parallel
+        self.runner = runner
+        #: what the runner's own teardowns did (empty when the runs ran here)
+        self.runner_reports: list[TeardownReport] = []
+        self._remote: Runner | None = None
         self.registry = registry
         self.teardown = Teardown()
         self.contexts: list[TaskContext] = []
@@ -54,7 +73,14 @@ class Session:
         self._futures: list[asyncio.Future[TaskResult]] = []
 
     async def run_all(self, requests: Sequence[RunRequest]) -> list[TaskResult]:
+        remote = self._remote_runner()
         slots = asyncio.Semaphore(self.max_parallel)
+        if remote is not None:
+            try:
+                return list(await asyncio.gather(*(self._run_remote(remote, r, slots)
+                                                   for r in requests)))
+            finally:
+                await remote.close()
         self._futures = [asyncio.ensure_future(self._run_one(r, slots)) for r in requests]
         if self.cancel_reason is not None:
             self.cancel(self.cancel_reason)
@@ -67,6 +93,33 @@ class Session:
             ctx.metadata["cancel_reason"] = reason
         for future in self._futures:
             future.cancel()
+        if self._remote is not None:
+            self._remote.cancel(reason)
+
+    def _remote_runner(self) -> Runner | None:
+        """The runner runs go to, or None to run them here (the ``local`` runner)."""
+        from agent_env.runners import RunnerContext, open_runner, runner_name
+        from agent_env.runners.local import LocalRunner
+
+        if self.runner is None:
+            if runner_name() == LocalRunner.name:
+                return None
+            self.runner = open_runner(RunnerContext(self.instances, self.sandbox_chain,
+                                                    self.registry))
+        if isinstance(self.runner, LocalRunner):
+            return None
+        self._remote = self.runner
+        if self.cancel_reason is not None:
+            self.runner.cancel(self.cancel_reason)
+        return self.runner
+
+    async def _run_remote(self, runner: Runner, request: RunRequest,
+                          slots: asyncio.Semaphore) -> TaskResult:
+        async with slots:
+            result, report = await runner.run(request)
+        self.runner_reports.append(report)
+        self.observer.task_finished(result)
+        return result
 
     async def _run_one(self, request: RunRequest, slots: asyncio.Semaphore) -> TaskResult:
         ctx = TaskContext(

@@ -166,6 +166,6 @@ def test_a_config_key_without_a_description_stops_the_generator(
     from agent_env import config
 
     reference = load("reference")
-    monkeypatch.setitem(config.KNOWN_KEYS, "runner", {"backend", "max_concurrency", "new_key"})
+    monkeypatch.setitem(config.KNOWN_KEYS, "runner", {"impl", "max_concurrency", "new_key"})
     with pytest.raises(KeyError, match="new_key"):
         reference.config_page()
