@@ -37,6 +37,7 @@ KIND_LABELS = {
     "agent_type": ("agent type", "agent types"),
     "agent": ("agent", "agents"),
     "cli_command": ("command", "commands"),
+    "model_provider": ("model provider", "model providers"),
     "runner": ("runner", "runners"),
 }
 
