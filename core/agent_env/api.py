@@ -33,6 +33,10 @@ Groups, in the order a plugin author meets them:
   ``AgentSetup``,
   ``DeployAgent``, ``PromptAgent``, ``AgentDefinition`` (an agent folder, read);
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
+* runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
+  ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``,
+  ``document_store``, ``get_config``, and leftover reaping by label (``find_leftovers``,
+  ``remove_leftovers``, ``owner_label``, ``OWNER_LABEL``);
 * the episode API: ``EpisodeSpec``, ``Task``.
 """
 
@@ -126,6 +130,19 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.stores", "object_store"),
     "versioned_store": ("agent_env.stores", "versioned_store"),
+    # runners (agent_env_runners): what a runner receives, returns and may reuse
+    "RunnerContext": ("agent_env.runners", "RunnerContext"),
+    "LocalRunner": ("agent_env.runners.local", "LocalRunner"),
+    "RunRequest": ("agent_env.tasks.session", "RunRequest"),
+    "TaskResult": ("agent_env.tasks.engine", "TaskResult"),
+    "TeardownReport": ("agent_env.tasks.teardown", "TeardownReport"),
+    "StoredInstances": ("agent_env.tasks.records", "StoredInstances"),
+    "document_store": ("agent_env.stores", "document_store"),
+    "get_config": ("agent_env.config", "get_config"),
+    "find_leftovers": ("agent_env.cli.gc_cmd", "find_leftovers"),
+    "remove_leftovers": ("agent_env.cli.gc_cmd", "remove"),
+    "owner_label": ("agent_env.sandbox.ownership", "owner_label"),
+    "OWNER_LABEL": ("agent_env.sandbox.ownership", "OWNER_LABEL"),
     # the episode API
     "EpisodeSpec": ("agent_env.task", "EpisodeSpec"),
     "Task": ("agent_env.task", "Task"),
@@ -136,6 +153,9 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
     # ruff cannot read the computed __all__, so it would call these re-exports unused
     from agent_env.agents import AgentDefinition
+    from agent_env.cli.gc_cmd import find_leftovers
+    from agent_env.cli.gc_cmd import remove as remove_leftovers
+    from agent_env.config import get_config
     from agent_env.contributions import (
         AgentSource,
         BundleSource,
@@ -151,6 +171,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.images import hermetic
     from agent_env.images import plan as image_plan
     from agent_env.logs import get_logger
+    from agent_env.runners import RunnerContext
+    from agent_env.runners.local import LocalRunner
     from agent_env.runtime import Runtime, current
     from agent_env.sandbox.base import (
         ContainerSpec,
@@ -164,9 +186,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         build_with_progress,
     )
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
-    from agent_env.sandbox.ownership import ownership_labels
+    from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
     from agent_env.settings import build as build_settings
-    from agent_env.stores import object_store, query, versioned_store
+    from agent_env.stores import document_store, object_store, query, versioned_store
     from agent_env.stores.base import (
         MAX_KEY_BYTES,
         Document,
@@ -192,8 +214,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.stores.secrets import bundle_value
     from agent_env.task import EpisodeSpec, Task
     from agent_env.tasks.context import TaskContext
+    from agent_env.tasks.engine import TaskResult
+    from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.sandboxes import choose_provider, open_provider
     from agent_env.tasks.scores import AGGREGATORS, ScoreRow
+    from agent_env.tasks.session import RunRequest
     from agent_env.tasks.step_types.agent_steps import (
         Agent,
         AgentReply,
@@ -203,6 +228,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         Usage,
     )
     from agent_env.tasks.steps import InfraError, PreflightView, Step, StepError
+    from agent_env.tasks.teardown import TeardownReport
 
 
 def __getattr__(name: str) -> Any:

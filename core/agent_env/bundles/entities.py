@@ -22,6 +22,11 @@ class StoredArtifacts:
 
         return await asyncio.to_thread(self.load_now, artifact_id)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled to run elsewhere (a runner's worker on another node): only the pins travel,
+        and the other side reads from its own configured stores, which must be the same."""
+        return (_reopen_stored_artifacts, (self.pins,))
+
     def load_now(self, artifact_id: str) -> ArtifactContent:
         record = self.versioned.get("artifacts", artifact_id, self.pins.get(artifact_id))
         if record is None:
@@ -36,6 +41,12 @@ class StoredArtifacts:
                 artifact_id, record.version, record.body.get("type", "file"), tuple(files)
             )
         return self._cache[key]
+
+
+def _reopen_stored_artifacts(pins: dict[str, int]) -> StoredArtifacts:
+    from agent_env.stores import object_store, versioned_store
+
+    return StoredArtifacts(versioned_store(), object_store(), pins)
 
 
 def entity_exists(versioned: Any) -> Any:

@@ -75,6 +75,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     FirstPartyPlugin(
         "tenki", "agentenv-framework-tenki", "tenki", {"sandbox_provider": ("tenki",)}
     ),
+    FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray", {"runner": ("ray",)}),
     FirstPartyPlugin(
         "aws_stores",
         "agentenv-framework-aws-stores",

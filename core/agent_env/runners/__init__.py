@@ -95,13 +95,14 @@ def known_runners() -> list[str]:
 def runner_class(name: str) -> Any:
     """The runner class ``name``; an unknown name is a one-line error naming the known ones."""
     from agent_env.plugins import get_host
-    from agent_env.plugins.catalog import FIRST_PARTY
+    from agent_env.plugins.catalog import provider_of
 
     host = get_host()
     if name not in host.registry(RUNNER_KIND):
         known = ", ".join(known_runners())
-        hint = next((f"; it comes from the {p.short_name} plugin: {p.install_hint()}"
-                     for p in FIRST_PARTY if name in p.provides.get(RUNNER_KIND, ())), "")
+        plugin = provider_of(RUNNER_KIND, name)
+        hint = (f"; it comes from the {plugin.short_name} plugin: {plugin.install_hint()}"
+                if plugin else "")
         raise UserError(f"unknown runner '{name}' in [runner] impl / AGENT_ENV_RUNNER "
                         f"(known: {known}){hint}")
     return host.lookup(RUNNER_KIND, name)
