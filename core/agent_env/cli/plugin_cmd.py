@@ -13,6 +13,9 @@ from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED, get_
 from agent_env.plugins.reporting import KIND_LABELS, find_row, package_rows, problems
 
 FORMAT_VERSION = 1
+#: What a distribution written for the reference needs to extend agent-env.
+FOREIGN_NEEDS = ("to load here it needs an 'agent_env' entry point to a module of pluggy hooks "
+                 "(README: Writing a plugin)")
 
 
 def _package_rows() -> list[dict[str, Any]]:
@@ -69,13 +72,19 @@ def plugin() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_plugins(as_json: bool) -> None:
     """Every plugin package: version, what it provides and its status."""
+    from agent_env.plugins.discovery import foreign_plugins
+
     rows = _package_rows()
+    foreign = foreign_plugins()
     if as_json:
         payload = {
             "format_version": FORMAT_VERSION,
             "python": sys.executable,
             "environment": sys.prefix,
             "plugins": rows,
+            "foreign": [{"package": f.distribution, "version": f.version, "status": "foreign",
+                         "groups": {g: list(n) for g, n in f.groups.items()},
+                         "needs": FOREIGN_NEEDS} for f in foreign],
         }
         click.echo(json.dumps(payload, indent=2))
         return
@@ -85,8 +94,13 @@ def list_plugins(as_json: bool) -> None:
     table = [["PACKAGE", "VERSION", "PROVIDES", "STATUS"]]
     for row in rows:
         table.append([row["package"], row["version"], _summary(row["provides"]), _status_text(row)])
+    for f in foreign:
+        groups = ", ".join(f"{g} ({', '.join(n)})" for g, n in f.groups.items())
+        table.append([f.distribution, f.version, groups, "foreign (not loaded)"])
     for line in _table(table):
         click.echo(line)
+    if foreign:
+        click.echo(f"foreign: written for the reference framework's entry points; {FOREIGN_NEEDS}")
     problems = [r for r in rows if r["status"] in (FAILED, CONFLICT)]
     for row in problems:
         click.echo(f"{row['package']}: {row['detail']}", err=True)

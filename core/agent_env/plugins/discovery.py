@@ -128,6 +128,40 @@ def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint]]:
             entry_point
 
 
+#: The reference framework's entry-point groups (cli.md): a distribution exposing only these
+#: was written for it, and is never loaded here; ``plugin list`` shows it as ``foreign``.
+REFERENCE_GROUPS = tuple(f"agent_env.{name}" for name in (
+    "envs", "task_steps", "sandbox_providers", "env_providers", "state_providers", "artifacts",
+    "explorer_plugins", "cli_plugins", "cli_root_options", "bundles"))
+
+
+@attrs.frozen
+class ForeignPlugin:
+    """An installed distribution that extends the reference framework, not this one."""
+
+    distribution: str
+    version: str
+    #: group -> the entry-point names it declares there
+    groups: dict[str, tuple[str, ...]]
+
+
+def foreign_plugins() -> list[ForeignPlugin]:
+    """Distributions declaring reference entry-point groups and no ``agent_env`` one."""
+    ours = {normalise(ep.dist.name) for ep in _scan(ENTRY_POINT_GROUP)}
+    found: dict[str, ForeignPlugin] = {}
+    for group in REFERENCE_GROUPS:
+        for entry_point in _scan(group):
+            key = normalise(entry_point.dist.name)
+            if key in ours:
+                continue
+            known = found.get(key) or ForeignPlugin(entry_point.dist.name,
+                                                    entry_point.dist.version, {})
+            names = (*known.groups.get(group, ()), entry_point.name)
+            found[key] = ForeignPlugin(known.distribution, known.version,
+                                       {**known.groups, group: names})
+    return sorted(found.values(), key=lambda f: normalise(f.distribution))
+
+
 def _scan(group: str) -> Iterator[EntryPoint]:
     for folder in sys.path:
         try:

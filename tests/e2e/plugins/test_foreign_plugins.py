@@ -1,0 +1,42 @@
+"""A distribution written for the reference framework (its ``agent_env.*`` entry-point groups,
+no ``agent_env`` one) is not loaded, but ``plugin list`` shows it as ``foreign`` with what it
+would need, instead of leaving it invisible."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+AGENT_ENV = Path(sys.executable).with_name("agent-env")
+
+
+def test_a_reference_plugin_is_listed_as_foreign(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    info = site / "ref_bundles-2.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ref-bundles\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(
+        "[agent_env.bundles]\nshop = ref_bundles\n\n"
+        "[agent_env.task_steps]\nclick = ref_bundles.x\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ENV_")}
+    env.update(AGENT_ENV_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(site))
+
+    def plugin_list(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(AGENT_ENV), "plugin", "list", *args], capture_output=True,
+                              text=True, env=env, timeout=60, cwd=tmp_path, check=False)
+
+    shown = plugin_list()
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [row for row in shown.stdout.splitlines() if row.startswith("ref-bundles")]
+    assert "agent_env.task_steps (click), agent_env.bundles (shop)" in line
+    assert line.endswith("foreign (not loaded)")
+    assert "needs an 'agent_env' entry point" in shown.stdout
+    payload = json.loads(plugin_list("--json").stdout)
+    assert payload["foreign"] == [{
+        "package": "ref-bundles", "version": "2.0", "status": "foreign",
+        "groups": {"agent_env.bundles": ["shop"], "agent_env.task_steps": ["click"]},
+        "needs": payload["foreign"][0]["needs"]}]
+    assert all(p["package"] != "ref-bundles" for p in payload["plugins"])  # never loaded
