@@ -146,19 +146,26 @@ class ForeignPlugin:
 
 
 def foreign_plugins() -> list[ForeignPlugin]:
-    """Distributions declaring reference entry-point groups and no ``agent_env`` one."""
-    ours = {normalise(ep.dist.name) for ep in _scan(ENTRY_POINT_GROUP)}
+    """Distributions declaring reference entry-point groups and no ``agent_env`` one (one pass
+    over the installed distributions' entry_points.txt; only ``plugin list`` asks)."""
     found: dict[str, ForeignPlugin] = {}
-    for group in REFERENCE_GROUPS:
-        for entry_point in _scan(group):
-            key = normalise(entry_point.dist.name)
-            if key in ours:
+    for folder in sys.path:
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
                 continue
-            known = found.get(key) or ForeignPlugin(entry_point.dist.name,
-                                                    entry_point.dist.version, {})
-            names = (*known.groups.get(group, ()), entry_point.name)
-            found[key] = ForeignPlugin(known.distribution, known.version,
-                                       {**known.groups, group: names})
+            info = os.path.join(folder or ".", name)
+            declared = _entries_by_group(os.path.join(info, "entry_points.txt"))
+            groups = {g: tuple(n for n, _ in declared[g]) for g in REFERENCE_GROUPS
+                      if declared.get(g)}
+            if not groups or declared.get(ENTRY_POINT_GROUP):
+                continue
+            dist = _distribution(info)
+            if dist is not None and normalise(dist.name) not in found:
+                found[normalise(dist.name)] = ForeignPlugin(dist.name, dist.version, groups)
     return sorted(found.values(), key=lambda f: normalise(f.distribution))
 
 
@@ -184,21 +191,28 @@ def _scan(group: str) -> Iterator[EntryPoint]:
 
 def _group_entries(path: str, group: str) -> list[tuple[str, str]]:
     """``name = value`` lines of ``[group]`` in an entry_points.txt (extras dropped)."""
+    return _entries_by_group(path, only=group).get(group, [])
+
+
+def _entries_by_group(path: str, only: str | None = None) -> dict[str, list[tuple[str, str]]]:
+    """Every group's ``name = value`` lines in an entry_points.txt (or ``only`` that group)."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except OSError:
-        return []
-    found, current = [], None
+        return {}
+    found: dict[str, list[tuple[str, str]]] = {}
+    current = None
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith(("#", ";")):
             continue
         if line.startswith("[") and line.endswith("]"):
             current = line[1:-1].strip()
-        elif current == group and "=" in line:
+        elif current is not None and "=" in line and only in (None, current):
             entry_name, _, value = line.partition("=")
-            found.append((entry_name.strip(), value.split("[")[0].strip()))
+            found.setdefault(current, []).append(
+                (entry_name.strip(), value.split("[")[0].strip()))
     return found
 
 
