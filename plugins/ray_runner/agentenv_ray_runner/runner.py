@@ -9,7 +9,8 @@ How a run travels:
 2. the slot's node's actor: one long-lived async actor per node (pinned there with a hard node
    affinity), which owns the node's Docker client and runs the request with the core's
    ``local`` runner, so an episode's containers and its calls stay on that node. The record's
-   context carries ``ray_node_id``;
+   context carries ``ray_node_id`` and ``ray_worker_pid`` (the actor's process, which the
+   containers' ``agentenv.owner`` label names);
 3. the result and the teardown report come back; the slot is given back.
 
 Cancellation is cooperative: :meth:`RayRunner.cancel` asks each actor to cancel its runs, which
@@ -90,7 +91,8 @@ class NodeActor:
         if cancelled is not None:
             runner.cancel(cancelled)
         self.runs[key] = runner
-        metadata = {**request.metadata, "ray_node_id": self.node_id}
+        metadata = {**request.metadata, "ray_node_id": self.node_id,
+                    "ray_worker_pid": os.getpid()}
         try:
             result, report = await runner.run(attrs.evolve(request, metadata=metadata))
         finally:

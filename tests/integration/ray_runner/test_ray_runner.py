@@ -129,3 +129,37 @@ def test_interrupt_cancels_cooperatively_and_leaves_nothing(state: Path,
     runs = json.loads(out)["runs"]
     assert [r["outcome"] for r in runs] == ["cancelled"], runs
     assert not any(sandboxes.iterdir())
+
+
+@pytest.mark.docker
+def test_docker_env_runs_on_the_actors_node_and_is_torn_down(state: Path, ray_cluster: Any,
+                                                             docker_client: Any) -> None:
+    """echo-mcp (a real container) through the ray runner: the containers up during the run are
+    owned by the actor process the record names, on a node of the cluster; none is left."""
+    import os
+    import subprocess
+    import sys
+
+    config = write_config(state, ray_cluster.address, shared_disk=True)
+    env = {**os.environ, "AGENT_ENV_CONFIG": str(config)}
+    process = subprocess.Popen([sys.executable, "-m", "agent_env", "run", "echo-mcp", "--json"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    owners: set[str] = set()
+    while process.poll() is None:  # poll Docker while it runs
+        for container in docker_client.api.containers(filters={"label": "agentenv.owner"}):
+            owners.add(container["Labels"]["agentenv.owner"])
+        time.sleep(0.1)
+    out, err = process.communicate()
+    assert process.returncode == 0, err[-3000:]
+    (run,) = json.loads(out)["runs"]
+    assert run["outcome"] == "passed", run
+    record = StoredInstances(document_store()).get(run["instance_id"])
+    assert record is not None
+    metadata = record.context["metadata"]
+    alive = {n["NodeID"] for n in __import__("ray").nodes() if n["Alive"]}
+    assert metadata["ray_node_id"] in alive
+    actor_owner = f"pid={metadata['ray_worker_pid']} "
+    assert any(actor_owner in owner for owner in owners), (owners, actor_owner)
+    left = docker_client.api.containers(all=True, filters={"label": "agentenv.owner"})
+    assert not [c for c in left if actor_owner in c["Labels"]["agentenv.owner"]]
