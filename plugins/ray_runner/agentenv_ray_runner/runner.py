@@ -199,10 +199,10 @@ class RayRunner:
             if self.cancel_reason is not None:
                 return await self._never_started(key, request)
             node_id = ray.util.placement_group_table(slot)["bundles_to_node_id"][0]
-            actor = await self._actor(node_id)
             self.in_flight[key] = node_id
             started = time.monotonic()
             try:
+                actor = await self._actor(node_id)
                 return await actor.run.remote(key, request, self.cancel_reason)  # type: ignore[no-any-return]
             except ray.exceptions.RayActorError:
                 self.actors.pop(node_id, None)

@@ -163,3 +163,39 @@ def test_docker_env_runs_on_the_actors_node_and_is_torn_down(state: Path, ray_cl
     assert any(actor_owner in owner for owner in owners), (owners, actor_owner)
     left = docker_client.api.containers(all=True, filters={"label": "agentenv.owner"})
     assert not [c for c in left if actor_owner in c["Labels"]["agentenv.owner"]]
+
+
+def test_a_node_lost_mid_eval_is_retried_on_the_others(state: Path, ray_cluster: Any) -> None:
+    """A third node joins, takes a run, and dies mid-run: that run ends ``error`` and is run
+    again on a node left (the evals' retry), so every sample still passes."""
+    import os
+    import subprocess
+    import sys
+
+    import ray
+
+    from agentenv_ray_runner.runner import SLOT_RESOURCE
+
+    config = write_config(state, ray_cluster.address, shared_disk=True)
+    bundle = slow_bundle(state, 3.0)
+    published = run_cli(["run", str(bundle), "--task", "hello", "--json"], config)
+    assert published.returncode == 0, published.stderr[-2000:]
+    task_id = json.loads(published.stdout)["runs"][0]["task_id"]
+    extra = ray_cluster.add_node(num_cpus=1, resources={SLOT_RESOURCE: SLOTS_PER_NODE})
+    ray_cluster.wait_for_nodes()
+    env = {**os.environ, "AGENT_ENV_CONFIG": str(config)}
+    process = subprocess.Popen([sys.executable, "-m", "agent_env", "task", "run", "--id",
+                                task_id, "--k", "3"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while True:  # until the extra node's slot is taken
+        free = ray.available_resources().get(SLOT_RESOURCE, 0)
+        if free == 0:
+            break
+        assert process.poll() is None and time.monotonic() < deadline, free
+        time.sleep(0.1)
+    ray_cluster.remove_node(extra, allow_graceful=False)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, (out + err)[-3000:]
+    assert "3 runs: 3 passed" in out, out
+    assert "retrying" in out + err, (out + err)[-3000:]  # the lost run was run again
