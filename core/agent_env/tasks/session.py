@@ -81,10 +81,20 @@ class Session:
                                                    for r in requests)))
             finally:
                 await remote.close()
-        self._futures = [asyncio.ensure_future(self._run_one(r, slots)) for r in requests]
-        if self.cancel_reason is not None:
-            self.cancel(self.cancel_reason)
-        return list(await asyncio.gather(*self._futures))
+        contexts = [self._context(r) for r in requests]
+        self._futures = [asyncio.ensure_future(self._run_one(r, ctx, slots))
+                         for r, ctx in zip(requests, contexts, strict=True)]
+        # A future cancelled before its first step never enters _run_one's handler, so a run
+        # cancelled that early is recorded here (the gather itself being cancelled still raises).
+        done = await asyncio.gather(*self._futures, return_exceptions=True)
+        results: list[TaskResult] = []
+        for request, ctx, outcome in zip(requests, contexts, done, strict=True):
+            if isinstance(outcome, asyncio.CancelledError):
+                outcome = self._never_started(request.spec, ctx)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            results.append(outcome)
+        return results
 
     def cancel(self, reason: str) -> None:
         """Cancel every run (``reason`` shows as ``cancelled by <reason>``)."""
@@ -121,7 +131,7 @@ class Session:
         self.observer.task_finished(result)
         return result
 
-    async def _run_one(self, request: RunRequest, slots: asyncio.Semaphore) -> TaskResult:
+    def _context(self, request: RunRequest) -> TaskContext:
         ctx = TaskContext(
             task_id=request.spec.id,
             instance_id=records.new_instance_id(request.spec.id),
@@ -130,7 +140,13 @@ class Session:
             metadata=dict(request.metadata),
             sandbox_chain=self.sandbox_chain,
         )
+        if self.cancel_reason is not None:
+            ctx.metadata["cancel_reason"] = self.cancel_reason
         self.contexts.append(ctx)
+        return ctx
+
+    async def _run_one(self, request: RunRequest, ctx: TaskContext,
+                       slots: asyncio.Semaphore) -> TaskResult:
         try:
             async with slots:
                 if self.cancel_reason is not None:

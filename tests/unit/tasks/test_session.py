@@ -53,3 +53,26 @@ async def test_cancel_reaches_running_and_waiting_tasks():
     assert results[0].describe() == "cancelled by Ctrl-C"
     assert {r.status for r in instances.records.values()} == {"cancelled"}
     assert len(instances.records) == 6
+
+
+async def test_a_session_cancelled_before_it_runs_records_every_run_cancelled():
+    """What a remote runner's node does with a run the driver cancelled before it had a slot:
+    the run is recorded ``cancelled`` and returned, not raised as asyncio's CancelledError."""
+    instances = MemoryInstances()
+    session = Session(instances=instances, registry={"busy": Busy})
+    session.cancel("Ctrl-C")
+    results = await session.run_all(requests(3, 10))
+    assert [r.outcome for r in results] == ["cancelled"] * 3
+    assert {r.status for r in instances.records.values()} == {"cancelled"}
+    assert len(instances.records) == 3
+
+
+async def test_cancel_right_after_the_runs_are_scheduled_still_records_them():
+    instances = MemoryInstances()
+    session = Session(instances=instances, registry={"busy": Busy})
+    running = asyncio.ensure_future(session.run_all(requests(3, 10)))
+    await asyncio.sleep(0)  # run_all has scheduled its runs; none has taken a step yet
+    session.cancel("SIGTERM")
+    results = await running
+    assert [r.outcome for r in results] == ["cancelled"] * 3
+    assert [r.describe() for r in results] == ["cancelled by SIGTERM"] * 3
