@@ -75,7 +75,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     FirstPartyPlugin(
         "tenki", "agentenv-framework-tenki", "tenki", {"sandbox_provider": ("tenki",)}
     ),
-    FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray", {"runner": ("ray",)}),
+    FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",
+                     {"runner": ("ray",), "sandbox_provider": ("ray",)}),
     FirstPartyPlugin(
         "aws_stores",
         "agentenv-framework-aws-stores",

@@ -49,13 +49,10 @@ from agent_env.api import (
     owner_label,
     remove_leftovers,
 )
+from agentenv_ray_runner.cluster import NAMESPACE, SLOT_RESOURCE, actor_env, join_cluster
 
-SLOT_RESOURCE = "agentenv_env_slots"
-NAMESPACE = "agentenv"
 #: store backends that live on one machine's disk: a multi-node cluster cannot share them
 NODE_LOCAL_STORES = {"document": ("sqlite",), "object": ("filesystem",)}
-#: variables handed to the actors, so they read the same config and stores as the driver
-PASSED_PREFIXES = ("AGENT_ENV_", "AWS_", "GOOGLE_", "XDG_STATE_HOME", "DOCKER_HOST")
 
 
 async def _already_down() -> None:
@@ -154,12 +151,7 @@ class RayRunner:
         """Join the cluster (or start a local one) and refuse what it cannot share."""
         started = time.perf_counter()
         if not ray.is_initialized():
-            if self.address:
-                ray.init(address=self.address, namespace=self.namespace, log_to_driver=False)
-            else:
-                ray.init(namespace=self.namespace, resources={SLOT_RESOURCE: self.env_slots},
-                         include_dashboard=False, log_to_driver=False)
-                self.owns_cluster = True
+            self.owns_cluster = join_cluster(self.address, self.env_slots, self.namespace)
         self.connect_seconds = time.perf_counter() - started
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         if not self.shared_disk:
@@ -173,12 +165,8 @@ class RayRunner:
         async with self._lock:
             actor = self.actors.get(node_id)
             if actor is None:
-                env = {k: v for k, v in os.environ.items() if k.startswith(PASSED_PREFIXES)}
-                config_path = get_config().path
-                if config_path is not None:
-                    env.setdefault("AGENT_ENV_CONFIG", str(config_path))
                 actor = NodeActor.options(  # type: ignore[attr-defined]
-                    num_cpus=0, max_concurrency=1000, runtime_env={"env_vars": env},
+                    num_cpus=0, max_concurrency=1000, runtime_env={"env_vars": actor_env()},
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
                 ).remote(list(self.context.sandbox_chain or []) or None)
                 await actor.start.remote()
