@@ -7,8 +7,10 @@ benchmark starts with ``ray.cluster_utils``, 8 ``agentenv_env_slots``).
   The difference of the medians is what Ray adds to every run: placement of its slot, the call
   to the node's actor, the request and result pickled both ways.
 * **Episodes per minute**: the todo example's episodes (bench.episodes' scripted policy),
-  ``EPISODES`` side by side with env reuse, with envs on this machine's Docker (``sandbox`` left
-  to the config) and with envs made through the ``ray`` sandbox provider on the cluster's node.
+  ``EPISODES`` side by side, each deploying its own env (no reuse: with reuse a pooled env is
+  used over HTTP with no relayed call at all, so only deploys show what the relay costs), with
+  envs on this machine's Docker (``sandbox`` left to the config) and with envs made through the
+  ``ray`` sandbox provider on the cluster's node.
 
 Needs Docker (the episodes) and the ray_runner plugin (``pip install -e 'plugins/ray_runner'``).
 """
@@ -65,7 +67,7 @@ async def _episodes(size: int, rounds: int, sandbox: str | None) -> list[float]:
 
     task = Task.get(Task.from_bundle(EXAMPLE, "todo").id)
     rates = []
-    async with EpisodeSpec.from_task(task, turn_timeout=300, reuse_envs=True,
+    async with EpisodeSpec.from_task(task, turn_timeout=300, reuse_envs=False,
                                      max_envs=min(MAX_ENVS, size), sandbox=sandbox) as spec:
         for round_number in range(rounds + 1):  # round 0 warms up (builds, first deploys)
             started = time.perf_counter()
@@ -134,7 +136,7 @@ def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False
                note=f"adds {overhead_ms:.1f} ms per run (median against median)",
                figures={"overhead_ms": overhead_ms}),
         Series(LOCAL_EP, local_rates, unit="ep/min",
-               note=f"{size} side by side, reuse, max_envs {min(MAX_ENVS, size)}"),
+               note=f"{size} side by side, a deploy each, max_envs {min(MAX_ENVS, size)}"),
         Series(RAY_EP, ray_rates, unit="ep/min", baseline=LOCAL_EP,
                note="same episodes; envs made by the node's actor, calls relayed"),
     ]
