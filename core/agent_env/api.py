@@ -20,7 +20,7 @@ Groups, in the order a plugin author meets them:
   ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
   ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
-  ``PathOutsideSandbox``, ``build_with_progress``), ``DockerHostSandbox``,
+  ``PathOutsideSandbox``, ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``,
   ``hermetic_context``, ``ownership_labels``;
 * deployments that outlive their command: ``Deployment``, ``Deployments``, ``deployments``
   (the ledger), ``tear_down_deployment``, ``DEPLOYMENT_LABEL`` (see
@@ -94,6 +94,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Sandbox": ("agent_env.sandbox.base", "Sandbox"),
     "SandboxSpec": ("agent_env.sandbox.base", "SandboxSpec"),
     "ContainerSpec": ("agent_env.sandbox.base", "ContainerSpec"),
+    "CommittedImage": ("agent_env.sandbox.base", "CommittedImage"),
     "ExecResult": ("agent_env.sandbox.base", "ExecResult"),
     "SandboxError": ("agent_env.sandbox.base", "SandboxError"),
     "SandboxUnsupported": ("agent_env.sandbox.base", "SandboxUnsupported"),
@@ -175,6 +176,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.runners.local import LocalRunner
     from agent_env.runtime import Runtime, current
     from agent_env.sandbox.base import (
+        CommittedImage,
         ContainerSpec,
         ExecResult,
         PathOutsideSandbox,

@@ -14,6 +14,11 @@ The rules a provider keeps (checked by the provider conformance suite):
 * a request the provider cannot honour (a network policy, a mode) is refused with
   :class:`SandboxUnsupported` and a message saying what it cannot do.
 
+A capability beyond the contract, for forked episodes (:mod:`agent_env.episodes.fork`): a sandbox
+whose ``can_commit`` is true saves its env servers' files as images
+(:meth:`Sandbox.commit_containers`), and another sandbox of the same provider starts those
+containers from them (:meth:`Sandbox.start_from_committed`). docker has it; the rest do not.
+
 Network policies are named: ``None`` (the provider's default) and ``"no-internet"`` (no route
 out of the sandbox). A provider lists the ones it enforces in ``network_policies``.
 
@@ -23,7 +28,7 @@ The conformance suite every provider runs is :mod:`agent_env.testing.provider_co
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -111,11 +116,27 @@ class ContainerSpec:
         return bool(self.publish) or self.egress or not self.private
 
 
+@attrs.frozen
+class CommittedImage:
+    """A container's files saved as an image by :meth:`Sandbox.commit_containers`."""
+
+    #: The container's ``ContainerSpec.name`` (the same in every deployment of an env).
+    container: str
+    #: The image it had been started from.
+    source_image: str
+    #: The saved image.
+    ref: str
+
+
 class Sandbox(abc.ABC):
     """A running sandbox. Methods are async because most providers talk over a network."""
 
     id: str
     provider_name: str
+    #: True when :meth:`commit_containers`, :meth:`start_from_committed` and
+    #: :meth:`remove_committed` work (a capability: most providers have no image store to share
+    #: between sandboxes).
+    can_commit: ClassVar[bool] = False
 
     @abc.abstractmethod
     async def exec(
@@ -165,6 +186,35 @@ class Sandbox(abc.ABC):
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         """The last ``tail`` log lines of a container (for error messages)."""
         return ""
+
+    # -- committed containers (``can_commit``): forked episodes start from one warmed env --
+
+    async def commit_containers(self, *, labels: dict[str, str]) -> tuple[CommittedImage, ...]:
+        """Save the files of the env servers this sandbox runs as images carrying ``labels``.
+
+        Env servers are the containers :meth:`run_container` started on the private network
+        only (``not spec.edge``); a gateway (it publishes) and agents are not saved: a fork
+        starts fresh ones, with tokens and trajectories of their own. What is saved is each
+        container's filesystem as it is now, not its processes' memory.
+        """
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot commit containers "
+                                 "to images")
+
+    def start_from_committed(self, images: Sequence[CommittedImage]) -> None:
+        """From now on, :meth:`run_container` starts a spec named like one of ``images``'
+        containers, and asking for its source image, from the committed image instead."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot start containers "
+                                 "from committed images")
+
+    def started_from_committed(self) -> frozenset[str]:
+        """The committed images :meth:`run_container` has started containers from."""
+        return frozenset()
+
+    async def remove_committed(self, images: Sequence[CommittedImage]) -> None:
+        """Remove committed images once no container uses them; one already gone is no error.
+        Works after :meth:`terminate`."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot remove committed "
+                                 "images")
 
     def env_isolation(self) -> str | None:
         """None when private containers (env servers) are reachable only from the sandbox's
