@@ -27,8 +27,10 @@ from agent_env.tasks.step_types.agent_steps import Agent, AgentSetup, DeployAgen
 from agent_env.tasks.teardown import Teardown, TeardownReport
 
 if TYPE_CHECKING:
+    from agent_env.episodes.group import EpisodeGroup
     from agent_env.episodes.pool import EnvPool
     from agent_env.episodes.spec import EpisodeSpec
+    from agent_env.sandbox.base import CommittedImage, Sandbox
     from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.records import InstanceRecord, InstanceStore
 
@@ -41,6 +43,14 @@ class EpisodeContext(TaskContext):
     """A run's context that knows its episode: where stand-in steps find their player."""
 
     episode: Episode
+    #: A forked member's committed env servers (:mod:`.fork`): every sandbox its steps
+    #: register that can start them does so in place of their source images.
+    committed_images: list[CommittedImage] | None = None
+
+    def add_sandbox(self, name: str, sandbox: Sandbox) -> None:
+        super().add_sandbox(name, sandbox)
+        if self.committed_images and sandbox.can_commit:
+            sandbox.start_from_committed(self.committed_images)
 
 
 @attrs.define(kw_only=True)
@@ -73,8 +83,10 @@ class _WatchedRecords:
 class Episode:
     """One run of the spec's task; ``id`` is also its instance id."""
 
-    def __init__(self, spec: EpisodeSpec) -> None:
+    def __init__(self, spec: EpisodeSpec, group: EpisodeGroup | None = None) -> None:
         self.spec = spec
+        #: The group this episode is a member of (its envs are copies of a warmed one).
+        self.group = group
         self.trainer_agents: tuple[str, ...] = spec.trainer_agents
         self.turn_timeout: float | None = spec.turn_timeout
         self.id = records.new_instance_id(spec.task.id)
@@ -82,6 +94,8 @@ class Episode:
             "trainer_agents": list(spec.trainer_agents), "turn_timeout": spec.turn_timeout,
             "reuse_envs": spec.pool is not None, "spec": spec.id,
         }}
+        if group is not None:
+            metadata["episode"]["group"] = group.id
         if spec.seed:
             metadata["seed"] = dict(spec.seed)
         self.ctx = EpisodeContext(
@@ -202,6 +216,8 @@ class Episode:
             last_resort.release(self.ctx.teardown)
             self.state = FINISHED
             self.spec.forget(self)
+            if self.group is not None:
+                self.group.member_finished()
             self._notify()
 
     def _never_started(self, instances: _WatchedRecords) -> TaskResult:

@@ -262,7 +262,9 @@ def episode_env_step_type(base: type[Step]) -> type[Step]:
                 await base.run(self, ctx)
                 return
             await episode.admit_envs()
-            if episode.pool is None:
+            if episode.group is not None:  # a copy of the group's warmed env (see .fork)
+                await episode.group.forks.deploy_member(self, ctx, base.run, episode.pool)
+            elif episode.pool is None:
                 await base.run(self, ctx)
             else:
                 await episode.pool.lend(self, ctx, base.run)

@@ -3,7 +3,8 @@
 ``from_task`` checks once what every episode would otherwise fail on (see :mod:`.rules`) and
 builds the step registry the episodes run with: the engine's, with ``deploy_agent`` stood in for
 (and ``deploy_env`` going through the env pool when ``reuse_envs``). ``start()`` makes one episode
-per call; they share nothing but the pool.
+per call; they share nothing but the pool. ``start_group(n, warm=...)`` makes n at once whose
+envs are copies of one warmed env (:mod:`.fork`, :mod:`.group`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import secrets
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from agent_env.episodes.episode import SPEC_LABEL, Episode, EpisodeDeployAgent
 from agent_env.episodes.errors import EpisodeError
+from agent_env.episodes.fork import FORK_CHOICES, WarmEnv
+from agent_env.episodes.group import EpisodeGroup
 from agent_env.episodes.pool import EnvPool, episode_env_step_type
 from agent_env.episodes.rules import EpisodePlan, Prompt, check_arguments, plan_episode
 from agent_env.episodes.task_source import Task
@@ -77,6 +80,7 @@ class EpisodeSpec:
             self.env_slots = asyncio.Semaphore(max(1, max_envs // per_episode))
         self.closed = False
         self._live: dict[str, Episode] = {}
+        self._groups: list[EpisodeGroup] = []
 
     @classmethod
     def from_task(
@@ -177,6 +181,46 @@ class EpisodeSpec:
         await episode.start()
         return episode
 
+    async def start_group(
+        self, n: int, *, warm: Callable[[WarmEnv], Awaitable[Any]] | None = None,
+        fork: str = "auto",
+    ) -> EpisodeGroup:
+        """Start ``n`` episodes whose envs are copies of one env warmed by ``warm``.
+
+        For each ``deploy_env`` of the task one env is deployed and ``await warm(env)`` brings
+        it to the state every member starts from (``env``: a :class:`WarmEnv`, with ``mcp()``
+        and ``data()``); its state is taken once and each member gets a copy of its own.
+        ``fork`` says how: ``"data"`` (the env's ``data/get`` answer, loaded into each member's
+        env with ``data/reset`` and ``data/add``, checked by digest), ``"commit"`` (the env
+        servers' files saved as images each member starts from: docker) or ``"auto"`` (data
+        when every env server serves data/get, data/add and data/reset, else commit). Returns
+        once every member is recorded; ``await group.results()`` gives their scores.
+        """
+        if self.closed:
+            raise EpisodeError("this EpisodeSpec is closed; make a new one to start episodes")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise EpisodeError(f"start_group takes a positive whole number of episodes, not "
+                               f"{n!r}")
+        if fork not in FORK_CHOICES:
+            raise EpisodeError(f"fork must be one of {', '.join(map(repr, FORK_CHOICES))}, "
+                               f"not {fork!r}")
+        if warm is not None and not callable(warm):
+            raise EpisodeError(f"warm must be an async function taking the env, not "
+                               f"{type(warm).__name__}")
+        group = EpisodeGroup(self, _short_id("group"), warm, fork)
+        self._groups.append(group)
+        for _ in range(n):
+            episode = Episode(self, group)
+            group.episodes.append(episode)
+            self._live[episode.id] = episode
+        started = await asyncio.gather(*(e.start() for e in group.episodes),
+                                       return_exceptions=True)
+        failed = [s for s in started if isinstance(s, BaseException)]
+        if failed:
+            await group.close()
+            raise failed[0]
+        return group
+
     def forget(self, episode: Episode) -> None:
         """An episode finished (its teardown ran)."""
         self._live.pop(episode.id, None)
@@ -187,6 +231,7 @@ class EpisodeSpec:
         running = list(self._live.values())
         await asyncio.gather(*(e.abandon("the episode spec was closed") for e in running),
                              return_exceptions=True)
+        await asyncio.gather(*(g.close() for g in self._groups), return_exceptions=True)
         if self.pool is not None:
             from agent_env.runtime import use
 

@@ -29,6 +29,13 @@ see ``agent-env gc``) and ``agentenv.expires`` (from ``ttl_seconds``) let
 127.0.0.1 only, on host ports the engine picks free at start (no race between choosing and
 binding).
 
+Committed containers (the contract's ``can_commit``, for forked episodes): ``commit_containers``
+saves each env server this sandbox started (private network only: not the gateway, not an
+agent) as an image ``agentenv/fork-<container>:<random>`` with ``docker commit``, its files only
+(a commit keeps no process memory and no volume); ``start_from_committed`` makes a later
+``run_container`` of the same container name and source image start the committed image;
+``remove_committed`` removes the images once their containers are gone.
+
 The SDK is blocking: every async method runs it in worker threads, through :func:`settle`, which
 lets a blocking call finish even when the caller is cancelled (Ctrl-C during a deploy), so
 whatever the call created exists, labelled, before teardown looks for it.
@@ -46,11 +53,12 @@ import signal
 import tarfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from agent_env.api import (
+    CommittedImage,
     ContainerSpec,
     ExecResult,
     Sandbox,
@@ -78,6 +86,8 @@ NO_HOST_ADDRESS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
 #: At most this many engine calls at once in one teardown (the SDK's pool holds 10 connections).
 PARALLEL_CALLS = 8
+#: Repository of committed env servers: ``agentenv/fork-<container>:<random>``.
+COMMIT_REPOSITORY = "agentenv/fork"
 
 T = TypeVar("T")
 
@@ -150,6 +160,7 @@ class DockerSandbox(Sandbox):
     """A sandbox on the local engine; rebuilt from labels alone by ``attach``."""
 
     provider_name = "docker"
+    can_commit = True
 
     def __init__(
         self,
@@ -170,6 +181,11 @@ class DockerSandbox(Sandbox):
         self.ports = ports
         self.env_vars = env_vars or {}
         self._names: set[str] = set()  # containers this object started (a rerun replaces them)
+        #: the specs this object started, by ``ContainerSpec.name`` (what a commit saves)
+        self._specs: dict[str, ContainerSpec] = {}
+        #: committed images to start instead of their source (start_from_committed), by name
+        self._committed: dict[str, CommittedImage] = {}
+        self._started_committed: set[str] = set()
 
     # -- names -----------------------------------------------------------------------------
 
@@ -502,10 +518,14 @@ class DockerSandbox(Sandbox):
         import docker.errors
 
         name = self.container_name(spec.name)
+        image = spec.image
+        committed = self._committed.get(spec.name)
+        if committed is not None and committed.source_image == spec.image:
+            image = committed.ref
 
         def start() -> dict[int, str]:
             return self._create_started(
-                name, spec.image, role="container",
+                name, image, role="container",
                 command=list(spec.command) if spec.command else None,
                 env=dict(spec.env), publish=tuple(spec.publish), alias=spec.name,
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
@@ -515,12 +535,53 @@ class DockerSandbox(Sandbox):
         if name in self._names:  # a rerun of the same deploy step replaces its container
             self._remove_quietly(name)
         try:
-            return start()
+            urls = start()
         except docker.errors.APIError as exc:
             if exc.status_code != 409:  # 409: the name is taken (by a run before an attach)
                 raise
-        self._remove_quietly(name)
-        return start()
+            self._remove_quietly(name)
+            urls = start()
+        self._specs[spec.name] = spec
+        if image != spec.image:
+            self._started_committed.add(image)
+        return urls
+
+    # -- committed containers --------------------------------------------------------------
+
+    async def commit_containers(self, *, labels: dict[str, str]) -> tuple[CommittedImage, ...]:
+        servers = [spec for spec in self._specs.values() if spec.private and not spec.edge]
+        if self.mode != "vm" or not servers:
+            raise SandboxUnsupported(f"docker sandbox {self.id} started no env servers to "
+                                     "commit (only containers run_container started here are)")
+        token = secrets.token_hex(6)
+        return tuple(await settle(*(
+            (lambda spec=spec: self._commit_blocking(spec, token, labels)) for spec in servers)))
+
+    def _commit_blocking(self, spec: ContainerSpec, token: str,
+                         labels: dict[str, str]) -> CommittedImage:
+        repository = f"{COMMIT_REPOSITORY}-{image_plan.slugify(spec.name)}"
+        # pause=True (the default): the files are saved as of one instant, not mid-write
+        self.client.api.commit(self.container_name(spec.name), repository=repository, tag=token,
+                               conf={"Labels": dict(labels)})
+        return CommittedImage(spec.name, spec.image, f"{repository}:{token}")
+
+    def start_from_committed(self, images: Sequence[CommittedImage]) -> None:
+        self._committed.update({image.container: image for image in images})
+
+    def started_from_committed(self) -> frozenset[str]:
+        return frozenset(self._started_committed)
+
+    async def remove_committed(self, images: Sequence[CommittedImage]) -> None:
+        await settle(*((lambda ref=image.ref: self._remove_image_blocking(ref))
+                       for image in images))
+
+    def _remove_image_blocking(self, ref: str) -> None:
+        import docker.errors
+
+        try:
+            self.client.api.remove_image(ref, noprune=False)
+        except docker.errors.NotFound:
+            pass
 
     def _remove_quietly(self, name: str) -> None:
         import docker.errors
