@@ -143,6 +143,11 @@ class Origin:
                 future.exception()  # retrieved here: a member may not be waiting on both
 
 
+def short_name(env_id: str) -> str:
+    """``shelf`` for ``@local/path/to/bundle/shelf``: how messages name an env."""
+    return env_id.rsplit("/", 1)[-1]
+
+
 def digest_of(answer: Any) -> str:
     """sha256 of a ``data/get`` answer as canonical JSON (the pool's verified reset digests
     the same way, so the two compare)."""
@@ -163,6 +168,7 @@ class Forks:
         self.origins: dict[str, Origin] = {}
         #: the origins' deploys and the committed images: the group's own teardown
         self.teardown = Teardown()
+        self.origin_teardowns: list[asyncio.Future[Any]] = []
         self.closed = False
 
     def how(self) -> dict[str, str]:
@@ -178,6 +184,7 @@ class Forks:
         if self.closed:
             raise StepError("the episode group is closed")
         env_id: str = step.env_id  # type: ignore[attr-defined]
+        name = short_name(env_id)
         origin = self._origin(step, ctx, deploy)
         how = await asyncio.shield(origin.how)
         if how == DATA_PLANE:
@@ -186,7 +193,7 @@ class Forks:
             else:
                 await deploy(step, ctx)
             snapshot = await asyncio.shield(origin.snapshot)
-            await load_snapshot(env_id, ctx.envs[env_id], snapshot)
+            await load_snapshot(name, ctx.envs[env_id], snapshot)
         else:
             snapshot = await asyncio.shield(origin.snapshot)
             committed: list[CommittedImage] = getattr(ctx, "committed_images", None) or []
@@ -198,7 +205,7 @@ class Forks:
                                           for name in set(ctx.sandboxes) - before))
             missing = [image.ref for image in snapshot.images if image.ref not in started]
             if missing:
-                raise StepError(f"env '{env_id}': its env servers did not start from the warmed "
+                raise StepError(f"env '{name}': its env servers did not start from the warmed "
                                 f"images ({', '.join(missing)}); forking by image commit needs "
                                 "an env type that runs them through its sandbox's run_container "
                                 "on a provider that can commit (docker)")
@@ -216,6 +223,7 @@ class Forks:
     async def _make_origin(self, origin: Origin, step: Step, member: TaskContext,
                            deploy: Deploy) -> None:
         env_id: str = step.env_id  # type: ignore[attr-defined]
+        name = short_name(env_id)
         own = TaskContext(task_id=member.task_id, instance_id=f"{self.group_id}-{step.id}",
                           artifacts=member.artifacts, teardown=Teardown(),
                           sandbox_chain=member.sandbox_chain, labels=self.labels)
@@ -228,42 +236,45 @@ class Forks:
             else:
                 how = self.wanted
                 if how == DATA_PLANE:  # asked for: say so when it can't be
-                    await _require_snapshot_operations(env_id, deployment)
+                    await _require_snapshot_operations(name, deployment)
             origin.how.set_result(how)
             if self.warm is not None:
                 try:
                     await self.warm(WarmEnv(env_id, deployment))
                 except Exception as exc:
-                    raise StepError(f"warm({env_id}) raised {type(exc).__name__}: {exc}") \
+                    raise StepError(f"warm({name}) raised {type(exc).__name__}: {exc}") \
                         from None
             if how == DATA_PLANE:
-                snapshot = await take_snapshot(env_id, deployment,
+                snapshot = await take_snapshot(name, deployment,
                                                try_on_origin=self.wanted is None)
             else:
-                snapshot = await self._commit(env_id, own)
+                snapshot = await self._commit(name, own)
             origin.snapshot.set_result(snapshot)
         except BaseException as exc:
             origin.fail(exc if isinstance(exc, Exception) else
-                        StepError(f"the group's warm env for '{env_id}' was stopped"))
+                        StepError(f"the group's warm env for '{name}' was stopped"))
             if not isinstance(exc, Exception):
                 raise
         finally:
-            await asyncio.shield(own.teardown.run())
+            # kept, so close() waits for it even when it cancelled this task meanwhile
+            down = asyncio.ensure_future(own.teardown.run())
+            self.origin_teardowns.append(down)
+            await asyncio.shield(down)
             last_resort.release(own.teardown)
 
-    async def _commit(self, env_id: str, own: TaskContext) -> Snapshot:
+    async def _commit(self, name: str, own: TaskContext) -> Snapshot:
         sandboxes = list(own.sandboxes.values())
         unable = [s.provider_name for s in sandboxes if not s.can_commit]
         if unable or not sandboxes:
             raise StepError(
-                f"env '{env_id}' cannot be forked: its env servers do not serve data/get, "
+                f"env '{name}' cannot be forked: its env servers do not serve data/get, "
                 f"data/add and data/reset (a data-plane snapshot), and its "
                 f"'{', '.join(unable) or 'no'}' sandbox cannot commit them to images; add "
                 "@get_data/@add_data to the env, or deploy it on docker")
         images: list[CommittedImage] = []
         for sandbox in sandboxes:
             committed = await sandbox.commit_containers(labels=self.labels)
-            self.teardown.register("image", f"committed images of {env_id}",
+            self.teardown.register("image", f"committed images of {name}",
                                    _remover(sandbox, committed))
             images.extend(committed)
         last_resort.keep(self.teardown)
@@ -277,6 +288,7 @@ class Forks:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self.origin_teardowns, return_exceptions=True)
         report = await self.teardown.run()
         last_resort.release(self.teardown)
         if report.failed:
@@ -313,14 +325,14 @@ async def _can_snapshot(deployment: Any) -> bool:
     return all(SNAPSHOT_OPERATIONS <= _operations(c) for c in [card, *children])
 
 
-async def _require_snapshot_operations(env_id: str, deployment: Any) -> None:
+async def _require_snapshot_operations(name: str, deployment: Any) -> None:
     if not await _can_snapshot(deployment):
-        raise StepError(f"fork='data': env '{env_id}' cannot be snapshot over the data plane: "
+        raise StepError(f"fork='data': env '{name}' cannot be snapshot over the data plane: "
                         "every env server behind its gateway must serve data/get, data/add and "
                         "data/reset (fork='commit' saves its files instead)")
 
 
-async def take_snapshot(env_id: str, deployment: Any, *, try_on_origin: bool) -> Snapshot:
+async def take_snapshot(name: str, deployment: Any, *, try_on_origin: bool) -> Snapshot:
     """``data/get`` of the warmed env; with ``try_on_origin``, also put it back on the origin
     (reset, add) and check the digest, so a snapshot that does not load fails here, once."""
     from agentenv_protocol.client import DataPlaneClient
@@ -336,12 +348,12 @@ async def take_snapshot(env_id: str, deployment: Any, *, try_on_origin: bool) ->
                 again = await _put_back(data, snapshot)
                 if again != snapshot.digest:
                     raise StepError(
-                        f"env '{env_id}' cannot be forked over the data plane: after data/reset "
+                        f"env '{name}' cannot be forked over the data plane: after data/reset "
                         "and data/add of its data/get answer, data/get answers something else; "
                         "make @add_data take back what @get_data gives, or pass "
                         "fork='commit' (its files only)")
     except (ProtocolError, TransportError) as exc:
-        raise StepError(f"env '{env_id}': taking its snapshot over the data plane failed: "
+        raise StepError(f"env '{name}': taking its snapshot over the data plane failed: "
                         f"{exc}") from None
     return snapshot
 
@@ -354,7 +366,7 @@ async def _put_back(data: DataPlaneClient, snapshot: Snapshot) -> str:
     return digest_of(await data.call("data/get", {}))
 
 
-async def load_snapshot(env_id: str, deployment: Any, snapshot: Snapshot) -> None:
+async def load_snapshot(name: str, deployment: Any, snapshot: Snapshot) -> None:
     """Make a member's env the snapshot's state, and check it is (the digests agree)."""
     from agentenv_protocol.client import DataPlaneClient
     from agentenv_protocol.errors import ProtocolError, TransportError
@@ -364,7 +376,7 @@ async def load_snapshot(env_id: str, deployment: Any, snapshot: Snapshot) -> Non
                                    timeout=DATA_TIMEOUT_SECONDS) as data:
             digest = await _put_back(data, snapshot)
     except (ProtocolError, TransportError) as exc:
-        raise StepError(f"env '{env_id}': loading the group's snapshot failed: {exc}") from None
+        raise StepError(f"env '{name}': loading the group's snapshot failed: {exc}") from None
     if digest != snapshot.digest:
-        raise StepError(f"env '{env_id}': after loading the group's snapshot its data/get "
+        raise StepError(f"env '{name}': after loading the group's snapshot its data/get "
                         "differs from the warmed env's; this copy is not used")
