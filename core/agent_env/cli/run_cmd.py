@@ -289,6 +289,7 @@ async def _execute(
     eval_lines: Any,
 ) -> tuple[list[TaskResult], int]:
     import asyncio
+    import contextlib
     import signal
 
     from agent_env.stores import document_store
@@ -326,47 +327,51 @@ async def _execute(
     for signum in names:
         loop.add_signal_handler(signum, on_signal, signum)
     try:
+        results: list[TaskResult] = []
         try:
-            results = await session.run_all(requests)
-        finally:
-            progress.close()
-        echo()
-        echo("Tasks:")
-        for result in results:
-            echo(task_line(result))
-        if len(results) > 1 or any(r.outcome == "error" for r in results):
-            echo(f"  {count_line(results)}")
-        if eval_lines is not None:
-            lines = eval_lines(results)
-            if lines:
-                echo()
-                echo("Evals:")
-                for line in lines:
-                    echo(line)
-        up = session.teardown.still_up()
-        if keep and up and state["code"] is None:
-            count = sum(1 for item in up if item.kind == "sandbox") or len(up)
-            noun = "sandbox" if any(i.kind == "sandbox" for i in up) else "thing"
-            from agent_env.tasks.teardown import plural
-
+            try:
+                results = await session.run_all(requests)
+            finally:
+                progress.close()
             echo()
-            echo(f"Holding {plural(count, noun)} up; Ctrl-C tears {'it' if count == 1 else 'them'}"
-                 " down.")
-            for line in endpoint_lines(session.teardown.endpoints):
-                echo(line)
-            state["holding"] = True
-            await hold.wait()
-        echo()
-        teardown = asyncio.ensure_future(session.teardown.run())
-        state["teardown"] = teardown
-        stopped = False
-        try:
-            if state.get("skip_teardown"):
-                teardown.cancel()
-            await teardown
-        except asyncio.CancelledError:
-            stopped = True
-        teardown_summary(session.teardown, stopped)
+            echo("Tasks:")
+            for result in results:
+                echo(task_line(result))
+            if len(results) > 1 or any(r.outcome == "error" for r in results):
+                echo(f"  {count_line(results)}")
+            if eval_lines is not None:
+                lines = eval_lines(results)
+                if lines:
+                    echo()
+                    echo("Evals:")
+                    for line in lines:
+                        echo(line)
+            up = session.teardown.still_up()
+            if keep and up and state["code"] is None:
+                count = sum(1 for item in up if item.kind == "sandbox") or len(up)
+                noun = "sandbox" if any(i.kind == "sandbox" for i in up) else "thing"
+                from agent_env.tasks.teardown import plural
+
+                echo()
+                them = "it" if count == 1 else "them"
+                echo(f"Holding {plural(count, noun)} up; Ctrl-C tears {them} down.")
+                for line in endpoint_lines(session.teardown.endpoints):
+                    echo(line)
+                state["holding"] = True
+                await hold.wait()
+        finally:  # whatever happened once runs began: teardown, always
+            with contextlib.suppress(Exception):  # a closed stdout must not skip the teardown
+                echo()
+            teardown = asyncio.ensure_future(session.teardown.run())
+            state["teardown"] = teardown
+            stopped = False
+            try:
+                if state.get("skip_teardown"):
+                    teardown.cancel()
+                await teardown
+            except asyncio.CancelledError:
+                stopped = True
+            teardown_summary(session.teardown, stopped)
     finally:
         for signum in names:
             loop.remove_signal_handler(signum)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agent_env.tasks.records import storage_problem, unstorable_scalar
 from agent_env.tasks.scores import ScoreRow, Verification, aggregate
 from agent_env.tasks.steps import StepError
 from agent_env.tasks.teardown import Close, Endpoint, Teardown, TeardownItem
@@ -184,7 +185,8 @@ class TaskContext:
             self._secrets.add(value)
 
     def strip_secrets(self, value: Any, key: str = "") -> Any:
-        """A JSON-safe copy without secret-looking keys and with registered secrets masked."""
+        """A JSON-safe copy without secret-looking keys and with registered secrets masked;
+        a number no store can hold (NaN, infinity) is its text."""
         if isinstance(value, dict):
             return {
                 str(k): self.strip_secrets(v, str(k))
@@ -198,8 +200,18 @@ class TaskContext:
                 value = value.replace(secret, REDACTED)
             return value
         if value is None or isinstance(value, bool | int | float):
+            if unstorable_scalar(value) is not None:  # NaN, inf: kept as text, never stored raw
+                return repr(value) if isinstance(value, float) else unstorable_scalar(value)
             return value
         return self.strip_secrets(_describe(value), key)
+
+    def storage_problem(self) -> str | None:
+        """What in this run's outputs and metadata no store could hold (NaN, infinity, too
+        large: see :func:`agent_env.tasks.records.storage_problem`), or None. The engine asks
+        after every step, so the step that made it fails, naming it."""
+        return (storage_problem(self.outputs, "outputs")
+                or storage_problem(self.metadata, "metadata")
+                or storage_problem(self.snapshot(), "the run record's context"))
 
     def snapshot(self) -> dict[str, Any]:
         """What the instance record keeps of this context (secrets stripped)."""

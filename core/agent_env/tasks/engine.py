@@ -7,6 +7,13 @@ retry-from step and everything depending on it) and dispatches it again, up to
 ``max_retries`` times. Cancelling the engine cancels the steps in flight and records
 ``cancelled``. The engine never tears anything down: its caller does (see
 :mod:`agent_env.tasks.teardown`).
+
+Whatever happens once the run started, its record is written again at the end: a step whose
+outputs no store can hold fails with :class:`~agent_env.tasks.steps.UnstorableValue`; an
+exception from the engine's own machinery (an observer, a run-event hook, the record's
+snapshot) ends the run as ``error`` naming it; a store that refuses the final record gets one
+without the context. Only then does a non-``Exception`` (``SystemExit``...) go on up, so the
+caller's ``finally`` tears down.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from agent_env.tasks import records, scores
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.plan import TaskSpec, apply_seed, descendants, effective_dependencies
 from agent_env.tasks.records import FailureRecord, InstanceRecord, InstanceStore
-from agent_env.tasks.steps import InfraError, Step, StepError, structure_step
+from agent_env.tasks.steps import InfraError, Step, StepError, UnstorableValue, structure_step
 
 
 @attrs.define
@@ -126,17 +133,23 @@ async def run_task(
         ctx.note_sink = lambda text: observer.note(task, text)
     steps = build_steps(task, registry, ctx.metadata.get("seed"))
     started_wall, started = records.utc_now(), time.monotonic()
-    record = InstanceRecord(ctx.instance_id, task.id, task.version, records.RUNNING, started_wall)
+    record = InstanceRecord(ctx.instance_id, task.id, task.version, records.RUNNING, started_wall,
+                            owner=_owner())
     record.context = ctx.snapshot()
     if instances is not None:
         instances.save(record)
-    emit("run_started", ctx)
     run = _DagRun(task, steps, ctx, observer, emit)
     cancelled = False
+    crash: BaseException | None = None
     try:
+        emit("run_started", ctx)
         await run.execute()
     except asyncio.CancelledError:
         cancelled = True
+        await run.cancel_in_flight()
+    except BaseException as exc:  # the engine's own machinery: recorded, then handled below
+        crash = exc
+        run.failures.append(run.crash_failure(exc))
         await run.cancel_in_flight()
     reported = scores.reported_scores(ctx.verifications)
     failed = bool(run.failures)
@@ -154,13 +167,44 @@ async def run_task(
     record.completed_steps, record.failures = result.completed_steps, run.failures
     record.retried_failures, record.cancel_reason = run.retried, result.cancel_reason
     record.duration_seconds = round(duration, 3)
-    record.context = ctx.snapshot()
     if instances is not None:
-        instances.save(record)
-    observer.task_finished(result)
-    emit("run_finished", ctx, outcome=outcome, duration_seconds=duration,
-         error=result.first_fatal.summary if result.first_fatal else None)
+        _save_final(instances, record, ctx, task, observer)
+    if crash is not None and not isinstance(crash, Exception):
+        raise crash  # SystemExit and the like go on, the record written first
+    for report in (lambda: observer.task_finished(result),
+                   lambda: emit("run_finished", ctx, outcome=outcome, duration_seconds=duration,
+                                error=result.first_fatal.summary if result.first_fatal
+                                else None)):
+        try:
+            report()
+        except Exception:  # the run is over and recorded: a watcher failing changes nothing
+            from agent_env.logs import get_logger
+
+            get_logger("tasks").warning("reporting a finished run failed", exc_info=True)
     return result
+
+
+def _owner() -> str:
+    from agent_env.sandbox.ownership import owner_label
+
+    return owner_label()
+
+
+def _save_final(instances: InstanceStore, record: InstanceRecord, ctx: TaskContext,
+                task: TaskSpec, observer: TaskObserver) -> None:
+    """Write the run's end; a store refusing it gets the record without its context, so the run
+    never stays ``running`` for want of an output."""
+    try:
+        record.context = ctx.snapshot()
+        instances.save(record)
+        return
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    record.context = {"not_stored": f"this run's context could not be recorded: {reason}"[:2000]}
+    try:
+        instances.save(record)
+    except Exception as exc:  # the store is down: gc marks the record abandoned later
+        observer.note(task, f"could not record the run's end: {type(exc).__name__}: {exc}")
 
 
 class _DagRun:
@@ -181,6 +225,8 @@ class _DagRun:
         self.retried: list[FailureRecord] = []
         self.retries_used: dict[str, int] = {}
         self.running: dict[asyncio.Task[FailureRecord | None], Step] = {}
+        #: The step around which the engine's own machinery raised, if it did.
+        self.crashed_at: str | None = None
 
     def completed_in_order(self) -> list[str]:
         return [step.id for step in self.steps if step.id in self.completed]
@@ -203,7 +249,11 @@ class _DagRun:
                 if done_step is None:  # rolled back while it finished
                     continue
                 step = done_step
-                failure = future.result()
+                try:
+                    failure = future.result()
+                except BaseException:  # not the step: the machinery around it (run_task)
+                    self.crashed_at = step.id
+                    raise
                 if failure is None:
                     self.done.add(step.id)
                     self.completed.add(step.id)
@@ -241,6 +291,19 @@ class _DagRun:
             self.ctx.forget_step(step_id)
         return sorted(set(pending) | span, key=self.position.__getitem__)
 
+    def crash_failure(self, exc: BaseException) -> FailureRecord:
+        """The failure an exception from the engine's machinery (not a step) is recorded as:
+        infrastructure's, so the run is an ``error``, never a score."""
+        from agent_env.logs import get_logger
+
+        get_logger("tasks").debug("the run's machinery raised", exc_info=exc)
+        step_id = self.crashed_at or next(
+            (step.id for step in self.running.values()), "-")
+        name = type(exc).__name__
+        text = self.ctx.strip_secrets(str(exc))
+        return FailureRecord(step_id, "-", f"the run stopped: {text}" if text else
+                             "the run stopped", name, records.utc_now(), 0.0, True, is_infra=True)
+
     async def cancel_in_flight(self) -> None:
         for future in self.running:
             future.cancel()
@@ -256,6 +319,10 @@ class _DagRun:
         failure = None
         try:
             await step.run(self.ctx)
+            problem = self.ctx.storage_problem()
+            if problem is not None:
+                self.ctx.forget_step(step.id)
+                raise UnstorableValue(f"it produced a value no store can hold: {problem}")
         except asyncio.CancelledError:
             raise
         except Exception as exc:

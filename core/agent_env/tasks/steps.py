@@ -41,6 +41,11 @@ class StepError(Exception):
     """A step failed for a reason its message explains; the run records it without a traceback."""
 
 
+class UnstorableValue(StepError):
+    """A step produced a value no store can hold (NaN, infinity, a record past its size): the
+    step fails, naming it, before anything tries to store it."""
+
+
 class InfraError(StepError):
     """The run could not be carried out, for a reason that is not the agent's doing.
 

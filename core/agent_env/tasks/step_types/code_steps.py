@@ -86,7 +86,7 @@ class RunCode(Step):
         _, marker, text = output.rpartition(f"\n{RESULT_MARKER}\n")
         if not marker:
             raise StepError(f"{entry} printed no result")
-        results[self.result_id or self.id] = json.loads(text)
+        results[self.result_id or self.id] = _parse_result(entry, self.entrypoint, text)
         ctx.outputs[self.id] = results[self.result_id or self.id]
 
     async def _on_host(
@@ -142,3 +142,17 @@ class RunCode(Step):
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "no error output"
+
+
+def _parse_result(entry: str, entrypoint: str, text: str) -> Any:
+    """The script's result; NaN and infinity (Python's json writes them) are refused here, as
+    no store could keep them."""
+
+    def refuse(constant: str) -> Any:
+        raise StepError(f"{entry}: {entrypoint}() returned {constant}, which JSON has no form "
+                        "for; return a finite number, a string or null")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except ValueError as exc:
+        raise StepError(f"{entry}: {entrypoint}() returned no JSON result: {exc}") from None
