@@ -44,6 +44,7 @@ BENCHMARKS = {
     "coding_agents": ("bench.coding_agents", True),
     "agents": ("bench.agents", True),
     "ray_runner": ("bench.ray_runner", True),
+    "forks": ("bench.forks", True),
 }
 FORMAT_VERSION = 2  # 2: bars judged per run ("bars"), "figures" per series, no per-series "bar"
 

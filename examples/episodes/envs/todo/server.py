@@ -1,4 +1,6 @@
-"""A todo list env: items to add, list and complete; ``data/reset`` empties the list.
+"""A todo list env: items to add, list and complete; ``data/reset`` empties the list, and
+``data/get`` / ``data/add`` give and take the items, so a group of episodes can fork from one
+warmed list (``EpisodeSpec.start_group``).
 
 Each item remembers the role that added it, so a verifier can tell that the agent's calls came
 through the gateway as the agent's role.
@@ -7,8 +9,11 @@ through the gateway as the agent's role.
 from agentenv_protocol import (
     AgentEnvEnvironment,
     AgentEnvError,
+    DataPart,
     ToolContext,
+    add_data,
     environment_card,
+    get_data,
     reset_data,
     tool,
 )
@@ -40,6 +45,15 @@ class TodoEnv(AgentEnvEnvironment):
                 item["done"] = True
                 return item
         raise AgentEnvError("not_found", f"no item has id {item_id}")
+
+    @get_data
+    def dump(self) -> list:
+        return [DataPart({"items": self.items})]
+
+    @add_data
+    def load(self, parts: list) -> None:
+        for part in parts:
+            self.items.extend(part.data["items"])
 
     @reset_data
     async def reset(self) -> None:
