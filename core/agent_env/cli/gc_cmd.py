@@ -20,6 +20,11 @@ Deployments (``agent-env env deploy``) outlive their process on purpose: a sandb
 deployments ledger (:mod:`agent_env.deployments`) records is kept until its record expires, then
 removed with its record (see :func:`apply_deployments`).
 
+Run records are judged the same way: a record still ``running`` whose process (its ``owner``,
+the ``agentenv.owner`` form) is gone from this host can never end by itself, so gc marks it
+``abandoned`` with the reason (:func:`agent_env.tasks.records.dead_runs`); a record of another
+host, or without an owner, is left as it is.
+
 Env images are not removed: they are named by their content and shared by every run (a cache),
 not made per run.
 """
@@ -229,6 +234,18 @@ async def remove(leftovers: list[Found]) -> list[tuple[Found, str]]:
             zip(leftovers, outcomes, strict=True) if isinstance(out, BaseException)]
 
 
+def _dead_runs(labels: dict[str, str]) -> tuple[Any, list[Any]]:
+    """The run records gc would mark ``abandoned``: with ``--label``, only a run the labels
+    name (``agentenv.run=ID``), and none for other labels (records carry no labels)."""
+    from agent_env.stores import document_store
+    from agent_env.tasks.records import StoredInstances, dead_runs
+
+    instances = StoredInstances(document_store())
+    if labels and set(labels) != {RUN_LABEL}:
+        return instances, []
+    return instances, dead_runs(instances, labels.get(RUN_LABEL))
+
+
 # -- the command ----------------------------------------------------------------------------------
 
 
@@ -257,7 +274,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     """Remove sandboxes (containers, networks, work folders) left by runs that died.
 
     A sandbox goes when its TTL has passed or the process that made it is gone; a live run's
-    are kept. Env images are a shared cache and stay.
+    are kept. A run record left `running` by a process that is gone is marked `abandoned`.
+    Env images are a shared cache and stay.
     """
     import asyncio
 
@@ -271,6 +289,7 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     stale = [] if labels else stale_records(found, skipped, ledger)
     leftovers = [f for f in found if f.remove]
     kept = [f for f in found if not f.remove]
+    instances, dead = _dead_runs(labels)
     for note in skipped:
         click.echo(f"Not asked: {note}", err=True)
     if kept:
@@ -279,10 +298,15 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                    + ":")
         for item in kept:
             click.echo(item.line())
-    if not leftovers and not stale:
+    if not leftovers and not stale and not dead:
         click.echo("Nothing to remove.")
         return 0
     verb = "Would remove" if dry_run else "Removing"
+    if dead:
+        mark = "Would mark" if dry_run else "Marking"
+        click.echo(f"{mark} {_plural(len(dead), 'run')} abandoned:")
+        for run in dead:
+            click.echo(f"  {run.record.instance_id}: {run.reason}")
     if leftovers:
         click.echo(f"{verb} {_plural(len(leftovers))}:")
         for item in leftovers:
@@ -303,6 +327,7 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                             "(or --dry-run to only list)")
         if not click.confirm("Remove them?", default=False):
             raise UserError("nothing removed (answer y, or pass -y)")
+    marked = sum(1 for run in dead if instances.abandon(run.record, run.reason))
     problems = asyncio.run(remove_stale(ledger, stale))
     for line in problems:
         click.echo(line, err=True)
@@ -315,6 +340,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         if entry is not None and (item.provider, item.sandbox_id) not in not_removed:
             ledger.remove(entry.instance_id)
     done = len(leftovers) - len(failed)
+    if dead:
+        click.echo(f"Marked {_plural(marked, 'run')} abandoned.")
     if leftovers:
         click.echo(f"Removed {_plural(done)}.")
     if stale:

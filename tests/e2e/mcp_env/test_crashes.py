@@ -62,6 +62,17 @@ def slow_bundle(tmp_path: Path) -> Path:
     return bundle
 
 
+def record(state: Path, instance_id: str) -> dict[str, Any]:
+    """The run's instance record, as ``agent-env task get-instance`` prints it."""
+    import json
+
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state)}
+    env.pop("AGENT_ENV_CONFIG", None)
+    shown = subprocess.run([str(AGENT_ENV), "task", "get-instance", instance_id], env=env,
+                           capture_output=True, text=True, timeout=60, check=True)
+    return dict(json.loads(shown.stdout))
+
+
 @pytest.fixture
 def runs(docker_client: Any) -> Iterator[list[Run]]:
     """Runs a test starts; any still alive are killed and what they own removed afterwards."""
@@ -105,6 +116,10 @@ def test_gc_removes_what_a_killed_run_left_and_keeps_a_live_runs(
     assert f"(run {live_run}): live run: process {live.pid} is running" in listing.stdout
     assert "Dry run: nothing was removed." in listing.stdout
     assert names(owned_by(docker_client, dead.pid)) == names(left)
+    # Its run record can never end by itself: gc would mark it abandoned, and says why.
+    assert (f"Would mark 1 run abandoned:\n  {dead_run}: its process {dead.pid} is gone "
+            "(killed before the run ended)") in listing.stdout, listing.stdout
+    assert record(dead.state, dead_run)["status"] == "running"
 
     # Without --yes and no terminal to ask on, nothing is removed.
     refused = gc("--label", f"agentenv.run={dead_run}", state=dead.state)
@@ -117,7 +132,13 @@ def test_gc_removes_what_a_killed_run_left_and_keeps_a_live_runs(
     removed = gc("--yes", "--label", f"agentenv.run={dead_run}", state=dead.state)
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert "Removed 1 sandbox." in removed.stdout
+    assert "Marked 1 run abandoned." in removed.stdout
     assert owned_by(docker_client, dead.pid) == {"containers": [], "networks": []}
+    ended = record(dead.state, dead_run)
+    assert ended["status"] == "abandoned" and ended["finished_at_utc"]
+    assert ended["abandon_reason"] == (f"its process {dead.pid} is gone (killed before the "
+                                       "run ended)")
+    assert record(live.state, live_run)["status"] == "running"  # a live run's is left alone
 
     # The live run never noticed: it finishes, passes and tears its own sandbox down.
     assert all(c["State"] == "running" for c in owned_by(docker_client, live.pid)["containers"])
