@@ -35,6 +35,15 @@ child in ``_meta``. In ``performance`` mode calls run concurrently; ``consistent
 one at a time. Trajectory events: ``tool_call``; then ``tool_call_result`` when the child
 answered (``is_error`` tells a tool-level failure) or ``tool_call_failed`` when it did not
 (timeout, unreachable) or the gateway refused the call.
+
+A forwarded call fails fast when its env server is gone: once a call (tool, data plane or
+pass-through) has waited ``LIVENESS_INTERVAL``, the gateway tries a TCP connection to the child
+every ``LIVENESS_INTERVAL``; when one cannot open within ``LIVENESS_TIMEOUT`` (refused, no route,
+nothing answering at the address: a killed container sends no reset, so without this the call
+waits out ``--call-timeout``), the call fails as ``env_unavailable`` within about a second,
+naming the env, and the next calls to it fail at once while it stays unreachable. A child that is
+alive but slow (a long tool, a blocked or frozen process) still accepts connections in its
+kernel, so it is waited for up to the call timeout as before.
 """
 
 from __future__ import annotations
@@ -85,6 +94,10 @@ from .trajectory_log import TrajectoryLog
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 
 DEFAULT_PORT = 18765
+#: How long a forwarded call waits before its child's liveness is checked, and between checks.
+LIVENESS_INTERVAL = 0.25
+#: How long a liveness check waits for a TCP connection to the child.
+LIVENESS_TIMEOUT = 0.4
 MODES = ("performance", "consistent")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _HOP_HEADERS = frozenset({"host", "authorization", "connection", "keep-alive", "content-length",
@@ -122,6 +135,73 @@ class Child:
         self.tools: list[dict[str, Any]] = []
         self.ready = False
         self.error: str | None = None
+        #: Why the child was last found unreachable (a forwarded call failed fast), or None.
+        self.gone: str | None = None
+
+    async def unreachable(self) -> str | None:
+        """Why no TCP connection to the child opens within ``LIVENESS_TIMEOUT``, or None when
+        one does (the child's kernel accepts even while its process is busy or frozen)."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        host = parts.hostname or "127.0.0.1"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
+                                               LIVENESS_TIMEOUT)
+        except TimeoutError:
+            return f"nothing accepts connections at {host}:{port} (its container stopped?)"
+        except OSError as exc:
+            return f"{exc.strerror or exc} at {host}:{port}"
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return None
+
+    async def watched(self, call: Awaitable[Any]) -> Any:
+        """Await a forwarded call, failing it with :class:`TransportError` as soon as the child
+        is found unreachable (see the module docstring); a known-gone child is checked once
+        first, so calls to it fail at once.
+
+        A call that answers within ``LIVENESS_INTERVAL`` (nearly all) costs one timer: the
+        watcher task starts only when the timer fires, and cancels this task if the child is
+        gone (the watcher only runs while this task waits inside ``call``)."""
+        if self.gone is not None:
+            why = await self.unreachable()
+            if why is not None:
+                if asyncio.iscoroutine(call):
+                    call.close()
+                raise TransportError(f"environment {self.name!r} is gone: {why}")
+            self.gone = None
+        caller = asyncio.current_task()
+        assert caller is not None
+        loop = asyncio.get_running_loop()
+        watch = _Watch()
+
+        async def watcher() -> None:
+            while True:
+                why = await self.unreachable()
+                if why is not None:
+                    watch.why = self.gone = why
+                    caller.cancel()
+                    return
+                await asyncio.sleep(LIVENESS_INTERVAL)
+
+        def start() -> None:
+            watch.task = loop.create_task(watcher())
+
+        timer = loop.call_later(LIVENESS_INTERVAL, start)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if watch.why is None:
+                raise  # the caller's own cancellation
+            caller.uncancel()
+            raise TransportError(f"environment {self.name!r} is gone: {watch.why}") from None
+        finally:
+            timer.cancel()
+            if watch.task is not None:
+                watch.task.cancel()
 
     async def wait_ready(self, http: aiohttp.ClientSession, timeout: float) -> None:
         """Poll ``/ready`` (200), or ``/mcp`` (< 500) for servers without ``/ready``."""
@@ -162,6 +242,14 @@ class Child:
         if name:
             self.name = re.sub(r"[^A-Za-z0-9_.-]", "-", str(name))
         self.tools = await self.client.list_tools_raw()
+
+
+@attrs.define
+class _Watch:
+    """A forwarded call's liveness watcher: its task once started, and why the child is gone."""
+
+    task: asyncio.Task[None] | None = None
+    why: str | None = None
 
 
 class Gateway:
@@ -335,17 +423,20 @@ class Gateway:
         try:
             if self.mode == "consistent":
                 async with self._lock:
-                    result = await child.client.call_tool_raw(name, arguments, meta=meta)
+                    result = await child.watched(
+                        child.client.call_tool_raw(name, arguments, meta=meta))
             else:
-                result = await child.client.call_tool_raw(name, arguments, meta=meta)
+                result = await child.watched(
+                    child.client.call_tool_raw(name, arguments, meta=meta))
         except (TransportError, ProtocolError) as exc:
             message = f"environment {child.name!r} failed tool {name!r}: {exc}"
             timed_out = isinstance(exc, TransportError) and "within" in str(exc)
             self._record("tool_call_failed", call_id, caller, name, env=child.name,
                          error=message, duration_ms=_ms(start))
+            cut = timed_out or child.gone is not None  # it may have applied it before dying
             return _tool_error("env_timeout" if timed_out else "env_unavailable", message,
                                retryable=True,
-                               applied="unknown" if timed_out else "no")
+                               applied="unknown" if cut else "no")
         finally:
             self.in_flight -= 1
         self._record("tool_call_result", call_id, caller, name, env=child.name,
@@ -518,12 +609,17 @@ class Gateway:
     async def _forward_rpc(self, child: Child, body: bytes) -> dict[str, Any]:
         assert self._http is not None
         path = ((child.card or {}).get("url")) or "/agentenv"
+        http = self._http
+
+        async def post() -> Any:
+            async with http.post(child.url + path, data=body,
+                                 headers={"Content-Type": "application/json"}) as resp:
+                return json.loads(await resp.read())
+
         try:
-            async with self._http.post(child.url + path, data=body,
-                                       headers={"Content-Type": "application/json"}) as resp:
-                reply = json.loads(await resp.read())
+            reply = await child.watched(post())
             return reply if isinstance(reply, dict) else {}
-        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError, TransportError) as exc:
             return {"error": {"code": -32000, "message": f"{child.name}: {exc or 'timeout'}",
                               "data": {"code": "env_unavailable"}}}
 
@@ -537,16 +633,22 @@ class Gateway:
         assert self._http is not None
         tail = request.match_info["tail"]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
-        try:
-            async with self._http.request(
+        http, data = self._http, await request.read()
+
+        async def forward() -> web.Response:
+            async with http.request(
                     request.method, f"{child.url}/{tail}", params=request.query,
-                    data=await request.read(), headers=headers, allow_redirects=False) as resp:
+                    data=data, headers=headers, allow_redirects=False) as resp:
                 body = await resp.read()
                 out = {k: v for k, v in resp.headers.items()
                        if k.lower() not in _HOP_HEADERS and k.lower() not in (
                            "content-encoding", "date", "server")}
                 return web.Response(body=body, status=resp.status, headers=out)
-        except (TimeoutError, aiohttp.ClientError) as exc:
+
+        try:
+            response: web.Response = await child.watched(forward())
+            return response
+        except (TimeoutError, aiohttp.ClientError, TransportError) as exc:
             return json_response({"ok": False, "error": {
                 "code": "env_unavailable", "message": f"{child.name}: {exc or 'timeout'}",
                 "retryable": True, "applied": "unknown"}}, status=502)

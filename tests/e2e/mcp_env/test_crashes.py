@@ -29,6 +29,7 @@ AGENT_ENV = Path(sys.executable).with_name("agent-env")
 SLOW_VERIFY = '''"""echo-mcp's check, once the test lets it go (AGENTENV_TEST_GO appears)."""
 import asyncio
 import os
+import time
 from pathlib import Path
 
 from mcp import ClientSession
@@ -45,10 +46,12 @@ async def verify(mcp_url):
     async with streamable_http_client(mcp_url) as (read, write, _):
         async with ClientSession(read, write) as session:
             await session.initialize()
+            started = time.monotonic()
             result = await session.call_tool("echo", {"text": SENT})
+            took = time.monotonic() - started
     text = "".join(getattr(part, "text", "") for part in result.content)
     return [{"id": "echoes", "result": not result.isError and text == SENT,
-             "description": f"echo returned {text!r}"}]
+             "description": f"echo returned {text!r} after {took:.2f}s"}]
 '''
 
 
@@ -180,8 +183,13 @@ def test_env_container_killed_mid_run_fails_clearly_and_leaves_nothing(
     run.go.touch()
     code, out, err = run.finish()
     assert code == 1, out + err
-    # The gateway's call to the dead env waits out its 30 s call timeout (a killed container
-    # sends no reset), then the verifier's check of the deployment names the cause.
+    # A killed container sends no reset: the gateway finds its env server unreachable and fails
+    # the call within a second (not its 30 s call timeout), naming the env; then the verifier's
+    # check of the deployment names the cause with the container's exit status.
+    failed = re.search(r"echo returned \"env_unavailable: environment 'echo' failed tool "
+                       r"'echo': environment 'echo' is gone: [^\"]+\" after ([0-9.]+)s", out)
+    assert failed, out
+    assert float(failed.group(1)) < 1.0, out
     # An env that died is infrastructure's doing: the run is an error, not a score of 0.
     assert re.search(r"tasks/smoke.json v1: error \(infrastructure, not scored\) at step "
                      r"'echoes': InfraError: env echo went down during the run: env server echo "
