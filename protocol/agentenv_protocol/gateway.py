@@ -18,7 +18,9 @@ children), ``/.well-known/agent-env.json`` (composed card, children under
 ``children_environments`` with endpoints rewritten to ``/env/<child>/...``), ``/env/<child>/...``
 (a pass-through to that child), ``/agentenv`` (data plane: ``data/reset`` fans out; add/get go
 to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON lines, paged
-with ``?offset=&limit=`` in events; kept in a file, :mod:`.trajectory_log`), ``/tools/disable``,
+with ``?after=<event_id>&limit=`` or ``?offset=&limit=`` in events; kept in a file,
+:mod:`.trajectory_log`), ``POST /trajectory/clear`` (empties it; event ids keep counting, so a
+cursor stays valid), ``/tools/disable``,
 ``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``).
 
 ``/ready`` is live: it asks every child's ``/ready`` (within ``--ready-probe-timeout``, 2 s), so
@@ -279,6 +281,8 @@ class Gateway:
         self.ready_probe_timeout = ready_probe_timeout
         self._probe: asyncio.Task[dict[str, str]] | None = None
         self._event_ids = itertools.count(1)
+        #: Events dropped by ``/trajectory/clear``: event ``evt-N`` is at offset N-1-cleared.
+        self._cleared = 0
         self._listing: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._http: aiohttp.ClientSession | None = None
@@ -511,23 +515,47 @@ class Gateway:
         })
 
     async def trajectory_route(self, request: web.Request) -> web.StreamResponse:
-        """JSON lines, ``?offset=N&limit=M`` in events (default: all), streamed from the file;
-        ``AgentEnv-Trajectory-Events`` says how many there are in all."""
+        """JSON lines, ``?after=<event_id>&limit=M`` (the events after that one) or
+        ``?offset=N&limit=M`` (in events; default: all), streamed from the file.
+        ``AgentEnv-Trajectory-Events`` says how many there are in all, ``...-Has-More``
+        whether a page left some out, and ``...-Last-Id`` the last event sent (the next
+        page's ``after``)."""
+        query = request.query
         try:
-            offset = int(request.query.get("offset", "0"))
-            limit = int(request.query["limit"]) if "limit" in request.query else None
+            limit = int(query["limit"]) if "limit" in query else None
+            if "after" in query:
+                if "offset" in query:
+                    return _bad_request("give after or offset, not both")
+                match = re.fullmatch(r"evt-(\d+)", query["after"])
+                if match is None:
+                    return _bad_request("after must be an event id (evt-N) from this trajectory")
+                offset = max(int(match.group(1)) - self._cleared, 0)
+            else:
+                offset = int(query.get("offset", "0"))
             if offset < 0 or (limit is not None and limit < 0):
                 raise ValueError("negative")
         except ValueError:
             return _bad_request("offset and limit must be whole numbers, 0 or more")
-        response = web.StreamResponse(headers={
-            "Content-Type": "application/x-ndjson",
-            "AgentEnv-Trajectory-Events": str(len(self.trajectory))})
+        total = len(self.trajectory)
+        start = min(offset, total)
+        stop = total if limit is None else min(total, start + limit)
+        headers = {"Content-Type": "application/x-ndjson",
+                   "AgentEnv-Trajectory-Events": str(total),
+                   "AgentEnv-Trajectory-Has-More": "true" if stop < total else "false"}
+        if stop > start:
+            headers["AgentEnv-Trajectory-Last-Id"] = f"evt-{stop + self._cleared}"
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
-        for chunk in self.trajectory.chunks(offset, limit):
+        for chunk in self.trajectory.chunks(start, stop - start):
             await response.write(chunk)
         await response.write_eof()
         return response
+
+    async def trajectory_clear_route(self, request: web.Request) -> web.Response:
+        """Empty the trajectory: a reused env's next episode starts with none of the last's."""
+        dropped = self.trajectory.clear()
+        self._cleared += dropped
+        return json_response({"ok": True, "cleared": dropped})
 
     async def card_route(self, request: web.Request) -> web.Response:
         return json_response(self.card().to_wire())
@@ -851,6 +879,7 @@ def create_gateway_app(
         ("GET", "/ready", gateway.ready_route),
         ("GET", "/state", gateway.state_route),
         ("GET", "/trajectory", gateway.trajectory_route),
+        ("POST", "/trajectory/clear", gateway.trajectory_clear_route),
         ("POST", "/tools/disable", gateway.tools_access_route),
         ("POST", "/tools/enable", gateway.tools_access_route),
         ("PUT", "/clock/set-time", gateway.clock_set_route),

@@ -4,7 +4,8 @@ Why: the gateway used to keep every event (arguments and results included) in a 
 hostile test grew it from 65 to 149 MB over 40k calls, and a 5 MB result added 10 MB each.
 Here an event is written as one JSON line when it happens, and memory holds only its offset
 (8 bytes). ``GET /trajectory`` pages through the file (``offset``/``limit``, in events) and
-streams what it sends in chunks, so a reader does not load it whole either.
+streams what it sends in chunks, so a reader does not load it whole either. ``clear()`` empties
+it (a reused env's next episode starts with an empty trajectory).
 """
 
 from __future__ import annotations
@@ -66,6 +67,15 @@ class TrajectoryLog:
         """The events themselves (for tests and small reads)."""
         text = b"".join(self.chunks(offset, limit)).decode("utf-8")
         return [json.loads(line) for line in text.splitlines()]
+
+    def clear(self) -> int:
+        """Drop every event (the file is emptied); returns how many were dropped."""
+        dropped = len(self._offsets)
+        self._file.seek(0)
+        self._file.truncate()
+        self._offsets = array("Q")
+        self._end = 0
+        return dropped
 
     def close(self) -> None:
         self._file.close()

@@ -7,10 +7,10 @@ Deploying an env (sandbox, containers, readiness) takes a second or more; resett
 * a step takes an idle env deployed with the same settings, or deploys one as the pool's own
   (labelled with the pool's id, so its teardown is the pool's, not the episode's);
 * when the episode's teardown runs, the env goes back: the gateway's ``data/reset`` (which every
-  env server behind it that serves ``data/reset`` gets), its tool-access rules cleared and its
-  clock disarmed; only then is it idle again. An env whose card does not offer ``data/reset``,
-  whose reset fails, or that nears its expiry is torn down instead, so no episode ever sees
-  another's state;
+  env server behind it that serves ``data/reset`` gets), its tool-access rules cleared, its
+  clock disarmed and its trajectory emptied; only then is it idle again. An env whose card
+  does not offer ``data/reset``, whose reset fails, or that nears its expiry is torn down
+  instead, so no episode ever sees another's state;
 * the reset is **verified** where the env says what its state is (its card offers ``data/get``):
   a digest of ``data/get`` is taken when the env is fresh, and again after each reset; an env
   whose reset did not bring the digest back is quarantined (torn down, counted in
@@ -18,8 +18,8 @@ Deploying an env (sandbox, containers, readiness) takes a second or more; resett
   is not deterministic is then simply never reused, which costs deploys, never correctness;
 * the pool is torn down by ``spec.close()`` (``async with spec``), else at interpreter exit.
 
-Not reset: the gateway's trajectory log, which keeps growing; each call in it carries the
-episode's id as its session.
+The gateway's trajectory is cleared with the reset (``POST /trajectory/clear``), so the next
+episode's trajectory holds only its own calls.
 """
 
 from __future__ import annotations
@@ -233,7 +233,8 @@ async def state_digest(deployment: Any) -> str:
 
 
 async def reset_env(deployment: Any) -> None:
-    """``data/reset`` through the gateway, then clear its tool-access rules and its clock."""
+    """``data/reset`` through the gateway, then clear its tool-access rules, its clock and its
+    trajectory."""
     import aiohttp
 
     from agentenv_protocol.client import DataPlaneClient
@@ -242,7 +243,7 @@ async def reset_env(deployment: Any) -> None:
     async with aiohttp.ClientSession(headers=deployment.headers, timeout=timeout) as http:
         await DataPlaneClient(deployment.url, session=http).reset()
         for path, body in (("/tools/enable", {"role": "*", "tools": "*"}),
-                           ("/clock/clear", {})):
+                           ("/clock/clear", {}), ("/trajectory/clear", {})):
             async with http.post(f"{deployment.url}{path}", json=body) as resp:
                 if resp.status >= 300:
                     text = (await resp.text())[:200]

@@ -143,6 +143,14 @@ async def bump(deployment: Deployment) -> int:
         return json.loads((await client.call_tool("bump", {})).text)
 
 
+async def trajectory(deployment: Deployment) -> list[dict[str, Any]]:
+    import aiohttp
+
+    async with aiohttp.ClientSession(headers=deployment.headers) as http, \
+            http.get(f"{deployment.url}/trajectory") as resp:
+        return [json.loads(line) for line in (await resp.text()).splitlines()]
+
+
 async def test_an_env_that_serves_reset_is_reset_and_lent_again() -> None:
     CountingSandbox.terminated.clear()
     async with gateway_over(Tally()) as deployment:
@@ -159,6 +167,9 @@ async def test_an_env_that_serves_reset_is_reset_and_lent_again() -> None:
         await pool.lend(FakeDeployEnv(id="d", env_id="@b/x"), second, deploy)
         assert second.outputs["d"] == {"instance_id": "x-1", "reused": True}
         assert await bump(deployment) == 1  # nothing of the first episode is left
+        # nor in the gateway's trajectory: only the second episode's call is there
+        assert [e["type"] for e in await trajectory(deployment)] == [
+            "tool_call", "tool_call_result"]
         assert (pool.deploys, pool.reuses) == (1, 1)
         assert second.strip_secrets(deployment.token) == "****"
         await second.teardown.run()

@@ -140,6 +140,40 @@ async def test_composed_card_and_passthrough() -> None:
 
 
 # -- trajectory ----------------------------------------------------------------------------
+async def test_trajectory_pages_by_cursor_and_clears(echo_gateway: RunningServer) -> None:
+    async def page(query: str) -> tuple[int, list[dict[str, Any]], Any]:
+        async with aiohttp.ClientSession(headers=echo_gateway.auth_headers) as http, \
+                http.get(f"{echo_gateway.url}/trajectory{query}") as resp:
+            body = await resp.text()
+            lines = [json.loads(line) for line in body.splitlines()] if resp.status == 200 \
+                else body
+            return resp.status, lines, resp.headers
+
+    async with McpClient(echo_gateway.mcp_url) as client:
+        for text in ("a", "b", "c"):
+            await client.call_tool("echo", {"text": text})
+    status, first, headers = await page("?limit=4")
+    assert status == 200 and [e["event_id"] for e in first] == [f"evt-{n}" for n in (1, 2, 3, 4)]
+    assert (headers["AgentEnv-Trajectory-Has-More"], headers["AgentEnv-Trajectory-Last-Id"],
+            headers["AgentEnv-Trajectory-Events"]) == ("true", "evt-4", "6")
+    _, rest, headers = await page("?after=evt-4&limit=4")
+    assert [e["event_id"] for e in rest] == ["evt-5", "evt-6"]
+    assert headers["AgentEnv-Trajectory-Has-More"] == "false"
+    _, none, headers = await page("?after=evt-6")
+    assert none == [] and "AgentEnv-Trajectory-Last-Id" not in headers
+    for bad in ("?after=6", "?after=evt-1&offset=0", "?limit=-1"):
+        assert (await page(bad))[0] == 400, bad
+    async with aiohttp.ClientSession(headers=echo_gateway.auth_headers) as http, \
+            http.post(f"{echo_gateway.url}/trajectory/clear") as resp:
+        assert (resp.status, await resp.json()) == (200, {"ok": True, "cleared": 6})
+    assert (await page(""))[1] == []
+    async with McpClient(echo_gateway.mcp_url) as client:
+        await client.call_tool("echo", {"text": "d"})
+    _, after_clear, _ = await page("?after=evt-6")  # a cursor from before the clear holds
+    assert [e["event_id"] for e in after_clear] == ["evt-7", "evt-8"]
+    assert after_clear[0]["arguments"] == {"text": "d"}
+
+
 async def test_trajectory_events(echo_gateway: RunningServer) -> None:
     async with McpClient(echo_gateway.mcp_url, headers={"AgentEnv-Role": "agent"}) as client:
         await client.call_tool("echo", {"text": "one"})
