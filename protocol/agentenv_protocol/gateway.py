@@ -869,6 +869,7 @@ def create_gateway_app(
               log=LineLog("agentenv_protocol.gateway"), hide=hide)
     app.on_startup.append(gateway.start)
     app.on_cleanup.append(gateway.stop)
+    app.on_shutdown.append(mcp.close_streams)
 
     routes: list[tuple[str, str, Handler]] = [
         ("POST", "/mcp", mcp.handle_post),

@@ -1,12 +1,14 @@
 """MCP streamable HTTP, server side: one endpoint class shared by env servers and the gateway.
 
 It owns what is the same for both: version negotiation, ``Mcp-Session-Id`` sessions, JSON vs
-SSE replies chosen from ``Accept``, ``tools/list`` paging, ``ping``, notifications and DELETE.
+SSE replies chosen from ``Accept``, ``tools/list`` paging, ``ping``, notifications, the GET
+stream and DELETE.
 What the tools are and how a call runs is left to a ``ToolHost``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Sequence
@@ -32,6 +34,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 SESSION_NOT_FOUND = -32001
+#: How often an open GET stream sends an SSE comment, so proxies and clients keep it open.
+KEEPALIVE_SECONDS = 15.0
 #: Sessions kept at most; past it the oldest is forgotten (its client gets 404 and, as the MCP
 #: transport says, initializes again), so initialize floods cannot grow memory without bound.
 MAX_SESSIONS = 10_000
@@ -75,6 +79,8 @@ def caller_from(params: dict[str, Any], request: web.Request) -> Caller:
 @attrs.define
 class _Session:
     protocol_version: str
+    #: Set to end the session's open GET stream (DELETE, shutdown); None when none is open.
+    stream_end: asyncio.Event | None = None
 
 
 class McpEndpoint:
@@ -120,17 +126,62 @@ class McpEndpoint:
         return self._reply({"jsonrpc": "2.0", "id": msg_id, "error": err}, sse, status=status)
 
     # -- handlers ---------------------------------------------------------------------------
-    async def handle_get(self, request: web.Request) -> web.Response:
-        """No server-initiated stream is offered: 405, as the MCP transport allows."""
-        return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+    async def handle_get(self, request: web.Request) -> web.StreamResponse:
+        """The session's server-to-client SSE stream (the MCP transport's GET): one per
+        session, kept open with a comment every ``KEEPALIVE_SECONDS`` until the session is
+        deleted, the client leaves or the server stops. Our servers send no requests or
+        notifications of their own today (tools do not change), so it carries only those
+        comments; clients that open it (the official ``mcp`` client does) get a stream rather
+        than a 405."""
+        if "text/event-stream" not in request.headers.get("Accept", ""):
+            return self._error(None, INVALID_REQUEST,
+                               "Not Acceptable: GET /mcp needs Accept: text/event-stream",
+                               status=406)
+        sid = request.headers.get(SESSION_HEADER)
+        if not sid:
+            return self._error(None, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
+                               status=400)
+        session = self.sessions.get(sid)
+        if session is None:
+            return self._error(None, SESSION_NOT_FOUND, "Session not found", status=404)
+        if session.stream_end is not None:
+            return self._error(None, INVALID_REQUEST,
+                               "Conflict: this session's GET stream is already open", status=409)
+        end = session.stream_end = asyncio.Event()
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+            SESSION_HEADER: sid})
+        try:
+            await response.prepare(request)
+            while not end.is_set():
+                try:
+                    await asyncio.wait_for(end.wait(), KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    await response.write(b": keepalive\n\n")
+        except (ConnectionError, RuntimeError):  # the client went away
+            pass
+        finally:
+            if session.stream_end is end:
+                session.stream_end = None
+        return response
+
+    async def close_streams(self, app: web.Application | None = None) -> None:
+        """End every open GET stream (an ``on_shutdown`` hook: a server stopping must not wait
+        out its shutdown timeout on idle streams)."""
+        for session in self.sessions.values():
+            if session.stream_end is not None:
+                session.stream_end.set()
 
     async def handle_delete(self, request: web.Request) -> web.Response:
         sid = request.headers.get(SESSION_HEADER)
         if not sid:
             return self._error(None, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
                                status=400)
-        if self.sessions.pop(sid, None) is None:
+        session = self.sessions.pop(sid, None)
+        if session is None:
             return self._error(None, SESSION_NOT_FOUND, "Session not found", status=404)
+        if session.stream_end is not None:
+            session.stream_end.set()
         return web.Response(status=200)
 
     async def handle_post(self, request: web.Request) -> web.Response:
@@ -177,7 +228,9 @@ class McpEndpoint:
             version = negotiate_version(params.get("protocolVersion"))
             new_sid = secrets.token_hex(16)
             while len(self.sessions) >= MAX_SESSIONS:
-                del self.sessions[next(iter(self.sessions))]
+                evicted = self.sessions.pop(next(iter(self.sessions)))
+                if evicted.stream_end is not None:
+                    evicted.stream_end.set()
             self.sessions[new_sid] = _Session(version)
             result: dict[str, Any] = {
                 "protocolVersion": version,

@@ -272,6 +272,7 @@ def create_app(
     app.router.add_post("/mcp", mcp.handle_post)
     app.router.add_get("/mcp", mcp.handle_get, allow_head=False)
     app.router.add_delete("/mcp", mcp.handle_delete)
+    app.on_shutdown.append(mcp.close_streams)
     for entry in server.registry.extensions:
         app.router.add_route(entry.method, entry.route, server.extension_handler(entry))
     if server.enforce_access:

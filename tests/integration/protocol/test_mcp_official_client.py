@@ -3,7 +3,10 @@ no headers), with SSE replies and with JSON replies."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from mcp import ClientSession
@@ -87,3 +90,38 @@ async def test_our_client_through_gateway(gateway: RunningServer) -> None:
 async def test_our_client_with_one_reply_kind(server: RunningServer, accept: str) -> None:
     async with McpClient(server.mcp_url, accept=accept) as client:
         assert (await client.call_tool("echo", {"text": accept})).text == accept
+
+
+async def _streams_open(endpoint: Any) -> int:
+    return sum(1 for s in endpoint.sessions.values() if s.stream_end is not None)
+
+
+@pytest.mark.parametrize("through", ["direct", "gateway"])
+async def test_official_client_holds_the_get_stream_open_and_closes_it(
+        server: RunningServer, through: str) -> None:
+    """The official client opens the session's GET SSE stream after initialize (it used to get
+    405); it stays open for the session and ends with it."""
+    from agentenv_protocol.gateway import GATEWAY_MCP_KEY
+    from agentenv_protocol.server import MCP_KEY
+
+    async with contextlib.AsyncExitStack() as stack:
+        if through == "gateway":
+            gw = await stack.enter_async_context(serve_gateway([server.url]))
+            url, endpoint = gw.mcp_url, gw.app[GATEWAY_MCP_KEY]
+        else:
+            url, endpoint = server.mcp_url, server.app[MCP_KEY]
+        async with streamable_http_client(url) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(100):
+                if await _streams_open(endpoint):
+                    break
+                await asyncio.sleep(0.02)
+            assert await _streams_open(endpoint) == 1
+            assert (await session.call_tool("echo", {"text": "still"})).content[0].text == \
+                "still"
+        for _ in range(100):  # the client's DELETE ended the session and its stream
+            if not await _streams_open(endpoint):
+                break
+            await asyncio.sleep(0.02)
+        assert await _streams_open(endpoint) == 0

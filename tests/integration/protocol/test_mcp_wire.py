@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -111,9 +112,21 @@ async def test_sessions_and_delete(echo_server: RunningServer) -> None:
     assert status == 400
     async with aiohttp.ClientSession() as http:
         async with http.get(url, headers={"Mcp-Session-Id": sid}) as r:
-            assert r.status == 405
-        async with http.delete(url, headers={"Mcp-Session-Id": sid}) as r:
-            assert r.status == 200
+            assert r.status == 406  # the GET stream is SSE: Accept must say so
+        sse = {"Mcp-Session-Id": sid, "Accept": "text/event-stream"}
+        async with http.get(url, headers={"Accept": "text/event-stream"}) as r:
+            assert r.status == 400
+        async with http.get(url, headers={**sse, "Mcp-Session-Id": "nope"}) as r:
+            assert r.status == 404
+        async with http.get(url, headers=sse) as stream:
+            assert stream.status == 200
+            assert stream.headers["Content-Type"] == "text/event-stream"
+            async with http.get(url, headers=sse) as second:
+                assert second.status == 409  # one stream per session
+            async with http.delete(url, headers={"Mcp-Session-Id": sid}) as r:
+                assert r.status == 200
+            # deleting the session ends its stream
+            assert await asyncio.wait_for(stream.content.read(), 5) == b""
         async with http.delete(url, headers={"Mcp-Session-Id": sid}) as r:
             assert r.status == 404
     assert (await _post(url, ping, session=sid))[0] == 404
