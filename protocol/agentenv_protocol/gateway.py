@@ -70,6 +70,7 @@ import aiohttp
 import attrs
 from aiohttp import web
 
+from . import jsonrpc
 from .access import AccessRuleError, ToolAccessRules
 from .card import (
     Capabilities,
@@ -611,28 +612,35 @@ class Gateway:
                 if (op == "data/reset" and ops.get(op)) or len(ops.get(op, [])) == 1]
 
     async def dataplane_route(self, request: web.Request) -> web.Response:
-        """``data/reset`` fans out to every child serving it; add/get go to the only one."""
+        """``data/reset`` fans out to every child serving it; add/get go to the only one; a
+        batch runs its calls in order (:mod:`.jsonrpc`)."""
         body = await request.read()
         try:
             msg = loads_body(body)
         except BadBody as exc:  # the exact reply the data-plane spec's error table gives
             note_refused(request, 200, f"data plane: {exc}")
-            return _rpc(None, error={"code": -32700, "message": "parse error"})
+            return json_response(jsonrpc.error(None, -32700, "parse error"))
+        return await jsonrpc.answer(msg, self._data_call)
+
+    async def _data_call(self, msg: Any) -> dict[str, Any]:
+        """One data-plane call, forwarded: its response object."""
         if not isinstance(msg, dict):
-            return _rpc(None, error={"code": -32600, "message": "invalid request"})
+            return jsonrpc.error(None, -32600, "invalid request")
         method = msg.get("method")
         msg_id = msg.get("id")
         if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return _rpc(msg_id, error={"code": -32600, "message": "invalid request"})
+            return jsonrpc.error(msg_id, -32600, "invalid request")
         targets = self._child_ops().get(method, [])
         if method not in self._operations():
-            return _rpc(msg_id, error={"code": -32601, "message": f"method not found: {method}"})
+            return jsonrpc.error(msg_id, -32601, f"method not found: {method}")
         assert self._http is not None
+        body = json.dumps(msg).encode()
         replies = await asyncio.gather(*(self._forward_rpc(c, body) for c in targets))
         for reply in replies:
             if "error" in reply:
-                return _rpc(msg_id, error=reply["error"])
-        return _rpc(msg_id, result=replies[0].get("result", {}) if len(replies) == 1 else {})
+                return jsonrpc.reply(msg_id, error=reply["error"])
+        return jsonrpc.reply(msg_id, result=replies[0].get("result", {}) if len(replies) == 1
+                             else {})
 
     async def _forward_rpc(self, child: Child, body: bytes) -> dict[str, Any]:
         assert self._http is not None
@@ -747,15 +755,6 @@ class Gateway:
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
-
-
-def _rpc(msg_id: Any, *, result: Any = None, error: Any = None) -> web.Response:
-    payload: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id}
-    if error is not None:
-        payload["error"] = error
-    else:
-        payload["result"] = result
-    return json_response(payload)
 
 
 def _bad_request(message: str) -> web.Response:

@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from . import jsonrpc
 from .access import AccessRuleError, ToolAccessRules
 from .env import (
     AgentEnvEnvironment,
@@ -123,27 +124,32 @@ class EnvServer:
         return json_response({"ready": True})
 
     async def dataplane(self, request: web.Request) -> web.Response:
-        """JSON-RPC 2.0 on ``POST /agentenv``: always HTTP 200, errors by code."""
+        """JSON-RPC 2.0 on ``POST /agentenv``: always HTTP 200, errors by code; a batch runs
+        its calls in order (:mod:`.jsonrpc`)."""
         body = await request.read()
         try:
             msg = loads_body(body)
         except BadBody as exc:  # the exact reply the data-plane spec's error table gives
             note_refused(request, 200, f"data plane: {exc}")
-            return _rpc_error(None, -32700, "parse error")
+            return json_response(jsonrpc.error(None, -32700, "parse error"))
+        return await jsonrpc.answer(msg, self._data_call)
+
+    async def _data_call(self, msg: Any) -> dict[str, Any]:
+        """One data-plane call's response object."""
         if not isinstance(msg, dict):
-            return _rpc_error(None, -32600, "invalid request")
+            return jsonrpc.error(None, -32600, "invalid request")
         msg_id = msg.get("id")
         method = msg.get("method")
         if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return _rpc_error(msg_id, -32600, "invalid request")
+            return jsonrpc.error(msg_id, -32600, "invalid request")
         handler = self.registry.data.get(method)
         if handler is None:
-            return _rpc_error(msg_id, -32601, f"method not found: {method}")
+            return jsonrpc.error(msg_id, -32601, f"method not found: {method}")
         params = msg.get("params")
         if params is None:
             params = {}
         if not isinstance(params, dict) and method != "data/reset":
-            return _rpc_error(msg_id, -32602, "invalid_request",
+            return jsonrpc.error(msg_id, -32602, "invalid_request",
                               {"detail": "params must be an object"})
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
@@ -151,12 +157,12 @@ class EnvServer:
             try:
                 args.append(parts_from_wire(params.get("parts")))
             except PartError as exc:
-                return _rpc_error(msg_id, -32602, "invalid_request", {"detail": str(exc)})
+                return jsonrpc.error(msg_id, -32602, "invalid_request", {"detail": str(exc)})
         elif method == "data/get":
             grant = params.get("write_namespace")
             if grant is not None:
                 if not isinstance(grant, dict):
-                    return _rpc_error(msg_id, -32602, "invalid_request",
+                    return jsonrpc.error(msg_id, -32602, "invalid_request",
                                       {"detail": "write_namespace must be an object"})
                 if _accepts(handler, "write_namespace"):
                     kwargs["write_namespace"] = grant
@@ -171,8 +177,8 @@ class EnvServer:
             else:
                 result = {}
         except Exception as exc:
-            return _rpc_error(msg_id, -32000, str(exc), {"code": _FAILED_CODES[method]})
-        return json_response({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            return jsonrpc.error(msg_id, -32000, str(exc), {"code": _FAILED_CODES[method]})
+        return jsonrpc.reply(msg_id, result=result)
 
     def extension_handler(self, entry: ExtensionEntry) -> Callable[
         [web.Request], Awaitable[web.Response]
@@ -229,13 +235,6 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
     except (TypeError, ValueError):
         return False
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _rpc_error(msg_id: Any, code: int, message: str, data: Any = None) -> web.Response:
-    err: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        err["data"] = data
-    return json_response({"jsonrpc": "2.0", "id": msg_id, "error": err})
 
 
 SERVER_KEY = web.AppKey("agentenv_server", EnvServer)

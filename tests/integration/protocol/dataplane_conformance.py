@@ -73,8 +73,7 @@ async def check_parse_error(base: str, headers: Mapping[str, str] | None = None)
 async def check_invalid_requests(base: str, headers: Mapping[str, str] | None = None) -> None:
     path, _ = await _dataplane_path(base, headers)
     bad: list[Any] = [
-        [],  # batches are unsupported
-        [{"jsonrpc": "2.0", "id": 1, "method": "data/reset"}],
+        [],  # an empty batch
         "a string",
         42,
         {"id": 1, "method": "data/reset"},  # no jsonrpc
@@ -151,6 +150,39 @@ async def check_round_trip(base: str, headers: Mapping[str, str] | None = None) 
                 assert None not in part["file"].values()
 
 
+async def check_batches(base: str, headers: Mapping[str, str] | None = None) -> None:
+    """Beyond the reference (which refuses batches): a batch runs in order, answers requests in
+    an array in that order, skips notifications, and a bad member is its own error."""
+    path, ops = await _dataplane_path(base, headers)
+    if "data/reset" not in ops:
+        return
+    batch: list[Any] = [{"jsonrpc": "2.0", "id": "r", "method": "data/reset"},
+                        {"jsonrpc": "2.0", "method": "data/reset"},  # a notification
+                        {"jsonrpc": "2.0", "id": 9, "method": "data/nope"},
+                        7]
+    if "data/add" in ops and "data/get" in ops:
+        batch += [{"jsonrpc": "2.0", "id": "a", "method": "data/add",
+                   "params": {"parts": [{"kind": "text", "text": "batched"}]}},
+                  {"jsonrpc": "2.0", "id": "g", "method": "data/get", "params": {}}]
+    replies: Any = await _post(base, batch, headers, path)
+    assert isinstance(replies, list), replies
+    assert [r["id"] for r in replies] == ["r", 9, None, *(["a", "g"] if len(batch) > 4 else [])]
+    assert replies[0] == {"jsonrpc": "2.0", "id": "r", "result": {}}
+    assert _error(replies[1], -32601)["message"] == "method not found: data/nope"
+    assert _error(replies[2], -32600)["message"] == "invalid request"
+    if len(batch) > 4:  # the get saw the add before it: in order
+        assert replies[3] == {"jsonrpc": "2.0", "id": "a", "result": {}}
+        assert "batched" in json.dumps(replies[4]["result"]["parts"])
+    data = json.dumps([{"jsonrpc": "2.0", "method": "data/reset"}])
+    async with aiohttp.ClientSession() as http, http.post(
+            base + path, data=data,
+            headers={"Content-Type": "application/json", **(headers or {})}) as resp:
+        assert (resp.status, await resp.read()) == (200, b"")  # notifications only: no body
+    too_many = [{"jsonrpc": "2.0", "id": n, "method": "data/reset"} for n in range(101)]
+    assert _error(await _post(base, too_many, headers, path), -32600)["data"] == {
+        "detail": "a batch holds at most 100 calls"}
+
+
 CHECKS: list[Callable[..., Awaitable[None]]] = [
     check_card_shape,
     check_parse_error,
@@ -159,6 +191,7 @@ CHECKS: list[Callable[..., Awaitable[None]]] = [
     check_operations_true_to_handlers,
     check_bad_parts,
     check_round_trip,
+    check_batches,
 ]
 
 
