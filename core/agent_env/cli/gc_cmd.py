@@ -25,6 +25,9 @@ the ``agentenv.owner`` form) is gone from this host can never end by itself, so 
 ``abandoned`` with the reason (:func:`agent_env.tasks.records.dead_runs`); a record of another
 host, or without an owner, is left as it is.
 
+Temporary files a writer killed mid-write left in the local object store (their names record
+the writer's process) are removed too.
+
 Env images are not removed: they are named by their content and shared by every run (a cache),
 not made per run.
 """
@@ -234,6 +237,15 @@ async def remove(leftovers: list[Found]) -> list[tuple[Found, str]]:
             zip(leftovers, outcomes, strict=True) if isinstance(out, BaseException)]
 
 
+def _stale_temporary_files() -> list[Path]:
+    """The object store's temporary files whose writer is gone, where the store can tell
+    (the local one; a cloud store's unfinished uploads are its own to expire)."""
+    from agent_env.stores import object_store
+
+    finder = getattr(object_store(), "stale_temporary_files", None)
+    return list(finder()) if finder is not None else []
+
+
 def _dead_runs(labels: dict[str, str]) -> tuple[Any, list[Any]]:
     """The run records gc would mark ``abandoned``: with ``--label``, only a run the labels
     name (``agentenv.run=ID``), and none for other labels (records carry no labels)."""
@@ -290,6 +302,7 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     leftovers = [f for f in found if f.remove]
     kept = [f for f in found if not f.remove]
     instances, dead = _dead_runs(labels)
+    temporary = [] if labels else _stale_temporary_files()
     for note in skipped:
         click.echo(f"Not asked: {note}", err=True)
     if kept:
@@ -298,10 +311,14 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                    + ":")
         for item in kept:
             click.echo(item.line())
-    if not leftovers and not stale and not dead:
+    if not leftovers and not stale and not dead and not temporary:
         click.echo("Nothing to remove.")
         return 0
     verb = "Would remove" if dry_run else "Removing"
+    if temporary:
+        click.echo(f"{verb} {_plural(len(temporary), 'temporary file')} a killed writer left:")
+        for path in temporary:
+            click.echo(f"  {path}")
     if dead:
         mark = "Would mark" if dry_run else "Marking"
         click.echo(f"{mark} {_plural(len(dead), 'run')} abandoned:")
@@ -328,6 +345,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         if not click.confirm("Remove them?", default=False):
             raise UserError("nothing removed (answer y, or pass -y)")
     marked = sum(1 for run in dead if instances.abandon(run.record, run.reason))
+    for path in temporary:
+        path.unlink(missing_ok=True)
     problems = asyncio.run(remove_stale(ledger, stale))
     for line in problems:
         click.echo(line, err=True)
@@ -342,6 +361,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     done = len(leftovers) - len(failed)
     if dead:
         click.echo(f"Marked {_plural(marked, 'run')} abandoned.")
+    if temporary:
+        click.echo(f"Removed {_plural(len(temporary), 'temporary file')}.")
     if leftovers:
         click.echo(f"Removed {_plural(done)}.")
     if stale:

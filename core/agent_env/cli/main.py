@@ -23,6 +23,20 @@ EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
 
+class Terminated(SystemExit):
+    """SIGTERM, raised where the process is (as Ctrl-C raises ``KeyboardInterrupt``), so every
+    ``finally`` runs: a temporary file being written is removed, a sandbox torn down. Without
+    it SIGTERM ends the process on the spot. A ``SystemExit`` so asyncio passes it on from a
+    task instead of keeping it there."""
+
+    def __init__(self) -> None:
+        super().__init__(EXIT_SIGTERM)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
 class AgentEnvGroup(click.Group):
     """A group whose commands come from plugins (the core's own included), loaded on demand."""
 
@@ -106,6 +120,11 @@ def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") for a in args)
     code = 0
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)  # commands with an event loop set their own
     try:
         result: Any = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
         code = result if isinstance(result, int) else 0
@@ -120,6 +139,9 @@ def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         code = EXIT_SIGINT
+    except Terminated:
+        click.echo("Terminated.", err=True)
+        code = EXIT_SIGTERM
     except Exception as exc:
         from agent_env.errors import UserError
 

@@ -3,7 +3,10 @@
 On disk, key ``a/b/c.txt`` is the file ``<root>/a/b/c.txt%o`` with a JSON sidecar
 ``c.txt%m`` (content type, sha256, time). Folder segments have ``%`` escaped as ``%25`` and
 object files end in ``%o``, so the keys ``a`` and ``a/b`` never collide on disk (S3 allows both),
-and temporary files (``.<random>%t``) can never be mistaken for an object.
+and temporary files (``.<pid>.<start>-<random>%t``) can never be mistaken for an object.
+A temporary file names its writer process, so ``agent-env gc`` can remove the ones a writer
+killed mid-write left (:meth:`FilesystemObjectStore.stale_temporary_files`); any other ending
+(an exception, Ctrl-C, SIGTERM) removes its own.
 
 A write streams to a temporary file in the destination folder, fsyncs it, then publishes it
 with ``os.link`` (fails if the key exists: write-once, exactly one racing writer wins) or
@@ -44,6 +47,34 @@ _DATA, _META, _TEMP = "%o", "%m", "%t"
 _CHUNK = 1 << 20
 
 
+#: A temporary file of no known writer is stale once this old (seconds).
+STALE_UNKNOWN_SECONDS = 3600.0
+
+
+def _writer_prefix() -> str:
+    """``.<pid>.<start>-``: this process, and its start time so a reused pid is told apart."""
+    from agent_env.sandbox.ownership import process_start
+
+    pid = os.getpid()
+    return f".{pid}.{process_start(pid)}-"
+
+
+def _writer_gone(name: str, mtime: float) -> bool:
+    """Whether the process a temporary file's name records is gone (or, for a name that
+    records none, whether the file is older than ``STALE_UNKNOWN_SECONDS``)."""
+    import time
+
+    from agent_env.sandbox.ownership import process_start
+
+    head = name[1:].split("-", 1)[0].split(".")
+    try:
+        pid, start = int(head[0]), int(head[1])
+    except (IndexError, ValueError):
+        return time.time() - mtime > STALE_UNKNOWN_SECONDS
+    now = process_start(pid)
+    return now is None or (start >= 0 and now >= 0 and now != start)
+
+
 def _encode(segment: str) -> str:
     return segment.replace("%", "%25")
 
@@ -60,6 +91,15 @@ class FilesystemObjectStore(ObjectStore):
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.root = self.root.resolve()
         self.fsync = fsync
+
+    def stale_temporary_files(self) -> list[Path]:
+        """Temporary files whose writer is gone (killed mid-write, so nothing removed them)."""
+        found = []
+        for path in self.root.rglob(f".*{_TEMP}"):
+            with contextlib.suppress(OSError):
+                if path.is_file() and _writer_gone(path.name, path.stat().st_mtime):
+                    found.append(path)
+        return sorted(found)
 
     # -- paths -----------------------------------------------------------------------------
 
@@ -138,7 +178,7 @@ class FilesystemObjectStore(ObjectStore):
     def _write_temp(
         self, folder: Path, data: bytes | bytearray | memoryview | BinaryIO
     ) -> tuple[str, int, str, int]:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=_TEMP)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_writer_prefix(), suffix=_TEMP)
         digest = hashlib.sha256()
         size = 0
         try:
