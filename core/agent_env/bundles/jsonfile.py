@@ -2,13 +2,25 @@
 
 Python's ``json`` accepts all three silently (the last duplicate wins), which hides mistakes in
 hand-written task files; the reference refuses them, and so do we, naming the file and line.
+So are values no store could keep (``1e400``, which parses as infinity; an integer of more than
+``MAX_INT_DIGITS`` digits), nesting deeper than ``MAX_DEPTH``, and text that is not UTF-8: each
+is one :class:`StrictJSONError`, raised before anything is written.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from pathlib import Path
 from typing import Any
+
+#: Deeper JSON than this is refused (a task file nests a few levels; Python's parser recurses).
+MAX_DEPTH = 100
+#: Longer integers are refused (the same bound the run records use).
+MAX_INT_DIGITS = 4000
+#: Larger files are refused before they are read (a task file is a few KB).
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 class StrictJSONError(ValueError):
@@ -44,11 +56,71 @@ def loads_strict(text: str) -> Any:
         raise StrictJSONError(f"{name} is not valid JSON (use a number or null)",
                               _line_of(text, rf"(?<![\w\"]){re.escape(name)}(?![\w\"])"))
 
+    def number(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            raise StrictJSONError(f"{literal} is too large for a number (no store can keep it)",
+                                  _line_of(text, re.escape(literal)))
+        return value
+
+    def integer(literal: str) -> int:
+        if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+            raise StrictJSONError(f"an integer of {len(literal.lstrip('-'))} digits is too long "
+                                  f"(at most {MAX_INT_DIGITS})",
+                                  _line_of(text, rf"-?\d{{{MAX_INT_DIGITS + 1}}}"))
+        return int(literal)
+
+    depth = _depth(text)
+    if depth > MAX_DEPTH:
+        raise StrictJSONError(f"nested {depth} levels deep (at most {MAX_DEPTH})")
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant,
+                          parse_float=number, parse_int=integer)
     except json.JSONDecodeError as exc:
         raise StrictJSONError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) \
             from None
+    except RecursionError:
+        raise StrictJSONError("nested too deeply") from None
+
+
+def read_json_file(path: Path) -> Any:
+    """A task file's JSON: read (at most ``MAX_FILE_BYTES``), decoded as UTF-8 and parsed
+    strictly; every problem is a :class:`StrictJSONError` (``OSError`` for an unreadable
+    file)."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise StrictJSONError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; a task file "
+                              "holds steps, not data (put data in an artifact)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise StrictJSONError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file "
+                              "as UTF-8", line) from None
+    return loads_strict(text)
+
+
+def _depth(text: str) -> int:
+    """How deep brackets nest outside strings (cheap: one pass, no recursion)."""
+    deepest = level = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif char in "]}":
+            level -= 1
+    return deepest
 
 
 def _duplicate_line(text: str, key: str) -> int | None:

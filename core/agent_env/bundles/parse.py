@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agent_env.bundles.jsonfile import StrictJSONError, loads_strict
+from agent_env.bundles.jsonfile import StrictJSONError, read_json_file
 from agent_env.bundles.model import (
     BUNDLE_FOLDERS,
     ArtifactEntry,
@@ -223,11 +223,11 @@ def _parse_task(path: Path, id_root: str, problems: list[str]) -> TaskEntry | No
     if path.suffix != ".json" or not path.is_file():
         return None
     try:
-        data = loads_strict(path.read_text(encoding="utf-8"))
+        data = read_json_file(path)
     except StrictJSONError as exc:
         problems.append(f"{exc.where(label)}: {exc.message}")
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         problems.append(f"{label}: cannot read it ({exc})")
         return None
     if not isinstance(data, list):

@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from agent_env.cli.params import ENTITY_ID
+
 
 def _rows() -> list[dict[str, Any]]:
     from agent_env.plugins import ACTIVE, get_host
@@ -64,7 +66,8 @@ def list_agents(as_json: bool) -> None:
 
 
 @a2a_agent.command("get")
-@click.option("--id", "agent_id", required=True, help="The agent's id or alias.")
+@click.option("--id", "agent_id", type=ENTITY_ID, required=True,
+              help="The agent's id or alias.")
 def get_agent(agent_id: str) -> None:
     """One agent's definition (its agent.toml, read), as JSON."""
     import attrs
@@ -138,7 +141,8 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
 
 
 @a2a_agent.command("deploy")
-@click.option("--id", "agent_id", required=True, help="The agent's id (a2a-agent list).")
+@click.option("--id", "agent_id", type=ENTITY_ID, required=True,
+              help="The agent's id (a2a-agent list).")
 @click.option("--env-var", "env_var", multiple=True, metavar="NAME=VALUE",
               help="Added to the agent's environment (repeatable).")
 @click.option("--ttl-seconds", type=int, default=DEFAULT_TTL_SECONDS, show_default=True,
@@ -194,7 +198,8 @@ def list_instances(as_json: bool) -> None:
 
 
 @a2a_agent.command("get-instance")
-@click.option("--id", "instance_id", required=True, help="The instance id deploy printed.")
+@click.option("--id", "instance_id", type=ENTITY_ID, required=True,
+              help="The instance id deploy printed.")
 def get_instance(instance_id: str) -> None:
     """Print one deployed agent as JSON (its token is not stored, so not shown)."""
     from agent_env.cli.deployed import get_kind
@@ -203,7 +208,7 @@ def get_instance(instance_id: str) -> None:
 
 
 @a2a_agent.command("teardown")
-@click.option("--id", "instance_id", help="The instance id deploy printed.")
+@click.option("--id", "instance_id", type=ENTITY_ID, help="The instance id deploy printed.")
 @click.option("--all", "everything", is_flag=True, help="Every deployed agent.")
 def teardown(instance_id: str | None, everything: bool) -> int:
     """Remove a deployed agent (its containers and sandbox) now; idempotent."""

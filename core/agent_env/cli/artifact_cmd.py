@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.params import ENTITY_ID, VERSION
 from agent_env.errors import UserError
 
 SKILL = "skill"
@@ -132,7 +133,8 @@ def file_group() -> None:
 
 
 @file_group.command("put")
-@click.option("--id", "artifact_id", required=True, help="The artifact's id.")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True,
+              help="The artifact's id.")
 @click.argument("paths", nargs=-1, required=True,
                 type=click.Path(path_type=Path, exists=False))
 def file_put(artifact_id: str, paths: tuple[Path, ...]) -> None:
@@ -144,8 +146,8 @@ def file_put(artifact_id: str, paths: tuple[Path, ...]) -> None:
 
 
 @file_group.command("get")
-@click.option("--id", "artifact_id", required=True)
-@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
 @click.option("--output-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Write the files here (nothing is written outside it).")
 def file_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
@@ -188,7 +190,8 @@ def skill_group() -> None:
 
 
 @skill_group.command("put")
-@click.option("--id", "artifact_id", required=True, help="The skill's id.")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True,
+              help="The skill's id.")
 @click.option("--skill-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="The skill's folder (it holds SKILL.md).")
 def skill_put(artifact_id: str, skill_dir: Path) -> None:
@@ -199,8 +202,8 @@ def skill_put(artifact_id: str, skill_dir: Path) -> None:
 
 
 @skill_group.command("get")
-@click.option("--id", "artifact_id", required=True)
-@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
 @click.option("--output-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Write the skill's files here (nothing is written outside it).")
 def skill_get(artifact_id: str, version: int | None, output_dir: Path) -> None:

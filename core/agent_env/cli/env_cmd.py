@@ -25,6 +25,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.params import ENTITY_ID, VERSION
 from agent_env.errors import UserError
 
 DEFAULT_TTL_SECONDS = 10800  # the reference's default
@@ -136,8 +137,9 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
 
 
 @env.command("deploy")
-@click.option("--id", "env_id", required=True, help="The stored env's id.")
-@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--id", "env_id", type=ENTITY_ID, required=True,
+              help="The stored env's id.")
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
 @click.option("--ttl-seconds", type=int, default=DEFAULT_TTL_SECONDS, show_default=True,
               callback=_positive_ttl, help="Remove it after this long (agent-env gc does).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
@@ -187,7 +189,8 @@ def list_deployments(as_json: bool) -> None:
 
 
 @env.command("get-instance")
-@click.option("--id", "instance_id", required=True, help="The instance id env deploy printed.")
+@click.option("--id", "instance_id", type=ENTITY_ID, required=True,
+              help="The instance id env deploy printed.")
 def get_instance(instance_id: str) -> None:
     """Print one deployment as JSON (its token is not stored, so not shown)."""
     from agent_env.cli.deployed import get_kind
@@ -196,7 +199,7 @@ def get_instance(instance_id: str) -> None:
 
 
 @env.command("teardown")
-@click.option("--id", "instance_id", help="The instance id env deploy printed.")
+@click.option("--id", "instance_id", type=ENTITY_ID, help="The instance id env deploy printed.")
 @click.option("--all", "everything", is_flag=True, help="Every deployed env.")
 def teardown(instance_id: str | None, everything: bool) -> int:
     """Remove a deployed env (its containers and networks) now; idempotent."""
@@ -258,7 +261,8 @@ def _env_entry(env_id: str, context: Path | None, dockerfile: Path | None,
 
 
 @mcp_server.command("put")
-@click.option("--id", "env_id", required=True, help="The env's id.")
+@click.option("--id", "env_id", type=ENTITY_ID, required=True,
+              help="The env's id.")
 @click.option("--dockerfile", type=click.Path(path_type=Path, dir_okay=False),
               help="The Dockerfile (inside --context; default: its ./Dockerfile).")
 @click.option("--context", type=click.Path(path_type=Path, file_okay=False),
@@ -290,7 +294,7 @@ def put(click_ctx: click.Context, env_id: str, dockerfile: Path | None, context:
 
 @mcp_server.command("validate")
 @click.argument("env_id")
-@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
     """Deploy the env, check its card (tool schemas) and core protocol, tear it down."""

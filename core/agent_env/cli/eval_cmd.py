@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def eval_group() -> None:
 
 @eval_group.command("create")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--id", "eval_id", required=True, help="The eval's id.")
+@click.option("--id", "eval_id", type=ENTITY_ID, required=True,
+              help="The eval's id.")
 def create(file: Path, eval_id: str) -> None:
     """Store FILE (JSON or TOML: the tasks) as the next version of eval ID."""
     from agent_env.evals.entity import put_eval, read_eval_file
@@ -56,8 +58,8 @@ def create(file: Path, eval_id: str) -> None:
 
 @eval_group.command("add-tasks")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--id", "eval_id", required=True)
-@click.option("--version", type=int, help="The version to add to (default: the latest).")
+@click.option("--id", "eval_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="The version to add to (default: the latest).")
 def add_tasks(file: Path, eval_id: str, version: int | None) -> None:
     """Add FILE's tasks to eval ID, as its next version (tasks already in it are kept once)."""
     from agent_env.evals.entity import get_eval, put_eval, read_eval_file, stored_tasks
@@ -74,8 +76,8 @@ def add_tasks(file: Path, eval_id: str, version: int | None) -> None:
 
 
 @eval_group.command("get")
-@click.option("--id", "eval_id", required=True)
-@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--id", "eval_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
 def get(eval_id: str, version: int | None) -> None:
     """Print a stored eval as JSON."""
     import json
@@ -91,8 +93,8 @@ def get(eval_id: str, version: int | None) -> None:
 
 
 @eval_group.command("run")
-@click.option("--id", "eval_id", required=True)
-@click.option("--version", type=int, help="The eval's version (default: the latest).")
+@click.option("--id", "eval_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="The eval's version (default: the latest).")
 @click.option("--k", type=int, help="Runs per task (default 1); pass@k is computed for it.")
 @click.option("--max-concurrency", type=int, default=DEFAULT_CONCURRENCY, show_default=True,
               help="At most this many runs at once.")
@@ -100,7 +102,7 @@ def get(eval_id: str, version: int | None) -> None:
               help="Runs again a run that ended in an infrastructure error, up to N times.")
 @click.option("--resume", "resume_id", metavar="GROUP",
               help="Continue this run group: completed runs are reused, the rest run.")
-@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--output-dir", type=OUTPUT_DIR,
               help="Write runs.jsonl (a row per run) and summary.json here.")
 @click.option("--model", "--agent-model", "model", metavar="NAME",
               help="The model every prompt_agent step asks for.")

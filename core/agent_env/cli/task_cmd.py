@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
 
 
@@ -26,10 +27,10 @@ def _echo_json(value: Any) -> None:
 
 
 def _read_task_file(path: Path) -> list[Any]:
-    from agent_env.bundles.jsonfile import StrictJSONError, loads_strict
+    from agent_env.bundles.jsonfile import StrictJSONError, read_json_file
 
     try:
-        data = loads_strict(path.read_text(encoding="utf-8"))
+        data = read_json_file(path)
     except StrictJSONError as exc:
         raise UserError(f"{exc.where(str(path))}: {exc.message}") from None
     except OSError as exc:
@@ -88,7 +89,8 @@ def task() -> None:
 
 @task.command("create")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--id", "task_id", required=True, help="The task's id.")
+@click.option("--id", "task_id", type=ENTITY_ID, required=True,
+              help="The task's id.")
 def create(file: Path, task_id: str) -> None:
     """Store FILE (a JSON array of steps) as the next version of task ID."""
     from agent_env.bundles.ledger import steps_reason
@@ -108,8 +110,8 @@ def create(file: Path, task_id: str) -> None:
 
 
 @task.command("get")
-@click.option("--id", "task_id", required=True)
-@click.option("--version", type=int, help="A version (default: the latest).")
+@click.option("--id", "task_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
 def get(task_id: str, version: int | None) -> None:
     """Print a stored task as JSON."""
     record = _stored_task(task_id, version)
@@ -120,8 +122,8 @@ def get(task_id: str, version: int | None) -> None:
 
 @task.command("validate")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--id", "task_id", help="Validate a stored task instead of a file.")
-@click.option("--version", type=int)
+@click.option("--id", "task_id", type=ENTITY_ID, help="Validate a stored task instead of a file.")
+@click.option("--version", type=VERSION)
 @click.option("--sandbox", metavar="A[,B...]", help="Check these sandbox providers instead.")
 def validate(file: Path | None, task_id: str | None, version: int | None,
              sandbox: str | None) -> None:
@@ -138,9 +140,9 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 
 
 @task.command("run")
-@click.option("--id", "task_id", required=True)
-@click.option("--version", type=int)
-@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--id", "task_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION)
+@click.option("--output-dir", type=OUTPUT_DIR,
               help="Write the instance record here as <instance>.json (with --k: runs.jsonl "
                    "and summary.json).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
@@ -207,15 +209,15 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
 
 
 @task.command("run-batch")
-@click.option("--id", "task_id", required=True)
-@click.option("--version", type=int)
+@click.option("--id", "task_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION)
 @click.option("--seeds", required=True, metavar="CSV",
               help="Integer seeds, e.g. 1,2,3: one run each, <seed> replaced in the steps.")
 @click.option("--concurrency", type=int, default=5, show_default=True,
               help="At most this many runs at once.")
 @click.option("--retries", type=int, default=1, show_default=True,
               help="Runs again a run that ended in an infrastructure error, up to N times.")
-@click.option("--output-dir", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--output-dir", type=OUTPUT_DIR,
               help="Write runs.jsonl (a row per run) and summary.json here.")
 @click.option("--model", "--agent-model", "model", metavar="NAME",
               help="The model every prompt_agent step asks for.")

@@ -92,6 +92,9 @@ def read_eval_file(path: Path) -> EvalFile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save "
+                        "the file as UTF-8") from None
     if path.suffix == ".toml":
         import tomllib
 

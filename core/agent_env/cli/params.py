@@ -1,0 +1,93 @@
+"""Click types for the values every command shares (``--id``, ``--version``), so a bad one is
+a usage error naming the option (exit 2) on every command, never a traceback from a store
+(``--output-dir`` too: checked before the run, not after it).
+
+Why here: an empty id reached the ledger's ``ValueError`` and a 20-digit version SQLite's
+``OverflowError``; checking each command separately is how one gets missed.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:  # generic in newer click only; plain at run time, whatever the version
+    _Type = click.ParamType[Any]
+else:
+    _Type = click.ParamType
+
+#: The largest version a store keeps (SQLite's and DynamoDB's integers are 64-bit).
+MAX_VERSION = 2**63 - 1
+
+
+class EntityId(_Type):
+    """A stored thing's id: some visible text, no control characters."""
+
+    name = "id"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        text = str(value)
+        if not text.strip():
+            self.fail("an id cannot be empty", param, ctx)
+        bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf")), None)
+        if bad is not None:
+            self.fail(f"an id cannot hold control characters (U+{ord(bad):04X})", param, ctx)
+        return text
+
+
+class Version(_Type):
+    """A version number: a whole number from 1 to ``MAX_VERSION``."""
+
+    name = "version"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            number = value
+        else:
+            text = str(value).strip()
+            if not text.isdigit() or len(text) > 19:
+                self.fail(f"{value!r} is not a version (a whole number from 1 to "
+                          f"{MAX_VERSION})", param, ctx)
+            number = int(text)
+        if not 1 <= number <= MAX_VERSION:
+            self.fail(f"{value!r} is not a version (a whole number from 1 to {MAX_VERSION})",
+                      param, ctx)
+        return number
+
+
+ENTITY_ID = EntityId()
+VERSION = Version()
+
+
+class OutputDir(_Type):
+    """A folder results will be written to, checked before any work starts: it is a folder (or
+    can be made in one) that this process can write, so a run never ends in a crash after its
+    work is done."""
+
+    name = "directory"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path:
+        import os
+
+        path = Path(value).expanduser()
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if probe == path and not path.is_dir():
+            self.fail(f"{str(path)!r} is a file, not a folder", param, ctx)
+        if not probe.is_dir():
+            self.fail(f"{str(path)!r} cannot be made: {str(probe)!r} is not a folder", param,
+                      ctx)
+        if not os.access(probe, os.W_OK | os.X_OK):
+            self.fail(f"{str(path)!r} is not writable here ({str(probe)!r} refuses writes); "
+                      "give another folder", param, ctx)
+        return path
+
+
+OUTPUT_DIR = OutputDir()
