@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID
 
 
@@ -57,11 +58,11 @@ def list_agents(as_json: bool) -> None:
         click.echo(json.dumps({"format_version": 1, "agents": rows}, indent=2))
         return
     if not rows:
-        click.echo("No agents are installed (an agents plugin ships them).")
+        echo("No agents are installed (an agents plugin ships them).")
         return
     width = max(len(r["id"]) for r in rows)
     for row in rows:
-        click.echo(f"{row['id'].ljust(width)}  {row['type']:<6}  {row['package']}  "
+        echo(f"{row['id'].ljust(width)}  {row['type']:<6}  {row['package']}  "
                    f"{row['description']}".rstrip())
 
 
@@ -115,7 +116,7 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
                       artifacts=MemoryArtifacts(), sandbox_chain=chain,
                       metadata={"model": model} if model else None,
                       labels={DEPLOYMENT_LABEL: instance_id})
-    ctx.note_sink = lambda line: click.echo(line, err=True)
+    ctx.note_sink = lambda line: echo(line, err=True)
     step = DeployAgent(id="deploy", agent_name=agent_id, a2a_agent_id=agent_id,
                        env_vars=env_vars, ttl_seconds=ttl)
     created = utc_now()
@@ -176,16 +177,16 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
         click.echo(json.dumps({**entry.to_json(), "token": token,
                                "model": getattr(agent, "model", None)}, indent=2))
         return
-    click.echo("Deployed!")
-    click.echo(f"Instance ID: {entry.instance_id}")
-    click.echo(f"A2A URL: {entry.urls['a2a']}")
-    click.echo(f"Agent Card: {entry.urls['card']}")
-    click.echo(f"Model: {getattr(agent, 'model', None) or 'named per prompt (agent-config)'}")
-    click.echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
+    echo("Deployed!")
+    echo(f"Instance ID: {entry.instance_id}")
+    echo(f"A2A URL: {entry.urls['a2a']}")
+    echo(f"Agent Card: {entry.urls['card']}")
+    echo(f"Model: {getattr(agent, 'model', None) or 'named per prompt (agent-config)'}")
+    echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
     if token:
-        click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; shown only "
+        echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; shown only "
                    "now)")
-    click.echo(f"Tear it down with: agent-env a2a-agent teardown --id {entry.instance_id}")
+    echo(f"Tear it down with: agent-env a2a-agent teardown --id {entry.instance_id}")
 
 
 @a2a_agent.command("list-instances")

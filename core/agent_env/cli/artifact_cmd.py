@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, VERSION
 from agent_env.errors import UserError
 
@@ -72,7 +73,7 @@ def _put(artifact_id: str, kind: str, files: list[Any]) -> None:
     ledger = Ledger(versioned_store(), object_store())
     ledger.write_files_entity("artifacts", entry)
     for line in ledger.lines:
-        click.echo(line)
+        echo(line)
 
 
 def safe_targets(output_dir: Path, paths: list[str]) -> dict[str, Path]:
@@ -119,7 +120,7 @@ def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | No
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(item.data)
         os.chmod(target, item.mode)
-    click.echo(f"artifact {artifact_id} v{content.version}: wrote "
+    echo(f"artifact {artifact_id} v{content.version}: wrote "
                f"{len(content.files)} file{'' if len(content.files) == 1 else 's'} to "
                f"{output_dir}")
 
@@ -173,11 +174,11 @@ def file_list(as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        click.echo("No artifacts are stored (agent-env artifact file put --id ID PATH stores "
+        echo("No artifacts are stored (agent-env artifact file put --id ID PATH stores "
                    "one).")
     for row in rows:
         count = len(row["files"])
-        click.echo(f"{row['id']}  v{row['version']}  {row['type']}  "
+        echo(f"{row['id']}  v{row['version']}  {row['type']}  "
                    f"{count} file{'' if count == 1 else 's'}")
 
 

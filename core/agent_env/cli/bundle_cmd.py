@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.cli.params import VERSION
 from agent_env.errors import UserError
 
@@ -161,6 +162,6 @@ def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | 
         raise
     counts = {kind: len(list((folder / sub).iterdir())) if (folder / sub).is_dir() else 0
               for kind, sub in (("task", "tasks"), ("env", "envs"), ("artifact", "artifacts"))}
-    click.echo(f"Wrote {folder}: " + ", ".join(f"{n} {k}{'' if n == 1 else 's'}"
+    echo(f"Wrote {folder}: " + ", ".join(f"{n} {k}{'' if n == 1 else 's'}"
                                                 for k, n in counts.items()))
-    click.echo(f"Run it with: agent-env run {folder}")
+    echo(f"Run it with: agent-env run {folder}")

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.config import get_config, mask
 
 
@@ -34,12 +35,12 @@ def show_config(as_json: bool) -> None:
         return
     import tomlkit
 
-    click.echo(f"Config file: {cfg.path or 'none (local defaults)'}")
-    click.echo(f"State root: {cfg.state_root}")
+    echo(f"Config file: {cfg.path or 'none (local defaults)'}")
+    echo(f"State root: {cfg.state_root}")
     for name in sorted(shown):
         value = shown[name]
-        click.echo()
-        click.echo(f"# [{name}] from {cfg.sources.get(name, 'default')}")
+        echo()
+        echo(f"# [{name}] from {cfg.sources.get(name, 'default')}")
         click.echo(tomlkit.dumps({name: value}).rstrip())
 
 
@@ -69,7 +70,7 @@ def explain_config(path: str, as_json: bool) -> None:
     click.echo(f"{path} = {json.dumps(shown, default=str)}")
     if shown_written != shown:
         click.echo(f"  written as {json.dumps(shown_written, default=str)}")
-    click.echo(f"  from {source}")
+    echo(f"  from {source}")
 
 
 def consulted_sources() -> list[dict[str, Any]]:
@@ -126,10 +127,10 @@ def sources(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"format_version": 1, "sources": rows}, indent=2, default=str))
         return
-    click.echo("Config sources, highest precedence first (* = in use):")
+    echo("Config sources, highest precedence first (* = in use):")
     for index, row in enumerate(rows, start=1):
         value = f" = {row['value']}" if row.get("value") else ""
-        click.echo(f" {'*' if row['used'] else ' '} {index:2}. {row['name']}{value}  "
+        echo(f" {'*' if row['used'] else ' '} {index:2}. {row['name']}{value}  "
                    f"({row['note']})")
 
 
@@ -158,8 +159,8 @@ def debug(as_json: bool) -> None:
         return
     for key, value in payload.items():
         if key != "sources":
-            click.echo(f"{key}: {value}")
-    click.echo("sources in use:")
+            echo(f"{key}: {value}")
+    echo("sources in use:")
     for row in used:
         shown = f" = {row['value']}" if row.get("value") else ""
-        click.echo(f"  {row['name']}{shown}  ({row['note']})")
+        echo(f"  {row['name']}{shown}  ({row['note']})")

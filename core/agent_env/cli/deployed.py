@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.errors import UserError
 
 #: kind -> (what people call it, the command group that deploys it, its listing command)
@@ -31,10 +32,10 @@ def list_kind(kind: str, as_json: bool, url_name: str) -> None:
                               indent=2))
         return
     if not found:
-        click.echo(f"No {noun}s are deployed (agent-env {group} deploy --id ID deploys one).")
+        echo(f"No {noun}s are deployed (agent-env {group} deploy --id ID deploys one).")
         return
     for entry in found:
-        click.echo(f"{entry.instance_id}  {entry.entity_id} v{entry.entity_version}  "
+        echo(f"{entry.instance_id}  {entry.entity_id} v{entry.entity_version}  "
                    f"{entry.urls.get(url_name, '')}  expires "
                    f"{entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')} UTC  {state(entry)}")
 
@@ -63,12 +64,12 @@ def teardown_kind(kind: str, instance_id: str | None, everything: bool) -> int:
     if everything:
         targets = ledger.list(kind)
         if not targets:
-            click.echo(f"No {noun}s are deployed; nothing to tear down.")
+            echo(f"No {noun}s are deployed; nothing to tear down.")
             return 0
     else:
         found = ledger.get(instance_id or "")
         if found is None or found.kind != kind:
-            click.echo(f"No deployed {noun} '{instance_id}' (already torn down, or never "
+            echo(f"No deployed {noun} '{instance_id}' (already torn down, or never "
                        "deployed); nothing to do.")
             return 0
         targets = [found]
@@ -77,10 +78,10 @@ def teardown_kind(kind: str, instance_id: str | None, everything: bool) -> int:
         try:
             was_up = asyncio.run(tear_down(ledger, entry))
         except Exception as exc:  # keep going: one stuck sandbox must not keep the others up
-            click.echo(f"Could not tear down {entry.instance_id}: {type(exc).__name__}: {exc}",
+            echo(f"Could not tear down {entry.instance_id}: {type(exc).__name__}: {exc}",
                        err=True)
             code = 1
             continue
-        click.echo(f"Tore down {entry.instance_id}." if was_up else
+        echo(f"Tore down {entry.instance_id}." if was_up else
                    f"{entry.instance_id} was already gone; record removed.")
     return code

@@ -25,6 +25,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, VERSION
 from agent_env.errors import UserError
 
@@ -108,7 +109,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     ctx = TaskContext(task_id=f"env deploy {record.id}", instance_id=deploy_id,
                       artifacts=StoredArtifacts(versioned_store(), object_store()),
                       sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
-    ctx.note_sink = lambda line: click.echo(line, err=True)
+    ctx.note_sink = lambda line: echo(line, err=True)
     step = structure_step(step_class, {"id": "deploy", "type": "deploy_env",
                                        "env_id": record.id, "env_version": record.version,
                                        "ttl_seconds": ttl})
@@ -160,20 +161,20 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
         click.echo(json.dumps({**entry.to_json(), "token": token, "mcp_client_config": config,
                                "claude_desktop_config": desktop}, indent=2))
         return
-    click.echo("Deployed!")
-    click.echo(f"Instance ID: {entry.instance_id}")
-    click.echo(f"Env MCP Url: {entry.urls['mcp']}")
-    click.echo(f"Env Gateway Url: {entry.urls['gateway']}")
-    click.echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
+    echo("Deployed!")
+    echo(f"Instance ID: {entry.instance_id}")
+    echo(f"Env MCP Url: {entry.urls['mcp']}")
+    echo(f"Env Gateway Url: {entry.urls['gateway']}")
+    echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
     if config is not None:  # an env type whose gateway takes no token prints none
-        click.echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; "
+        echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; "
                    "shown only now)")
-        click.echo("MCP client config (mcpServers, streamable HTTP: Claude Code .mcp.json, "
+        echo("MCP client config (mcpServers, streamable HTTP: Claude Code .mcp.json, "
                    "Cursor):")
         click.echo(json.dumps(config, indent=2))
-        click.echo("Claude Desktop (claude_desktop_config.json, through npx mcp-remote):")
+        echo("Claude Desktop (claude_desktop_config.json, through npx mcp-remote):")
         click.echo(json.dumps(desktop_config(name, entry.urls["mcp"], token), indent=2))
-    click.echo(f"Tear it down with: agent-env env teardown --id {entry.instance_id}")
+    echo(f"Tear it down with: agent-env env teardown --id {entry.instance_id}")
 
 
 # -- list / get-instance / teardown ---------------------------------------------------------------
@@ -285,7 +286,7 @@ def put(click_ctx: click.Context, env_id: str, dockerfile: Path | None, context:
     ledger = Ledger(versioned_store(), object_store())
     ledger.write_files_entity("envs", entry)
     for line in ledger.lines:
-        click.echo(line)
+        echo(line)
     if then_validate:
         return int(click_ctx.invoke(validate, env_id=env_id, version=ledger.lines[-1].version,
                                     sandbox=None) or 0)

@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 import click
 
+from agent_env.cli.console import echo
 from agent_env.sandbox.ownership import (
     EXPIRES_LABEL,
     OWNER_LABEL,
@@ -304,37 +305,37 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     instances, dead = _dead_runs(labels)
     temporary = [] if labels else _stale_temporary_files()
     for note in skipped:
-        click.echo(f"Not asked: {note}", err=True)
+        echo(f"Not asked: {note}", err=True)
     if kept:
         live = sum(1 for f in kept if f.live)
-        click.echo(f"Keeping {_plural(len(kept))}" + (f" ({live} of live runs)" if live else "")
+        echo(f"Keeping {_plural(len(kept))}" + (f" ({live} of live runs)" if live else "")
                    + ":")
         for item in kept:
-            click.echo(item.line())
+            echo(item.line())
     if not leftovers and not stale and not dead and not temporary:
-        click.echo("Nothing to remove.")
+        echo("Nothing to remove.")
         return 0
     verb = "Would remove" if dry_run else "Removing"
     if temporary:
-        click.echo(f"{verb} {_plural(len(temporary), 'temporary file')} a killed writer left:")
+        echo(f"{verb} {_plural(len(temporary), 'temporary file')} a killed writer left:")
         for path in temporary:
-            click.echo(f"  {path}")
+            echo(f"  {path}")
     if dead:
         mark = "Would mark" if dry_run else "Marking"
-        click.echo(f"{mark} {_plural(len(dead), 'run')} abandoned:")
+        echo(f"{mark} {_plural(len(dead), 'run')} abandoned:")
         for run in dead:
-            click.echo(f"  {run.record.instance_id}: {run.reason}")
+            echo(f"  {run.record.instance_id}: {run.reason}")
     if leftovers:
-        click.echo(f"{verb} {_plural(len(leftovers))}:")
+        echo(f"{verb} {_plural(len(leftovers))}:")
         for item in leftovers:
-            click.echo(item.line())
+            echo(item.line())
     if stale:
-        click.echo(f"{verb} {_plural(len(stale), 'expired deployment')} no listing showed:")
+        echo(f"{verb} {_plural(len(stale), 'expired deployment')} no listing showed:")
         for entry in stale:
-            click.echo(f"  {entry.provider} {entry.sandbox_id} (deployed {entry.kind} "
+            echo(f"  {entry.provider} {entry.sandbox_id} (deployed {entry.kind} "
                        f"{entry.instance_id}, expired at {_stamp(entry.expires_at)})")
     if dry_run:
-        click.echo("Dry run: nothing was removed.")
+        echo("Dry run: nothing was removed.")
         return 0
     if not yes:
         from agent_env.errors import UserError
@@ -349,10 +350,10 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         path.unlink(missing_ok=True)
     problems = asyncio.run(remove_stale(ledger, stale))
     for line in problems:
-        click.echo(line, err=True)
+        echo(line, err=True)
     failed = asyncio.run(remove(leftovers))
     for item, error in failed:
-        click.echo(f"Could not remove {item.provider} {item.sandbox_id}: {error}", err=True)
+        echo(f"Could not remove {item.provider} {item.sandbox_id}: {error}", err=True)
     not_removed = {(item.provider, item.sandbox_id) for item, _ in failed}
     for item in leftovers:  # a removed deployment's record goes with it
         entry = ledger.for_sandbox(item.provider, item.sandbox_id)
@@ -360,11 +361,11 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
             ledger.remove(entry.instance_id)
     done = len(leftovers) - len(failed)
     if dead:
-        click.echo(f"Marked {_plural(marked, 'run')} abandoned.")
+        echo(f"Marked {_plural(marked, 'run')} abandoned.")
     if temporary:
-        click.echo(f"Removed {_plural(len(temporary), 'temporary file')}.")
+        echo(f"Removed {_plural(len(temporary), 'temporary file')}.")
     if leftovers:
-        click.echo(f"Removed {_plural(done)}.")
+        echo(f"Removed {_plural(done)}.")
     if stale:
-        click.echo(f"Removed {_plural(len(stale) - len(problems), 'expired deployment')}.")
+        echo(f"Removed {_plural(len(stale) - len(problems), 'expired deployment')}.")
     return 1 if failed or problems else 0

@@ -110,9 +110,11 @@ def cli(ctx: click.Context, verbose: bool, log_json: bool) -> None:
 
 
 def _print_error(message: str, notes: list[str]) -> None:
-    click.echo(f"Error: {message}", err=True)
+    from agent_env.cli.console import echo
+
+    echo(f"Error: {message}", err=True)
     for note in notes:
-        click.echo(note, err=True)
+        echo(note, err=True)
 
 
 def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:

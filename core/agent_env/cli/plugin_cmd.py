@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.errors import UserError
 from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED, get_host
 from agent_env.plugins.reporting import KIND_LABELS, find_row, package_rows, problems
@@ -89,8 +90,8 @@ def list_plugins(as_json: bool) -> None:
         click.echo(json.dumps(payload, indent=2))
         return
     for line in _header():
-        click.echo(line)
-    click.echo()
+        echo(line)
+    echo()
     table = [["PACKAGE", "VERSION", "PROVIDES", "STATUS"]]
     for row in rows:
         table.append([row["package"], row["version"], _summary(row["provides"]), _status_text(row)])
@@ -98,12 +99,12 @@ def list_plugins(as_json: bool) -> None:
         groups = ", ".join(f"{g} ({', '.join(n)})" for g, n in f.groups.items())
         table.append([f.distribution, f.version, groups, "foreign (not loaded)"])
     for line in _table(table):
-        click.echo(line)
+        echo(line)
     if foreign:
-        click.echo(f"foreign: written for the reference framework's entry points; {FOREIGN_NEEDS}")
+        echo(f"foreign: written for the reference framework's entry points; {FOREIGN_NEEDS}")
     problems = [r for r in rows if r["status"] in (FAILED, CONFLICT)]
     for row in problems:
-        click.echo(f"{row['package']}: {row['detail']}", err=True)
+        echo(f"{row['package']}: {row['detail']}", err=True)
 
 
 @plugin.command("show")
@@ -115,21 +116,21 @@ def show_plugin(name: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"format_version": FORMAT_VERSION, **row}, indent=2))
         return
-    click.echo(f"{row['package']} {row['version']}: {_status_text(row)}")
+    echo(f"{row['package']} {row['version']}: {_status_text(row)}")
     for module in row["modules"]:
         line = f"  module {module['module']}: {module['status']}"
         if module["reason"]:
             line += f" ({module['reason']}: {module['detail']})"
-        click.echo(line)
+        echo(line)
     if not row["provides"]:
-        click.echo("  provides nothing")
+        echo("  provides nothing")
         return
     table = [["KIND", "NAME", "STATUS", "REASON"]]
     for item in row["provides"]:
         reason = f"{item['reason']}: {item['detail']}" if item["reason"] else ""
         table.append([KIND_LABELS[item["kind"]][0], item["name"], item["status"], reason])
     for line in _table(table):
-        click.echo(f"  {line}")
+        echo(f"  {line}")
 
 
 @plugin.command("check")
@@ -141,10 +142,10 @@ def check_plugins() -> None:
     count = sum(len(row["provides"]) for row in rows)
     if found:
         for problem in found:
-            click.echo(f"problem: {problem}")
+            echo(f"problem: {problem}")
         raise UserError(f"{len(found)} plugin problem(s); see 'agent-env plugin show NAME'")
     loaded = [r for r in rows if r["status"] == ACTIVE]  # unloaded/turned-off ones don't count
-    click.echo(f"ok: {len(loaded)} plugin package(s), {count} contribution(s), all in effect")
+    echo(f"ok: {len(loaded)} plugin package(s), {count} contribution(s), all in effect")
 
 
 @plugin.command("add")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agent_env.cli.console import echo, printable
+
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.records import FailureRecord
@@ -28,10 +30,6 @@ EXIT_OK, EXIT_FAILED, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
 LISTING_FOOTER = "Run one with agent-env run NAME. To change one, copy its folder and run the copy."
 
 
-def echo(text: str = "", *, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
-    stream.flush()
 
 
 def seconds(value: float) -> str:
@@ -144,7 +142,7 @@ class LiveProgress(ProgressPrinter):
         while not self.stopped.wait(0.2):
             with self.lock:
                 if self.running:
-                    self.stream.write("\r\x1b[K" + self._status())
+                    self.stream.write("\r\x1b[K" + printable(self._status()))
                     self.stream.flush()
 
     def _line(self, text: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
 
@@ -104,9 +105,9 @@ def create(file: Path, task_id: str) -> None:
         "tasks", task_id, {"name": task_id, "label": task_id, "steps": steps}, reason=reason
     )
     if created:
-        click.echo(f"task {task_id}: v{record.version} ({reason})")
+        echo(f"task {task_id}: v{record.version} ({reason})")
     else:
-        click.echo(f"task {task_id}: v{record.version}, unchanged")
+        echo(f"task {task_id}: v{record.version}, unchanged")
 
 
 @task.command("get")
@@ -136,7 +137,7 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
         record = _stored_task(task_id or "", version)
         label, steps = f"{record.id} v{record.version}", record.body["steps"]
     _preflight(label, steps, sandbox)
-    click.echo(f"ok: {label}: {len(steps)} step{'' if len(steps) == 1 else 's'}, no problems")
+    echo(f"ok: {label}: {len(steps)} step{'' if len(steps) == 1 else 's'}, no problems")
 
 
 @task.command("run")
@@ -204,7 +205,7 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
                 name = result.instance_id.rsplit("/", 1)[-1]
                 path = output_dir / f"{name}.json"
                 path.write_text(json.dumps(instance.to_json(), indent=2, default=str) + "\n")
-                click.echo(f"Wrote {path}")
+                echo(f"Wrote {path}")
     return code
 
 
