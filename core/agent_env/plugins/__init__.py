@@ -138,6 +138,16 @@ class PluginHost:
                 )
                 if loaded is not None:
                     self._register(record, loaded)
+            self._say_unmatched_disables()
+
+    def _say_unmatched_disables(self) -> None:
+        """``-p no:NAME`` naming no plugin turns nothing off: say so (a typo would otherwise
+        leave the plugin on, silently)."""
+        known = {name for record in self.records for name in record.names()}
+        for name in sorted(self._disabled - known):
+            plugins = ", ".join(sorted({r.name for r in self.records if not r.builtin}))
+            sys.stderr.write(f"warning: -p no:{name} matches no plugin, so nothing was turned "
+                             f"off (plugins: {plugins or 'none'})\n")
 
     def _register(self, record: PluginRecord, module: ModuleType) -> None:
         try:

@@ -139,6 +139,7 @@ def resolve_specs(specs: list[str]) -> list[str]:
     resolved = []
     root = _checkout_root()
     for spec in specs:
+        _check_spec(spec)
         if not Path(spec).exists() and _spec_name(spec) in PROTECTED:
             raise UserError(
                 f"'{spec}' is agent-env itself, not a plugin; upgrade it with your installer "
@@ -156,12 +157,26 @@ def resolve_specs(specs: list[str]) -> list[str]:
     return resolved
 
 
+def _check_spec(spec: str) -> None:
+    """Refuse what no installer could install, before a plan is shown: an empty spec, or a
+    path (it starts with ``.``, ``/`` or ``~``, or names a wheel or sdist) that does not
+    exist."""
+    if not spec.strip():
+        raise UserError("an empty plugin spec: name a plugin (agent-env plugin add docker_env), "
+                        "a folder, a wheel or a requirement")
+    looks_like_path = spec.startswith((".", "/", "~")) or spec.endswith(
+        (".whl", ".tar.gz", ".zip"))
+    if looks_like_path and not Path(spec).expanduser().exists():
+        raise UserError(f"no such file or folder: {spec} (give the path of a plugin's folder, "
+                        "wheel or sdist)")
+
+
 def add(specs: list[str], *, dry_run: bool = False, assume_yes: bool = False) -> None:
     """Install ``specs``, verify the new plugins load, roll back exactly if they don't."""
     refuse_externally_managed()
     targets = resolve_specs(specs)
     click.echo(f"Plan: install {' '.join(targets)} into {sys.prefix}")
-    click.echo(f"Installer: {' '.join(installer_command()[:2])}")
+    click.echo(f"Installer: {' '.join(installer_command())}")
     if dry_run:
         click.echo("Dry run: nothing changed.")
         return
