@@ -144,8 +144,14 @@ def find_config_file(start: Path | None = None) -> Path | None:
     folder = (start or Path.cwd()).resolve()
     for candidate in (folder, *folder.parents):
         path = candidate / CONFIG_RELATIVE
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError as exc:  # an unreadable .agentenv/ above: say so, and look further up
+            import sys
+
+            sys.stderr.write(f"warning: skipping {path}: {exc.strerror or exc} (fix its "
+                             f"permissions, or set {CONFIG_ENV})\n")
     return None
 
 
@@ -158,6 +164,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x});"
+                          " save the file as UTF-8") from None
     try:
         return tomlkit.parse(text).unwrap()
     except ParseError as exc:

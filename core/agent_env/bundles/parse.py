@@ -99,12 +99,30 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def not_utf8_name(name: str) -> str | None:
+    """How to show a file name that is not UTF-8 (``caf\\xe9.txt``), or None when it is: such a
+    name has no form in object keys, JSON or the stores, so it is refused, not mangled."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "surrogateescape")
+        return raw.decode("ascii", "backslashreplace")
+    return None
+
+
 def collect_files(folder: Path, label: str, problems: list[str]) -> list[BundleFile]:
-    """Every file under ``folder`` (dot files and __pycache__ skipped); symlinks must stay in."""
+    """Every file under ``folder`` (dot files and __pycache__ skipped); symlinks must stay in;
+    names must be UTF-8."""
     root = os.path.realpath(folder)
     found: list[BundleFile] = []
     for current, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not ignored(d))
+        for name in [*dirs, *files]:
+            shown = not_utf8_name(os.path.normpath(os.path.join(
+                os.path.relpath(current, folder), name)))
+            if shown is not None:
+                problems.append(f"{label}: {shown} is not a UTF-8 file name (rename it)")
+        dirs[:] = sorted(d for d in dirs if not ignored(d) and not_utf8_name(d) is None)
+        files = [f for f in files if not_utf8_name(f) is None]
         for name in list(dirs):
             full = os.path.join(current, name)
             if os.path.islink(full):
@@ -219,6 +237,10 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
 
 
 def _parse_task(path: Path, id_root: str, problems: list[str]) -> TaskEntry | None:
+    shown = not_utf8_name(path.name)
+    if shown is not None:
+        problems.append(f"tasks/{shown}: not a UTF-8 file name (rename it)")
+        return None
     label = f"tasks/{path.name}"
     if path.suffix != ".json" or not path.is_file():
         return None

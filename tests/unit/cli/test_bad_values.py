@@ -114,3 +114,23 @@ def test_a_bundle_with_such_json_runs_nothing_and_stores_nothing(
 
 def stored_objects(state_root: Path) -> list[Path]:
     return [path for path in state_root.rglob("*%o") if path.is_file()]
+
+
+def test_file_names_that_are_not_utf8_are_named_and_refused(state_root: Path, tmp_path: Path,
+                                                            capsys: Any) -> None:
+    bundle = tmp_path / "b"
+    (bundle / "tasks").mkdir(parents=True)
+    (bundle / "artifacts" / "notes").mkdir(parents=True)
+    (bundle / "artifacts" / "notes" / "ok.txt").write_text("fine")
+    with open(bytes(bundle / "artifacts" / "notes") + b"/caf\xe9.txt", "wb") as handle:
+        handle.write(b"latin-1 name")
+    with open(bytes(bundle / "tasks") + b"/t\xff.json", "wb") as handle:
+        handle.write(b"[]")
+    code, _, err = cli(capsys, "run", str(bundle))
+    assert code == 1 and "Traceback" not in err, err
+    assert "artifacts/notes: caf\\xe9.txt is not a UTF-8 file name (rename it)" in err
+    assert "tasks/t\\xff.json: not a UTF-8 file name (rename it)" in err
+    assert stored_objects(state_root) == []
+    code, _, err = cli(capsys, "artifact", "file", "put", "--id", "notes",
+                       str(bundle / "artifacts" / "notes"))
+    assert code == 1 and "caf\\xe9.txt is not a UTF-8 file name" in err, err
