@@ -82,3 +82,15 @@ def gc(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
     env.pop("AGENT_ENV_CONFIG", None)
     return subprocess.run([str(AGENT_ENV), "gc", *args], capture_output=True, text=True,
                           env=env, timeout=120, check=False, stdin=subprocess.DEVNULL)
+
+
+def network_gateway(network: Any) -> str:
+    """The host's address on a Docker network: its IPAM ``Gateway``, or, where the daemon does
+    not record one (the default bridge on some daemons), the subnet's first address, which is
+    the one Docker gives the bridge."""
+    import ipaddress
+
+    config = network.attrs["IPAM"]["Config"][0]
+    if config.get("Gateway"):
+        return str(config["Gateway"])
+    return str(next(ipaddress.ip_network(config["Subnet"]).hosts()))

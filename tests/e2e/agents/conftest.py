@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from fake_models import ToolCallingFake
+from run_children import network_gateway
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def upstream(docker_client: Any) -> Iterator[tuple[ToolCallingFake, str]]:
     loop.run_until_complete(web.TCPSite(runner, "0.0.0.0", port).start())
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    host = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    host = network_gateway(docker_client.networks.get("bridge"))
     try:
         yield fake, f"http://{host}:{port}/v1"
     finally:

@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from run_children import network_gateway
 
 from agent_env.api import ContainerSpec
 
@@ -138,7 +139,7 @@ async def test_the_env_server_cannot_reach_out_and_the_gateway_can(
     port = runner.addresses[0][1]
     sandbox = deployed_vault.sandbox
     edge = docker_client.networks.get(sandbox.edge_network)
-    host_on_edge = edge.attrs["IPAM"]["Config"][0]["Gateway"]
+    host_on_edge = network_gateway(edge)
     probe = ("import sys, urllib.request\n"
              "for h in sys.argv[2:]:\n"
              "    try: print(h, urllib.request.urlopen(f'http://{h}:{sys.argv[1]}/', timeout=2)"
