@@ -120,10 +120,20 @@ class Config:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) with mode 0700 and return it."""
+    """Create ``path`` (and missing parents) with mode 0700 and return it; a path that cannot
+    be a folder (a file is there, a read-only filesystem, no permission) is a ConfigError
+    naming it."""
     if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.chmod(0o700)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path.chmod(0o700)
+        except FileExistsError:
+            raise ConfigError(f"{path} is a file, not a folder; remove it, or set "
+                              "AGENT_ENV_STATE_DIR ([state] root) elsewhere") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot make the folder {path}: {exc.strerror or exc}; set "
+                              "AGENT_ENV_STATE_DIR ([state] root) to a writable folder") \
+                from None
     return path
 
 
@@ -276,8 +286,10 @@ def resolve_references(
     environ: Mapping[str, str] | None = None,
     secrets: SecretLookup | None = None,
     where: str = "",
+    follow: bool = True,
 ) -> Any:
-    """Replace ``env:NAME[?default]`` and ``secret:KEY[?default]`` strings, recursively.
+    """Replace ``env:NAME[?default]`` and ``secret:KEY[?default]`` strings, recursively; a
+    value that is itself a reference is followed (``follow``), a loop refused.
 
     ``secret:`` references are left as written when no secret lookup is given (they are
     resolved when the backend that needs them is built, by :func:`resolve_secrets`).
@@ -315,8 +327,29 @@ def resolve_references(
             f"{where or 'config'}: '{value}' is not set ({fix}, or give a default: "
             f"'{scheme}:{name}?DEFAULT')"
         )
-    if _REFERENCE.match(found):
-        return resolve_references(found, environ=environ, secrets=secrets, where=where)
+    if follow and _REFERENCE.match(found):  # a reference to a reference: follow, no loops
+        return _follow(found, value, environ, secrets, where)
+    return found
+
+
+#: How many references one value may go through (``env:A`` -> ``env:B`` -> ...).
+MAX_REFERENCE_HOPS = 10
+
+
+def _follow(found: str, first: str, environ: Mapping[str, str], secrets: SecretLookup | None,
+            where: str) -> Any:
+    chain = [first]
+    while _REFERENCE.match(found):
+        if found in chain or len(chain) >= MAX_REFERENCE_HOPS:
+            loop = " -> ".join([*chain, found])
+            raise ConfigError(f"{where or 'config'}: the references {loop} never reach a value "
+                              "(a loop, or more than 10); make one of them a plain value")
+        chain.append(found)
+        resolved = resolve_references(found, environ=environ, secrets=secrets, where=where,
+                                      follow=False)
+        if resolved == found:  # a secret: reference left for later
+            return found
+        found = resolved
     return found
 
 

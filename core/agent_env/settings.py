@@ -89,3 +89,7 @@ def build(
         raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: invalid setting for {what}: {exc}") from None
+    except OSError as exc:  # a path it was given: a file, read-only, not permitted
+        place = f" {exc.filename}" if exc.filename else ""
+        raise ConfigError(f"{where}: {what} cannot use{place}: {exc.strerror or exc}; give it "
+                          "a writable folder") from None

@@ -1,0 +1,76 @@
+"""Issue 21, class 12: config values that used to reach the stores unchecked are one line
+naming the fix: a reference loop, a state root that is a file or cannot be made, a store
+folder that cannot be written, an invalid SQLite setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def agent_env(tmp_path: Path, config: str | None, *args: str,
+              **environ: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(tmp_path / "state"), **environ}
+    env.pop("AGENT_ENV_CONFIG", None)
+    if config is not None:
+        (tmp_path / "config.toml").write_text(config)
+        env["AGENT_ENV_CONFIG"] = str(tmp_path / "config.toml")
+    return subprocess.run([sys.executable, "-m", "agent_env", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("environ, chain", [
+    ({"LOOP": "env:LOOP"}, "env:LOOP -> env:LOOP"),
+    ({"LOOP": "env:A", "A": "env:B", "B": "env:A"}, "env:LOOP -> env:A -> env:B -> env:A"),
+])
+def test_a_reference_loop_is_named(tmp_path: Path, environ: dict[str, str],
+                                   chain: str) -> None:
+    line = one_line_error(agent_env(tmp_path, '[stores]\nobject = "env:LOOP"\n', "run",
+                                    "hello", **environ))
+    assert line == (f"Error: stores.object: the references {chain} never reach a value (a "
+                    "loop, or more than 10); make one of them a plain value")
+
+
+def test_a_reference_chain_that_ends_resolves(tmp_path: Path) -> None:
+    ran = agent_env(tmp_path, '[stores]\nobject = "env:LOOP"\n', "run", "hello",
+                    LOOP="env:A", A="filesystem")
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_a_state_root_that_is_a_file_or_cannot_be_made(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    line = one_line_error(agent_env(tmp_path, None, "run", "hello",
+                                    AGENT_ENV_STATE_DIR=str(blocker)))
+    assert line == (f"Error: {blocker} is a file, not a folder; remove it, or set "
+                    "AGENT_ENV_STATE_DIR ([state] root) elsewhere")
+    line = one_line_error(agent_env(tmp_path, None, "run", "hello",
+                                    AGENT_ENV_STATE_DIR=str(blocker / "state")))
+    assert line.startswith(f"Error: cannot make the folder {blocker / 'state'}: Not a directory")
+
+
+def test_a_store_folder_that_cannot_be_written(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    config = f'[stores.object]\nbackend = "filesystem"\npath = "{blocker}/objects"\n'
+    line = one_line_error(agent_env(tmp_path, config, "run", "hello"))
+    assert line == (f"Error: [stores.object]: the 'filesystem' object store cannot use "
+                    f"{blocker}/objects: Not a directory; give it a writable folder")
+
+
+def test_an_invalid_sqlite_setting(tmp_path: Path) -> None:
+    config = '[stores.document]\nbackend = "sqlite"\nsynchronous = "sometimes"\n'
+    line = one_line_error(agent_env(tmp_path, config, "run", "hello"))
+    assert "synchronous must be OFF, NORMAL, FULL or EXTRA, not 'sometimes'" in line
