@@ -89,6 +89,11 @@ def read_json_file(path: Path) -> Any:
     file)."""
     with open(path, "rb") as handle:
         data = handle.read(MAX_FILE_BYTES + 1)
+    return loads_strict_bytes(data)
+
+
+def loads_strict_bytes(data: bytes) -> Any:
+    """:func:`loads_strict` of a file's bytes: at most ``MAX_FILE_BYTES``, UTF-8."""
     if len(data) > MAX_FILE_BYTES:
         raise StrictJSONError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; a task file "
                               "holds steps, not data (put data in an artifact)")

@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
-from agent_env.bundles.jsonfile import StrictJSONError, read_json_file
+from agent_env.bundles.jsonfile import MAX_FILE_BYTES, StrictJSONError, loads_strict_bytes
 from agent_env.bundles.model import (
     BUNDLE_FOLDERS,
     ArtifactEntry,
@@ -66,7 +67,8 @@ def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
     evals = [v for p in _entries(folder / "evals")
              if (v := _parse_eval(p, id_root, problems)) is not None]
     bundle = Bundle(
-        folder, id_root, read_description(folder), tuple(tasks), tuple(artifacts), tuple(envs),
+        folder, id_root, read_description(folder, problems), tuple(tasks), tuple(artifacts),
+        tuple(envs),
         tuple(evals), _parse_aliases(folder, problems),
     )
     names = {t.name for t in tasks}
@@ -78,10 +80,42 @@ def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
     return bundle, problems
 
 
-def read_description(folder: Path) -> str:
+#: The most a bundle's README.md, env.toml, artifact.toml or aliases.toml may hold.
+MAX_SMALL_FILE_BYTES = 1024 * 1024
+
+
+class OwnFileError(Exception):
+    """A bundle file that may not be read: out of its folder, not a regular file, too big."""
+
+
+def read_own(path: Path, folder: Path, cap: int = MAX_SMALL_FILE_BYTES) -> bytes:
+    """``path``'s bytes, under the bundle's rules for every file it reads: it resolves inside
+    ``folder`` (a symlink may not lead out), is a regular file (not a device or a FIFO) and
+    holds at most ``cap`` bytes. Raises :class:`OwnFileError` saying which rule, or OSError."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    if real != root and not real.startswith(root + os.sep):
+        raise OwnFileError(f"is a symlink out of its folder (to {real}); a bundle may only "
+                           "hold its own files")
+    if not stat.S_ISREG(os.stat(real).st_mode):
+        raise OwnFileError("is not a regular file")
+    with open(real, "rb") as handle:
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise OwnFileError(f"is larger than {cap // 1024} KB")
+    return data
+
+
+def read_description(folder: Path, problems: list[str] | None = None) -> str:
     """The first line of text of ``README.md`` (headings' ``#`` dropped)."""
+    readme = folder / "README.md"
+    if not os.path.lexists(readme):
+        return ""
     try:
-        text = (folder / "README.md").read_text(encoding="utf-8")
+        text = read_own(readme, folder).decode("utf-8")
+    except OwnFileError as exc:
+        if problems is not None:
+            problems.append(f"README.md {exc}")
+        return ""
     except (OSError, UnicodeDecodeError):
         return ""
     for line in text.splitlines():
@@ -163,11 +197,15 @@ def _read_toml(path: Path, label: str, problems: list[str]) -> dict[str, Any] | 
     from tomlkit.exceptions import ParseError
 
     try:
-        return tomlkit.parse(path.read_text(encoding="utf-8")).unwrap()
+        return tomlkit.parse(read_own(path, path.parent).decode("utf-8")).unwrap()
     except ParseError as exc:
         problems.append(f"{label}:{exc.line}: invalid TOML ({str(exc).split(' at line')[0]})")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(f"{label}: cannot read it ({exc})")
+    except OwnFileError as exc:
+        problems.append(f"{label} {exc}")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{label}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})")
+    except OSError as exc:
+        problems.append(f"{label}: cannot read it ({exc.strerror or exc})")
     return None
 
 
@@ -242,12 +280,15 @@ def _parse_task(path: Path, id_root: str, problems: list[str]) -> TaskEntry | No
         problems.append(f"tasks/{shown}: not a UTF-8 file name (rename it)")
         return None
     label = f"tasks/{path.name}"
-    if path.suffix != ".json" or not path.is_file():
+    if path.suffix != ".json" or not os.path.lexists(path):
         return None
     try:
-        data = read_json_file(path)
+        data = loads_strict_bytes(read_own(path, path.parent, MAX_FILE_BYTES + 1))
     except StrictJSONError as exc:
         problems.append(f"{exc.where(label)}: {exc.message}")
+        return None
+    except OwnFileError as exc:
+        problems.append(f"{label} {exc}")
         return None
     except OSError as exc:
         problems.append(f"{label}: cannot read it ({exc})")

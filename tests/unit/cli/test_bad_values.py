@@ -134,3 +134,39 @@ def test_file_names_that_are_not_utf8_are_named_and_refused(state_root: Path, tm
     code, _, err = cli(capsys, "artifact", "file", "put", "--id", "notes",
                        str(bundle / "artifacts" / "notes"))
     assert code == 1 and "caf\\xe9.txt is not a UTF-8 file name" in err, err
+
+
+@pytest.mark.parametrize("target, rule", [
+    ("outside", "is a symlink out of its folder"),
+    ("/dev/zero", "is a symlink out of its folder (to /dev/zero)"),
+])
+def test_bundle_files_that_lead_out_are_refused_unread(state_root: Path, tmp_path: Path,
+                                                       capsys: Any, target: str,
+                                                       rule: str) -> None:
+    """README.md, env.toml and task files follow the bundle's symlink rule; /dev/zero used to
+    be read until memory ran out."""
+    secret = tmp_path / "outside"
+    secret.write_text('# not yours\n[{"id": "x", "type": "deploy_sandbox"}]')
+    link_to = secret if target == "outside" else Path(target)
+    bundle = tmp_path / "b"
+    (bundle / "tasks").mkdir(parents=True)
+    (bundle / "envs" / "e").mkdir(parents=True)
+    (bundle / "README.md").symlink_to(link_to)
+    (bundle / "envs" / "e" / "env.toml").symlink_to(link_to)
+    (bundle / "envs" / "e" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    (bundle / "tasks" / "t.json").symlink_to(link_to)
+    code, _, err = cli(capsys, "run", str(bundle))
+    assert code == 1 and "Traceback" not in err, err
+    for label in ("README.md", "tasks/t.json", "env.toml"):  # env.toml: under envs/e
+        assert f"{label} {rule}" in err, err
+
+
+def test_a_huge_readme_is_refused(state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    bundle = tmp_path / "b"
+    (bundle / "tasks").mkdir(parents=True)
+    (bundle / "tasks" / "t.json").write_text('[{"id": "box", "type": "deploy_sandbox", '
+                                             '"sandbox_type": "local"}]')
+    with open(bundle / "README.md", "wb") as handle:
+        handle.truncate(64 * 1024 * 1024)
+    code, _, err = cli(capsys, "run", str(bundle))
+    assert code == 1 and "README.md is larger than 1024 KB" in err, err
