@@ -48,6 +48,8 @@ Progress = Callable[[str], None]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: Build output kept in the log but not shown as progress (the engine's bookkeeping).
 _QUIET_LINES = (" ---> ", "Removing intermediate container")
+#: The classic builder's line naming the image a step committed.
+_LAYER = re.compile(r"^ ---> ([0-9a-f]{12,64})\s*$")
 
 
 class BuildStopped(SandboxError):
@@ -139,12 +141,29 @@ def build_image(
     say(f"building image {plan.tag}")
     all_labels = {**(labels or {}), **plan.labels}
     deadline = _Deadline(started, timeout, plan.tag)
-    image_id, log = _run_build(client, plan, all_labels, build_args, say, tail, stop, deadline)
+    layers: list[str] = []
+    try:
+        image_id, log = _run_build(client, plan, all_labels, build_args, say, tail, stop,
+                                   deadline, layers)
+    except BaseException:
+        _drop_partial_layers(client, layers)
+        raise
     took = time.monotonic() - started
     say(f"image {plan.tag} built in {took:.1f}s")
     return BuiltImage(
         plan.tag, image_id, plan.source_digest, plan.build_digest, False, took, tuple(log),
     )
+
+
+def _drop_partial_layers(client: Any, layers: list[str]) -> None:
+    """Remove what a build that did not finish committed (its steps' images: untagged, about
+    the size of what they installed), so an interrupted or failed build leaves no dangling
+    image. Removing the last one removes its untagged parents with it; the engine refuses an
+    image another build or image uses (a cache hit), and that refusal is kept."""
+    if not layers:
+        return
+    with contextlib.suppress(Exception):  # cleanup of a build that already failed
+        client.api.remove_image(layers[-1], noprune=False)
 
 
 def _existing_image(client: Any, tag: str) -> Any:
@@ -181,7 +200,11 @@ def _run_build(
     tail: int,
     stop: threading.Event | None,
     deadline: _Deadline,
+    layers: list[str],
 ) -> tuple[str, list[str]]:
+    """Run the build, streaming its lines to ``say``; ``layers`` collects the id of each
+    step's image as the engine reports it (`` ---> <id>``), for cleanup if it does not
+    finish."""
     import docker.errors
 
     log: collections.deque[str] = collections.deque(maxlen=KEEP_LINES)
@@ -212,6 +235,9 @@ def _run_build(
                     deadline.check()
                 if "stream" in chunk:
                     for line in _ANSI.sub("", chunk["stream"]).splitlines():
+                        layer = _LAYER.match(line)
+                        if layer is not None:
+                            layers.append(layer.group(1))
                         if line.strip():
                             log.append(line)
                             if not line.startswith(_QUIET_LINES):

@@ -94,6 +94,25 @@ def test_failed_build_carries_the_log_tail(tmp_path: Path) -> None:
     assert any("broken-step-marker" in line for line in lines)  # streamed as it happened
 
 
+def test_a_build_that_fails_midway_leaves_no_dangling_image(tmp_path: Path,
+                                                            docker_client: Any) -> None:
+    """Issue 21, class 19: the steps a failed or interrupted build committed are removed with
+    it (they used to stay as untagged images, one per step, each the size of its step)."""
+    marker = uuid.uuid4().hex  # no cache: these steps are new
+    dockerfile = (f"FROM python:3.11-slim\nRUN echo {marker} > /one\n"
+                  f"RUN echo {marker} > /two\nRUN exit 4\n")
+    context = _context(tmp_path / "ctx", dockerfile)
+    before = {image.id for image in docker_client.images.list(filters={"dangling": True})}
+    with pytest.raises(ImageBuildError):
+        build_image(context, name=_name())
+    after = {image.id for image in docker_client.images.list(filters={"dangling": True})}
+    assert after - before == set()
+    leftovers = [i for i in docker_client.images.list(all=True)
+                 if marker in json.dumps(i.attrs.get("ContainerConfig") or {})
+                 or marker in json.dumps(i.history())]
+    assert leftovers == []  # nor as intermediate images
+
+
 PROTOCOL_PROBE = """
 import hashlib, json, os, sys, agentenv_protocol
 from importlib import metadata
