@@ -171,17 +171,22 @@ async def run_task(
         _save_final(instances, record, ctx, task, observer)
     if crash is not None and not isinstance(crash, Exception):
         raise crash  # SystemExit and the like go on, the record written first
-    for report in (lambda: observer.task_finished(result),
-                   lambda: emit("run_finished", ctx, outcome=outcome, duration_seconds=duration,
-                                error=result.first_fatal.summary if result.first_fatal
-                                else None)):
-        try:
-            report()
-        except Exception:  # the run is over and recorded: a watcher failing changes nothing
-            from agent_env.logs import get_logger
-
-            get_logger("tasks").warning("reporting a finished run failed", exc_info=True)
+    error = result.first_fatal.summary if result.first_fatal else None
+    try:
+        observer.task_finished(result)
+    except Exception:  # the run is over and recorded: a watcher failing changes nothing
+        _report_failed()
+    try:
+        emit("run_finished", ctx, outcome=outcome, duration_seconds=duration, error=error)
+    except Exception:
+        _report_failed()
     return result
+
+
+def _report_failed() -> None:
+    from agent_env.logs import get_logger
+
+    get_logger("tasks").warning("reporting a finished run failed", exc_info=True)
 
 
 def _owner() -> str:
