@@ -29,6 +29,20 @@ class AgentEnv:
         return subprocess.run(self.argv(*args), cwd=self.root, env=self.env, text=True,
                               capture_output=True, timeout=timeout)
 
+    def add_plugin(self, module: str, source: str) -> None:
+        """Install ``source`` as an outside plugin (module ``module``, found by its entry
+        point like any installed one) for this agent-env's commands."""
+        import textwrap
+
+        site = self.root / "site"
+        dist = site / f"{module}-1.0.dist-info"
+        dist.mkdir(parents=True, exist_ok=True)
+        (site / f"{module}.py").write_text(textwrap.dedent(source))
+        (dist / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text(f"[agent_env]\n{module} = {module}\n")
+        self.env["PYTHONPATH"] = str(site)
+
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(self.argv(*args), cwd=self.root, env=self.env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)

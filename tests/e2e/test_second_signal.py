@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import textwrap
 import time
 
 SLOW_TEARDOWN_PLUGIN = '''
@@ -31,14 +30,7 @@ def agent_env_step_types():
 
 
 def test_a_second_ctrl_c_stops_the_teardown_and_lists_what_is_up(agent_env) -> None:
-    site = agent_env.root / "site"
-    (site / "toy_slow-1.0.dist-info").mkdir(parents=True)
-    (site / "toy_slow.py").write_text(textwrap.dedent(SLOW_TEARDOWN_PLUGIN))
-    (site / "toy_slow-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: toy-slow\nVersion: 1.0\n")
-    (site / "toy_slow-1.0.dist-info" / "entry_points.txt").write_text(
-        "[agent_env]\ntoy_slow = toy_slow\n")
-    agent_env.env["PYTHONPATH"] = str(site)
+    agent_env.add_plugin("toy_slow", SLOW_TEARDOWN_PLUGIN)
     folder = agent_env.root / "b"
     (folder / "tasks").mkdir(parents=True)
     (folder / "tasks" / "t.json").write_text(json.dumps([

@@ -10,7 +10,6 @@ can hold. The shipped ``run_code`` step returning NaN is the case the hostile te
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +68,7 @@ def run(*args, **kwargs):
 
 @pytest.fixture
 def crash_bundle(agent_env: Any) -> Path:
-    site = agent_env.root / "site"
-    (site / "toy_injector-1.0.dist-info").mkdir(parents=True)
-    (site / "toy_injector.py").write_text(textwrap.dedent(INJECTOR))
-    (site / "toy_injector-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: toy-injector\nVersion: 1.0\n")
-    (site / "toy_injector-1.0.dist-info" / "entry_points.txt").write_text(
-        "[agent_env]\ntoy_injector = toy_injector\n")
-    agent_env.env["PYTHONPATH"] = str(site)
+    agent_env.add_plugin("toy_injector", INJECTOR)
     agent_env.env["INJECT_LOG"] = str(agent_env.root / "instance.txt")
     folder = agent_env.root / "b"
     (folder / "tasks").mkdir(parents=True)

@@ -10,17 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import cli
 
 from agent_env.bundles.jsonfile import MAX_DEPTH, MAX_INT_DIGITS
-
-
-def cli(capsys: Any, *args: str) -> tuple[int, str, str]:
-    from agent_env.cli.main import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exit_info.value.code or 0), out, err
 
 
 @pytest.mark.parametrize("args, message", [

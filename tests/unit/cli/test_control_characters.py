@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from cli_runner import cli
 
 from agent_env.cli.console import printable
 
@@ -18,14 +18,6 @@ def test_printable_escapes_what_changes_how_a_line_reads() -> None:
         "a\\u202eb\\x00c\\x1b[2Jd\\x85\\u200b\\u2028\\x7f")
     assert printable("naïve 日本 ✓\tok\nnext") == "naïve 日本 ✓\tok\nnext"  # kept as is
 
-
-def cli(capsys: Any, *args: str) -> tuple[int, str, str]:
-    from agent_env.cli.main import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exit_info.value.code or 0), out, err
 
 
 def test_a_step_id_with_control_characters_is_shown_escaped(state_root: Path, tmp_path: Path,

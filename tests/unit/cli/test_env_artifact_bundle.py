@@ -11,19 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import cli
 
 HELLO = Path(__file__).resolve().parents[3] / "core/agent_env/bundles/shipped/hello"
 ECHO = (Path(__file__).resolve().parents[3]
         / "plugins/mcp_env/agentenv_mcp_env/bundles/echo-mcp/envs/echo")
 
-
-def cli(capsys: Any, *args: str) -> tuple[int, str, str]:
-    from agent_env.cli.main import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exit_info.value.code or 0), out, err
 
 
 # -- artifacts ------------------------------------------------------------------------------------
