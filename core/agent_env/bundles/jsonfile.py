@@ -3,8 +3,9 @@
 Python's ``json`` accepts all three silently (the last duplicate wins), which hides mistakes in
 hand-written task files; the reference refuses them, and so do we, naming the file and line.
 So are values no store could keep (``1e400``, which parses as infinity; an integer of more than
-``MAX_INT_DIGITS`` digits), nesting deeper than ``MAX_DEPTH``, and text that is not UTF-8: each
-is one :class:`StrictJSONError`, raised before anything is written.
+``MAX_INT_DIGITS`` digits; a lone surrogate escape such as ``"\\ud800"``), nesting deeper than
+``MAX_DEPTH``, and text that is not UTF-8 (a byte-order mark is allowed): each is one
+:class:`StrictJSONError`, raised before anything is written.
 """
 
 from __future__ import annotations
@@ -74,8 +75,15 @@ def loads_strict(text: str) -> Any:
     if depth > MAX_DEPTH:
         raise StrictJSONError(f"nested {depth} levels deep (at most {MAX_DEPTH})")
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant,
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant,
                           parse_float=number, parse_int=integer)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # a lone surrogate is no text
+        return data
+    except UnicodeEncodeError as exc:
+        code = ord(exc.object[exc.start])
+        raise StrictJSONError(f"a string holds \\u{code:04x}, half of a surrogate pair, which is "
+                              "not text (no store can keep it)",
+                              _line_of(text, rf"(?i)\\u{code:04x}")) from None
     except json.JSONDecodeError as exc:
         raise StrictJSONError(f"invalid JSON: {exc.msg} (column {exc.colno})", exc.lineno) \
             from None
@@ -98,7 +106,7 @@ def loads_strict_bytes(data: bytes) -> Any:
         raise StrictJSONError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; a task file "
                               "holds steps, not data (put data in an artifact)")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise StrictJSONError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file "

@@ -50,7 +50,7 @@ class Version(_Type):
             number = value
         else:
             text = str(value).strip()
-            if not text.isdigit() or len(text) > 19:
+            if not (text.isascii() and text.isdigit()) or len(text) > 19:
                 self.fail(f"{value!r} is not a version (a whole number from 1 to "
                           f"{MAX_VERSION})", param, ctx)
             number = int(text)

@@ -27,6 +27,8 @@ from agent_env.bundles.jsonfile import MAX_DEPTH, MAX_INT_DIGITS
      "Invalid value for '--version': '0' is not a version"),
     (("eval", "get", "--id", "e", "--version", "-3"),
      "Invalid value for '--version': '-3' is not a version"),
+    (("task", "get", "--id", "t", "--version", "\u0663"),  # an Arabic-Indic 3: not ASCII
+     "Invalid value for '--version': '\u0663' is not a version"),
 ])
 def test_bad_ids_and_versions_are_usage_errors(state_root: Path, capsys: Any,
                                                args: tuple[str, ...], message: str) -> None:
@@ -69,6 +71,8 @@ EDGE_VALUES = [
     (b'[{"id": "a", "type": "t", "x": -1E999}]', "-1E999 is too large for a number"),
     (b"[" * 200_000 + b"]" * 200_000, f"nested 200000 levels deep (at most {MAX_DEPTH})"),
     (b'[{"id": "a", "type": "t", "x": "\xff\xfe"}]', "not UTF-8 text (byte 0xff)"),
+    (b'[{"id": "a", "type": "t", "x": "x\\ud800"}]',
+     "a string holds \\ud800, half of a surrogate pair, which is not text"),
 ]
 
 
@@ -162,3 +166,12 @@ def test_a_huge_readme_is_refused(state_root: Path, tmp_path: Path, capsys: Any)
         handle.truncate(64 * 1024 * 1024)
     code, _, err = cli(capsys, "run", str(bundle))
     assert code == 1 and "README.md is larger than 1024 KB" in err, err
+
+
+def test_a_task_file_with_a_byte_order_mark_or_a_surrogate_pair_is_fine(
+        state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    raw = ('\ufeff[{"id": "box", "type": "deploy_sandbox", "sandbox_type": "local", '
+           '"sandbox_name": "x\\ud83d\\ude00"}]').encode("utf-8")
+    path = _task_file(tmp_path, "t.json", raw)
+    assert cli(capsys, "task", "create", str(path), "--id", "fine")[:2] == (
+        0, "task fine: v1 (new)\n")
