@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import VERSION
+from agent_env.cli.params import ENTITY_ID, VERSION
 from agent_env.errors import UserError
 
 #: The entity kinds a bundle has folders for, and those folders.
@@ -119,9 +119,9 @@ class _Writer:
 
 @bundle.command("init")
 @click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--from-task", "task_id", help="A stored task's id.")
-@click.option("--from-eval", "eval_id", help="A stored eval's id (its tasks, at their "
-              "versions).")
+@click.option("--from-task", "task_id", type=ENTITY_ID, help="A stored task's id.")
+@click.option("--from-eval", "eval_id", type=ENTITY_ID,
+              help="A stored eval's id (its tasks, at their versions).")
 @click.option("--version", type=VERSION, help="The task's or eval's version (default: latest).")
 def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | None) -> None:
     """Write a bundle holding a stored task (or eval) and what it names; run it with

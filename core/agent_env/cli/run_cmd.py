@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agent_env.cli.console import echo, printable
+from agent_env.cli.params import ENTITY_ID
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
@@ -391,7 +392,7 @@ async def _execute(
               help="Sandbox providers to use for every sandbox (a fallback chain).")
 @click.option("--model", metavar="NAME",
               help="The model every prompt_agent step asks for (replaces the steps' own).")
-@click.option("--agent", "agent_id", metavar="ID",
+@click.option("--agent", "agent_id", type=ENTITY_ID, metavar="ID",
               help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
 @click.option("--keep", is_flag=True,
               help="Hold sandboxes up after the run until Ctrl-C; prints their URLs and tokens.")

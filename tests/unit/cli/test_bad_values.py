@@ -27,6 +27,10 @@ from agent_env.bundles.jsonfile import MAX_DEPTH, MAX_INT_DIGITS
      "Invalid value for '--version': '0' is not a version"),
     (("eval", "get", "--id", "e", "--version", "-3"),
      "Invalid value for '--version': '-3' is not a version"),
+    (("bundle", "init", "out", "--from-task", ""),
+     "Invalid value for '--from-task': an id cannot be empty"),
+    (("run", "hello", "--agent", "\u202e"),
+     "Invalid value for '--agent': an id cannot hold control characters (U+202E)"),
     (("task", "get", "--id", "t", "--version", "\u0663"),  # an Arabic-Indic 3: not ASCII
      "Invalid value for '--version': '\u0663' is not a version"),
 ])
