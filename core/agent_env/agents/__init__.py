@@ -75,15 +75,20 @@ def read_agent(name: str, folder: Path) -> AgentDefinition:
     )
 
 
-def find_agent(agent_id: str) -> AgentDefinition:
-    """The installed agent ``agent_id`` (name or alias), read; MissingPluginError otherwise."""
-    from agent_env.runtime import current
+def find_agent(agent_id: str, version: int | None = None) -> AgentDefinition:
+    """The installed agent ``agent_id`` (name or alias), else the one ``a2a-agent put`` stored
+    (``version``, default the latest), read; MissingPluginError when neither has it.
 
-    host = current().host
-    for contribution in host.contributions("agent"):
-        source = contribution.obj
-        if contribution.status == "active" and agent_id in (source.name, *source.aliases):
-            return read_agent(source.name, Path(source.path))
+    Installed agents have no versions: ``version`` applies to stored ones (``put`` refuses an
+    installed agent's id, so an id is never both)."""
+    from agent_env.agents.stored import installed_agent, load_stored_agent, stored_record
+
+    source = installed_agent(agent_id)
+    if source is not None:
+        return read_agent(source.name, Path(source.path))
+    record = stored_record(agent_id, version)
+    if record is not None:
+        return load_stored_agent(record)
     raise _missing_agent(agent_id)
 
 
@@ -91,7 +96,11 @@ def _missing_agent(agent_id: str) -> UserError:
     from agent_env.plugins.reporting import missing
     from agent_env.runtime import current
 
-    return missing(current().host, "agent", agent_id)
+    error = missing(current().host, "agent", agent_id)
+    if str(error).startswith("no "):  # not a known plugin's: maybe the user meant their own
+        return type(error)(f"{error}; none is stored under that id either (agent-env "
+                           f"a2a-agent put --id {agent_id} --folder DIR stores one)")
+    return error
 
 
 def model_problem(model: str) -> str | None:

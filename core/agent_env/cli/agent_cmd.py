@@ -1,5 +1,9 @@
-"""``agent-env a2a-agent``: the agents plugins ship (``agent_env_agents``), and agents deployed
+"""``agent-env a2a-agent``: the agents plugins ship (``agent_env_agents``), the agents users
+register (``put``: versioned entities, see :mod:`agent_env.agents.stored`), and agents deployed
 on their own.
+
+``validate`` runs a task that deploys the agent, scores its A2A card (``verify_agent_card``)
+and its reply to one prompt answered by a scripted model (no upstream needed), and tears down.
 
 ``deploy`` brings one agent up as ``deploy_agent`` would in a task (its own sandbox, its model
 gateway, its A2A server behind a bearer token) and exits; the deployment lives until its TTL or
@@ -16,7 +20,7 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID
+from agent_env.cli.params import ENTITY_ID, VERSION
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -44,10 +48,13 @@ def a2a_agent() -> None:
 @a2a_agent.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_agents(as_json: bool) -> None:
-    """Every installed agent: id, the plugin that ships it, its agent type."""
+    """Every installed agent (id, the plugin that ships it, its agent type), then every stored
+    one (id, latest version)."""
     from agent_env.agents import read_agent
+    from agent_env.agents.stored import stored_rows
 
     rows = _rows()
+    stored = stored_rows()
     for row in rows:
         try:
             definition = read_agent(row["id"], Path(row["path"]))
@@ -55,28 +62,109 @@ def list_agents(as_json: bool) -> None:
         except Exception as exc:  # one broken folder must not hide the others
             row["type"], row["description"] = "?", f"unreadable: {exc}"
     if as_json:
-        click.echo(json.dumps({"format_version": 1, "agents": rows}, indent=2))
+        click.echo(json.dumps({"format_version": 1, "agents": rows, "stored": stored},
+                              indent=2))
         return
-    if not rows:
-        echo("No agents are installed (an agents plugin ships them).")
+    if not rows and not stored:
+        echo("No agents are installed (an agents plugin ships them) or stored (a2a-agent put).")
         return
-    width = max(len(r["id"]) for r in rows)
+    width = max(len(r["id"]) for r in [*rows, *stored])
     for row in rows:
         echo(f"{row['id'].ljust(width)}  {row['type']:<6}  {row['package']}  "
                    f"{row['description']}".rstrip())
+    for row in stored:
+        echo(f"{row['id'].ljust(width)}  v{row['version']:<5}  stored (a2a-agent put)")
 
 
 @a2a_agent.command("get")
 @click.option("--id", "agent_id", type=ENTITY_ID, required=True,
               help="The agent's id or alias.")
-def get_agent(agent_id: str) -> None:
-    """One agent's definition (its agent.toml, read), as JSON."""
+@click.option("--version", type=VERSION, help="A stored agent's version (default: the latest).")
+def get_agent(agent_id: str, version: int | None) -> None:
+    """One agent's definition (its agent.toml, read), as JSON; a stored one's version too."""
     import attrs
 
     from agent_env.agents import find_agent
+    from agent_env.agents.stored import installed_agent, stored_record
+    from agent_env.errors import UserError
 
-    definition = find_agent(agent_id)
-    click.echo(json.dumps(attrs.asdict(definition), indent=2, default=str))
+    if version is not None and installed_agent(agent_id) is not None:
+        raise UserError(f"agent '{agent_id}' is installed, not stored: it has no versions "
+                        "(drop --version)")
+    definition = find_agent(agent_id, version)
+    shown = attrs.asdict(definition)
+    record = None if installed_agent(agent_id) else stored_record(agent_id, version)
+    if record is not None:
+        shown.update(version=record.version, content_hash=record.content_hash,
+                     files=sorted(record.body.get("files") or {}),
+                     created_at_utc=record.created_at_utc.isoformat())
+    click.echo(json.dumps(shown, indent=2, default=str))
+
+
+@a2a_agent.command("put")
+@click.option("--id", "agent_id", type=ENTITY_ID, required=True, help="The agent's id.")
+@click.option("--folder", type=click.Path(path_type=Path),
+              help="The agent's folder: an agent.toml and, to build it, its Dockerfile.")
+@click.option("--image-ref", help="A prebuilt A2A agent image to run instead of a folder.")
+@click.option("--validate", "then_validate", is_flag=True,
+              help="Then run a2a-agent validate on the version stored.")
+@click.pass_context
+def put(click_ctx: click.Context, agent_id: str, folder: Path | None, image_ref: str | None,
+        then_validate: bool) -> int:
+    """Store an agent as the next version of ID (unchanged sources: the same version)."""
+    from agent_env.agents.stored import put_agent
+
+    line = put_agent(agent_id, folder, image_ref)
+    echo(str(line))
+    if then_validate:
+        return int(click_ctx.invoke(validate, agent_id=agent_id, version=line.version,
+                                    sandbox=None) or 0)
+    return 0
+
+
+VALIDATE_SCRIPT = "agent-env-validate"
+VALIDATE_REPLY = "agent-env validate: ready"
+
+
+@a2a_agent.command("validate")
+@click.option("--id", "agent_id", type=ENTITY_ID, required=True,
+              help="The agent's id (installed or stored).")
+@click.option("--version", type=VERSION, help="A stored agent's version (default: the latest).")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
+    """Deploy the agent, score its A2A card and its reply to one scripted prompt, tear down.
+
+    The prompt's model is a scripted one answering a fixed text, so no upstream or key is
+    needed; the agent passes when its reply carries that text."""
+    from agent_env.agents import find_agent
+    from agent_env.cli.run_cmd import check_sandbox_chain, execute
+    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
+    from agent_env.tasks.plan import TaskSpec
+    from agent_env.tasks.session import RunRequest
+
+    definition = find_agent(agent_id, version)  # not there: one line before anything runs
+    script = {"name": VALIDATE_SCRIPT, "turns": [{"text": VALIDATE_REPLY}]}
+    artifacts = MemoryArtifacts([ArtifactContent(VALIDATE_SCRIPT, 1, "file", (ArtifactFile(
+        "script.json", json.dumps(script).encode(), 0o644),))])
+    steps: list[dict[str, Any]] = [
+        {"id": "model", "type": "scripted_model", "script_artifact_id": VALIDATE_SCRIPT},
+        {"id": "deploy", "type": "deploy_agent", "a2a_agent_id": agent_id,
+         "a2a_agent_version": version, "depends_on": ["model"]},
+        {"id": "card", "type": "verify_agent_card", "depends_on": ["deploy"]},
+        {"id": "ask", "type": "prompt_agent", "depends_on": ["deploy"],
+         "prompt": "This is agent-env's validation prompt: answer with the model's reply.",
+         "model": f"scripted:{VALIDATE_SCRIPT}", "timeout_seconds": 300},
+        {"id": "reply", "type": "agent_prompt_response_verifier", "prompt_id": "ask",
+         "depends_on": ["ask"],
+         "criteria": [{"type": "response_contains", "needles": [VALIDATE_REPLY]}]},
+    ]
+    label = f"validate agent {definition.name}" + (f" v{version}" if version else "")
+    spec = TaskSpec(f"{definition.name}.validate", label, tuple(steps), None)
+    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    if chain:
+        check_sandbox_chain(chain)
+    _, code = execute([RunRequest(spec, artifacts, {})], sandbox_chain=chain)
+    return code
 
 
 # -- deployed on their own ------------------------------------------------------------------------
@@ -97,7 +185,7 @@ def _env_vars(values: tuple[str, ...]) -> dict[str, str]:
 
 
 async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list[str] | None,
-                  model: str | None) -> tuple[Any, Any]:
+                  model: str | None, network_policy: str = "sealed") -> tuple[Any, Any]:
     """Run ``deploy_agent`` in a context of its own and keep what it brought up; on failure
     everything it brought up is taken down and nothing is recorded."""
     import asyncio
@@ -118,7 +206,7 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
                       labels={DEPLOYMENT_LABEL: instance_id})
     ctx.note_sink = lambda line: echo(line, err=True)
     step = DeployAgent(id="deploy", agent_name=agent_id, a2a_agent_id=agent_id,
-                       env_vars=env_vars, ttl_seconds=ttl)
+                       env_vars=env_vars, ttl_seconds=ttl, network_policy=network_policy)
     created = utc_now()
     try:
         await step.run(ctx)
@@ -151,9 +239,12 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--model", metavar="NAME", help="The model it uses unless a prompt names one "
                                               "(goes through its model gateway).")
+@click.option("--network-policy", type=click.Choice(["sealed", "open"]), default="sealed",
+              show_default=True, help="sealed: it reaches only its model gateway; open: it "
+              "also has a route out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: str | None,
-           model: str | None, as_json: bool) -> None:
+           model: str | None, network_policy: str, as_json: bool) -> None:
     """Deploy an agent on its own; it stays up until its TTL or a2a-agent teardown."""
     import asyncio
 
@@ -171,7 +262,8 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
         from agent_env.cli.run_cmd import check_sandbox_chain
 
         check_sandbox_chain(chain)  # a provider that cannot be used: one line, nothing started
-    entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model))
+    entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model,
+                                       network_policy))
     token = str(getattr(agent, "token", "") or "")
     if as_json:
         click.echo(json.dumps({**entry.to_json(), "token": token,

@@ -97,6 +97,13 @@ class ContainerSpec:
     ``private=False``: on the edge only, it reaches the env's gateway but not the env servers.
     A provider that cannot keep the private network closed says so in ``describe()``
     (``env_isolation``).
+
+    A third network, the *sealed* one, is for agents (``sealed=True``, which takes no
+    ``publish``, ``egress`` or ``private``): a sealed container's only peers are the sandbox's
+    publishing containers (the env gateway, the model gateway, agent fronts), and it has no route
+    out and no address on the host. Why: an agent runs code a model wrote, so by default it may
+    reach its tools and its model and nothing else. A provider that cannot do this says so in
+    :meth:`Sandbox.agent_isolation`.
     """
 
     name: str
@@ -109,11 +116,18 @@ class ContainerSpec:
     private: bool = True
     #: Needs a route out of the sandbox (the host's services, the internet): on the edge network.
     egress: bool = False
+    #: On the sealed network only (an agent): it reaches the publishing containers, nothing else.
+    sealed: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.sealed and (self.publish or self.egress or self.private):
+            raise ValueError(f"container '{self.name}': a sealed container takes no publish, "
+                             "egress or private (it reaches only the sandbox's gateways)")
 
     @property
     def edge(self) -> bool:
         """On the edge network: it publishes, goes out, or is not private (it needs a network)."""
-        return bool(self.publish) or self.egress or not self.private
+        return not self.sealed and (bool(self.publish) or self.egress or not self.private)
 
 
 @attrs.frozen
@@ -222,6 +236,12 @@ class Sandbox(abc.ABC):
         env's run record keeps it beside ``describe()``."""
         return (f"the '{self.provider_name}' sandbox does not isolate env servers: anything "
                 "that reaches the sandbox may reach them without the gateway's token")
+
+    def agent_isolation(self) -> str | None:
+        """None when :meth:`run_container` can seal a container (``ContainerSpec.sealed``), else
+        a one-line reason it cannot (an agent type then refuses a sealed agent, naming it)."""
+        return (f"the '{self.provider_name}' sandbox cannot seal a container's network (it has "
+                "no network that reaches only the gateways)")
 
     def describe(self) -> dict[str, Any]:
         """What a run record keeps to find this sandbox again (no secrets)."""

@@ -13,6 +13,9 @@ this, and plugins may not import each other, so they all subclass :class:`Docker
   ``ContainerSpec.name``: the private one (``<prefix>-net``: ``--internal``, and no bridge
   address in the VM, so neither the VM's processes nor the edge's containers reach an env
   server except through its gateway) and the edge one (``<prefix>-edge``: publishing, egress).
+  A sealed container (an agent) gets a third, ``<prefix>-sealed``, made on first use, internal
+  and without a bridge address as well, that every publishing container joins: its only peers
+  are the gateways.
   Container names carry the sandbox's prefix, and every container and network carries
   ``agentenv.sandbox=<id>`` so a teardown can find them;
 * a published port is bound to a port the sandbox's daemon picks, which the provider then
@@ -84,8 +87,17 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         """The edge network (published ports, egress, agents)."""
         return f"{self.container_prefix}-edge"
 
+    @property
+    def sealed_network_name(self) -> str:
+        """The sealed network (sealed containers and the publishing ones they may reach)."""
+        return f"{self.container_prefix}-sealed"
+
     def env_isolation(self) -> str | None:
         return None
+
+    def agent_isolation(self) -> str | None:
+        return None if self.mode == "vm" else (
+            f"a container-mode {self.provider_name} sandbox runs no containers of its own")
 
     def container_name(self, name: str) -> str:
         return f"{self.container_prefix}-{_slug(name)}"
@@ -138,7 +150,14 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         own = f"{SANDBOX_LABEL}={self.id}"
         await self.ensure_network()
         name = self.container_name(spec.name)
-        joins = [self.network_name] * spec.private + [self.edge_network_name] * spec.edge
+        published: set[str] = self.__dict__.setdefault("_published", set())
+        if spec.sealed:
+            await self.ensure_sealed_network(published)
+            joins = [self.sealed_network_name]
+        else:
+            joins = [self.network_name] * spec.private + [self.edge_network_name] * spec.edge
+            if spec.publish and self.__dict__.get("_sealed_ready"):
+                joins.append(self.sealed_network_name)
         argv = ["docker", "create", "--name", name, "--network", joins[0],
                 "--network-alias", spec.name, "--init", "--label", own]
         if spec.egress:
@@ -157,6 +176,8 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         await self.docker(f"docker rm -f {shlex.quote(name)} >/dev/null 2>&1; "
                           + shlex.join(argv) + " >/dev/null" + connect
                           + f" && docker start {shlex.quote(name)} >/dev/null")
+        if spec.publish:
+            published.add(spec.name)
         urls: dict[int, str] = {}
         for port in spec.publish:
             mapped = await self.docker(f"docker port {shlex.quote(name)} {port}/tcp")
@@ -185,6 +206,25 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                 f"docker network create --label {own} {edge} >/dev/null)")
             self.__dict__["_network_ready"] = True
 
+    async def ensure_sealed_network(self, published: set[str]) -> None:
+        """Create the sealed network once and connect the publishing containers to it."""
+        import asyncio
+
+        lock = self.__dict__.setdefault("_seal_lock", asyncio.Lock())
+        async with lock:
+            if self.__dict__.get("_sealed_ready"):
+                return
+            sealed = shlex.quote(self.sealed_network_name)
+            own = shlex.quote(f"{SANDBOX_LABEL}={self.id}")
+            connect = "".join(
+                f" && docker network connect --alias {shlex.quote(name)} {sealed} "
+                f"{shlex.quote(self.container_name(name))}" for name in sorted(published))
+            await self.docker(
+                f"(docker network inspect {sealed} >/dev/null 2>&1 || docker network create "
+                f"--internal -o com.docker.network.bridge.inhibit_ipv4=true --label {own} "
+                f"{sealed} >/dev/null){connect}")
+            self.__dict__["_sealed_ready"] = True
+
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         result = await self.exec(
             f"docker logs --tail {int(tail)} {shlex.quote(self.container_name(name))} 2>&1"
@@ -197,7 +237,8 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         await self.exec(
             f"ids=$(docker ps -aq --filter {own}); [ -z \"$ids\" ] || docker rm -f $ids; "
             f"docker network rm {shlex.quote(self.network_name)} "
-            f"{shlex.quote(self.edge_network_name)} >/dev/null 2>&1; true"
+            f"{shlex.quote(self.edge_network_name)} >/dev/null 2>&1; "
+            f"docker network rm {shlex.quote(self.sealed_network_name)} >/dev/null 2>&1; true"
         )
 
 

@@ -22,6 +22,7 @@ CORE_STEP_TYPES = {
     "deploy_agent": f"{_STEPS}.agent_steps:DeployAgent",
     "prompt_agent": f"{_STEPS}.agent_steps:PromptAgent",
     "agent_prompt_response_verifier": f"{_STEPS}.agent_steps:AgentPromptResponseVerifier",
+    "verify_agent_card": f"{_STEPS}.agent_steps:VerifyAgentCard",
     "run_container_unit_tests_verifier":
         "agent_env.evals.verifiers:RunContainerUnitTestsVerifier",
     "collect_artifacts": "agent_env.evals.verifiers:CollectArtifacts",

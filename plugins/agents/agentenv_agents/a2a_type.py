@@ -328,6 +328,8 @@ class A2aAgent:
     context_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
     #: The bearer token its A2A server wants (``A2A_TOKEN``): its port is published on the host.
     token: str = attrs.field(factory=lambda: secrets.token_urlsafe(32), repr=False)
+    #: ``sealed``: its container reaches only the sandbox's gateways; ``open``: also the world.
+    network_policy: str = "sealed"
 
     @property
     def rpc_path(self) -> str:
@@ -347,7 +349,7 @@ class A2aAgent:
                     "image": self.gateway.image,
                     "upstream": self.gateway.upstream or "scripted only"},
                 "card_name": self.card.get("name"), "card_version": self.card.get("version"),
-                "envs": list(self.env_ids),
+                "envs": list(self.env_ids), "network_policy": self.network_policy,
                 "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
 
     async def _rpc(self, http: Any, method: str, params: dict[str, Any],
@@ -622,6 +624,11 @@ class A2aAgentType:
             provider = open_provider(choose_provider(chain))
             sandbox = await provider.create(spec)
             ctx.add_sandbox(container, sandbox)
+        policy = getattr(step, "network_policy", None) or "sealed"
+        if policy == "sealed" and (reason := sandbox.agent_isolation()) is not None:
+            raise StepError(f"agent '{step.agent_name}' cannot be sealed: {reason}; set "
+                            'network_policy = "open" on its deploy_agent step to give it a '
+                            "route out")
         gateway = await model_gateway(ctx, sandbox, say)
         if source.image:
             image = source.image
@@ -659,9 +666,11 @@ class A2aAgentType:
         if setup.role:
             env["AGENT_ENV_ROLE"] = setup.role
         labels = {**ctx.labels, AGENT_LABEL: source.name}
+        # sealed: on a network whose only other members are the gateways and agent fronts
         await sandbox.run_container(ContainerSpec(
             name=container, image=image, env=env,
-            labels={**labels, "agentenv.role": "agent"}, private=False))
+            labels={**labels, "agentenv.role": "agent"}, private=False,
+            sealed=policy == "sealed"))
         # Only the front is published: it checks the token whatever SDK the agent was built on.
         urls = await sandbox.run_container(ContainerSpec(
             name=f"{container}-front", image=gateway.image,
@@ -679,11 +688,12 @@ class A2aAgentType:
         if not isinstance(card, dict):
             raise StepError(f"agent '{step.agent_name}' ({source.name}) serves no JSON card")
         agent = A2aAgent(step.agent_name, source.name, url, container, image, model, card,
-                         sandbox, gateway, ctx, list(step.env_ids), token=token)
+                         sandbox, gateway, ctx, list(step.env_ids), token=token,
+                         network_policy=policy)
         await _configure(agent, card, setup, envs, step)
         ctx.add_endpoint(f"agent '{step.agent_name}' ({source.name}), A2A", url, token)
         say(f"agents/{source.name}: '{step.agent_name}' ready at {url} "
-            f"(model {model or 'named per prompt'}; model gateway "
+            f"({policy} network; model {model or 'named per prompt'}; model gateway "
             f"{'forwarding to the configured upstream' if gateway.upstream else 'scripted only'})")
         return agent
 

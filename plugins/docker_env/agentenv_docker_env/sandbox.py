@@ -15,7 +15,14 @@ could call an env server without the gateway's token. Other containers reach it 
 (Docker's isolation rules drop traffic between bridges). The *edge* one (``<id>-edge``) is a
 plain bridge: containers that publish ports join it (Docker publishes only through a network
 with a route out), and so do those asking for ``egress``. The gateway is on both; env servers
-only on the private one; an agent only on the edge.
+only on the private one; an agent that is not sealed only on the edge.
+
+A sealed container (an agent, ``ContainerSpec.sealed``) gets a third network, ``<id>-sealed``,
+made on first use: internal and without a host address like the private one, and joined by
+every container of the sandbox that publishes a port (the env gateway, the model gateway, agent
+fronts), those already running and those started after. The sealed container is on it alone, so
+it reaches the gateways by name and nothing else: not the env servers, not the host, not the
+internet, not another sandbox.
 
 ``internal_network = false`` (provider config) puts everything on one plain bridge instead (an
 env server that must reach out needs it); the env's run record then says its env servers are
@@ -186,6 +193,9 @@ class DockerSandbox(Sandbox):
         #: committed images to start instead of their source (start_from_committed), by name
         self._committed: dict[str, CommittedImage] = {}
         self._started_committed: set[str] = set()
+        #: the sealed network exists and publishing containers join it (made on first use)
+        self._sealed = False
+        self._seal_lock = threading.Lock()
 
     # -- names -----------------------------------------------------------------------------
 
@@ -196,6 +206,10 @@ class DockerSandbox(Sandbox):
     @property
     def edge_network(self) -> str:
         return f"{self.id}-edge"
+
+    @property
+    def sealed_network(self) -> str:
+        return f"{self.id}-sealed"
 
     @property
     def has_edge(self) -> bool:
@@ -222,6 +236,14 @@ class DockerSandbox(Sandbox):
                 "bridge: the host and the sandbox's other containers reach them without the "
                 "gateway's token")
 
+    def agent_isolation(self) -> str | None:
+        if self.mode == "vm" and self.has_edge:
+            return None
+        if self.mode != "vm":
+            return "a container-mode docker sandbox runs no containers of its own"
+        return ("the docker provider's internal_network = false gives the sandbox one plain "
+                "bridge, so no network reaches only the gateways")
+
     def _remember(self, name: str) -> None:
         self._names.add(name)
 
@@ -246,11 +268,14 @@ class DockerSandbox(Sandbox):
         private: bool = True,
         edge: bool = False,
         egress: bool = False,
+        sealed: bool = False,
     ) -> dict[int, str]:
         """Create and start a container, attached to the sandbox's networks; returns its URLs.
 
         ``private``/``edge``: which of the two networks it joins (both for the gateway); with
         no edge network (``internal_network = false``) there is one, and everything is on it.
+        ``sealed``: the sealed network alone; a publishing container also joins the sealed
+        network once it exists.
         ``egress`` also names the host ``host.docker.internal`` (a model upstream on the host).
         """
         import docker.errors
@@ -267,10 +292,14 @@ class DockerSandbox(Sandbox):
         joins: list[str] = []
         if self.mode == "vm":
             edge = edge or bool(publish) or not private
-            if not self.has_edge:
+            if sealed:
+                joins = [self.sealed_network]
+            elif not self.has_edge:
                 joins = [self.network]
-            else:  # Docker 20.10's create takes one network; the other is connected after
+            else:  # Docker 20.10's create takes one network; the others are connected after
                 joins = [self.network] * private + [self.edge_network] * edge
+                if publish and self._sealed:
+                    joins.append(self.sealed_network)
             networking = api.create_networking_config(
                 {joins[0]: api.create_endpoint_config(aliases=aliases)}
             )
@@ -530,8 +559,14 @@ class DockerSandbox(Sandbox):
                 env=dict(spec.env), publish=tuple(spec.publish), alias=spec.name,
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
                 private=spec.private, edge=spec.edge, egress=spec.egress,
+                sealed=spec.sealed,
             )
 
+        if spec.sealed:
+            reason = self.agent_isolation()
+            if reason is not None:
+                raise SandboxUnsupported(f"container '{spec.name}' cannot be sealed: {reason}")
+            self._seal_blocking()
         if name in self._names:  # a rerun of the same deploy step replaces its container
             self._remove_quietly(name)
         try:
@@ -545,6 +580,32 @@ class DockerSandbox(Sandbox):
         if image != spec.image:
             self._started_committed.add(image)
         return urls
+
+    def _seal_blocking(self) -> None:
+        """Make the sealed network (once) and connect every publishing container to it."""
+        import docker.errors
+
+        with self._seal_lock:
+            if self._sealed:
+                return
+            api = self.client.api
+            name = self.sealed_network
+            if not any(n.get("Name") == name for n in api.networks(names=[name])):
+                api.create_network(name, driver="bridge", internal=True,
+                                   options=NO_HOST_ADDRESS, labels=self._labels("network"))
+            self._sealed = True  # from here on, new publishing containers join at create
+            for container in api.containers(filters={"label": f"{SANDBOX_LABEL}={self.id}"}):
+                networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
+                published = any(p.get("PublicPort") for p in container.get("Ports") or ())
+                if not published or name in networks:
+                    continue
+                alias = (container.get("Labels") or {}).get(NAME_LABEL)
+                try:
+                    api.connect_container_to_network(container["Id"], name,
+                                                     aliases=[alias] if alias else None)
+                except docker.errors.APIError as exc:
+                    if "already exists" not in str(exc):
+                        raise
 
     # -- committed containers --------------------------------------------------------------
 

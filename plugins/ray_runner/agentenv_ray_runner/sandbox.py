@@ -74,11 +74,13 @@ class SandboxHost:
         await remove_leftovers([f for f in found if f.remove])
         return str(self.address)
 
-    async def create(self, spec: SandboxSpec) -> tuple[str, str, str | None, dict[str, Any]]:
+    async def create(self, spec: SandboxSpec
+                     ) -> tuple[str, str, str | None, str | None, dict[str, Any]]:
         provider = open_provider(choose_provider(self.inner))
         sandbox = await provider.create(spec)
         self.sandboxes[sandbox.id] = sandbox
-        return sandbox.id, sandbox.provider_name, sandbox.env_isolation(), sandbox.describe()
+        return (sandbox.id, sandbox.provider_name, sandbox.env_isolation(),
+                sandbox.agent_isolation(), sandbox.describe())
 
     async def call(self, sandbox_id: str, method: str, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> Any:
@@ -124,14 +126,14 @@ class RaySandbox(Sandbox):
     provider_name = "ray"
 
     def __init__(self, host: Any, node_id: str, node_address: str, local_address: str,
-                 slot: Any, created: tuple[str, str, str | None, dict[str, Any]]
+                 slot: Any, created: tuple[str, str, str | None, str | None, dict[str, Any]]
                  ) -> None:
         self.host = host
         self.node_id = node_id
         self.node_address = node_address
         self.local_address = local_address
         self.slot: Any = slot  # the placement group holding this sandbox's env slot
-        self.id, self.inner_provider, self._isolation, self._describe = created
+        self.id, self.inner_provider, self._isolation, self._seal, self._describe = created
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         import ray
@@ -193,6 +195,9 @@ class RaySandbox(Sandbox):
 
     def env_isolation(self) -> str | None:
         return self._isolation
+
+    def agent_isolation(self) -> str | None:
+        return self._seal
 
     def describe(self) -> dict[str, Any]:
         return {**self._describe, "provider": "ray", "inner_provider": self.inner_provider,

@@ -17,9 +17,20 @@ def test_an_agent_nobody_ships_is_one_line_and_writes_nothing(tmp_path: Path) ->
                           capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        "Error: no agent named 'nosuch' (installed: claude-code, codex, model-agent)")
+        "Error: no agent named 'nosuch' (installed: claude-code, codex, model-agent); none is "
+        "stored under that id either (agent-env a2a-agent put --id nosuch --folder DIR stores "
+        "one)")
     assert done.stdout == ""  # no ledger line: nothing was stored
-    assert not (tmp_path / "state" / "documents.sqlite3").exists()
+    # looking for a stored agent of that name may open the store, but nothing is written to it
+    database = tmp_path / "state" / "documents.sqlite3"
+    if database.exists():
+        import sqlite3
+
+        with sqlite3.connect(database) as conn:
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE "
+                                                 "type = 'table'")]
+            assert all(conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] == 0
+                       for t in tables if not t.startswith("_"))
 
 
 def _run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:

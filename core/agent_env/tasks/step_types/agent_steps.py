@@ -124,6 +124,10 @@ def default_agent_id() -> str | None:
     return str(value) if value else None
 
 
+#: What ``deploy_agent``'s ``network_policy`` takes.
+AGENT_NETWORK_POLICIES = ("sealed", "open")
+
+
 @attrs.define(kw_only=True)
 class DeployAgent(Step):
     """Bring up an agent that uses the tools of ``env_ids`` as ``role``."""
@@ -150,11 +154,18 @@ class DeployAgent(Step):
     memory_mb: int | None = None
     #: Free-form, kept in the record.
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    #: ``sealed`` (default): the agent's container reaches its env's gateway and the model
+    #: gateway, nothing else (no internet, no host, no other run). ``open``: it also has a
+    #: route out (the run record says so).
+    network_policy: str = "sealed"
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if not self.agent_name.strip():
             problems.append("agent_name must not be empty")
+        if self.network_policy not in AGENT_NETWORK_POLICIES:
+            problems.append(f"network_policy must be one of {', '.join(AGENT_NETWORK_POLICIES)}"
+                            f", not {self.network_policy!r}")
         if len(set(self.env_ids)) != len(self.env_ids):
             problems.append("env_ids names an env twice")
         return problems
@@ -176,14 +187,17 @@ class DeployAgent(Step):
         from agent_env.agents import find_agent
         from agent_env.runtime import current
 
-        agent_id = ctx.metadata.get("agent") or self.a2a_agent_id or default_agent_id()
+        override = ctx.metadata.get("agent")
+        agent_id = override or self.a2a_agent_id or default_agent_id()
         if agent_id is None:
             raise StepError(
                 f"agent '{self.agent_name}' has nothing to run it: the step names no "
                 "a2a_agent_id, no [agents] default is configured, and no outside player plays "
                 "it (play it from your own loop with agent_env.task.EpisodeSpec)"
             )
-        definition = find_agent(agent_id)
+        # the step's version pins the step's own agent, not one --agent put in its place
+        version = None if override else self.a2a_agent_version
+        definition = find_agent(agent_id, version)
         agent_type: Any = current().host.lookup("agent_type", definition.type)
         agent: Agent = await agent_type.deploy(ctx, self, setup, definition)
         return agent
@@ -399,6 +413,56 @@ class AgentPromptResponseVerifier(Step):
             response = str(reply.get("response") or "")
             rows = [_score(index, criterion, response)
                     for index, criterion in enumerate(self.criteria)]
+        ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
+
+
+#: What an A2A agent card must hold (A2A's AgentCard required fields); ``capabilities`` and
+#: ``skills`` must also have the right shape.
+CARD_FIELDS = ("name", "description", "url", "version", "capabilities", "defaultInputModes",
+               "defaultOutputModes", "skills")
+
+
+@attrs.define(kw_only=True)
+class VerifyAgentCard(Step):
+    """Score a deployed agent's A2A card: its required fields, and the extensions it must
+    declare (by a part of their URI, e.g. ``mcp-config``). ``a2a-agent validate`` runs it."""
+
+    type = "verify_agent_card"
+
+    agent_name: str = DEFAULT_AGENT_NAME
+    extensions: list[str] = attrs.field(factory=list)
+    score_aggregator: str = "all_pass"
+    verifier_id: str | None = None
+
+    async def run(self, ctx: TaskContext) -> None:
+        agent = ctx.agents.get(self.agent_name)
+        if agent is None:
+            raise StepError(f"no agent '{self.agent_name}' is deployed (deployed: "
+                            f"{', '.join(sorted(ctx.agents)) or 'none'})")
+        card = getattr(agent, "card", None)
+        if not isinstance(card, dict):
+            raise StepError(f"agent '{self.agent_name}' has no A2A card (an outside player?)")
+        rows = []
+        for index, field in enumerate(CARD_FIELDS):
+            value = card.get(field)
+            shape = {"capabilities": dict, "skills": list, "defaultInputModes": list,
+                     "defaultOutputModes": list}.get(field, str)
+            good = isinstance(value, shape) and (shape is not str or bool(value))
+            why = (f"card has {field}" if good else
+                   f"card's {field} is {'missing' if value is None else 'not a ' + shape.__name__}")
+            rows.append(ScoreRow(index, float(good), good, why,
+                                 criterion={"id": f"card.{field}"}))
+        capabilities = card.get("capabilities")
+        listed = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+        declared = [str(e.get("uri", "")) for e in listed if isinstance(e, dict)] if isinstance(
+            listed, list) else []
+        for offset, wanted in enumerate(self.extensions, start=len(rows)):
+            found = [uri for uri in declared if wanted in uri]
+            why = (f"declares {found[0]}" if found else
+                   f"declares no '{wanted}' extension (it declares: "
+                   f"{', '.join(declared) or 'none'})")
+            rows.append(ScoreRow(offset, float(bool(found)), bool(found), why,
+                                 criterion={"id": f"extension.{wanted}"}))
         ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
 
 

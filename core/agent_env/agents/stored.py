@@ -1,0 +1,151 @@
+"""Agents registered with ``agent-env a2a-agent put``: versioned entities of kind ``agents``.
+
+Why beside the installed ones: an eval author's own agent (a folder with a Dockerfile and an
+``agent.toml``, or an image someone else built) should not need a plugin. ``put`` stores it
+through the bundles' ledger (a file table whose contents are content-addressed in the object
+store; unchanged sources are the same version), and ``deploy_agent`` finds it by id and
+``a2a_agent_version`` when no installed agent has that id. An image ref alone is stored as a
+one-line ``agent.toml`` (``image = "..."``), so both forms are one kind of entity.
+
+To deploy, a version's files are laid out once under ``<state root>/agents/<content hash>/``
+(an agent type builds from a folder); a version never changes, so the folder is reused.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agent_env.agents import AGENT_FILE, AgentDefinition, read_agent
+from agent_env.errors import UserError
+
+KIND = "agents"
+#: The ledger's file-entity ``type`` for agents.
+ENTITY_TYPE = "agent"
+
+
+def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
+                scratch: Path) -> list[Any]:
+    """The file table to store; every problem at once, as one UserError.
+
+    With only ``image_ref``, the folder is ``scratch`` holding a generated ``agent.toml``.
+    """
+    from agent_env.bundles.parse import collect_files
+
+    if folder is None and not image_ref:
+        raise UserError("give --folder DIR (an agent.toml and its Dockerfile) or --image-ref "
+                        "IMAGE")
+    if folder is not None and image_ref:
+        raise UserError("give --folder or --image-ref, not both (an agent.toml's image = "
+                        "names a prebuilt image)")
+    if folder is None:
+        assert image_ref is not None
+        if any(c.isspace() for c in image_ref) or image_ref.startswith("-"):
+            raise UserError(f"--image-ref {image_ref!r} is not an image reference")
+        folder = scratch
+        (folder / AGENT_FILE).write_text(f'type = "a2a"\nimage = "{image_ref}"\n',
+                                         encoding="utf-8")
+    elif not folder.is_dir():
+        raise UserError(f"--folder {folder}: not a folder")
+    definition = read_agent(agent_id, folder)  # a bad agent.toml: its one-line error
+    problems: list[str] = []
+    files = collect_files(folder, str(folder), problems)
+    if definition.type == "a2a" and not definition.image and not any(
+            f.path == definition.dockerfile for f in files):
+        problems.append(f"{folder}: has no {definition.dockerfile} (an a2a agent without "
+                        "image = in its agent.toml is built from one)")
+    if problems:
+        raise UserError("; ".join(problems))
+    return sorted(files, key=lambda f: f.path)
+
+
+def put_agent(agent_id: str, folder: Path | None, image_ref: str | None) -> Any:
+    """Store the agent as the next version of ``agent_id`` (unchanged: the same version);
+    returns the ledger line."""
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.model import ArtifactEntry
+    from agent_env.stores import object_store, versioned_store
+
+    if installed_agent(agent_id) is not None:
+        raise UserError(f"'{agent_id}' is an installed agent's id (a2a-agent list): store "
+                        "yours under another id")
+    with tempfile.TemporaryDirectory(prefix="agent-env-agent-put-") as scratch:
+        files = agent_files(agent_id, folder, image_ref, Path(scratch))
+        entry = ArtifactEntry(agent_id.rsplit("/", 1)[-1], agent_id, ENTITY_TYPE,
+                              f"agent {agent_id}", tuple(files))
+        ledger = Ledger(versioned_store(), object_store())
+        ledger.write_files_entity(KIND, entry)
+    return ledger.lines[-1]
+
+
+def installed_agent(agent_id: str) -> Any:
+    """The installed agent source (name or alias) ``agent_id``, or None."""
+    from agent_env.runtime import current
+
+    for contribution in current().host.contributions("agent"):
+        source = contribution.obj
+        if contribution.status == "active" and agent_id in (source.name, *source.aliases):
+            return source
+    return None
+
+
+def stored_record(agent_id: str, version: int | None = None) -> Any:
+    """The stored agent's record, or None when nothing is stored under that id; a version the
+    agent does not have is a UserError naming its latest."""
+    from agent_env.stores import versioned_store
+
+    store = versioned_store()
+    record = store.get(KIND, agent_id, version)
+    if record is None and version is not None:
+        latest = store.latest_version(KIND, agent_id)
+        if latest:
+            raise UserError(f"agent '{agent_id}' has no version {version} (the latest is "
+                            f"v{latest})")
+    return record
+
+
+def load_stored_agent(record: Any) -> AgentDefinition:
+    """The stored version as a definition whose folder holds its files (laid out once)."""
+    from agent_env.config import get_config
+    from agent_env.stores import object_store
+
+    folder = get_config().state_root / KIND / record.content_hash
+    if not folder.is_dir():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{record.content_hash}-", dir=folder.parent))
+        try:
+            objects = object_store()
+            for path, meta in sorted((record.body.get("files") or {}).items()):
+                parts = path.split("/")
+                if posixpath.isabs(path) or ".." in parts:
+                    raise UserError(f"agent {record.id} v{record.version} has a file path that "
+                                    f"escapes its folder: '{path}'")
+                target = partial.joinpath(*parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(objects.get(meta["key"]))
+                os.chmod(target, int(meta.get("mode", 0o644)))
+            try:
+                partial.rename(folder)
+            except OSError:  # another process laid it out first: theirs is the same content
+                pass
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return read_agent(record.id, folder)
+
+
+def stored_rows() -> list[dict[str, Any]]:
+    """One row per stored agent (its latest version), for ``a2a-agent list``."""
+    from agent_env.stores import versioned_store
+
+    store = versioned_store()
+    rows = []
+    for agent_id in store.list_ids(KIND):
+        record = store.get(KIND, agent_id)
+        if record is not None:
+            rows.append({"id": agent_id, "version": record.version,
+                         "files": len(record.body.get("files") or {})})
+    return rows
