@@ -133,6 +133,20 @@ def agent_env_model_providers() -> list[ModelProvider]:
 
 
 @hookspec
+def agent_env_bundle_formats() -> list[type]:
+    """Return bundle format classes: other frameworks' task folders, converted both ways.
+
+    Each class has class attributes ``name`` (what ``agent-env bundle import NAME`` /
+    ``export NAME`` select) and ``description``, and two classmethods:
+    ``import_tasks(source: Path, output: Path) -> list[str]`` writes a bundle folder from the
+    format's task folders and ``export_tasks(bundle: Path, output: Path) -> list[str]`` writes
+    the format's folders from a bundle's tasks that fit it; each returns the lines to print and
+    raises ``UserError`` (one line, nothing written) for input it cannot convert. Return a
+    :class:`~agent_env.contributions.Lazy`: the converter is imported only when used.
+    """
+
+
+@hookspec
 def agent_env_runners() -> list[type]:
     """Return runner classes: where task runs execute (``local``, ``ray``, ...).
 

@@ -30,7 +30,66 @@ FOLDERS = {"envs": "envs", "artifacts": "artifacts"}
 
 @click.group("bundle")
 def bundle() -> None:
-    """Bundles from stored entities: init."""
+    """Bundles from stored entities (init) and from other frameworks' tasks (import, export)."""
+
+
+def _format(name: str) -> Any:
+    """The bundle format plugin ``name`` (``harbor``); a one-line error naming the installed."""
+    from agent_env.runtime import current
+
+    return current().host.lookup("bundle_format", name)
+
+
+def _fresh_output(output: Path) -> None:
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise UserError(f"{output} exists and is not empty: give a new folder")
+
+
+@bundle.command("import")
+@click.argument("format_name", metavar="FORMAT")
+@click.argument("source", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--output", "-o", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="The bundle folder to write (new or empty).")
+def import_bundle(format_name: str, source: Path, output: Path) -> None:
+    """Convert FORMAT task folders (one, or a folder of them) into a bundle; run it with
+    agent-env run OUTPUT."""
+    converter = _format(format_name)
+    _fresh_output(output)
+    for line in _written(output, lambda scratch: converter.import_tasks(source, scratch)):
+        echo(line)
+    echo(f"Run it with: agent-env run {output}")
+
+
+@bundle.command("export")
+@click.argument("format_name", metavar="FORMAT")
+@click.argument("source", metavar="BUNDLE",
+                type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--output", "-o", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="The folder to write the FORMAT task folders into.")
+def export_bundle(format_name: str, source: Path, output: Path) -> None:
+    """Convert a bundle's tasks that fit FORMAT into its task folders (others are named)."""
+    converter = _format(format_name)
+    _fresh_output(output)
+    for line in _written(output, lambda scratch: converter.export_tasks(source, scratch)):
+        echo(line)
+    echo(f"Wrote {output}")
+
+
+def _written(output: Path, write: Any) -> list[str]:
+    """Run ``write(scratch)`` into a scratch folder beside ``output``, then rename it into
+    place: a failure (or Ctrl-C) leaves nothing half-written."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".bundle-convert-", dir=output.parent))
+    os.chmod(scratch, 0o755)
+    try:
+        lines = list(write(scratch))
+        if output.exists():
+            output.rmdir()  # empty, checked before
+        os.replace(scratch, output)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return lines
 
 
 def _name(entity_id: str, taken: set[str]) -> str:

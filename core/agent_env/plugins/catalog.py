@@ -75,6 +75,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     FirstPartyPlugin(
         "tenki", "agentenv-framework-tenki", "tenki", {"sandbox_provider": ("tenki",)}
     ),
+    FirstPartyPlugin("harbor", "agentenv-framework-harbor", "harbor",
+                     {"bundle_format": ("harbor",)}),
     FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",
                      {"runner": ("ray",), "sandbox_provider": ("ray",)}),
     FirstPartyPlugin(

@@ -28,6 +28,7 @@ CONTRIBUTION_HOOKS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "agent": ("agent_env_agents", lambda c: c.name),
     "model_provider": ("agent_env_model_providers", lambda c: c.name),
     "runner": ("agent_env_runners", lambda c: c.name),
+    "bundle_format": ("agent_env_bundle_formats", lambda c: c.name),
 }
 CLI_COMMAND = "cli_command"
 

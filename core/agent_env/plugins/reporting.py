@@ -39,6 +39,7 @@ KIND_LABELS = {
     "cli_command": ("command", "commands"),
     "model_provider": ("model provider", "model providers"),
     "runner": ("runner", "runners"),
+    "bundle_format": ("bundle format", "bundle formats"),
 }
 
 

@@ -38,14 +38,15 @@ def _agent_env_vars(state: Path) -> dict[str, str]:
     return env
 
 
-def _agent_container_env(docker_client: Any, proc: subprocess.Popen[str],
-                         agent: str) -> list[str] | None:
-    """The agent container's environment, caught while the run is going (None if the run
-    ended first)."""
+def _agent_container(docker_client: Any, proc: subprocess.Popen[str],
+                     agent: str) -> tuple[list[str], set[str]] | None:
+    """The agent container's environment and networks, caught while the run is going (None if
+    the run ended first)."""
     while proc.poll() is None:
         for container in docker_client.containers.list(
-                filters={"label": f"agentenv.agent={agent}"}):
-            return list(container.attrs["Config"]["Env"] or [])
+                filters={"label": [f"agentenv.agent={agent}", "agentenv.role=agent"]}):
+            return (list(container.attrs["Config"]["Env"] or []),
+                    set(container.attrs["NetworkSettings"]["Networks"]))
         time.sleep(0.2)
     return None
 
@@ -64,7 +65,7 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
     started = time.monotonic()
     proc = subprocess.Popen([str(AGENT_ENV), "--config", str(config), "run", case["bundle"]],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    agent_env_vars = _agent_container_env(docker_client, proc, agent)
+    seen = _agent_container(docker_client, proc, agent)
     out, err = proc.communicate(timeout=900)
     seconds = time.monotonic() - started
     assert proc.returncode == 0, out + err
@@ -75,7 +76,11 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
                      r"1 tool call\(s\)", out), out
     assert re.search(rf"agents/{agent}: image agentenv/{agent}:[0-9a-f]{{16}}", out), out
     assert left_by(out) == []
-    assert agent_env_vars is not None, "the run ended before its agent container was seen"
+    assert seen is not None, "the run ended before its agent container was seen"
+    agent_env_vars, networks = seen
+    # sealed: on the sandbox's sealed network alone (what it can reach there is probed in
+    # tests/integration/agents_a2a/test_sealed_network.py)
+    assert len(networks) == 1 and next(iter(networks)).endswith("-sealed"), networks
     assert not [v for v in agent_env_vars if KEY in v]
     assert any(v.startswith("AGENTENV_MODEL_BASE_URL=http://model-gateway:") for v in
                agent_env_vars)
@@ -87,6 +92,8 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
                            check=True)
     assert KEY not in shown.stdout
     outputs = json.loads(shown.stdout)["context"]["outputs"]
+    assert [o["network_policy"] for o in outputs.values() if "network_policy" in o] == [
+        "sealed"]
     from agent_env.stores.filesystem import FilesystemObjectStore
 
     objects = FilesystemObjectStore(state / "objects")

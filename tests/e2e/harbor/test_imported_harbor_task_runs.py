@@ -1,0 +1,99 @@
+"""An imported Harbor task runs on the real engine: its environment/Dockerfile is built into the
+env (with the shell server the import adds), ``model-agent`` works in that container through
+the ``bash`` tool (driven by a SCRIPTED model the test adds to the bundle, as a user would add a
+model), and the task's own ``tests/test.sh`` scores it after the agent is done. An agent that
+does nothing scores 0 and the run is ``failed``, not ``error``; partial rewards from
+``reward.json`` are rows of their own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.docker
+TASKS = Path(__file__).parents[2] / "unit" / "harbor" / "tasks"
+
+
+def add_scripted_agent(bundle: Path, task: str, turns: list[dict]) -> None:
+    """The test's model: a script the scripted model plays, and model-agent to follow it."""
+    script = bundle / "artifacts" / "solve_script"
+    script.mkdir()
+    (script / "script.json").write_text(json.dumps({"name": "solve_script", "turns": turns}))
+    path = bundle / "tasks" / f"{task}.json"
+    steps = json.loads(path.read_text())
+    steps.insert(0, {"id": "model", "type": "scripted_model",
+                     "script_artifact_id": "solve_script"})
+    for step in steps:
+        if step["type"] == "deploy_agent":
+            step["a2a_agent_id"] = "model-agent"
+        if step["type"] == "prompt_agent":
+            step["model"] = "scripted:solve_script"
+            step["depends_on"].append("model")
+    path.write_text(json.dumps(steps, indent=2))
+
+
+def rows_of(agent_env, out: str) -> list[dict]:
+    """The score rows of the run's one verification, from its record."""
+    instance = out.split(", instance ")[1].split()[0]
+    shown = agent_env("task", "get-instance", instance)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)["context"]["metadata"]["verifications"]["reward"]["results"]
+
+
+def imported(agent_env, tmp_path: Path, task: str) -> Path:
+    source = tmp_path / "harbor"
+    shutil.copytree(TASKS / task, source / task)
+    done = agent_env("bundle", "import", "harbor", str(source), "-o", str(tmp_path / "bundle"))
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "bundle"
+
+
+def test_an_agent_solving_the_task_in_its_container_scores_1(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    bundle = imported(agent_env, tmp_path, "hello-file")
+    add_scripted_agent(bundle, "hello-file", [
+        {"match": {"tool_offered": "bash"},
+         "tool_calls": [{"name": "bash", "arguments": {
+             "command": "printf 'Hello, world!' > hello.txt; pwd; ls /tests"}}]},
+        # answered only if the agent worked in /app and the tests were not there to see
+        {"match": {"last_tool_result_contains": "/app\\nls: cannot access '/tests'"},
+         "text": "Done: hello.txt is written."},
+    ])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tasks/hello-file.json v1: passed (tests: 1)" in done.stdout, done.stdout
+    assert left_by(done.stdout) == []
+
+
+def test_an_agent_that_does_nothing_fails_on_the_tests_verdict(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    bundle = imported(agent_env, tmp_path, "hello-file")
+    add_scripted_agent(bundle, "hello-file", [{"text": "I did nothing."}])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 1
+    assert "tasks/hello-file.json v1: scored below 1 (tests: 0)" in done.stdout, done.stdout
+    (row,) = rows_of(agent_env, done.stdout)
+    assert (row["id"], row["score"], row["result"]) == ("reward", 0.0, False)
+    assert "hello.txt is missing or wrong" in row["justification"]  # test.sh's own words
+    assert left_by(done.stdout) == []
+
+
+def test_reward_json_gives_one_row_per_named_reward(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    bundle = imported(agent_env, tmp_path, "partial-credit")
+    add_scripted_agent(bundle, "partial-credit", [
+        {"match": {"tool_offered": "bash"},
+         "tool_calls": [{"name": "bash", "arguments": {"command": "printf '1\\n2\\n' > "
+                                                                  "numbers.txt"}}]},
+        {"match": {"last_tool_result_contains": "exit_code"}, "text": "Wrote two of them."},
+    ])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 1
+    assert "tasks/partial-credit.json v1: scored below 1 (tests: 0.5)" in done.stdout, done.stdout
+    rows = rows_of(agent_env, done.stdout)
+    assert [(r["id"], r["score"]) for r in rows] == [("correct", 0.0), ("exists", 1.0)]
+    assert left_by(done.stdout) == []

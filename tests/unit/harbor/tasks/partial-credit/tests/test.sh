@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 /tests/score.py > /logs/verifier/reward.json

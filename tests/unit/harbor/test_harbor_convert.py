@@ -1,0 +1,140 @@
+"""``agent-env bundle import/export harbor`` without an engine: what an import writes, that export
+gives the original folders back, which tasks export refuses and why, and one-line errors that
+write nothing. (Running an imported task on Docker: tests/e2e/harbor.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_runner import cli
+
+TASKS = Path(__file__).parent / "tasks"
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_import_then_export_gives_the_original_task_folders_back(capsys, tmp_path) -> None:
+    code, out, err = cli(capsys, "bundle", "import", "harbor", str(TASKS), "-o",
+                         str(tmp_path / "bundle"))
+    assert (code, err) == (0, "")
+    assert f"imported {TASKS / 'hello-file'} -> tasks/hello-file.json" in out
+    # the [task] name of a 1.1 task.toml names it (its last part), else the folder does
+    assert "-> tasks/partial-credit.json" in out
+    assert ("note: [environment] cpus, memory_mb kept in task.toml, not applied" in out)
+    assert out.rstrip().endswith(f"Run it with: agent-env run {tmp_path / 'bundle'}")
+
+    code, out, _ = cli(capsys, "bundle", "export", "harbor", str(tmp_path / "bundle"), "-o",
+                       str(tmp_path / "back"))
+    assert code == 0
+    assert "exported tasks/hello-file.json -> hello-file/" in out
+    for task in ("hello-file", "partial-credit"):
+        assert files(tmp_path / "back" / task) == files(TASKS / task)
+
+
+def test_what_the_import_writes(capsys, tmp_path) -> None:
+    cli(capsys, "bundle", "import", "harbor", str(TASKS / "hello-file"), "-o",
+        str(tmp_path / "b"))
+    bundle = tmp_path / "b"
+    steps = json.loads((bundle / "tasks" / "hello-file.json").read_text())
+    assert [(s["id"], s["type"]) for s in steps] == [
+        ("deploy", "deploy_env"), ("agent", "deploy_agent"), ("solve", "prompt_agent"),
+        ("tests", "env_outcome_verifier")]
+    assert steps[2]["prompt"] == (TASKS / "hello-file" / "instruction.md").read_text()
+    assert steps[2]["timeout_seconds"] == 120.0  # [agent] timeout_sec
+    assert "a2a_agent_id" not in steps[1]  # the run's --agent plays it
+    # the env is the task's container plus the shell server; the tests are not in it
+    env = files(bundle / "envs" / "hello-file")
+    assert sorted(env) == ["Dockerfile", "agentenv_harbor_shell.py", "env.toml"]
+    assert env["Dockerfile"].startswith((TASKS / "hello-file/environment/Dockerfile")
+                                        .read_bytes())
+    assert b'CMD ["python3", "/opt/agentenv-harbor/agentenv_harbor_shell.py"]' in env[
+        "Dockerfile"]
+    assert sorted(files(bundle / "artifacts" / "hello-file-harbor")) == [
+        "instruction.md", "solution/solve.sh", "task.toml", "tests/test.sh", "verify.py"]
+    # the bundle is valid as our engine reads it
+    from agent_env.bundles.parse import parse_bundle
+
+    parsed, problems = parse_bundle(bundle, "@t/b")
+    assert problems == []
+    assert [e.environment_name for e in parsed.envs] == ["harbor"]
+
+
+def harbor_task(root: Path, name: str = "t") -> Path:
+    folder = root / name
+    shutil.copytree(TASKS / "hello-file", folder)
+    return folder
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    (lambda f: (f / "task.toml").unlink(), "no Harbor task here"),
+    (lambda f: (f / "task.toml").write_text("[verifier\n"), "task.toml: not valid TOML"),
+    (lambda f: (f / "task.toml").write_text("[agent]\ntimeout_sec = -1\n"),
+     "task.toml: [agent] timeout_sec must be a positive number of seconds, not -1"),
+    (lambda f: (f / "instruction.md").unlink(), "has no instruction.md"),
+    (lambda f: (f / "tests" / "test.sh").unlink(), "has no tests/test.sh"),
+    (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: {}\n"),
+     "environment/docker-compose.yaml is not supported"),
+    (lambda f: (f / "environment" / "Dockerfile").unlink(), "has no environment/Dockerfile"),
+    (lambda f: (f / "tests" / "link").symlink_to("/etc/passwd"), "a symlink (copy the file in)"),
+])
+def test_bad_task_folders_are_one_line_and_write_nothing(capsys, tmp_path, change,
+                                                         error) -> None:
+    folder = harbor_task(tmp_path / "src")
+    change(folder)
+    code, out, err = cli(capsys, "bundle", "import", "harbor", str(folder), "-o",
+                         str(tmp_path / "out"))
+    assert code == 1 and out == ""
+    assert err.startswith("Error: ") and error in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["src"]  # no scratch folder left either
+
+
+def test_two_tasks_of_one_name_are_refused(capsys, tmp_path) -> None:
+    harbor_task(tmp_path / "src", "a")
+    second = harbor_task(tmp_path / "src", "b")
+    (second / "task.toml").write_text('[task]\nname = "org/a"\n')
+    code, _, err = cli(capsys, "bundle", "import", "harbor", str(tmp_path / "src"), "-o",
+                       str(tmp_path / "out"))
+    assert code == 1 and "are both task 'a' (rename one)" in err
+
+
+def test_an_existing_output_folder_is_never_overwritten(capsys, tmp_path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    code, _, err = cli(capsys, "bundle", "import", "harbor", str(TASKS), "-o",
+                       str(tmp_path / "out"))
+    assert code == 1 and "exists and is not empty: give a new folder" in err
+    assert files(tmp_path / "out") == {"keep.txt": b"mine"}
+
+
+def test_export_names_the_tasks_that_do_not_fit(capsys, tmp_path) -> None:
+    cli(capsys, "bundle", "import", "harbor", str(TASKS), "-o", str(tmp_path / "b"))
+    (tmp_path / "b" / "tasks" / "other.json").write_text(json.dumps(
+        [{"id": "x", "type": "run_code", "code": "print(1)"}]))
+    code, out, _ = cli(capsys, "bundle", "export", "harbor", str(tmp_path / "b"), "-o",
+                       str(tmp_path / "back"))
+    assert code == 0
+    assert ("skipped tasks/other.json: a Harbor task is one env, one prompt and one test run"
+            in out)
+    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == [
+        "hello-file", "partial-credit"]
+
+    hello = tmp_path / "hello-bundle"
+    shutil.copytree(Path(__file__).parents[3] / "core/agent_env/bundles/shipped/hello", hello)
+    code, _, err = cli(capsys, "bundle", "export", "harbor", str(hello), "-o",
+                       str(tmp_path / "none"))
+    assert code == 1 and "no task fits the Harbor format" in err
+    assert not (tmp_path / "none").exists()
+
+
+def test_an_unknown_format_names_the_installed_ones(capsys, tmp_path) -> None:
+    code, _, err = cli(capsys, "bundle", "import", "swe-bench", str(TASKS), "-o",
+                       str(tmp_path / "o"))
+    assert code == 1
+    assert err.strip() == "Error: no bundle format named 'swe-bench' (installed: harbor)"
