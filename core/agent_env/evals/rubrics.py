@@ -4,11 +4,13 @@ Each criterion (``{"criterion": "...", "weight": 2}``) is one question to the ju
 answers JSON ``{"score": 0..1, "justification": "..."}``; the rows are aggregated with
 ``score_aggregator`` (``weighted_average`` by default). An answer that is not that JSON is an
 error row (score 0, its justification starting ``error:``), never a pass. The judge is the model
-``judge_model`` names (else the run's ``--judge-model``, else ``[model] name``), asked through
-the configured upstream ``[model] base_url`` (OpenAI Chat Completions), as the reference asks
-its judge directly rather than through an agent's gateway; its key never reaches a record. An
-upstream that cannot be reached or fails (5xx, 429, a refusal) is infrastructure's
-(``InfraError``): the run is ``error``, not the agent's 0.
+``judge_model`` names (else the run's ``--judge-model``, else ``[model] name``), asked (OpenAI
+Chat Completions) through the run's model gateway when one is up (``ctx.model_endpoint``: the
+agents plugin's; a ``scripted:`` judge answers offline, and the gateway's call log keeps the
+judge's calls with their tokens beside the agent's), else through the configured upstream
+``[model] base_url``; the upstream key never reaches a record. An endpoint that cannot be
+reached or fails (5xx, 429, a refusal) is infrastructure's (``InfraError``): the run is
+``error``, not the agent's 0.
 """
 
 from __future__ import annotations
@@ -89,11 +91,14 @@ class RubricsVerifier(Step):
 
         settings = current().config.section("model")
         model = self.judge_model or ctx.metadata.get("judge_model") or settings.get("name")
-        base_url = settings.get("base_url")
+        base_url: Any = settings.get("base_url")
+        api_key: Any = settings.get("api_key")
+        if ctx.model_endpoint is not None:
+            base_url, api_key = ctx.model_endpoint
         if not model or not base_url:
             raise StepError("the judge needs a model and an upstream: set judge_model (or "
-                            "[model] name) and [model] base_url")
-        api_key = settings.get("api_key")
+                            "[model] name) and [model] base_url, or deploy an agent first "
+                            "(its model gateway then answers the judge)")
         ctx.register_secret(api_key)
         subject = self._subject(ctx)
         rows = []

@@ -63,6 +63,10 @@ class TaskContext:
         self._sandbox_items: dict[str, TeardownItem] = {}
         #: Where ``note`` lines go: the run's progress display (None: nobody is listening).
         self.note_sink: Callable[[str], None] | None = None
+        #: The run's own model endpoint (OpenAI-compatible base URL, bearer token), when a
+        #: plugin serves one (the agents plugin's model gateway): a judge asks it before the
+        #: configured upstream, so scripted models answer and every call is logged with tokens.
+        self.model_endpoint: tuple[str, str] | None = None
 
     def note(self, text: str) -> None:
         """A progress line for whoever watches the run (the CLI prints it under the task)."""

@@ -216,7 +216,32 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         ctx.state[key] = handle
         ctx.add_endpoint(f"model gateway (OpenAI and Anthropic APIs) of sandbox {sandbox.id}",
                          f"{url}/v1", token)
+        if ctx.model_endpoint is None:  # judges (rubrics_verifier) ask the run's first gateway
+            judge = secrets.token_urlsafe(32)
+            ctx.register_secret(judge)
+            await handle.add_caller("judge", judge)
+            ctx.model_endpoint = (f"{url}/v1", judge)
+        await load_run_scripts(ctx, handle)
         return handle
+
+
+def run_gateways(ctx: TaskContext) -> list[ModelGatewayHandle]:
+    """The model gateways this run has started."""
+    return [v for v in ctx.state.values() if isinstance(v, ModelGatewayHandle)]
+
+
+async def load_run_scripts(ctx: TaskContext, handle: ModelGatewayHandle) -> None:
+    """Load every scripted model this run has set up into ``handle`` (the ones it lacks).
+
+    Agents load the script a prompt names on first use; a judge (``rubrics_verifier``, in the
+    kernel) cannot, so every script is loaded up front, whichever came first, the gateway or
+    the ``scripted_model`` step."""
+    from agentenv_agents.model_steps import SCRIPTS
+
+    async with handle.lock:
+        for (instance, name), data in list(SCRIPTS.items()):
+            if instance == ctx.instance_id and name not in handle.loaded:
+                await handle.load_script(name, data)
 
 
 async def _container_state(sandbox: Sandbox, container: str) -> str:

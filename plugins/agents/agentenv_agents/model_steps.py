@@ -7,8 +7,9 @@ A task names it before its prompts::
 The artifact holds one ``.json`` or ``.toml`` script (see :mod:`agentenv_agents.scripted`);
 ``name`` defaults to the artifact's name. A ``prompt_agent`` with ``"model":
 "scripted:<name>"`` then gets its answers from that script, through the model gateway of the
-agent's sandbox (the agent only ever sees the gateway). Nothing is loaded into a gateway here:
-each gateway loads the script on the first prompt that asks for it.
+agent's sandbox (the agent only ever sees the gateway). The script is loaded into every model
+gateway of the run, those up now and those started later, so a judge
+(``rubrics_verifier``) can name it too.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ScriptedModel(Step):
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
-        from agentenv_agents.a2a_type import parse_script
+        from agentenv_agents.a2a_type import load_run_scripts, parse_script, run_gateways
 
         artifact = await ctx.artifact(self.script_artifact_id)
         data = parse_script(artifact, self.model_name)
@@ -63,6 +64,8 @@ class ScriptedModel(Step):
             SCRIPTS.pop(key, None)
 
         ctx.on_teardown("scripted-model", f"scripted model {self.model_name}", forget)
+        for handle in run_gateways(ctx):
+            await load_run_scripts(ctx, handle)
         ctx.outputs[self.id] = {"model": f"scripted:{self.model_name}",
                                 "script_artifact_id": artifact.id,
                                 "turns": len(data.get("turns") or [])}

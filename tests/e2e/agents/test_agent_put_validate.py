@@ -113,3 +113,17 @@ def test_a_task_deploys_a_stored_agent_at_its_pinned_version(agent_env, own_agen
     v2 = agent_env("a2a-agent", "validate", "--id", "my-agent", timeout=600)
     assert v2.returncode != 0
     assert "v2 is broken" in v2.stdout
+
+
+def test_an_agent_image_that_fails_to_build_names_the_failing_line(
+        agent_env, own_agent, left_by: Callable[[str], list[str]]) -> None:
+    dockerfile = own_agent / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace(
+        "COPY agent.py", "RUN echo building the agent && exit 3\nCOPY agent.py", 1))
+    assert agent_env("a2a-agent", "put", "--id", "my-agent", "--folder",
+                     str(own_agent)).returncode == 0
+    done = agent_env("a2a-agent", "validate", "--id", "my-agent", timeout=600)
+    assert done.returncode != 0
+    assert ("The command '/bin/sh -c echo building the agent && exit 3' returned a non-zero "
+            "code: 3") in done.stdout
+    assert left_by(done.stdout) == []

@@ -186,3 +186,45 @@ async def test_the_upstream_key_reaches_only_the_model_gateway(
     # the reply is recorded all the same: which error, and the failed model call in its usage
     reply = ctx.outputs["ask"]
     assert reply["error_type"] == "infra_error" and reply["usage"]["model_calls"] == 1
+
+
+async def test_a_rubric_judge_asks_the_runs_model_gateway(
+    task: tuple[TaskContext, dict[str, str]], tmp_path: Path, store_bundle: Any,
+) -> None:
+    """rubrics_verifier's judge goes through the model gateway the agent uses: a scripted
+    judge answers offline, and the gateway's call log keeps the judge's calls (caller
+    ``judge``) with their tokens, beside the agent's."""
+    import json
+    import shutil
+
+    from agent_env.evals.rubrics import RubricsVerifier
+    from agentenv_agents.plugin import BUNDLES
+
+    ctx, _ = task
+    folder = tmp_path / "bundle"
+    shutil.copytree(BUNDLES / "agents-smoke", folder)
+    (folder / "artifacts" / "judge_script").mkdir()
+    (folder / "artifacts" / "judge_script" / "script.json").write_text(json.dumps({"turns": [
+        {"match": {"last_user_contains": TEXT},
+         "text": '{"score": 1, "justification": "the reply carries the echoed text"}'}]}))
+    ids, ctx.artifacts = store_bundle(folder=folder)
+    await deploy(ctx, ids)  # its echo_script is loaded into the gateway when it starts ...
+    assert ctx.agents["agent"].gateway.loaded == {"echo_script"}
+    # ... and a script set up once the gateway is up is pushed to it
+    await ScriptedModel(id="judge", script_artifact_id=ids["judge_script"]).run(ctx)
+    assert ctx.agents["agent"].gateway.loaded == {"echo_script", "judge_script"}
+    await PromptAgent(id="ask", prompt=PROMPT, model="scripted:echo_script",
+                      timeout_seconds=60).run(ctx)
+    verifier = RubricsVerifier(id="rubric", prompt_id="ask", judge_model="scripted:judge_script",
+                               criteria=[{"criterion": "It reports what echo returned.",
+                                          "weight": 2},
+                                         {"criterion": "It is one sentence."}])
+    await verifier.run(ctx)
+    verification = ctx.verifications["rubric"]
+    assert verification.score == 1.0
+    assert [r.justification for r in verification.results] == [
+        "the reply carries the echoed text"] * 2
+    gateway = ctx.agents["agent"].gateway
+    judged = [c for c in await gateway.calls() if c["caller"] == "judge"]
+    assert [(c["model"], c["status"]) for c in judged] == [("scripted:judge_script", 200)] * 2
+    assert all(c["input_tokens"] > 0 and c["output_tokens"] > 0 for c in judged)
