@@ -165,6 +165,7 @@ async def run_task(
     record.finished_at_utc = records.utc_now()
     record.outcome, record.scores = outcome, reported
     record.completed_steps, record.failures = result.completed_steps, run.failures
+    record.step_timings = [run.timings[s.id] for s in run.steps if s.id in run.timings]
     record.retried_failures, record.cancel_reason = run.retried, result.cancel_reason
     record.duration_seconds = round(duration, 3)
     if instances is not None:
@@ -226,6 +227,8 @@ class _DagRun:
         self.deps = effective_dependencies(steps)
         self.done: set[str] = set()
         self.completed: set[str] = set()
+        #: step id -> when it (last) started, how long it took and how it ended
+        self.timings: dict[str, dict[str, Any]] = {}
         self.failures: list[FailureRecord] = []
         self.retried: list[FailureRecord] = []
         self.retries_used: dict[str, int] = {}
@@ -341,6 +344,9 @@ class _DagRun:
 
                 get_logger("tasks").debug("step raised", step=step.id, exc_info=True)
         seconds = time.monotonic() - started
+        self.timings[step.id] = {"step_id": step.id, "started_at_utc": started_wall,
+                                 "duration_seconds": round(seconds, 3),
+                                 "outcome": "failed" if failure else "completed"}
         self.observer.step_finished(self.task, position, total, step, seconds, failure)
         self.emit(
             "step_finished", self.ctx, step_id=step.id, step_type=step.type,

@@ -120,6 +120,19 @@ class InstanceRecord:
     owner: str | None = None
     #: Why ``agent-env gc`` marked it ``abandoned`` (its process died before it ended).
     abandon_reason: str | None = None
+    #: ``step_id``, ``started_at_utc``, ``duration_seconds`` and ``outcome`` (completed/failed)
+    #: of each step that ran, in the task's order (the explorer's timeline).
+    step_timings: list[dict[str, Any]] = attrs.field(factory=list)
+
+    @property
+    def agents(self) -> str | None:
+        """The ids of the agents it deployed (sorted, comma-joined): what runs are filtered by."""
+        return _joined(self.context.get("agents"), "agent")
+
+    @property
+    def models(self) -> str | None:
+        """The models its agents used (sorted, comma-joined): what runs are filtered by."""
+        return _joined(self.context.get("agents"), "model")
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -129,6 +142,13 @@ class InstanceRecord:
         import cattrs
 
         return cattrs.structure(data, cls)
+
+
+def _joined(agents: Any, key: str) -> str | None:
+    if not isinstance(agents, dict):
+        return None
+    found = sorted({str(a[key]) for a in agents.values() if isinstance(a, dict) and a.get(key)})
+    return ",".join(found) or None
 
 
 class InstanceStore(Protocol):
@@ -161,6 +181,8 @@ class StoredInstances:
 
         document = json.loads(json.dumps(record.to_json(), default=str))
         document["_id"] = record.instance_id
+        # top level, so a store query filters on them (the explorer's agent and model filters)
+        document["agents"], document["models"] = record.agents, record.models
         if not self.documents.replace(COLLECTION, {"_id": record.instance_id}, document):
             self.documents.insert(COLLECTION, document)
 

@@ -16,7 +16,11 @@ Why it is shaped this way:
   ``Authorization: Bearer``), and the Host and cross-site checks (421, 403) stop DNS-rebinding
   and other sites' pages from using a logged-in browser;
 * store calls block, so they run in worker threads (the SQLite store keeps one connection per
-  thread).
+  thread);
+* live updates come from the runs themselves: this plugin's ``agent_env_run_event`` hook, in
+  the process running a task, posts each run event to every explorer up on the machine
+  (:mod:`agentenv_explorer.live`), and ``/api/v1/events/stream`` passes them on to the pages
+  as server-sent events, so a page redraws when something happened, not on a timer.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 RUN_SORTS = ("started_at_utc", "finished_at_utc", "duration_seconds", "task_id", "status",
              "outcome")
 RUN_FILTERS = ("task_id", "status", "outcome")
+#: query parameter -> the record's top-level field: the run's agent ids and models, sorted and
+#: comma-joined (a run of one agent is found by its id; a run of two by ``a,b``)
+RUN_LIST_FILTERS = {"agent": "agents", "model": "models"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
@@ -65,6 +72,29 @@ class AgentRow:
     plugin: str
 
 
+#: What a posted run event may hold (``agent_env.events.RunEvent``'s fields).
+EVENT_KINDS = frozenset({"run_started", "run_finished", "step_started", "step_finished"})
+EVENT_FIELDS = ("kind", "instance_id", "task_id", "timestamp_utc", "step_id", "step_type",
+                "outcome", "error", "duration_seconds")
+#: events a page that reads slowly may fall behind by before the oldest are dropped
+LIVE_BACKLOG = 1000
+KEEPALIVE_SECONDS = 15.0
+
+
+@attrs.define
+class LiveEvents:
+    """The pages listening for run events, each with its own queue."""
+
+    listeners: set[asyncio.Queue[dict[str, Any] | None]] = attrs.field(factory=set)
+
+    def publish(self, event: dict[str, Any] | None) -> None:
+        """Hand ``event`` to every page (None: the server is stopping, end the streams)."""
+        for queue in list(self.listeners):
+            if event is not None and queue.qsize() >= LIVE_BACKLOG:
+                queue.get_nowait()  # a stalled page loses its oldest event, not our memory
+            queue.put_nowait(event)
+
+
 @attrs.define
 class Explorer:
     """What the app serves from: the stores, the installed agents and the access rules."""
@@ -78,6 +108,7 @@ class Explorer:
     allowed_origins: frozenset[str] = frozenset()
     #: runs started with ``POST /tasks/{id}/run`` that are still going, by workflow id
     children: dict[str, Any] = attrs.field(factory=dict)
+    live: LiveEvents = attrs.field(factory=LiveEvents)
 
     def prepare(self) -> None:
         """Indexes for the run list's sorts and filters (idempotent; cheap once made)."""
@@ -86,6 +117,8 @@ class Explorer:
             ["task_id", ("started_at_utc", -1)],
             ["status", ("started_at_utc", -1)],
             ["outcome", ("started_at_utc", -1)],
+            ["agents", ("started_at_utc", -1)],
+            ["models", ("started_at_utc", -1)],
             [("finished_at_utc", -1)],
             [("duration_seconds", -1)],
         ):
@@ -179,13 +212,18 @@ def run_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_filter(request: web.Request, task_id: str | None = None) -> dict[str, Any]:
-    """The store filter for ``task_id``/``status``/``outcome``/``since``/``until``."""
+    """The store filter for ``task_id``/``status``/``outcome``/``agent``/``model``/``since``/
+    ``until``."""
     found: dict[str, Any] = {}
     for name in RUN_FILTERS:
         value = request.query.get(name)
         if value:
             values = [v for v in value.split(",") if v]
             found[name] = values[0] if len(values) == 1 else {"$in": values}
+    for name, field in RUN_LIST_FILTERS.items():
+        value = request.query.get(name)
+        if value:
+            found[field] = value
     if task_id is not None:
         found["task_id"] = task_id
     window: dict[str, str] = {}
@@ -198,8 +236,9 @@ def run_filter(request: web.Request, task_id: str | None = None) -> dict[str, An
             window[op] = value
     if window:
         found["started_at_utc"] = window
-    unknown = sorted(set(request.query) - {*RUN_FILTERS, "since", "until", "limit", "offset",
-                                           "sort_by", "descending", "token"})
+    unknown = sorted(set(request.query) - {*RUN_FILTERS, *RUN_LIST_FILTERS, "since", "until",
+                                           "limit", "offset", "sort_by", "descending",
+                                           "token"})
     if unknown:
         raise api_error(400, f"unknown query parameter {unknown[0]!r}")
     return found
@@ -533,6 +572,53 @@ async def group_stream(request: web.Request) -> web.StreamResponse:
     return response
 
 
+# -- live run events ------------------------------------------------------------------------
+
+
+async def post_event(request: web.Request) -> web.Response:
+    """``POST /events``: one run event from a running task (this plugin's hook sends them)."""
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise api_error(400, "the body must be a JSON run event") from None
+    if not isinstance(body, dict) or body.get("kind") not in EVENT_KINDS:
+        raise api_error(400, f"a run event needs 'kind', one of {', '.join(sorted(EVENT_KINDS))}")
+    for name in ("instance_id", "task_id"):
+        if not isinstance(body.get(name), str) or not body[name]:
+            raise api_error(400, f"a run event needs {name!r}, a string")
+    request.app[EXPLORER].live.publish({k: body.get(k) for k in EVENT_FIELDS})
+    return web.Response(status=204)
+
+
+async def event_stream(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: ``ready`` once, then ``run`` for every run event posted, with a
+    comment every 15 s so proxies and browsers keep the stream open."""
+    live = request.app[EXPLORER].live
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})
+    for name, value in SECURITY_HEADERS.items():
+        response.headers[name] = value
+    await response.prepare(request)
+    live.listeners.add(queue)
+    try:
+        await response.write(b"event: ready\ndata: {}\n\n")
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                await response.write(b": keepalive\n\n")
+                continue
+            if event is None:
+                break
+            await response.write(f"event: run\ndata: {json.dumps(event)}\n\n".encode())
+    except ConnectionResetError:
+        pass  # the page went away
+    finally:
+        live.listeners.discard(queue)
+    return response
+
+
 # -- starting runs --------------------------------------------------------------------------
 
 RUN_KEYS = frozenset({"version", "agent_model"})
@@ -677,10 +763,17 @@ def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Applicat
         web.get(f"{API}/agents/{{id}}", get_agent),
         web.get(f"{API}/objects/content", object_content),
         web.get(f"{API}/objects/metadata", object_metadata),
+        web.post(f"{API}/events", post_event),
+        web.get(f"{API}/events/stream", event_stream),
     ]
     for kind in ENTITY_KINDS:
         routes.extend(entity_routes(kind))
     app.add_routes(routes)
     app.router.add_static("/static/", STATIC, show_index=False)
+
+    async def end_streams(app: web.Application) -> None:  # else a stop waits for open pages
+        app[EXPLORER].live.publish(None)
+
+    app.on_shutdown.append(end_streams)
     app.router.add_route("*", API + "/{tail:.*}", not_found)
     return app

@@ -1,7 +1,8 @@
-"""The explorer plugin's one hook: the ``up`` command.
+"""The explorer plugin's hooks: the ``up`` command, and run events sent to running explorers.
 
 Cheap to import on purpose (the CLI imports every plugin at start): the command module only
-imports click, and the server (aiohttp) is imported when ``up`` runs.
+imports click, the server (aiohttp) is imported when ``up`` runs, and the event sender
+(:mod:`agentenv_explorer.live`) at a run's first event.
 """
 
 from __future__ import annotations
@@ -16,3 +17,10 @@ def agent_env_cli(cli: Any) -> None:
     from agentenv_explorer.cli import up
 
     cli.add_command(up, "up")
+
+
+@hookimpl
+def agent_env_run_event(event: Any) -> None:
+    from agentenv_explorer.live import publish
+
+    publish(event)

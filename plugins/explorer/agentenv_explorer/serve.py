@@ -7,6 +7,7 @@ import secrets
 import sys
 
 from agentenv_explorer.app import LOOPBACK, AgentRow, Explorer, create_app
+from agentenv_explorer.live import write_note
 
 
 def installed_agents() -> list[AgentRow]:
@@ -63,11 +64,15 @@ def serve(host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
                             "pick another port with --port") from None
         bound = runner.addresses[0][1]
         shown = f"[{host}]" if ":" in host else host
+        # runs on this machine post their events here (agentenv_explorer.live)
+        local = "127.0.0.1" if host in ("0.0.0.0", "localhost") else shown
+        note = write_note(f"http://{local}:{bound}", token)
         print(f"Explorer: http://{shown}:{bound}/?token={token}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         try:
             await asyncio.Event().wait()
         finally:
+            note.unlink(missing_ok=True)
             await runner.cleanup()
 
     try:

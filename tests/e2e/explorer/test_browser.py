@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -43,6 +44,13 @@ def record(instance_id: str, **changes: Any) -> dict[str, Any]:
         "failures": [], "retried_failures": [], "cancel_reason": None, "duration_seconds": 2.0,
         "context": {"agents": {"agent": {"agent": "model-agent", "model": "scripted:echo"}},
                     "outputs": {}, "metadata": {}},
+        "step_timings": [
+            {"step_id": "deploy", "started_at_utc": "2020-02-01T10:00:00.000000Z",
+             "duration_seconds": 1.2, "outcome": "completed"},
+            {"step_id": "ask", "started_at_utc": "2020-02-01T10:00:01.200000Z",
+             "duration_seconds": 0.6, "outcome": "completed"},
+            {"step_id": "answer", "started_at_utc": "2020-02-01T10:00:01.800000Z",
+             "duration_seconds": 0.2, "outcome": "completed"}],
     }
     base.update(changes)
     return base
@@ -289,3 +297,33 @@ def test_without_the_token_nothing_is_served(browser: Any, server: tuple[str, Pa
         assert api.status == 401
     finally:
         context.close()
+
+
+def test_a_new_run_appears_at_once_through_run_events(
+        page: Any, server: tuple[str, Path]) -> None:
+    """No running row on the newest page: the page's fallback timer is 10 s, so a new run
+    showing within 4 s came through the run events (hook -> explorer -> event stream)."""
+    open_runs(page, server)
+    page.wait_for_selector("body.live")
+    before = int(page.inner_text("#count").split()[0])
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(server[1]), "NO_COLOR": "1"}
+    env.pop("AGENT_ENV_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "agent_env", "run", "hello"], env=env,
+                          text=True, capture_output=True, timeout=120, cwd=server[1].parent)
+    assert done.returncode == 0, done.stderr
+    finished = time.monotonic()
+    page.wait_for_function(
+        f"() => document.querySelector('#count').textContent.startsWith('{before + 1} runs')",
+        timeout=4000)
+    assert time.monotonic() - finished < 4
+
+
+def test_a_runs_steps_show_when_they_ran(page: Any, server: tuple[str, Path]) -> None:
+    open_runs(page, server)
+    page.locator("#runs tbody tr").nth(0).locator("a").click()  # a real hello run
+    page.wait_for_selector("#steps td.timeline .bar")
+    assert page.locator("#steps td.timeline .bar.completed").count() == 3
+    rows = page.locator("#steps tbody tr")
+    assert [rows.nth(i).get_attribute("data-step") for i in range(3)] == ["box", "load", "hello"]
+    width = page.evaluate("parseFloat(document.querySelector('#steps .bar').style.width)")
+    assert 0 < width <= 100

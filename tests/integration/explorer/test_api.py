@@ -42,6 +42,8 @@ def run_document(i: int) -> dict[str, Any]:
         "scores": {"check": 1.0 if outcome == "passed" else 0.0},
         "completed_steps": ["box", "check"], "failures": failures, "retried_failures": [],
         "context": {"agents": {"agent": {"agent": "model-agent", "model": f"model-{i % 3}"}}},
+        # what StoredInstances writes beside the context, for the agent and model filters
+        "agents": "model-agent", "models": f"model-{i % 3}",
         "cancel_reason": None, "duration_seconds": 1.0 + i % 7,
     }
 
@@ -293,3 +295,56 @@ async def test_a_run_group_streams_snapshots_until_it_completes(
     assert events[-1] == "complete"
     gone = await client.get("/api/v1/run-groups/evalrun-gone/stream", headers=AUTH)
     assert "event: not_found" in await gone.text()
+
+
+async def test_runs_filter_by_agent_and_model(client: TestClient[Any, Any]) -> None:
+    body = await get_json(client, "/api/v1/task-instances?model=model-1&limit=5")
+    assert body["total"] == sum(1 for i in range(RUNS) if i % 3 == 1)
+    assert all(r["models"] == ["model-1"] for r in body["items"])
+    both = await get_json(client, "/api/v1/task-instances?agent=model-agent&model=model-2"
+                                  f"&task_id={TASKS[2]}&limit=5")
+    assert both["total"] == sum(1 for i in range(RUNS) if i % 3 == 2 and i % 20 == 2)
+    none = await get_json(client, "/api/v1/task-instances?agent=claude-code")
+    assert none["total"] == 0 and none["items"] == []
+
+
+async def test_posted_run_events_reach_every_listening_page(
+        client: TestClient[Any, Any]) -> None:
+    """The live stream: what the explorer plugin's run-event hook posts, each page gets, as
+    server-sent events, in order."""
+    pages = [await client.get("/api/v1/events/stream", headers=AUTH) for _ in range(2)]
+    for page in pages:
+        assert page.status == 200 and page.content_type == "text/event-stream"
+        assert await page.content.readline() == b"event: ready\n"
+        await page.content.readline()  # data: {}
+        await page.content.readline()  # blank line
+    events = [{"kind": "run_started", "instance_id": "i-1", "task_id": "t",
+               "timestamp_utc": "2026-12-04T00:00:00Z"},
+              {"kind": "step_finished", "instance_id": "i-1", "task_id": "t", "step_id": "s",
+               "outcome": "completed", "duration_seconds": 0.25, "detail": {"ignored": 1}}]
+    for event in events:
+        posted = await client.post("/api/v1/events", json=event, headers=AUTH)
+        assert posted.status == 204
+    for page in pages:
+        got = []
+        while len(got) < 2:
+            line = (await page.content.readline()).decode()
+            if line.startswith("data: "):
+                got.append(json.loads(line[6:]))
+        assert [(e["kind"], e["instance_id"]) for e in got] == [("run_started", "i-1"),
+                                                               ("step_finished", "i-1")]
+        assert got[1]["duration_seconds"] == 0.25 and "detail" not in got[1]
+        page.close()
+
+
+@pytest.mark.parametrize(("body", "status", "error"), [
+    ({"kind": "nope", "instance_id": "i", "task_id": "t"}, 400, "needs 'kind'"),
+    ({"kind": "run_started", "task_id": "t"}, 400, "needs 'instance_id'"),
+    ([1, 2], 400, "needs 'kind'"),
+])
+async def test_bad_run_events_are_refused(client: TestClient[Any, Any], body: Any, status: int,
+                                          error: str) -> None:
+    response = await client.post("/api/v1/events", json=body, headers=AUTH)
+    assert response.status == status and error in (await response.json())["error"]
+    anonymous = await client.post("/api/v1/events", json={"kind": "run_started"})
+    assert anonymous.status == 401

@@ -1,7 +1,7 @@
 // The explorer page: plain DOM, no build step, nothing loaded from elsewhere.
 // Every stored value is put on the page with textContent (never innerHTML), so a prompt
 // holding <script> shows as text. Routes are hash URLs, so links are stable and shareable:
-//   #/runs?task_id=&status=&outcome=&since=&until=&offset=   the runs list
+//   #/runs?task_id=&status=&outcome=&agent=&model=&since=&until=&offset=   the runs list
 //   #/run/<instance id>                                     one run, step by step
 //   #/compare/<instance id>/<instance id>                   two runs side by side
 //   #/groups, #/group/<run group id>                        run groups; one's pass@k matrix
@@ -46,11 +46,34 @@ function fmtSeconds(s) { return s === null || s === undefined ? "" : `${Number(s
 
 let refreshTimer = null;
 let stream = null;
+// run events, as runs happen (the explorer plugin's hook posts them; /events/stream passes
+// them on): the page on show redraws when one concerns it, instead of on a timer
+let onRunEvent = null;
+let live = null;
+
+function listen() {
+  if (live) return;
+  live = new EventSource(`${API}/events/stream`);
+  live.addEventListener("ready", () => document.body.classList.add("live"));
+  live.addEventListener("run", (message) => {
+    const event = JSON.parse(message.data);
+    if (onRunEvent) onRunEvent(event);
+  });
+  live.onerror = () => document.body.classList.remove("live");  // it reconnects by itself
+}
+
+// many events in a burst (a run's steps) make one redraw
+function soon(fn) {
+  let timer = null;
+  return () => { if (!timer) timer = setTimeout(() => { timer = null; fn(); }, 250); };
+}
 // after starting a run, look again for a while: its record appears once the child has started
 let pendingUntil = 0;
 
 function route() {
   clearTimeout(refreshTimer);
+  onRunEvent = null;
+  listen();
   if (stream) { stream.close(); stream = null; }
   const hash = location.hash || "#/runs";
   const [path, query] = hash.slice(1).split("?");
@@ -74,7 +97,7 @@ async function runsPage(main, params) {
   document.getElementById("where").textContent = "· runs";
   const offset = Number(params.get("offset") || 0);
   const query = new URLSearchParams();
-  for (const name of ["task_id", "status", "outcome", "since", "until"]) {
+  for (const name of ["task_id", "status", "outcome", "agent", "model", "since", "until"]) {
     if (params.get(name)) query.set(name, params.get(name));
   }
   query.set("limit", PAGE);
@@ -91,6 +114,8 @@ async function runsPage(main, params) {
     field("task_id", "task"),
     field("status", "status", ["", "running", "completed", "failed", "cancelled"]),
     field("outcome", "outcome", ["", "passed", "failed", "error", "cancelled", "scored below 1", "unscored"]),
+    field("agent", "agent"),
+    field("model", "model"),
     field("since", "started since (UTC)"),
     field("until", "started before (UTC)"),
     el("button", { type: "submit", text: "Filter" }));
@@ -149,11 +174,17 @@ async function runsPage(main, params) {
     results.replaceChildren(pager, table);  // the filter form (and what is typed in it) stays
     // live: look again (one cheap page) every 2 s while a run here is running or one was just
     // started, and every 10 s on the newest page, where new runs appear
+    // run events redraw it as runs start and end; the timer is the fallback when the stream
+    // is down (a run on another machine posts to no explorer here)
     const running = data.items.some((r) => r.status === "running") || Date.now() < pendingUntil;
     if (running || offset === 0) {
       refreshTimer = setTimeout(() => draw().catch(() => {}), running ? 2000 : 10000);
     }
   }
+  const redraw = soon(() => { if (location.hash === here) draw().catch(() => {}); });
+  onRunEvent = (event) => {
+    if (event.kind === "run_started" || event.kind === "run_finished") redraw();
+  };
   const results = el("div", { id: "results" });
   await draw();
   main.replaceChildren(form, results);
@@ -189,22 +220,50 @@ function trajectories(run) {
   return Object.entries(outputs).filter(([, out]) => out && Array.isArray(out.trajectory));
 }
 
-function stepRows(run) {
+// when each step started, relative to the run, and how long it took: a bar on the run's span
+function timingsOf(run) {
+  return Object.fromEntries((run.step_timings || []).map((t) => [t.step_id, t]));
+}
+
+function timeline(run, id, livesteps) {
+  const timing = timingsOf(run)[id] || livesteps[id];
+  if (!timing || !timing.started_at_utc) return el("td", {});
+  const start = Date.parse(run.started_at_utc), at = Date.parse(timing.started_at_utc);
+  const span = Math.max(1, (run.duration_seconds || 0) * 1000);
+  const left = Math.min(100, Math.max(0, ((at - start) / span) * 100));
+  const width = timing.duration_seconds === undefined ? 100 - left
+    : Math.min(100 - left, Math.max(0.5, (timing.duration_seconds * 1000 / span) * 100));
+  const bar = el("span", { class: "bar " + (timing.outcome || "running") });
+  // through the CSSOM: the page's CSP refuses style attributes
+  bar.style.marginLeft = `${left.toFixed(1)}%`;
+  bar.style.width = `${width.toFixed(1)}%`;
+  return el("td", { class: "timeline", title: `started +${((at - start) / 1000).toFixed(2)} s` }, bar);
+}
+
+function stepRows(run, livesteps) {
   const outputs = (run.context || {}).outputs || {};
   const verifications = ((run.context || {}).metadata || {}).verifications || {};
   const failed = new Map((run.failures || []).map((f) => [f.step_id, f]));
-  const ids = [...(run.completed_steps || [])];
+  const timings = timingsOf(run);
+  // in the task's order when the record has timings; else completed first, then failures
+  const ids = (run.step_timings || []).length ? (run.step_timings || []).map((t) => t.step_id)
+    : [...(run.completed_steps || [])];
   for (const f of run.failures || []) if (!ids.includes(f.step_id)) ids.push(f.step_id);
+  for (const id of Object.keys(livesteps)) if (!ids.includes(id)) ids.push(id);
   return ids.map((id, i) => {
     const failure = failed.get(id);
     const check = verifications[id];
-    const out = outputs[id];
-    return el("tr", { class: "step" },
+    const timing = timings[id] || livesteps[id] || {};
+    const result = failure ? `failed: ${failure.error_type}: ${failure.error}`
+      : timing.outcome === "running" ? "running" : timing.outcome === "failed" ? "failed" : "done";
+    return el("tr", { class: "step", "data-step": id },
       el("td", { text: i + 1 }),
       el("td", { text: id }),
-      el("td", { class: failure ? "error" : "outcome-passed",
-        text: failure ? `failed: ${failure.error_type}: ${failure.error}` : "done" }),
-      el("td", { text: failure ? fmtSeconds(failure.duration_seconds) : fmtSeconds(out && out.duration_seconds) }),
+      el("td", { class: failure || timing.outcome === "failed" ? "error"
+        : timing.outcome === "running" ? "status-running" : "outcome-passed", text: result }),
+      el("td", { text: fmtSeconds(timing.duration_seconds ?? (failure ? failure.duration_seconds
+        : (outputs[id] || {}).duration_seconds)) }),
+      timeline(run, id, livesteps),
       el("td", { class: "checks", text: check ? `score ${check.score}` + (check.results || []).map((r) =>
         `\n${r.result ? "✓" : "✗"} ${r.criterion || r.type || ""}: ${r.justification || ""}`).join("") : "" }));
   });
@@ -233,9 +292,12 @@ async function runPage(main, id) {
     el("div", { text: `started ${run.started_at_utc} · finished ${run.finished_at_utc || "—"}` }),
     run.cancel_reason ? el("div", { class: "error", text: "cancelled: " + run.cancel_reason }) : null,
     el("button", { id: "run-again", text: "Run this task again", onclick: () => runAgain(run) }));
+  // steps reported by run events while the run goes on (the record has them once it ends)
+  const livesteps = {};
+  const body = el("tbody", {}, ...stepRows(run, livesteps));
   const steps = el("table", { id: "steps" },
-    el("thead", {}, el("tr", {}, ...["#", "step", "result", "took", "checks"].map((h) => el("th", { text: h })))),
-    el("tbody", {}, ...stepRows(run)));
+    el("thead", {}, el("tr", {}, ...["#", "step", "result", "took", "when", "checks"].map((h) => el("th", { text: h })))),
+    body);
   const parts = [head, el("h3", { text: "Steps" }), steps];
   for (const [step, out] of trajectories(run)) {
     parts.push(el("h3", { text: `Transcript of step ${step}` + (out.agent_name ? ` (agent ${out.agent_name})` : "") }));
@@ -251,7 +313,20 @@ async function runPage(main, id) {
   parts.push(el("details", {}, el("summary", { text: "the whole record (JSON)" }),
     el("pre", { text: JSON.stringify(run, null, 2) })));
   main.replaceChildren(...parts);
-  if (run.status === "running") refreshTimer = setTimeout(route, 2000);
+  const here = location.hash;
+  const again = soon(() => { if (location.hash === here) route(); });
+  onRunEvent = (event) => {
+    if (event.instance_id !== run.instance_id) return;
+    if (event.kind === "run_finished") return again();  // the record now has everything
+    if (event.kind === "step_started") {
+      livesteps[event.step_id] = { started_at_utc: event.timestamp_utc, outcome: "running" };
+    } else if (event.kind === "step_finished") {
+      livesteps[event.step_id] = { ...(livesteps[event.step_id] || {}),
+        outcome: event.outcome, duration_seconds: event.duration_seconds };
+    }
+    body.replaceChildren(...stepRows(run, livesteps));
+  };
+  if (run.status === "running") refreshTimer = setTimeout(route, 10000);  // the fallback
 }
 
 // -- two runs side by side -------------------------------------------------------------------
