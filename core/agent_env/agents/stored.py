@@ -13,8 +13,10 @@ To deploy, a version's files are laid out once under ``<state root>/agents/<cont
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,6 +28,8 @@ from agent_env.errors import UserError
 KIND = "agents"
 #: The ledger's file-entity ``type`` for agents.
 ENTITY_TYPE = "agent"
+#: An image reference as Docker writes one: [host[:port]/]path[:tag][@digest], no spaces.
+IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
 
 
 def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
@@ -44,10 +48,11 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
                         "names a prebuilt image)")
     if folder is None:
         assert image_ref is not None
-        if any(c.isspace() for c in image_ref) or image_ref.startswith("-"):
-            raise UserError(f"--image-ref {image_ref!r} is not an image reference")
+        if not IMAGE_REF.match(image_ref):
+            raise UserError(f"--image-ref {image_ref!r} is not an image reference (such as "
+                            "registry.example/agent:1.4)")
         folder = scratch
-        (folder / AGENT_FILE).write_text(f'type = "a2a"\nimage = "{image_ref}"\n',
+        (folder / AGENT_FILE).write_text(f'type = "a2a"\nimage = {json.dumps(image_ref)}\n',
                                          encoding="utf-8")
     elif not folder.is_dir():
         raise UserError(f"--folder {folder}: not a folder")

@@ -78,8 +78,12 @@ def export_bundle(format_name: str, source: Path, output: Path) -> None:
 def _written(output: Path, write: Any) -> list[str]:
     """Run ``write(scratch)`` into a scratch folder beside ``output``, then rename it into
     place: a failure (or Ctrl-C) leaves nothing half-written."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".bundle-convert-", dir=output.parent))
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".bundle-convert-", dir=output.parent))
+    except OSError as exc:
+        raise UserError(f"cannot write {output} ({exc.strerror or exc}): give a folder you "
+                        "can write") from None
     os.chmod(scratch, 0o755)
     try:
         lines = list(write(scratch))
@@ -189,8 +193,12 @@ def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | 
         raise click.UsageError("give --from-task ID or --from-eval ID (one of them)")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise UserError(f"{folder} exists and is not empty: give a new folder")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".bundle-init-", dir=folder.parent))
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".bundle-init-", dir=folder.parent))
+    except OSError as exc:
+        raise UserError(f"cannot write {folder} ({exc.strerror or exc}): give a folder you "
+                        "can write") from None
     os.chmod(scratch, 0o755)  # mkdtemp makes it private; a bundle is an ordinary folder
     try:
         writer = _Writer(scratch)

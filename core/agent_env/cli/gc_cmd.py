@@ -29,7 +29,9 @@ Temporary files a writer killed mid-write left in the local object store (their 
 the writer's process) are removed too.
 
 Env images are not removed: they are named by their content and shared by every run (a cache),
-not made per run.
+not made per run. What a build killed mid-way left is: the untagged step images that carry the
+label every build sets, once an hour old (a provider's ``prune_build_leftovers``; an image a
+container uses, such as a running build's, is refused by the engine and kept).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ from agent_env.sandbox.ownership import (
 )
 
 RUN_LABEL = "agentenv.run"
+#: A killed build's step images are removed once this old (seconds).
+BUILD_LEFTOVER_AGE = 3600.0
 #: How long one provider may take to list its sandboxes.
 LIST_TIMEOUT = 30.0
 
@@ -247,6 +251,40 @@ def _stale_temporary_files() -> list[Path]:
     return list(finder()) if finder is not None else []
 
 
+async def build_leftovers(*, dry_run: bool, older_than: float = BUILD_LEFTOVER_AGE
+                          ) -> tuple[list[str], list[str]]:
+    """What killed builds left, from every provider that prunes (``prune_build_leftovers``),
+    removed unless ``dry_run``; and the providers that failed, with why."""
+    import asyncio
+
+    from agent_env.errors import UserError
+    from agent_env.plugins import get_host
+    from agent_env.sandbox.base import SandboxProvider
+    from agent_env.tasks.sandboxes import open_provider
+
+    registry = get_host().registry("sandbox_provider")
+    names = [name for name, cls in sorted(registry.items())
+             if getattr(cls, "prune_build_leftovers", None)
+             is not SandboxProvider.prune_build_leftovers]
+    problems: list[str] = []
+
+    async def prune(name: str) -> list[str]:
+        try:
+            provider = open_provider(name)
+            return await asyncio.wait_for(
+                provider.prune_build_leftovers(older_than=older_than, dry_run=dry_run),
+                LIST_TIMEOUT)
+        except UserError:
+            return []  # not configured here
+        except Exception as exc:
+            problems.append(f"{name}: {type(exc).__name__}: {exc}")
+            return []
+
+    found = await asyncio.gather(*(prune(n) for n in names))
+    return [f"  {name}: {line}" for name, lines in zip(names, found, strict=True)
+            for line in lines], problems
+
+
 def _dead_runs(labels: dict[str, str]) -> tuple[Any, list[Any]]:
     """The run records gc would mark ``abandoned``: with ``--label``, only a run the labels
     name (``agentenv.run=ID``), and none for other labels (records carry no labels)."""
@@ -304,7 +342,10 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     kept = [f for f in found if not f.remove]
     instances, dead = _dead_runs(labels)
     temporary = [] if labels else _stale_temporary_files()
-    for note in skipped:
+    images, image_problems = ([], []) if labels else asyncio.run(build_leftovers(dry_run=True))
+    asked = {note.split(":", 1)[0] for note in skipped}  # one line per provider that failed
+    image_problems = [p for p in image_problems if p.split(":", 1)[0] not in asked]
+    for note in [*skipped, *image_problems]:
         echo(f"Not asked: {note}", err=True)
     if kept:
         live = sum(1 for f in kept if f.live)
@@ -312,7 +353,7 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                    + ":")
         for item in kept:
             echo(item.line())
-    if not leftovers and not stale and not dead and not temporary:
+    if not leftovers and not stale and not dead and not temporary and not images:
         echo("Nothing to remove.")
         return 0
     verb = "Would remove" if dry_run else "Removing"
@@ -320,6 +361,10 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         echo(f"{verb} {_plural(len(temporary), 'temporary file')} a killed writer left:")
         for path in temporary:
             echo(f"  {path}")
+    if images:
+        echo(f"{verb} {_plural(len(images), 'image')} killed builds left:")
+        for line in images:
+            echo(line)
     if dead:
         mark = "Would mark" if dry_run else "Marking"
         echo(f"{mark} {_plural(len(dead), 'run')} abandoned:")
@@ -348,7 +393,10 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     marked = sum(1 for run in dead if instances.abandon(run.record, run.reason))
     for path in temporary:
         path.unlink(missing_ok=True)
-    problems = asyncio.run(remove_stale(ledger, stale))
+    removed_images, image_problems = (asyncio.run(build_leftovers(dry_run=False)) if images
+                                      else ([], []))
+    problems = asyncio.run(remove_stale(ledger, stale)) + [
+        f"Could not prune images: {p}" for p in image_problems]
     for line in problems:
         echo(line, err=True)
     failed = asyncio.run(remove(leftovers))
@@ -364,6 +412,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         echo(f"Marked {_plural(marked, 'run')} abandoned.")
     if temporary:
         echo(f"Removed {_plural(len(temporary), 'temporary file')}.")
+    if images:
+        echo(f"Removed {_plural(len(removed_images), 'image')}.")
     if leftovers:
         echo(f"Removed {_plural(done)}.")
     if stale:

@@ -235,8 +235,9 @@ def context_files(wheel: ProtocolWheel) -> dict[str, bytes]:
 _FROM = re.compile(r"^\s*FROM\s", re.IGNORECASE)
 
 
-def inject_into_dockerfile(text: str) -> str:
-    """Add our COPY and ENV lines after every ``FROM`` instruction (continuations respected)."""
+def after_each_from(text: str, added: list[str]) -> str:
+    """``text`` with ``added`` lines after every ``FROM`` instruction (continuations
+    respected)."""
     lines = text.splitlines()
     out: list[str] = []
     in_from = False
@@ -246,9 +247,14 @@ def inject_into_dockerfile(text: str) -> str:
             in_from = True
         if in_from and not line.rstrip().endswith("\\"):
             in_from = False
-            out.append(f"COPY {CONTEXT_FOLDER}/ {IMAGE_FOLDER}/")
-            out.append(f"ENV PIP_CONSTRAINT={IMAGE_FOLDER}/constraints.txt")
+            out.extend(added)
     return "\n".join(out) + "\n"
+
+
+def inject_into_dockerfile(text: str) -> str:
+    """Add our COPY and ENV lines after every ``FROM`` instruction (continuations respected)."""
+    return after_each_from(text, [f"COPY {CONTEXT_FOLDER}/ {IMAGE_FOLDER}/",
+                                  f"ENV PIP_CONSTRAINT={IMAGE_FOLDER}/constraints.txt"])
 
 
 # -- a context that pins the protocol to a version ours is not ---------------------------------

@@ -31,6 +31,11 @@ REPOSITORY_PREFIX = "agentenv"
 SOURCE_DIGEST_LABEL = "agentenv.source_digest"
 BUILD_DIGEST_LABEL = "agentenv.build_digest"
 PROTOCOL_LABEL = "agentenv.protocol"
+#: Set by a ``LABEL`` line after every ``FROM`` of every build, so each step's image carries
+#: it: the step images a build killed with ``-9`` leaves (untagged) can then be told from other
+#: images, and ``agent-env gc`` removes them (a provider's ``prune_build_leftovers``).
+BUILDER_LABEL = "agentenv.builder"
+BUILDER = "agent-env"
 
 
 @attrs.frozen
@@ -96,12 +101,13 @@ def plan_build(
         "build_args": dict(sorted((build_args or {}).items())),
         "hermetic": [hermetic.INJECTION_VERSION, wheel.digest] if wheel else (
             ["yielded", yielded] if yielded else None),
+        "step_label": BUILDER,
     }
     if bases:
         parts["bases"] = dict(sorted(bases.items()))
     build = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     final_tag = tag or f"{REPOSITORY_PREFIX}/{slugify(name or root.name)}:{build[:16]}"
-    labels = {SOURCE_DIGEST_LABEL: source, BUILD_DIGEST_LABEL: build}
+    labels = {SOURCE_DIGEST_LABEL: source, BUILD_DIGEST_LABEL: build, BUILDER_LABEL: BUILDER}
     if wheel is not None:
         labels[PROTOCOL_LABEL] = f"{wheel.version}+{wheel.digest[:16]}"
     return BuildPlan(root, dockerfile, final_tag, source, build, labels, wheel,
@@ -120,15 +126,14 @@ def write_build_tar(plan: BuildPlan, fileobj: IO[bytes]) -> None:
     plan, our wheel and constraints added and the Dockerfile injected; the files on disk are
     never touched."""
     entries = context_entries(plan.context, dockerfile=plan.dockerfile)
-    replace: dict[str, bytes] = {}
     extra: dict[str, bytes] = {}
-    if plan.wheel is not None or plan.bases:
-        text = (plan.context / plan.dockerfile).read_text(encoding="utf-8")
-        text = substitute_bases(text, plan.bases)
-        if plan.wheel is not None:
-            text = hermetic.inject_into_dockerfile(text)
-            extra = hermetic.context_files(plan.wheel)
-        replace[Path(plan.dockerfile).as_posix()] = text.encode()
+    text = (plan.context / plan.dockerfile).read_text(encoding="utf-8")
+    text = substitute_bases(text, plan.bases)
+    if plan.wheel is not None:
+        text = hermetic.inject_into_dockerfile(text)
+        extra = hermetic.context_files(plan.wheel)
+    text = hermetic.after_each_from(text, [f"LABEL {BUILDER_LABEL}={BUILDER}"])
+    replace = {Path(plan.dockerfile).as_posix(): text.encode()}
     write_context_tar(entries, fileobj, replace=replace, extra=extra)
 
 

@@ -288,6 +288,13 @@ class SandboxProvider(abc.ABC):
         """
         return []
 
+    async def prune_build_leftovers(self, *, older_than: float, dry_run: bool) -> list[str]:
+        """Remove what builds killed mid-way left (untagged step images carrying the
+        ``agentenv.builder`` label every build sets) once older than ``older_than`` seconds;
+        returns one line per item removed (or, with ``dry_run``, that would be). For
+        ``agent-env gc``; a provider with no image store of its own has nothing to prune."""
+        return []
+
     def check_spec(self, spec: SandboxSpec) -> None:
         """Refuse what this provider cannot do, before creating anything."""
         if spec.mode not in self.modes:

@@ -770,6 +770,37 @@ class DockerSandboxProvider(SandboxProvider):
             ports=tuple(spec.ports), env_vars=dict(spec.env_vars),
         )
 
+    async def prune_build_leftovers(self, *, older_than: float, dry_run: bool) -> list[str]:
+        """Untagged images with the builder label that no container uses, older than
+        ``older_than``: a killed build's step images (an image in use is refused by the engine
+        and kept, as is a running build's, whose next step's container uses it)."""
+        return list(await asyncio.to_thread(self._prune_blocking, older_than, dry_run))
+
+    def _prune_blocking(self, older_than: float, dry_run: bool) -> list[str]:
+        import docker.errors
+
+        from agent_env.images.plan import BUILDER, BUILDER_LABEL
+
+        api = docker_client(self.base_url).api
+        now = time.time()
+        done = []
+        for image in api.images(filters={"dangling": True,
+                                         "label": f"{BUILDER_LABEL}={BUILDER}"}):
+            age = now - float(image.get("Created") or now)
+            if age < older_than:
+                continue
+            line = (f"image {image['Id'][7:19]} (a build's step, untagged, "
+                    f"{age / 3600:.1f} h old, {int(image.get('Size') or 0) / 1e6:.0f} MB)")
+            if not dry_run:
+                try:
+                    api.remove_image(image["Id"])
+                except docker.errors.APIError as exc:
+                    if exc.status_code in (404, 409):
+                        continue  # gone already, or a container (a build's step) uses it
+                    raise
+            done.append(line)
+        return done
+
     async def attach(self, sandbox_id: str) -> DockerSandbox | None:
         found = await asyncio.to_thread(self._find_blocking, {SANDBOX_LABEL: sandbox_id})
         return found[0] if found else None

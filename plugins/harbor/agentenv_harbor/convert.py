@@ -108,6 +108,11 @@ def _check(folder: Path) -> list[str]:
         problems.append(f"{folder}: has no environment/Dockerfile")
     if not (folder / "instruction.md").is_file():
         problems.append(f"{folder}: has no instruction.md")
+    else:
+        try:
+            (folder / "instruction.md").read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            problems.append(f"{folder}/instruction.md: not UTF-8 text (save it as UTF-8)")
     if not (folder / "tests" / "test.sh").is_file():
         problems.append(f"{folder}: has no tests/test.sh")
     for path in folder.rglob("*"):

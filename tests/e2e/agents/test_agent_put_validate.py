@@ -55,7 +55,10 @@ def test_put_is_versioned_by_content_and_get_and_list_show_it(agent_env, own_age
     (["--id", "x"], "Error: give --folder DIR (an agent.toml and its Dockerfile) or "
                     "--image-ref IMAGE"),
     (["--id", "x", "--folder", "nowhere"], "Error: --folder nowhere: not a folder"),
-    (["--id", "x", "--image-ref", "a b"], "Error: --image-ref 'a b' is not an image reference"),
+    (["--id", "x", "--image-ref", "a b"], "Error: --image-ref 'a b' is not an image reference "
+                                          "(such as registry.example/agent:1.4)"),
+    (["--id", "x", "--image-ref", 'x"'], "Error: --image-ref 'x\"' is not an image reference "
+                                        "(such as registry.example/agent:1.4)"),
     (["--id", "x", "--folder", ".", "--image-ref", "a:1"],
      "Error: give --folder or --image-ref, not both (an agent.toml's image = names a prebuilt "
      "image)"),

@@ -255,3 +255,50 @@ def test_a_stop_during_a_silent_step_returns_at_once_and_the_engine_drops_the_bu
               for c in docker_client.containers.list(all=True)):
         assert time.monotonic() < deadline, "the build's container is still there"
         time.sleep(0.2)
+
+
+KILLED_BUILD = """
+import sys
+from agentenv_docker_env.build import build_image
+build_image(sys.argv[1], name=sys.argv[2])
+"""
+
+
+def test_a_build_killed_with_9_leaves_step_images_gc_removes(tmp_path: Path,
+                                                              docker_client: Any) -> None:
+    """Issue 21, class 19, kill -9: nothing in the build can clean up, so every step image
+    carries the builder label (a LABEL line after FROM) and gc removes the untagged ones."""
+    import asyncio
+    import subprocess
+    import sys
+    import time
+
+    from agentenv_docker_env.sandbox import DockerSandboxProvider
+
+    marker = uuid.uuid4().hex
+    context = _context(tmp_path / "ctx", f"FROM python:3.11-slim\nRUN echo {marker} > /one\n"
+                                         "RUN sleep 60\n")
+    build = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(context), _name()])
+
+    def left() -> list[Any]:
+        return [i for i in docker_client.images.list(all=True)
+                if marker in json.dumps(i.history())]
+
+    deadline = time.monotonic() + 120
+    while not left() and time.monotonic() < deadline:  # the first RUN's image is committed
+        time.sleep(0.2)
+    build.kill()
+    build.wait()
+    time.sleep(2)  # the engine cancels the build once its client is gone
+    leftover = left()
+    assert leftover, "the killed build committed no step image (nothing to test)"
+    assert all(i.labels.get("agentenv.builder") == "agent-env" and not i.tags for i in leftover)
+
+    provider = DockerSandboxProvider()
+    kept = asyncio.run(provider.prune_build_leftovers(older_than=3600, dry_run=False))
+    assert left() and not any(marker in line for line in kept)  # too young: kept
+    listed = asyncio.run(provider.prune_build_leftovers(older_than=0, dry_run=True))
+    assert any(leftover[0].id[7:19] in line for line in listed) and left()  # dry run
+    removed = asyncio.run(provider.prune_build_leftovers(older_than=0, dry_run=False))
+    assert any(leftover[0].id[7:19] in line for line in removed)
+    assert left() == []

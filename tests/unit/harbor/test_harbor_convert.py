@@ -77,6 +77,7 @@ def harbor_task(root: Path, name: str = "t") -> Path:
     (lambda f: (f / "task.toml").write_text("[agent]\ntimeout_sec = -1\n"),
      "task.toml: [agent] timeout_sec must be a positive number of seconds, not -1"),
     (lambda f: (f / "instruction.md").unlink(), "has no instruction.md"),
+    (lambda f: (f / "instruction.md").write_bytes(b"\xff\xfe"), "instruction.md: not UTF-8 text"),
     (lambda f: (f / "tests" / "test.sh").unlink(), "has no tests/test.sh"),
     (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: {}\n"),
      "environment/docker-compose.yaml is not supported"),
@@ -138,3 +139,11 @@ def test_an_unknown_format_names_the_installed_ones(capsys, tmp_path) -> None:
                        str(tmp_path / "o"))
     assert code == 1
     assert err.strip() == "Error: no bundle format named 'swe-bench' (installed: harbor)"
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line(capsys, tmp_path) -> None:
+    code, out, err = cli(capsys, "bundle", "import", "harbor", str(TASKS), "-o",
+                         "/proc/agent-env-cannot-write-here")
+    assert code == 1 and out == ""
+    assert err.strip() == ("Error: cannot write /proc/agent-env-cannot-write-here (No such file "
+                           "or directory): give a folder you can write")
