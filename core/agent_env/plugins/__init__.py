@@ -141,13 +141,16 @@ class PluginHost:
             self._say_unmatched_disables()
 
     def _say_unmatched_disables(self) -> None:
-        """``-p no:NAME`` naming no plugin turns nothing off: say so (a typo would otherwise
-        leave the plugin on, silently)."""
+        """``-p no:NAME`` or ``AGENT_ENV_PLUGINS`` naming no plugin: say so (a typo would
+        otherwise leave the plugin on, or every plugin off, silently)."""
         known = {name for record in self.records for name in record.names()}
+        plugins = ", ".join(sorted({r.name for r in self.records if not r.builtin}))
         for name in sorted(self._disabled - known):
-            plugins = ", ".join(sorted({r.name for r in self.records if not r.builtin}))
             sys.stderr.write(f"warning: -p no:{name} matches no plugin, so nothing was turned "
                              f"off (plugins: {plugins or 'none'})\n")
+        for name in sorted((self._only or set()) - known):
+            sys.stderr.write(f"warning: AGENT_ENV_PLUGINS names {name}, which matches no "
+                             f"plugin, so it loads nothing (plugins: {plugins or 'none'})\n")
 
     def _register(self, record: PluginRecord, module: ModuleType) -> None:
         try:

@@ -29,6 +29,20 @@ def test_p_no_with_a_name_that_matches_no_plugin_says_so(tmp_path: Path) -> None
         assert "skipped (disabled)" in row
 
 
+def test_agent_env_plugins_naming_no_plugin_says_so(tmp_path: Path, monkeypatch) -> None:
+    """Found by this session's hostile pass: AGENT_ENV_PLUGINS=<typo> loaded no plugin at all,
+    silently (a run then fails for a missing step type, far from the cause)."""
+    monkeypatch.setenv("AGENT_ENV_PLUGINS", "agents,agnets")
+    typo = agent_env(tmp_path, "plugin", "list")
+    assert typo.returncode == 0
+    assert ("warning: AGENT_ENV_PLUGINS names agnets, which matches no plugin, so it loads "
+            "nothing (plugins: ") in typo.stderr, typo.stderr
+    assert "agents" not in typo.stderr.split("names ", 1)[1].split(",")[0]  # only the typo
+    row = next(line for line in typo.stdout.splitlines()
+               if line.startswith("agentenv-framework-agents "))
+    assert "active" in row
+
+
 def test_plugin_add_refuses_specs_no_installer_could_install(tmp_path: Path) -> None:
     for spec, message in (("./no-such-plugin", "Error: no such file or folder: "
                                                 "./no-such-plugin"),
