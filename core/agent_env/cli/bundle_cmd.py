@@ -80,7 +80,7 @@ def _written(output: Path, write: Any) -> list[str]:
     place: a failure (or Ctrl-C) leaves nothing half-written."""
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=".bundle-convert-", dir=output.parent))
+        scratch = Path(tempfile.mkdtemp(prefix=".bundle-", dir=output.parent))
     except OSError as exc:
         raise UserError(f"cannot write {output} ({exc.strerror or exc}): give a folder you "
                         "can write") from None
@@ -191,42 +191,32 @@ def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | 
     agent-env run FOLDER."""
     if (task_id is None) == (eval_id is None):
         raise click.UsageError("give --from-task ID or --from-eval ID (one of them)")
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise UserError(f"{folder} exists and is not empty: give a new folder")
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=".bundle-init-", dir=folder.parent))
-    except OSError as exc:
-        raise UserError(f"cannot write {folder} ({exc.strerror or exc}): give a folder you "
-                        "can write") from None
-    os.chmod(scratch, 0o755)  # mkdtemp makes it private; a bundle is an ordinary folder
-    try:
+    _fresh_output(folder)
+
+    def write(scratch: Path) -> list[str]:
         writer = _Writer(scratch)
         taken: set[str] = set()
         if task_id is not None:
-            written = [writer.task(task_id, version, taken)]
-        else:
-            record = writer.versioned.get("evals", eval_id or "", version)
-            if record is None:
-                raise UserError(f"no eval '{eval_id}' is stored (agent-env eval create FILE "
-                                f"--id {eval_id} stores one)")
-            written = [writer.task(t["task_id"], t.get("task_version"), taken)
-                       for t in record.body.get("tasks", [])]
-            import tomlkit
+            writer.task(task_id, version, taken)
+            return []
+        record = writer.versioned.get("evals", eval_id or "", version)
+        if record is None:
+            raise UserError(f"no eval '{eval_id}' is stored (agent-env eval create FILE "
+                            f"--id {eval_id} stores one)")
+        written = [writer.task(t["task_id"], t.get("task_version"), taken)
+                   for t in record.body.get("tasks", [])]
+        import tomlkit
 
-            evals = scratch / "evals"
-            evals.mkdir()
-            body: dict[str, Any] = {"tasks": written}
-            if record.body.get("type"):
-                body["type"] = record.body["type"]
-            name = _name(str(record.body.get("name") or record.id), set())
-            (evals / f"{name}.toml").write_text(tomlkit.dumps(body), encoding="utf-8")
-        if folder.exists():
-            folder.rmdir()  # empty, checked above
-        os.replace(scratch, folder)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+        evals = scratch / "evals"
+        evals.mkdir()
+        body: dict[str, Any] = {"tasks": written}
+        if record.body.get("type"):
+            body["type"] = record.body["type"]
+        name = _name(str(record.body.get("name") or record.id), set())
+        (evals / f"{name}.toml").write_text(tomlkit.dumps(body), encoding="utf-8")
+        return []
+
+    _written(folder, write)
     counts = {kind: len(list((folder / sub).iterdir())) if (folder / sub).is_dir() else 0
               for kind, sub in (("task", "tasks"), ("env", "envs"), ("artifact", "artifacts"))}
     echo(f"Wrote {folder}: " + ", ".join(f"{n} {k}{'' if n == 1 else 's'}"

@@ -119,7 +119,7 @@ def test_bundle_init_round_trip_runs_unchanged(state_root: Path, tmp_path: Path,
     assert again[0] != 0 and "exists and is not empty" in again[2]
     missing = cli(capsys, "bundle", "init", str(tmp_path / "new"), "--from-task", "nope")
     assert missing[0] != 0 and not (tmp_path / "new").exists()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle-init-")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle-")] == []
 
 
 # -- env: bad input -------------------------------------------------------------------------------
