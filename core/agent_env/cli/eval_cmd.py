@@ -214,6 +214,10 @@ def _requests(group: Group, sandbox: str | None,
         spec = attrs.evolve(specs[(slot.task_id, slot.task_version)],
                             label=f"{slot.task_id} #{slot.sample}")
         metadata: dict[str, Any] = dict(overrides)
+        # which group (and eval) the run belongs to: its record says so, the explorer filters
+        metadata["run_group_id"] = group.group_id
+        if group.kind == "eval":
+            metadata["eval_id"] = group.subject_id
         if slot.seed:
             metadata["seed"] = dict(slot.seed)
         return RunRequest(spec, artifacts, metadata)

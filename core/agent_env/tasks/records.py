@@ -134,6 +134,21 @@ class InstanceRecord:
         """The models its agents used (sorted, comma-joined): what runs are filtered by."""
         return _joined(self.context.get("agents"), "model")
 
+    def _metadata(self, key: str) -> str | None:
+        metadata = self.context.get("metadata")
+        value = metadata.get(key) if isinstance(metadata, dict) else None
+        return str(value) if value else None
+
+    @property
+    def run_group_id(self) -> str | None:
+        """The run group (``eval run``, ``task run --k``, ``run-batch``) it ran in, if any."""
+        return self._metadata("run_group_id")
+
+    @property
+    def eval_id(self) -> str | None:
+        """The eval it ran for, if any."""
+        return self._metadata("eval_id")
+
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
@@ -183,6 +198,7 @@ class StoredInstances:
         document["_id"] = record.instance_id
         # top level, so a store query filters on them (the explorer's agent and model filters)
         document["agents"], document["models"] = record.agents, record.models
+        document["run_group_id"], document["eval_id"] = record.run_group_id, record.eval_id
         if not self.documents.replace(COLLECTION, {"_id": record.instance_id}, document):
             self.documents.insert(COLLECTION, document)
 

@@ -779,13 +779,11 @@ class DockerSandboxProvider(SandboxProvider):
     def _prune_blocking(self, older_than: float, dry_run: bool) -> list[str]:
         import docker.errors
 
-        from agent_env.images.plan import BUILDER, BUILDER_LABEL
-
         api = docker_client(self.base_url).api
         now = time.time()
         done = []
-        for image in api.images(filters={"dangling": True,
-                                         "label": f"{BUILDER_LABEL}={BUILDER}"}):
+        label = f"{image_plan.BUILDER_LABEL}={image_plan.BUILDER}"
+        for image in api.images(filters={"dangling": True, "label": label}):
             age = now - float(image.get("Created") or now)
             if age < older_than:
                 continue

@@ -50,8 +50,10 @@ RUN_SORTS = ("started_at_utc", "finished_at_utc", "duration_seconds", "task_id",
              "outcome")
 RUN_FILTERS = ("task_id", "status", "outcome")
 #: query parameter -> the record's top-level field: the run's agent ids and models, sorted and
-#: comma-joined (a run of one agent is found by its id; a run of two by ``a,b``)
-RUN_LIST_FILTERS = {"agent": "agents", "model": "models"}
+#: comma-joined (a run of one agent is found by its id; a run of two by ``a,b``), and the eval
+#: and run group it ran in
+RUN_LIST_FILTERS = {"agent": "agents", "model": "models", "eval": "eval_id",
+                    "run_group": "run_group_id"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
@@ -119,6 +121,8 @@ class Explorer:
             ["outcome", ("started_at_utc", -1)],
             ["agents", ("started_at_utc", -1)],
             ["models", ("started_at_utc", -1)],
+            ["eval_id", ("started_at_utc", -1)],
+            ["run_group_id", ("started_at_utc", -1)],
             [("finished_at_utc", -1)],
             [("duration_seconds", -1)],
         ):
@@ -208,6 +212,8 @@ def run_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
         "agents": sorted(str(a.get("agent")) for a in agents.values()
                          if isinstance(a, dict) and a.get("agent")),
         "models": models,
+        "eval_id": doc.get("eval_id"),
+        "run_group_id": doc.get("run_group_id"),
     }
 
 

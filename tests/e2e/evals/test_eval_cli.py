@@ -68,6 +68,10 @@ def test_eval_run_k5_prints_pass_at_k_and_writes_results(stored) -> None:
     assert summary["counts"]["passed"] == 5 and summary["exit_code"] == 0
     # every slot is finished in the store: a resume reuses all ten and runs nothing
     group = lines[0].split()[2].rstrip(":")
+    # each run's record names its group and eval (the explorer's eval and run_group filters)
+    record = json.loads(stored("task", "get-instance", first["instance_id"]).stdout)
+    assert record["context"]["metadata"]["run_group_id"] == group
+    assert record["context"]["metadata"]["eval_id"] == "smoke"
     again = stored("eval", "run", "--id", "smoke", "--resume", group, "--json")
     assert again.returncode == 0, again.stderr
     document = json.loads(again.stdout)

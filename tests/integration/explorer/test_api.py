@@ -44,6 +44,8 @@ def run_document(i: int) -> dict[str, Any]:
         "context": {"agents": {"agent": {"agent": "model-agent", "model": f"model-{i % 3}"}}},
         # what StoredInstances writes beside the context, for the agent and model filters
         "agents": "model-agent", "models": f"model-{i % 3}",
+        "eval_id": "smoke" if i % 10 == 0 else None,
+        "run_group_id": f"evalrun-{i % 4}" if i % 10 == 0 else None,
         "cancel_reason": None, "duration_seconds": 1.0 + i % 7,
     }
 
@@ -306,6 +308,10 @@ async def test_runs_filter_by_agent_and_model(client: TestClient[Any, Any]) -> N
     assert both["total"] == sum(1 for i in range(RUNS) if i % 3 == 2 and i % 20 == 2)
     none = await get_json(client, "/api/v1/task-instances?agent=claude-code")
     assert none["total"] == 0 and none["items"] == []
+    evals = await get_json(client, "/api/v1/task-instances?eval=smoke&limit=5")
+    assert evals["total"] == RUNS // 10 and evals["items"][0]["eval_id"] == "smoke"
+    group = await get_json(client, "/api/v1/task-instances?run_group=evalrun-2&limit=5")
+    assert group["total"] == sum(1 for i in range(RUNS) if i % 10 == 0 and i % 4 == 2)
 
 
 async def test_posted_run_events_reach_every_listening_page(

@@ -42,3 +42,16 @@ def test_agents_and_models_are_filterable_fields(tmp_path: Path) -> None:
     assert store.get("i-2").agents is None  # no agent: nothing to filter by
     assert store.get("i-1").context["agents"]["coder"]["agent"] == "codex"  # read back whole
     documents.close()
+
+
+def test_an_eval_runs_group_and_eval_are_filterable_fields(tmp_path: Path) -> None:
+    documents = SqliteDocumentStore(tmp_path / "documents.sqlite3")
+    store = StoredInstances(documents)
+    store.save(InstanceRecord("i-1", "t", 1, "completed", "2026-12-04T00:00:00Z", context={
+        "metadata": {"run_group_id": "evalrun-1", "eval_id": "smoke", "seed": {"n": 1}}}))
+    store.save(InstanceRecord("i-2", "t", 1, "completed", "2026-12-04T00:00:01Z",
+                              context={"metadata": {"run_group_id": "taskrun-2"}}))
+    assert [d["_id"] for d in documents.query("task_instances", {"eval_id": "smoke"})] == ["i-1"]
+    assert [d["_id"] for d in documents.query("task_instances",
+                                              {"run_group_id": "taskrun-2"})] == ["i-2"]
+    documents.close()

@@ -1,7 +1,7 @@
 // The explorer page: plain DOM, no build step, nothing loaded from elsewhere.
 // Every stored value is put on the page with textContent (never innerHTML), so a prompt
 // holding <script> shows as text. Routes are hash URLs, so links are stable and shareable:
-//   #/runs?task_id=&status=&outcome=&agent=&model=&since=&until=&offset=   the runs list
+//   #/runs?task_id=&eval=&run_group=&status=&outcome=&agent=&model=&since=&until=&offset=
 //   #/run/<instance id>                                     one run, step by step
 //   #/compare/<instance id>/<instance id>                   two runs side by side
 //   #/groups, #/group/<run group id>                        run groups; one's pass@k matrix
@@ -97,7 +97,7 @@ async function runsPage(main, params) {
   document.getElementById("where").textContent = "· runs";
   const offset = Number(params.get("offset") || 0);
   const query = new URLSearchParams();
-  for (const name of ["task_id", "status", "outcome", "agent", "model", "since", "until"]) {
+  for (const name of ["task_id", "eval", "run_group", "status", "outcome", "agent", "model", "since", "until"]) {
     if (params.get(name)) query.set(name, params.get(name));
   }
   query.set("limit", PAGE);
@@ -112,6 +112,7 @@ async function runsPage(main, params) {
   };
   const form = el("form", { class: "filters", id: "filters" },
     field("task_id", "task"),
+    field("eval", "eval"),
     field("status", "status", ["", "running", "completed", "failed", "cancelled"]),
     field("outcome", "outcome", ["", "passed", "failed", "error", "cancelled", "scored below 1", "unscored"]),
     field("agent", "agent"),
@@ -405,7 +406,8 @@ async function groupPage(main, id) {
   const draw = (group) => main.replaceChildren(
     el("div", { class: "card" }, el("h2", { text: group.run_group_id }),
       el("div", { text: `${group.kind} of ${group.subject_id}` + (group.subject_version ? ` v${group.subject_version}` : "") }),
-      el("div", { id: "group-progress", text: `${group.done}/${group.total} runs done` + (group.complete ? " · complete" : " · running") })),
+      el("div", { id: "group-progress", text: `${group.done}/${group.total} runs done` + (group.complete ? " · complete" : " · running") }),
+      el("a", { id: "group-runs", href: "#/runs?run_group=" + enc(group.run_group_id), text: "its runs" })),
     matrix(group),
     el("p", { text: "Errors (infrastructure, cancelled) are counted apart, not as failures in pass@k." }));
   const group = await api("/run-groups/" + enc(id));
