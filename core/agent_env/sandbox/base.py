@@ -95,8 +95,8 @@ class ContainerSpec:
 
     ``publish`` ports are the only ones reachable from the host (on 127.0.0.1). An agent with
     ``network_policy = "open"`` is ``private=False``: on the edge only, it reaches the env's
-    gateway but not the env servers (and the world). A provider that cannot keep the private network closed says so in ``describe()``
-    (``env_isolation``).
+    gateway and the world but not the env servers. A provider that cannot keep the private
+    network closed says so in ``describe()`` (``env_isolation``).
 
     A third network, the *sealed* one, is for agents (``sealed=True``, which takes no
     ``publish``, ``egress`` or ``private``): a sealed container's only peers are the sandbox's
