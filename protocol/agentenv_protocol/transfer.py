@@ -29,9 +29,10 @@ they still move their payloads inline.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -170,33 +171,43 @@ def _failed(status: int, url: str) -> TransferError:
     return TransferError("transfer_rejected", f"{host} refused the transfer (HTTP {status})")
 
 
+@contextlib.asynccontextmanager
+async def _moving(url: str, session: Any, timeout: float) -> AsyncIterator[Any]:
+    """An HTTP session for one transfer (the caller's, or one closed after); the transport's
+    failures become the contract's codes."""
+    import aiohttp
+
+    own = session is None
+    http = session or aiohttp.ClientSession()
+    try:
+        yield http
+    except TimeoutError:
+        raise TransferError("transfer_timeout", f"no answer within {timeout:g}s",
+                            retryable=True) from None
+    except aiohttp.ClientError as exc:
+        raise TransferError("transfer_unavailable",
+                            f"{urlsplit(url).netloc}: {type(exc).__name__}",
+                            retryable=True) from None
+    finally:
+        if own:
+            await http.close()
+
+
 async def read_object(obj: ReadObject, *, session: Any = None,
                       timeout: float = DEFAULT_TIMEOUT) -> bytes:
     """The object's bytes, checked against ``max_bytes``, ``size_bytes`` and ``sha256``."""
     import aiohttp
 
     obj.read.check("http_get")
-    own = session is None
-    http = session or aiohttp.ClientSession()
-    try:
-        async with http.get(obj.read.url, headers=dict(obj.read.headers), allow_redirects=False,
-                            timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-            if response.status != 200:
-                raise _failed(response.status, obj.read.url)
-            data = await response.content.read(obj.max_bytes + 1)
-            if len(data) > obj.max_bytes:
-                raise TransferError("transfer_too_large",
-                                    f"the object is larger than max_bytes ({obj.max_bytes})")
-    except TimeoutError:
-        raise TransferError("transfer_timeout", f"no answer within {timeout:g}s",
-                            retryable=True) from None
-    except aiohttp.ClientError as exc:
-        raise TransferError("transfer_unavailable",
-                            f"{urlsplit(obj.read.url).netloc}: {type(exc).__name__}",
-                            retryable=True) from None
-    finally:
-        if own:
-            await http.close()
+    async with _moving(obj.read.url, session, timeout) as http, http.get(
+            obj.read.url, headers=dict(obj.read.headers), allow_redirects=False,
+            timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+        if response.status != 200:
+            raise _failed(response.status, obj.read.url)
+        data: bytes = await response.content.read(obj.max_bytes + 1)
+    if len(data) > obj.max_bytes:
+        raise TransferError("transfer_too_large",
+                            f"the object is larger than max_bytes ({obj.max_bytes})")
     if obj.size_bytes is not None and len(data) != obj.size_bytes:
         raise TransferError("integrity_mismatch",
                             f"read {len(data)} bytes, the grant says {obj.size_bytes}")
@@ -208,28 +219,16 @@ async def read_object(obj: ReadObject, *, session: Any = None,
 async def write_object(obj: WriteObject, data: bytes, *, session: Any = None,
                        timeout: float = DEFAULT_TIMEOUT) -> Uploaded:
     """PUT ``data`` where the grant says; refused before sending when over ``max_bytes``."""
-    import aiohttp
-
     obj.write.check("http_put")
     if len(data) > obj.max_bytes:
         raise TransferError("transfer_too_large",
                             f"{len(data)} bytes is more than max_bytes ({obj.max_bytes})")
-    own = session is None
-    http = session or aiohttp.ClientSession()
+    import aiohttp
+
     headers = {"Content-Type": obj.media_type, **obj.write.headers}
-    try:
-        async with http.put(obj.write.url, data=data, headers=headers, allow_redirects=False,
-                            timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-            if response.status not in (200, 201, 204):
-                raise _failed(response.status, obj.write.url)
-    except TimeoutError:
-        raise TransferError("transfer_timeout", f"no answer within {timeout:g}s",
-                            retryable=True) from None
-    except aiohttp.ClientError as exc:
-        raise TransferError("transfer_unavailable",
-                            f"{urlsplit(obj.write.url).netloc}: {type(exc).__name__}",
-                            retryable=True) from None
-    finally:
-        if own:
-            await http.close()
+    async with _moving(obj.write.url, session, timeout) as http, http.put(
+            obj.write.url, data=data, headers=headers, allow_redirects=False,
+            timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+        if response.status not in (200, 201, 204):
+            raise _failed(response.status, obj.write.url)
     return Uploaded(len(data), hashlib.sha256(data).hexdigest())

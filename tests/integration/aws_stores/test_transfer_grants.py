@@ -5,6 +5,7 @@ partly written."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import socket
@@ -103,13 +104,23 @@ async def test_redirects_are_not_followed_and_an_unreachable_store_is_retryable(
     async def redirect(request: web.Request) -> web.Response:
         raise web.HTTPFound("http://127.0.0.1:9/elsewhere")
 
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.Response(body=b"late")
+
     app = web.Application()
     app.router.add_get("/obj", redirect)
+    app.router.add_get("/slow", slow)
     async with TestServer(app, host="127.0.0.1") as server:
         grant = HttpGrant("http_get", str(server.make_url("/obj")), SOON)
         with pytest.raises(TransferError) as caught:
             await read_object(ReadObject("x", 100, grant))
         assert caught.value.code == "transfer_rejected" and "redirect" in str(caught.value)
+        late = HttpGrant("http_get", str(server.make_url("/slow")), SOON)
+        with pytest.raises(TransferError) as caught:
+            await read_object(ReadObject("x", 100, late), timeout=0.3)
+        assert (caught.value.code, caught.value.status, caught.value.retryable) == (
+            "transfer_timeout", 504, True)
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
