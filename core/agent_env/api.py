@@ -130,6 +130,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "query": ("agent_env.stores.query", None),
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.stores", "object_store"),
+    "write_stored_files": ("agent_env.bundles.entities", "write_stored_files"),
     "versioned_store": ("agent_env.stores", "versioned_store"),
     # runners (agent_env_runners): what a runner receives, returns and may reuse
     "RunnerContext": ("agent_env.runners", "RunnerContext"),
@@ -154,6 +155,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
     # ruff cannot read the computed __all__, so it would call these re-exports unused
     from agent_env.agents import AgentDefinition
+    from agent_env.bundles.entities import write_stored_files
     from agent_env.cli.gc_cmd import find_leftovers
     from agent_env.cli.gc_cmd import remove as remove_leftovers
     from agent_env.config import get_config

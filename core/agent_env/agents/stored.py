@@ -14,8 +14,6 @@ To deploy, a version's files are laid out once under ``<state root>/agents/<cont
 from __future__ import annotations
 
 import json
-import os
-import posixpath
 import re
 import shutil
 import tempfile
@@ -115,6 +113,7 @@ def stored_record(agent_id: str, version: int | None = None) -> Any:
 
 def load_stored_agent(record: Any) -> AgentDefinition:
     """The stored version as a definition whose folder holds its files (laid out once)."""
+    from agent_env.bundles.entities import write_stored_files
     from agent_env.config import get_config
     from agent_env.stores import object_store
 
@@ -123,16 +122,11 @@ def load_stored_agent(record: Any) -> AgentDefinition:
         folder.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{record.content_hash}-", dir=folder.parent))
         try:
-            objects = object_store()
-            for path, meta in sorted((record.body.get("files") or {}).items()):
-                parts = path.split("/")
-                if posixpath.isabs(path) or ".." in parts:
-                    raise UserError(f"agent {record.id} v{record.version} has a file path that "
-                                    f"escapes its folder: '{path}'")
-                target = partial.joinpath(*parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(objects.get(meta["key"]))
-                os.chmod(target, int(meta.get("mode", 0o644)))
+            try:
+                write_stored_files(object_store(), record.body.get("files") or {}, partial,
+                                   f"agent {record.id} v{record.version}")
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
             try:
                 partial.rename(folder)
             except OSError:  # another process laid it out first: theirs is the same content

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
@@ -47,6 +48,24 @@ def _reopen_stored_artifacts(pins: dict[str, int]) -> StoredArtifacts:
     from agent_env.stores import object_store, versioned_store
 
     return StoredArtifacts(versioned_store(), object_store(), pins)
+
+
+def write_stored_files(objects: Any, files: Mapping[str, Mapping[str, Any]], folder: Path,
+                       owner: str) -> None:
+    """Lay a stored file table (``path -> {key, mode}``, as the ledger writes it) out under
+    ``folder``, contents from ``objects``, with their modes. A path that would escape
+    ``folder`` is refused with a ValueError naming ``owner`` (nothing is written for it)."""
+    import os
+    import posixpath
+
+    for path, meta in sorted(files.items()):
+        parts = path.split("/")
+        if posixpath.isabs(path) or ".." in parts:
+            raise ValueError(f"{owner} has a file path that escapes its folder: '{path}'")
+        target = folder.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(objects.get(meta["key"]))
+        os.chmod(target, int(meta.get("mode", 0o644)))
 
 
 def entity_exists(versioned: Any) -> Any:

@@ -88,12 +88,13 @@ def get_agent(agent_id: str, version: int | None) -> None:
     from agent_env.agents.stored import installed_agent, stored_record
     from agent_env.errors import UserError
 
-    if version is not None and installed_agent(agent_id) is not None:
+    installed = installed_agent(agent_id) is not None
+    if version is not None and installed:
         raise UserError(f"agent '{agent_id}' is installed, not stored: it has no versions "
                         "(drop --version)")
     definition = find_agent(agent_id, version)
     shown = attrs.asdict(definition)
-    record = None if installed_agent(agent_id) else stored_record(agent_id, version)
+    record = None if installed else stored_record(agent_id, version)
     if record is not None:
         shown.update(version=record.version, content_hash=record.content_hash,
                      files=sorted(record.body.get("files") or {}),

@@ -8,8 +8,6 @@ folder's own path never matters.
 
 from __future__ import annotations
 
-import os
-import posixpath
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -60,15 +58,13 @@ def load_env_source(artifacts: Any, env_id: str, version: int | None = None) -> 
 
 def write_build_context(artifacts: Any, source: EnvSource, folder: Path) -> None:
     """Write ``source``'s files under ``folder`` with their modes (what the build hashes)."""
+    from agent_env.api import write_stored_files
+
     _, objects = _stores(artifacts)
-    for path, meta in sorted(source.files.items()):
-        parts = path.split("/")
-        if posixpath.isabs(path) or ".." in parts:
-            raise StepError(f"env {source.id} has a file path that escapes its folder: '{path}'")
-        target = folder.joinpath(*parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(objects.get(meta["key"]))
-        os.chmod(target, int(meta.get("mode", 0o644)))
+    try:
+        write_stored_files(objects, source.files, folder, f"env {source.id}")
+    except ValueError as exc:
+        raise StepError(str(exc)) from None
 
 
 def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
