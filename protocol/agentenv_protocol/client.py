@@ -12,18 +12,27 @@ import json
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
 
 from .card import CARD_PATH, EnvironmentCard, ToolInfo, tool_from_mcp
 from .errors import ProtocolError, TransportError
+from .http1 import Http1Pool
 from .parts import Part, part_from_wire, part_to_wire
 from .wire import LATEST_VERSION, SESSION_HEADER, VERSION_HEADER
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+class _LowerHeaders(dict[str, str]):
+    """Headers keyed in lower case (as :mod:`.http1` gives them), looked up in any case."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
 
 
 class SessionExpired(TransportError):
@@ -108,9 +117,14 @@ class McpClient(_HttpOwner):
         protocol_version: str = LATEST_VERSION,
         accept: str = ACCEPT_BOTH,
         client_name: str = "agentenv-protocol",
+        pool: Http1Pool | None = None,
     ) -> None:
         super().__init__(session, timeout)
         self.url = url
+        #: POSTs go through this lean pool when given (the gateway's calls to its children).
+        self.pool = pool
+        parts = urlsplit(url)
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.headers = dict(headers or {})
         self.requested_version = protocol_version
         self.accept = accept
@@ -183,6 +197,20 @@ class McpClient(_HttpOwner):
         if params is not None:
             msg["params"] = params
         total = self.timeout if timeout is None else timeout
+        if self.pool is not None:
+            try:
+                reply = await self.pool.post(self._path, _dumps(msg).encode(), self._headers(),
+                                             timeout=total)
+            except TimeoutError:
+                raise TransportError(f"{method}: no answer from {self.url} within {total:g}s") \
+                    from None
+            except ConnectionError as exc:
+                raise TransportError(f"{method}: cannot reach {self.url}: {exc}") from None
+            lower = _LowerHeaders(reply.headers)
+            if reply.status == 202 or notify:
+                return None, lower
+            return self._reply(method, msg_id, reply.status, reply.header("Content-Type"),
+                               reply.body, lower)
         try:
             async with self.http.post(self.url, data=_dumps(msg), headers=self._headers(),
                                       timeout=aiohttp.ClientTimeout(total=total)) as resp:
@@ -197,6 +225,11 @@ class McpClient(_HttpOwner):
                 from None
         except aiohttp.ClientError as exc:
             raise TransportError(f"{method}: cannot reach {self.url}: {exc}") from None
+        return self._reply(method, msg_id, status, ctype, body, headers)
+
+    def _reply(self, method: str, msg_id: Any, status: int, ctype: str, body: bytes,
+               headers: Mapping[str, str]) -> tuple[Any, Mapping[str, str]]:
+        """The ``result`` of a reply to ``msg_id`` (ProtocolError on a JSON-RPC error)."""
         if status == 404 and self.session_id and method != "initialize":
             raise SessionExpired(f"{method}: session expired at {self.url}", 404)
         try:

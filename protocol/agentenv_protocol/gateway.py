@@ -92,6 +92,7 @@ from .guard import (
     run_guarded,
     vouch_for,
 )
+from .http1 import Http1Pool
 from .mcp_http import Caller, McpEndpoint, json_response
 from .trajectory_log import TrajectoryLog
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
@@ -140,6 +141,8 @@ class Child:
         self.error: str | None = None
         #: Why the child was last found unreachable (a forwarded call failed fast), or None.
         self.gone: str | None = None
+        #: Keep-alive connections the MCP calls go over (plain http children; see .http1).
+        self.pool: Http1Pool | None = None
 
     async def unreachable(self) -> str | None:
         """Why no TCP connection to the child opens within ``LIVENESS_TIMEOUT``, or None when
@@ -238,8 +241,11 @@ class Child:
         if self.card is not None:
             with contextlib.suppress(Exception):
                 mcp_path = EnvironmentCard.from_wire(self.card).mcp_path
-        self.client = McpClient(self.url + mcp_path, session=http, timeout=call_timeout,
-                                client_name="agentenv-gateway")
+        url = self.url + mcp_path
+        if self.pool is None and Http1Pool.usable_for(url):
+            self.pool = Http1Pool(url)
+        self.client = McpClient(url, session=http, timeout=call_timeout,
+                                client_name="agentenv-gateway", pool=self.pool)
         init = await self.client.connect()
         name = (self.card or {}).get("name") or (init.get("serverInfo") or {}).get("name")
         if name:
@@ -309,6 +315,8 @@ class Gateway:
             if child.client is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(child.client.close(), 2)
+            if child.pool is not None:
+                child.pool.close()
         if self._http is not None:
             await self._http.close()
         self.trajectory.close()

@@ -164,8 +164,7 @@ class Guard(asyncio.Protocol):
 
     # -- asyncio.Protocol, delegated ---------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no subclass
         peer = transport.get_extra_info("peername")
         self.client = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
         self.keeper.opened(self)
@@ -329,7 +328,9 @@ def guard_middleware(body_timeout: float, log: LineLog, *,
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            if request.body_exists:
+            if request.body_exists and not request.content.is_eof():
+                # (a body already whole, the common case, needs no deadline, nor the task
+                # wait_for would make)
                 try:
                     await asyncio.wait_for(request.read(), body_timeout)
                 except TimeoutError:

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 CHUNK = 64 * 1024
+#: One encoder for every event (``json.dumps`` with options builds a new one per call).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 class TrajectoryLog:
@@ -27,6 +29,7 @@ class TrajectoryLog:
         self._file = tempfile.TemporaryFile(dir=folder, prefix="agentenv-trajectory-")
         self._offsets = array("Q")
         self._end = 0
+        self._moved = False
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -37,10 +40,12 @@ class TrajectoryLog:
         return self._end
 
     def append(self, event: dict[str, Any]) -> None:
-        line = json.dumps(event, ensure_ascii=False, default=str) + "\n"
+        line = _ENCODE(event) + "\n"
         # backslashreplace: a lone surrogate (undecodable input) becomes its JSON escape.
         data = line.encode("utf-8", "backslashreplace")
-        self._file.seek(self._end)
+        if self._moved:  # a read moved the position (a seek flushes: only when needed)
+            self._file.seek(self._end)
+            self._moved = False
         self._file.write(data)
         self._offsets.append(self._end)
         self._end += len(data)
@@ -55,6 +60,7 @@ class TrajectoryLog:
         position = self._offsets[start]
         end = self._offsets[stop] if stop < count else self._end
         self._file.flush()
+        self._moved = True
         while position < end:
             self._file.seek(position)
             data = self._file.read(min(CHUNK, end - position))
@@ -73,6 +79,7 @@ class TrajectoryLog:
         dropped = len(self._offsets)
         self._file.seek(0)
         self._file.truncate()
+        self._moved = False
         self._offsets = array("Q")
         self._end = 0
         return dropped
