@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from .changes import Changelog
 from .errors import AgentEnvError
 from .schema import ParamSpec, input_schema, read_params, to_jsonable
 
@@ -27,7 +28,8 @@ from .wire import SESSION_META_KEY as SESSION_META_KEY
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_CARD_KEYS = frozenset({"name", "description", "version", "tool_access", "instructions"})
+_CARD_KEYS = frozenset({"name", "description", "version", "tool_access", "instructions",
+                        "changelog"})
 _DATA_KINDS = {"reset": "data/reset", "add": "data/add", "get": "data/get"}
 
 
@@ -138,7 +140,8 @@ def extension(
 
 def environment_card(cls: type | None = None, **fields: Any) -> Any:
     """Class decorator giving the card's fields (``name``, ``description``, ``version``,
-    ``tool_access``, ``instructions``); an unknown key raises at class definition."""
+    ``tool_access``, ``instructions``, ``changelog``: serve changes/v1, see :mod:`.changes`);
+    an unknown key raises at class definition."""
     unknown = set(fields) - _CARD_KEYS
     if unknown:
         raise TypeError(f"environment_card: unknown field(s) {sorted(unknown)}")
@@ -263,6 +266,28 @@ class AgentEnvEnvironment:
             or type(self).__name__
         )
 
+    # -- changes/v1 -------------------------------------------------------------------------
+    @property
+    def changelog_enabled(self) -> bool:
+        return bool(type(self).__agentenv_card__.get("changelog"))
+
+    @property
+    def agentenv_changelog(self) -> Changelog:
+        """This env's changelog (:mod:`.changes`); made on first use."""
+        log = self.__dict__.get("_agentenv_changelog")
+        if log is None:
+            log = self.__dict__["_agentenv_changelog"] = Changelog()
+        return log
+
+    def record_change(self, kind: str, **data: Any) -> None:
+        """Note a change of this env's state (``kind`` names it, ``data`` says what), for
+        changes/v1 readers and the gateway's trajectory. Needs
+        ``@environment_card(changelog=True)``: without it nobody could read the change."""
+        if not self.changelog_enabled:
+            raise RuntimeError(f"{type(self).__name__}.record_change needs "
+                               "@environment_card(changelog=True) on the class")
+        self.agentenv_changelog.record(kind, data)
+
     # -- registry ---------------------------------------------------------------------------
     def agentenv_registry(self) -> Registry:
         """Resolve tools, data handlers and extensions of this instance (cached)."""
@@ -331,6 +356,7 @@ class AgentEnvEnvironment:
             ExtensionInfo,
             ToolInfo,
         )
+        from .changes import card_entry as changes_card_entry
 
         reg = self.agentenv_registry()
         tools = [ToolInfo(t.name, t.description, t.schema) for t in reg.tools.values()]
@@ -351,6 +377,10 @@ class AgentEnvEnvironment:
                           info["required"])
             for uri, info in by_uri.items()
         ]
+        if self.changelog_enabled:
+            entry = changes_card_entry()
+            extensions.append(ExtensionInfo(entry["uri"], entry["description"],
+                                            entry["params"], entry["required"]))
         card = EnvironmentCard(
             name=reg.name,
             capabilities=Capabilities(

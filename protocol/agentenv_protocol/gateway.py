@@ -35,8 +35,10 @@ answers below 500). A tool name served by two children is served by none, report
 ``/state``, and keeps ``/ready`` at 503. Calls carry the caller's role and session to the
 child in ``_meta``. In ``performance`` mode calls run concurrently; ``consistent`` runs them
 one at a time. Trajectory events: ``tool_call``; then ``tool_call_result`` when the child
-answered (``is_error`` tells a tool-level failure) or ``tool_call_failed`` when it did not
-(timeout, unreachable) or the gateway refused the call.
+answered (``is_error`` tells a tool-level failure; ``changelog_id_before`` and ``changelog_id``
+when the child keeps a changelog, :mod:`.changes`) or ``tool_call_failed`` when it did not
+(timeout, unreachable) or the gateway refused the call. A child's ``GET /changes`` is read
+through its pass-through, ``/env/<child>/changes``.
 
 A forwarded call fails fast when its env server is gone: once a call (tool, data plane or
 pass-through) has waited ``LIVENESS_INTERVAL``, the gateway tries a TCP connection to the child
@@ -79,6 +81,7 @@ from .card import (
     Interface,
     ToolInfo,
 )
+from .changes import CHANGELOG_META_KEY
 from .client import McpClient, fetch_card_raw
 from .clock import CLOCK_URI, ClockError, VirtualClock
 from .errors import ProtocolError, TransportError
@@ -452,6 +455,13 @@ class Gateway:
                                applied="unknown" if cut else "no")
         finally:
             self.in_flight -= 1
+        ids = (result.get("_meta") or {}).get(CHANGELOG_META_KEY)
+        if isinstance(ids, dict):  # the child keeps a changelog (changes/v1)
+            self._record("tool_call_result", call_id, caller, name, env=child.name,
+                         is_error=bool(result.get("isError")), result=result,
+                         duration_ms=_ms(start), changelog_id_before=ids.get("before"),
+                         changelog_id=ids.get("after"))
+            return result
         self._record("tool_call_result", call_id, caller, name, env=child.name,
                      is_error=bool(result.get("isError")), result=result,
                      duration_ms=_ms(start))

@@ -1,7 +1,8 @@
 """The env server: an aiohttp app serving one ``AgentEnvEnvironment``.
 
 Routes: the card, the JSON-RPC data plane (``POST /agentenv``, always HTTP 200), MCP at ``/mcp``,
-extension routes, ``/tools/disable|enable`` when the env sets ``tool_access``, and ``GET /ready``.
+extension routes, ``/tools/disable|enable`` when the env sets ``tool_access``, ``GET /changes``
+when it sets ``changelog`` (:mod:`.changes`), and ``GET /ready``.
 Built by an app factory so tests and the gateway can run it in-process; no module state.
 Served through :mod:`.guard` (request deadlines, a cap on connections per client, malformed
 requests answered 400 with one log line).
@@ -17,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import jsonrpc
+from . import changes, jsonrpc
 from .access import AccessRuleError, ToolAccessRules
 from .env import (
     AgentEnvEnvironment,
@@ -84,6 +85,7 @@ class EnvServer:
         self.rules = ToolAccessRules()
         self._listing = [t.mcp_listing() for t in self.tools.values()]
         self._card = json.dumps(env.agentenv_card()).encode()
+        self.changelog = env.agentenv_changelog if env.changelog_enabled else None
 
     # -- MCP ToolHost -----------------------------------------------------------------------
     def mcp_tools(self, caller: Caller) -> Sequence[dict[str, Any]]:
@@ -106,6 +108,11 @@ class EnvServer:
         if entry.context_param:
             kwargs[entry.context_param] = ToolContext(
                 caller.role, caller.session, name, arguments, call_id)
+        if self.changelog is not None:
+            return await self._call_logged(entry, name, kwargs, call_id)
+        return await self._call(entry, name, kwargs)
+
+    async def _call(self, entry: ToolEntry, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
             value = entry.fn(**kwargs)
             if inspect.isawaitable(value):
@@ -115,6 +122,32 @@ class EnvServer:
         except Exception as exc:
             return error_result(f"Error executing tool {name}: {exc}")
         return tool_result(value)
+
+    async def _call_logged(self, entry: ToolEntry, name: str, kwargs: dict[str, Any],
+                           call_id: str) -> dict[str, Any]:
+        """A call in a changelog env: its changes name it, its result carries the log's ids
+        around it (:mod:`.changes`)."""
+        assert self.changelog is not None
+        before = self.changelog.last_id
+        token = changes.current_call.set((name, call_id))
+        try:
+            result = await self._call(entry, name, kwargs)
+        finally:
+            changes.current_call.reset(token)
+        meta = dict(result.get("_meta") or {})
+        meta[changes.CHANGELOG_META_KEY] = {"before": before, "after": self.changelog.last_id}
+        return {**result, "_meta": meta}
+
+    async def changes_route(self, request: web.Request) -> web.Response:
+        """``GET /changes?after_id=&limit=`` (changes/v1)."""
+        assert self.changelog is not None
+        try:
+            after_id, limit = changes.read_query(request.query.get("after_id"),
+                                                 request.query.get("limit"))
+            page, has_more = self.changelog.page(after_id, limit)
+        except AgentEnvError as exc:
+            return json_response({"ok": False, "error": exc.to_dict()}, status=exc.status)
+        return json_response({"changes": [c.to_wire() for c in page], "has_more": has_more})
 
     # -- HTTP routes ------------------------------------------------------------------------
     async def card(self, request: web.Request) -> web.Response:
@@ -170,6 +203,8 @@ class EnvServer:
             value = handler(*args, **kwargs)
             if inspect.isawaitable(value):
                 value = await value
+            if method == "data/reset" and self.changelog is not None:
+                self.changelog.clear()
             if method == "data/get":
                 if isinstance(value, dict) and "parts" in value:
                     value = value["parts"]
@@ -274,6 +309,8 @@ def create_app(
     app.on_shutdown.append(mcp.close_streams)
     for entry in server.registry.extensions:
         app.router.add_route(entry.method, entry.route, server.extension_handler(entry))
+    if server.changelog is not None:
+        app.router.add_get(changes.CHANGES_PATH, server.changes_route, allow_head=False)
     if server.enforce_access:
         app.router.add_post("/tools/disable", server.tools_access)
         app.router.add_post("/tools/enable", server.tools_access)
