@@ -23,8 +23,8 @@ What a transfer checks, and the :class:`TransferError` codes it answers with:
 * ``transfer_unavailable`` (502, retryable): the store failed (5xx) or could not be reached;
 * ``transfer_timeout`` (504, retryable): no answer in time.
 
-Not yet used by the extensions that carry objects (skill, trajectory, snapshot, changelog);
-they still move their payloads inline.
+Used by trajectory/v1's object form (the agent SDK uploads a whole trajectory through a
+``WriteObject``); the skill and snapshot extensions still move their payloads inline.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import secrets
 import shutil
@@ -47,9 +48,12 @@ import attrs
 
 from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_progress
 
+from .trajectory_objects import offers_object_form, read_by_object
+
 if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
 
+_log = logging.getLogger(__name__)
 AGENT_PORT = 8000
 MODEL_GATEWAY_PORT = 4000
 MODEL_GATEWAY_CONTAINER = "model-gateway"
@@ -482,6 +486,17 @@ class A2aAgent:
         events: list[Any] = []
         fmt = None
         after = 0
+        if self.network_policy == "open" and offers_object_form(self.card):
+            from agent_env.api import current
+
+            uploaded, why = await read_by_object(http, self.url, task_id,
+                                                 current().store("object"),
+                                                 f"staging/agent-trajectories/{self.container}")
+            if uploaded is not None:
+                events, after = uploaded, len(uploaded)  # a cursor read there: the format
+            else:
+                _log.warning("agent %s: trajectory read inline (object form refused: %s)",
+                             self.name, why)
         try:
             for _ in range(10_000):
                 async with http.post(f"{self.url}/ext/trajectory",

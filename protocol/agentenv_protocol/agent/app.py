@@ -22,6 +22,7 @@ from aiohttp import web
 
 from ..errors import AgentEnvError
 from ..parts import DataPart, Part, TextPart
+from ..transfer import write_object, write_object_from_wire
 from .extensions import (
     CONFIG_PATH,
     MCP_PATH,
@@ -547,8 +548,12 @@ class AgentServer:
             query.check()
             try:
                 if query.after is None:
-                    return {"trajectory": self.trajectories.whole(
-                        task_id=query.task_id, context_id=query.context_id)}
+                    whole = self.trajectories.whole(task_id=query.task_id,
+                                                    context_id=query.context_id)
+                    if query.objects is None:
+                        return {"trajectory": whole}
+                    return {"objects": {"trajectory": await _upload_trajectory(
+                        query.objects["trajectory"], whole)}}
                 page = self.trajectories.page(
                     after=query.after, limit=query.limit or MAX_LIMIT,
                     task_id=query.task_id, context_id=query.context_id)
@@ -559,6 +564,14 @@ class AgentServer:
             return attrs.asdict(page)
 
         return await _ext_call(request, op)
+
+
+async def _upload_trajectory(grant: Any, trajectory: Any) -> dict[str, Any]:
+    """PUT a whole trajectory (JSON) through the runtime's WriteObject grant; the transfer's
+    errors (``grant_expired`` 410, ``transfer_too_large`` 413, ...) answer the request."""
+    obj = write_object_from_wire(grant)
+    uploaded = await write_object(obj, json.dumps(trajectory, default=str).encode())
+    return {"size_bytes": uploaded.size_bytes, "sha256": uploaded.sha256}
 
 
 class _Timeout(Exception):

@@ -176,8 +176,12 @@ class TrajectoryQuery:
         if (self.task_id is None) == (self.context_id is None):
             raise bad_request("give exactly one of task_id or context_id")
         if self.objects is not None:
-            raise bad_request("object uploads are not supported by this agent; "
-                              "read the trajectory inline", code="unsupported", status=501)
+            if self.after is not None or self.limit is not None:
+                raise bad_request("objects is for a whole trajectory, not a cursor read")
+            if set(self.objects) != {"trajectory"}:
+                raise bad_request("objects takes exactly one entry, trajectory "
+                                  "(a WriteObject)")
+            return
         if self.after is None:
             if self.limit is not None:
                 raise bad_request("limit needs after (a cursor read)")
@@ -195,17 +199,20 @@ def trajectory_card_entry() -> dict[str, Any]:
         "params": {
             "endpoint": TRAJECTORY_PATH,
             "live": True,
+            # the object form: a whole trajectory uploaded through a WriteObject grant
+            "objects": ["trajectory"],
             "methods": {
                 "get": {
                     "method": "POST", "endpoint": TRAJECTORY_PATH,
                     "request": {"oneOf": [
-                        {"required": ["task_id"], "optional": []},
-                        {"required": ["context_id"], "optional": []},
+                        {"required": ["task_id"], "optional": ["objects"]},
+                        {"required": ["context_id"], "optional": ["objects"]},
                         {"required": ["task_id", "after"], "optional": ["limit"]},
                         {"required": ["context_id", "after"], "optional": ["limit"]},
                     ]},
                     "response": {"oneOf": [
                         {"trajectory": "array"},
+                        {"objects": {"trajectory": "Uploaded"}},
                         {"context_id": "string", "task_id": "string", "state": "string",
                          "format": "string", "events": "array", "next": "integer",
                          "has_more": "boolean"},
