@@ -105,6 +105,8 @@ DEFAULT_PORT = 18765
 LIVENESS_INTERVAL = 0.25
 #: How long a liveness check waits for a TCP connection to the child.
 LIVENESS_TIMEOUT = 0.4
+#: How long a starting child's readiness is polled every 20 ms before backing off.
+FINE_POLL_SECONDS = 10.0
 MODES = ("performance", "consistent")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _HOP_HEADERS = frozenset({"host", "authorization", "connection", "keep-alive", "content-length",
@@ -214,7 +216,8 @@ class Child:
 
     async def wait_ready(self, http: aiohttp.ClientSession, timeout: float) -> None:
         """Poll ``/ready`` (200), or ``/mcp`` (< 500) for servers without ``/ready``."""
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         delay = 0.02
         probe = aiohttp.ClientTimeout(total=2)
         while True:
@@ -232,7 +235,10 @@ class Child:
             if time.monotonic() > deadline:
                 raise TransportError(f"{self.url} was not ready within {timeout:g}s")
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            # Finely while a child starts (a refused connection costs microseconds, and a
+            # doubling wait noticed a child coming up a quarter second late); then back off.
+            if time.monotonic() - started > FINE_POLL_SECONDS:
+                delay = min(delay * 2, 0.5)
 
     async def connect(self, http: aiohttp.ClientSession, call_timeout: float) -> None:
         """Read the card, open the MCP session and list every tool."""
