@@ -48,6 +48,7 @@ import attrs
 
 from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_progress
 
+from .skill_config import give_skills
 from .trajectory_objects import offers_object_form, read_by_object
 
 if TYPE_CHECKING:
@@ -440,7 +441,7 @@ class A2aAgent:
         async with aiohttp.ClientSession(headers=self.auth_headers) as http:
             try:
                 if config:
-                    await _post_ok(http, f"{self.url}/ext/agent-config", config, self.name)
+                    await post_ok(http, f"{self.url}/ext/agent-config", config, self.name)
                 message = {"messageId": uuid.uuid4().hex, "role": "user",
                            "parts": list(step.parts or [{"kind": "text", "text": step.prompt}]),
                            "contextId": context_id}
@@ -584,10 +585,12 @@ def _upstream_failure(calls: list[dict[str, Any]]) -> str | None:
     return None
 
 
-async def _post_ok(http: Any, url: str, body: dict[str, Any], name: str) -> dict[str, Any]:
+async def post_ok(http: Any, url: str, body: dict[str, Any], name: str, *,
+                  timeout: float = 30) -> dict[str, Any]:
+    """POST ``body``; the JSON answer, or StepError naming the agent and the refusal."""
     import aiohttp
 
-    async with http.post(url, json=body, timeout=aiohttp.ClientTimeout(total=30)) as resp:
+    async with http.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
         text = await resp.text()
         if resp.status >= 300:
             raise StepError(f"agent '{name}': POST {url} answered HTTP {resp.status}: "
@@ -763,7 +766,7 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
                     headers["AgentEnv-Role"] = setup.role
                 name = _slug(getattr(deployment, "environment_name", None)
                              or env_id.rsplit("/", 1)[-1])
-                await _post_ok(http, f"{agent.url}/ext/mcp-config", {
+                await post_ok(http, f"{agent.url}/ext/mcp-config", {
                     "url": f"http://{ENV_GATEWAY_CONTAINER}:{ENV_GATEWAY_PORT}/mcp",
                     "headers": headers, "name": name}, agent.name)
         supported = _supported_config(card)
@@ -777,4 +780,15 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
                                 f"supports: {', '.join(sorted(supported)) or 'nothing'})")
             config[key] = value
         if config:
-            await _post_ok(http, f"{agent.url}/ext/agent-config", config, agent.name)
+            await post_ok(http, f"{agent.url}/ext/agent-config", config, agent.name)
+        if getattr(step, "skills", None):
+            from agent_env.api import current
+
+            async def load(artifact_id: str) -> dict[str, bytes]:
+                content = await agent.ctx.artifact(artifact_id)
+                return {item.path: item.data for item in content.files}
+
+            await give_skills(http, agent.url, agent.name, card, list(step.skills), load=load,
+                              post=post_ok, store=current().store("object"),
+                              open_agent=agent.network_policy == "open",
+                              staging_prefix=f"staging/agent-skills/{agent.container}")

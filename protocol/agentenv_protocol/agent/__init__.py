@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on fir
     from .framework import (
         AGENT_CONFIG_V1,
         MCP_CONFIG_V1,
+        SKILL_CONFIG_V1,
         TRAJECTORY_V1,
         AgentEnvAgent,
         AgentSpec,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on fir
         Usage,
         write_only,
     )
+    from .skills import Skill
     from .trajectory import TrajectoryWriter
 
 _EXPORTS = {
@@ -50,6 +52,8 @@ _EXPORTS = {
     "AGENT_CONFIG_V1": "framework",
     "MCP_CONFIG_V1": "framework",
     "TRAJECTORY_V1": "framework",
+    "SKILL_CONFIG_V1": "framework",
+    "Skill": "skills",
     "AgentIdentity": "models",
     "AgentSkill": "models",
     "AgentConfig": "models",
@@ -68,6 +72,7 @@ _EXPORTS = {
 __all__ = [
     "AGENT_CONFIG_V1",
     "MCP_CONFIG_V1",
+    "SKILL_CONFIG_V1",
     "TRAJECTORY_V1",
     "AgentConfig",
     "AgentEnvAgent",
@@ -77,6 +82,7 @@ __all__ = [
     "Artifact",
     "McpServer",
     "Progress",
+    "Skill",
     "TaskRequest",
     "TaskResult",
     "TrajectoryWriter",

@@ -36,6 +36,7 @@ from .extensions import (
 from .framework import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    SKILL_CONFIG_V1,
     TRAJECTORY_V1,
     AgentEnvAgent,
     AgentSpec,
@@ -43,6 +44,7 @@ from .framework import (
     spec_of,
 )
 from .models import AgentSkill, Artifact, Progress, TaskRequest, TaskResult, Usage
+from .skills import SKILL_PATH, SkillState
 from .trajectory import MAX_CONTEXTS, MAX_LIMIT, CursorError, TrajectoryNotFound, TrajectoryStore
 from .wire import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -171,6 +173,7 @@ class AgentServer:
         self.trajectories = TrajectoryStore(max_contexts)
         self.config = ConfigState(self.spec.config_class)
         self.mcp = McpState()
+        self.skills = SkillState()
         self.card = self._build_card()
         self._card_body = _dumps(self.card).encode()
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
@@ -190,6 +193,8 @@ class AgentServer:
                 exts.append(McpState.card_entry())
             elif uri == TRAJECTORY_V1:
                 exts.append(trajectory_card_entry())
+            elif uri == SKILL_CONFIG_V1:
+                exts.append(SkillState.card_entry())
         security: dict[str, Any] = {}
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -246,6 +251,7 @@ class AgentServer:
             parts=list(msg.parts),
             config=self.config.snapshot(),
             mcp_servers=self.mcp.snapshot(),
+            skills=self.skills.snapshot(),
             metadata={**(msg.metadata or {}), **(send.metadata or {})},
             trajectory=self.trajectories.open_task(run.context_id, run.id),
             message_id=msg.message_id,
@@ -542,6 +548,15 @@ class AgentServer:
     async def handle_mcp_list(self, request: web.Request) -> web.Response:
         return web.json_response(self.mcp.listing())
 
+    async def handle_skill_add(self, request: web.Request) -> web.Response:
+        async def op(body: Any) -> Any:
+            return {"name": (await self.skills.add(body)).name}
+
+        return await _ext_call(request, op)
+
+    async def handle_skill_list(self, request: web.Request) -> web.Response:
+        return web.json_response(self.skills.listing())
+
     async def handle_trajectory(self, request: web.Request) -> web.Response:
         async def op(body: Any) -> Any:
             query: TrajectoryQuery = read_body(body, TrajectoryQuery)
@@ -677,6 +692,9 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
         app.router.add_get(MCP_PATH, server.handle_mcp_list)
     if TRAJECTORY_V1 in exts:
         app.router.add_post(TRAJECTORY_PATH, server.handle_trajectory)
+    if SKILL_CONFIG_V1 in exts:
+        app.router.add_post(SKILL_PATH, server.handle_skill_add)
+        app.router.add_get(SKILL_PATH, server.handle_skill_list)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await agent.setup()

@@ -193,6 +193,8 @@ class TaskRequest(Generic[C]):
     trajectory: TrajectoryWriter
     usage: Usage = attrs.field(factory=Usage)
     message_id: str | None = None
+    #: Skills the runtime added through skill-config/v1 (name -> ``skills.Skill``).
+    skills: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def text(self) -> str:

@@ -30,10 +30,15 @@ HERE = Path(__file__).parent
 CANARY = "sk-canary-5f1d0c3e9a7b4e21"
 
 
-async def deploy(ctx: TaskContext, ids: dict[str, str]) -> None:
+SKILL = {"name": "echo-style", "description": "How to report a tool's answer.",
+         "skill_md": "# Echo style\nQuote the tool's text exactly."}
+
+
+async def deploy(ctx: TaskContext, ids: dict[str, str], **agent: Any) -> None:
     await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
     await ScriptedModel(id="model", script_artifact_id=ids["echo_script"]).run(ctx)
-    await DeployAgent(id="agent", a2a_agent_id="model-agent", env_ids=[ids["echo"]]).run(ctx)
+    await DeployAgent(id="agent", a2a_agent_id="model-agent", env_ids=[ids["echo"]],
+                      **agent).run(ctx)
 
 
 def containers(client: Any, run_id: str, role: str) -> list[Any]:
@@ -45,7 +50,7 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     task: tuple[TaskContext, dict[str, str]], leftovers: Callable[[], list[str]],
 ) -> None:
     ctx, ids = task
-    await deploy(ctx, ids)
+    await deploy(ctx, ids, skills=[SKILL])  # a sealed agent takes an inline skill
     described = ctx.outputs["agent"]
     assert described["agent"] == "model-agent" and described["type"] == "a2a"
     assert described["model_gateway"]["upstream"] == "scripted only"
@@ -83,6 +88,10 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     assert [(c["caller"], c["model"], c["status"]) for c in calls] == [
         ("agent-agent", "scripted:echo_script", 200)] * 2
     assert calls[0]["request"]["messages"][-1]["content"] == PROMPT
+    # the skill given at deploy (skill-config/v1) reached the model in the system prompt
+    system = calls[0]["request"]["messages"][0]["content"]
+    assert "# Skill: echo-style\nHow to report a tool's answer." in system
+    assert "Quote the tool's text exactly." in system
     usage = events[-1]
     assert usage["type"] == "agentenv.usage"
     assert usage["models_answering"] == ["scripted:echo_script"]

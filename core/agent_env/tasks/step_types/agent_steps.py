@@ -158,11 +158,16 @@ class DeployAgent(Step):
     #: gateway, nothing else (no internet, no host, no other run). ``open``: it also has a
     #: route out (the run record says so).
     network_policy: str = "sealed"
+    #: Skills given through skill-config/v1: ``{name, description, skill_md}`` inline, or
+    #: ``{artifact_id, name?, description?}`` for a stored skill artifact (several files go as
+    #: object grants, which needs an ``open`` agent and a store that signs URLs).
+    skills: list[dict[str, Any]] = attrs.field(factory=list)
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if not self.agent_name.strip():
             problems.append("agent_name must not be empty")
+        problems.extend(_skill_problems(self.skills))
         if self.network_policy not in AGENT_NETWORK_POLICIES:
             problems.append(f"network_policy must be one of {', '.join(AGENT_NETWORK_POLICIES)}"
                             f", not {self.network_policy!r}")
@@ -313,6 +318,43 @@ class PromptAgent(Step):
         if reply.error_type == INFRA_ERROR:
             raise InfraError(f"agent '{self.agent_name}' could not answer (infra_error): "
                              f"{reply.error_message or 'no message'}")
+
+
+_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def _skill_problems(skills: Any) -> list[str]:
+    """What is wrong with deploy_agent's ``skills`` (each one named by its position)."""
+    if not isinstance(skills, list):
+        return ["skills must be a list of {name, description, skill_md} or {artifact_id}"]
+    problems = []
+    names: set[str] = set()
+    for i, entry in enumerate(skills):
+        where = f"skills[{i}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        unknown = sorted(set(entry) - {"name", "description", "skill_md", "artifact_id"})
+        if unknown:
+            problems.append(f"{where}: unknown key(s) {', '.join(unknown)}")
+        if ("skill_md" in entry) == ("artifact_id" in entry):
+            problems.append(f"{where} needs exactly one of skill_md or artifact_id")
+            continue
+        name = entry.get("name")
+        if name is None and "skill_md" in entry:
+            problems.append(f"{where} needs a name")
+            continue
+        if name is None:
+            name = str(entry["artifact_id"]).rsplit("/", 1)[-1]
+        if not isinstance(name, str) or not _SKILL_NAME.match(name):
+            problems.append(f"{where}: name must match {_SKILL_NAME.pattern}, got {name!r}")
+        elif name in names:
+            problems.append(f"{where}: a skill named {name!r} is given twice")
+        names.add(str(name))
+        for key in ("description", "skill_md", "artifact_id"):
+            if key in entry and not isinstance(entry[key], str):
+                problems.append(f"{where}: {key} must be a string")
+    return problems
 
 
 def trajectory_key(instance_id: str, prompt_id: str, agent_name: str,

@@ -8,7 +8,8 @@ tool calls the model asks for, and loops until the model answers in text (or ``m
 The trajectory (format ``agentenv-model-agent/1``) has one event per model call
 (``model_call``: model, finish reason, token counts), per tool call (``tool_call``: server,
 tool, arguments, result text, is_error) and the final ``answer``. Usage counts tool calls and the
-model's own token numbers.
+model's own token numbers. Skills given through ``/ext/skill-config`` are appended to the
+system prompt (name, description, SKILL.md).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import attrs
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    SKILL_CONFIG_V1,
     TRAJECTORY_V1,
     AgentConfig,
     AgentEnvAgent,
@@ -46,6 +48,15 @@ class ModelAgentConfig(AgentConfig):
     max_turns: int = 12
 
 
+def _system_prompt(config: ModelAgentConfig, request: TaskRequest[ModelAgentConfig]) -> str:
+    """The configured prompt, then each skill the runtime gave (skill-config/v1): its name,
+    description and SKILL.md, so the model knows what it may do and how."""
+    prompt = config.system_prompt or DEFAULT_SYSTEM_PROMPT
+    for name, skill in sorted(request.skills.items()):
+        prompt += f"\n\n# Skill: {name}\n{skill.description}\n\n{skill.skill_md}"
+    return prompt
+
+
 class ModelError(Exception):
     """The model endpoint failed; ``infra`` when it is not the model's own answer."""
 
@@ -58,7 +69,7 @@ def _tool_name(server: str, tool: str, many: bool) -> str:
     identity=AgentIdentity(name="model-agent", version="0.1.0",
                            description="OpenAI tool calling over the MCP tools of its envs."),
     config=ModelAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
 )
 class ModelAgent(AgentEnvAgent):
     def __init__(self) -> None:
@@ -76,7 +87,7 @@ class ModelAgent(AgentEnvAgent):
         trajectory = request.trajectory
         trajectory.set_format(TRAJECTORY_FORMAT)
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": config.system_prompt or DEFAULT_SYSTEM_PROMPT},
+            {"role": "system", "content": _system_prompt(config, request)},
             {"role": "user", "content": request.text},
         ]
         trajectory.append({"type": "prompt", "text": request.text, "model": model})

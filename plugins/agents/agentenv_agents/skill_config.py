@@ -1,0 +1,115 @@
+"""Giving a deployed agent its skills (deploy_agent's ``skills``) through skill-config/v1.
+
+Each entry is ``{name, description, skill_md}`` (the SKILL.md text) or ``{artifact_id, name?,
+description?}`` (a stored skill artifact, ``agent-env artifact skill put``). A skill that is its
+SKILL.md alone goes inline, which any agent with the extension takes. A skill with more files
+goes in the object form: each file is staged in the run's object store and handed over as a
+``ReadObject`` grant (a signed GET URL with its size and sha256), and the staged copies are
+removed once the agent answered. That needs an agent whose card offers ``skill_bundle``, an
+``open`` agent (a sealed one cannot reach the store) and a store that signs URLs; otherwise the
+step fails naming what is missing, rather than giving the agent half a skill.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from agent_env.api import StepError, UnsupportedOperation
+
+SKILL_FILE = "SKILL.md"
+GRANT_SECONDS = 900
+
+#: Loads a stored skill artifact's files (path -> bytes).
+Loader = Callable[[str], Awaitable[Mapping[str, bytes]]]
+#: POSTs a JSON body, returning the answer; StepError on a refusal (a2a_type's ``post_ok``).
+Poster = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def _extension(card: dict[str, Any]) -> dict[str, Any] | None:
+    for ext in (card.get("capabilities") or {}).get("extensions") or []:
+        if isinstance(ext, dict) and "skill-config" in str(ext.get("uri", "")):
+            return ext
+    return None
+
+
+async def give_skills(http: Any, agent_url: str, agent_name: str, card: dict[str, Any],
+                      entries: list[dict[str, Any]], *, load: Loader, post: Poster,
+                      store: Any, open_agent: bool, staging_prefix: str) -> list[str]:
+    """POST every skill to the agent's ``/ext/skill-config``; the names it took, in order."""
+    if not entries:
+        return []
+    ext = _extension(card)
+    if ext is None:
+        raise StepError(f"agent '{agent_name}' takes no skills (its card has no skill-config "
+                        "extension), but the step gives it some")
+    bundles_ok = "skill_bundle" in ((ext.get("params") or {}).get("objects") or [])
+    names: list[str] = []
+    url = f"{agent_url}/ext/skill-config"
+
+    async def send(body: dict[str, Any]) -> None:
+        answer = await post(http, url, body, agent_name, timeout=GRANT_SECONDS)
+        names.append(str(answer.get("name") or body["name"]))
+
+    for entry in entries:
+        name, description = entry.get("name"), entry.get("description") or ""
+        if "skill_md" in entry:
+            body: dict[str, Any] = {"name": name, "description": description,
+                                    "skill_md": entry["skill_md"]}
+            await send(body)
+            continue
+        artifact_id = str(entry["artifact_id"])
+        files = dict(await load(artifact_id))
+        name = name or artifact_id.rsplit("/", 1)[-1]
+        if SKILL_FILE not in files:
+            raise StepError(f"skill artifact '{artifact_id}' holds no {SKILL_FILE}")
+        if len(files) == 1:
+            body = {"name": name, "description": description,
+                    "skill_md": files[SKILL_FILE].decode("utf-8", "replace")}
+            await send(body)
+            continue
+        why = None if bundles_ok else "its card offers no skill_bundle (object) form"
+        if why is None and not open_agent:
+            why = ("it is sealed and cannot reach the object store; set network_policy = "
+                   '"open" on its deploy_agent step')
+        if why is not None:
+            raise StepError(f"agent '{agent_name}' cannot take skill '{artifact_id}' "
+                            f"({len(files)} files): {why}")
+        staged: list[str] = []
+        try:
+            bundle = _stage(files, store, f"{staging_prefix.rstrip('/')}/{uuid.uuid4().hex}",
+                            staged, artifact_id)
+            body = {"name": name, "description": description, "skill_bundle": bundle}
+            await send(body)
+        finally:
+            for key in staged:
+                try:
+                    store.delete(key)
+                except Exception:  # a staged copy left behind is clutter, not a failure
+                    pass
+    return names
+
+
+def _stage(files: Mapping[str, bytes], store: Any, prefix: str, staged: list[str],
+           artifact_id: str) -> dict[str, Any]:
+    expires = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=GRANT_SECONDS)).isoformat()
+    listed = []
+    for path, data in sorted(files.items()):
+        key = f"{prefix}/{path}"
+        store.put(key, data, allow_overwrite=True)
+        staged.append(key)
+        try:
+            url = store.signed_get_url(key, expires_in=GRANT_SECONDS)
+        except UnsupportedOperation:
+            url = ""
+        if not url.startswith(("https://", "http://")):  # the filesystem store's are file://
+            raise StepError(f"skill '{artifact_id}' has several files and the run's object "
+                            "store cannot sign URLs to hand them over (use S3 or GCS)")
+        listed.append({"path": path, "object": {
+            "media_type": "application/octet-stream", "max_bytes": len(data),
+            "size_bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "read": {"kind": "http_get", "url": url, "expires_at": expires}}})
+    return {"max_total_bytes": max(1, sum(len(d) for d in files.values())), "files": listed}
