@@ -24,7 +24,7 @@ What a transfer checks, and the :class:`TransferError` codes it answers with:
 * ``transfer_timeout`` (504, retryable): no answer in time.
 
 Used by trajectory/v1's object form (the agent SDK uploads a whole trajectory through a
-``WriteObject``); the skill and snapshot extensions still move their payloads inline.
+``WriteObject``) and skill-config/v1's bundles (each file read through a ``ReadObject``).
 """
 
 from __future__ import annotations
