@@ -24,7 +24,9 @@ What a transfer checks, and the :class:`TransferError` codes it answers with:
 * ``transfer_timeout`` (504, retryable): no answer in time.
 
 Used by trajectory/v1's object form (the agent SDK uploads a whole trajectory through a
-``WriteObject``) and skill-config/v1's bundles (each file read through a ``ReadObject``).
+``WriteObject``) and skill-config/v1's bundles (each file read through a ``ReadObject``). A
+``WriteNamespaceGrant`` (many objects under one prefix, by a signed POST policy) is written with
+:class:`NamespaceWriter`, for a ``data/get`` handler given ``write_namespace``.
 """
 
 from __future__ import annotations
@@ -232,3 +234,123 @@ async def write_object(obj: WriteObject, data: bytes, *, session: Any = None,
         if response.status not in (200, 201, 204):
             raise _failed(response.status, obj.write.url)
     return Uploaded(len(data), hashlib.sha256(data).hexdigest())
+
+
+# -- write namespaces (many objects under one prefix) ---------------------------------------
+
+
+@attrs.frozen
+class WriteNamespaceGrant:
+    """Leave to write up to ``max_objects`` objects under ``root_path`` until ``expires_at``,
+    through one signed POST policy (``write``: ``{kind: "http-post-policy", url, fields,
+    path_field, file_field}``, what S3's presigned POST gives): each object is a form POST of
+    ``fields`` plus its key in ``path_field`` and its bytes in ``file_field``."""
+
+    root_path: str
+    expires_at: dt.datetime = attrs.field(converter=_when)
+    max_objects: int = 0
+    max_object_bytes: int = 0
+    max_total_bytes: int = 0
+    url: str = ""
+    fields: Mapping[str, str] = attrs.field(factory=dict)
+    path_field: str = "key"
+    file_field: str = "file"
+
+
+@attrs.frozen
+class WrittenObject:
+    """One object a namespace writer stored: its path in the namespace and its full key."""
+
+    path: str
+    key: str
+    size_bytes: int
+    sha256: str
+
+
+def _count(data: Mapping[str, Any], name: str) -> int:
+    value = data.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TransferError("invalid_transfer", f"{name} must be a whole number")
+    return value
+
+
+def write_namespace_from_wire(data: Any) -> WriteNamespaceGrant:
+    """A ``WriteNamespaceGrant`` from its JSON; ``invalid_transfer`` for anything malformed."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("root_path"), str) \
+            or not isinstance(data.get("write"), Mapping):
+        raise TransferError("invalid_transfer", "a WriteNamespaceGrant needs root_path and write")
+    write = data["write"]
+    fields = write.get("fields") or {}
+    if write.get("kind") != "http-post-policy" or not isinstance(write.get("url"), str) \
+            or not isinstance(fields, Mapping) \
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        raise TransferError("invalid_transfer", "a namespace's write must be an "
+                                                "http-post-policy grant with a url and fields")
+    path_field, file_field = write.get("path_field"), write.get("file_field")
+    if not isinstance(path_field, str) or not isinstance(file_field, str):
+        raise TransferError("invalid_transfer", "an http-post-policy grant names its "
+                                                "path_field and file_field")
+    return WriteNamespaceGrant(
+        data["root_path"].strip("/"), data.get("expires_at"), _count(data, "max_objects"),
+        _count(data, "max_object_bytes"), _count(data, "max_total_bytes"), write["url"],
+        dict(fields), path_field, file_field)
+
+
+class NamespaceWriter:
+    """Writes objects through one :class:`WriteNamespaceGrant`, keeping its limits: a path
+    outside ``root_path`` or a second write of one path is ``invalid_transfer``; an object over
+    ``max_object_bytes``, one more than ``max_objects`` or past ``max_total_bytes`` is
+    ``transfer_too_large``, all refused before anything is sent; the store's answers map as for
+    single objects."""
+
+    def __init__(self, grant: WriteNamespaceGrant | Mapping[str, Any]) -> None:
+        self.grant = grant if isinstance(grant, WriteNamespaceGrant) \
+            else write_namespace_from_wire(grant)
+        self.written: list[WrittenObject] = []
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(w.size_bytes for w in self.written)
+
+    def _key(self, path: str) -> str:
+        parts = path.split("/") if isinstance(path, str) else [""]
+        if not path or path.startswith("/") or "\\" in path \
+                or any(p in ("", ".", "..") for p in parts):
+            raise TransferError("invalid_transfer",
+                                f"{path!r} is not a path inside the namespace")
+        if any(w.path == path for w in self.written):
+            raise TransferError("invalid_transfer", f"{path!r} was already written")
+        root = self.grant.root_path
+        return f"{root}/{path}" if root else path
+
+    async def write(self, path: str, data: bytes, *, media_type: str = "application/octet-stream",
+                    session: Any = None, timeout: float = DEFAULT_TIMEOUT) -> WrittenObject:
+        grant = self.grant
+        key = self._key(path)
+        HttpGrant("http-post-policy", grant.url, grant.expires_at).check("http-post-policy")
+        if len(self.written) >= grant.max_objects:
+            raise TransferError("transfer_too_large",
+                                f"the namespace takes at most {grant.max_objects} objects")
+        if len(data) > grant.max_object_bytes:
+            raise TransferError("transfer_too_large", f"{path}: {len(data)} bytes is more than "
+                                f"max_object_bytes ({grant.max_object_bytes})")
+        if self.total_bytes + len(data) > grant.max_total_bytes:
+            raise TransferError("transfer_too_large", f"{path}: the namespace would hold more "
+                                f"than max_total_bytes ({grant.max_total_bytes})")
+        import aiohttp
+
+        form = aiohttp.FormData()
+        for name, value in grant.fields.items():
+            if name != grant.path_field:  # a policy's own key (a template) gives way to ours
+                form.add_field(name, value)
+        form.add_field(grant.path_field, key)
+        form.add_field(grant.file_field, data, filename=path.rsplit("/", 1)[-1],
+                       content_type=media_type)
+        async with _moving(grant.url, session, timeout) as http, http.post(
+                grant.url, data=form, allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+            if response.status not in (200, 201, 204):
+                raise _failed(response.status, grant.url)
+        written = WrittenObject(path, key, len(data), hashlib.sha256(data).hexdigest())
+        self.written.append(written)
+        return written
