@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from .errors import AgentEnvError
+from .schema import to_jsonable
 
 CHANGES_URI = "urn:agentenv:changes/v1"
 CHANGES_PATH = "/changes"
@@ -78,6 +79,7 @@ class Changelog:
         if not isinstance(kind, str) or not kind:
             raise ValueError("a change needs a kind (a non-empty string)")
         call = current_call.get()
+        data = to_jsonable(data)  # read back as JSON: a datetime or a set is turned now
         self.last_id += 1
         change = Change(self.last_id, kind, dt.datetime.now(dt.UTC).isoformat(), data,
                         tool=call[0] if call else None, call_id=call[1] if call else None)

@@ -462,15 +462,11 @@ class Gateway:
         finally:
             self.in_flight -= 1
         ids = (result.get("_meta") or {}).get(CHANGELOG_META_KEY)
-        if isinstance(ids, dict):  # the child keeps a changelog (changes/v1)
-            self._record("tool_call_result", call_id, caller, name, env=child.name,
-                         is_error=bool(result.get("isError")), result=result,
-                         duration_ms=_ms(start), changelog_id_before=ids.get("before"),
-                         changelog_id=ids.get("after"))
-            return result
+        logged = {"changelog_id_before": ids.get("before"), "changelog_id": ids.get("after")} \
+            if isinstance(ids, dict) else {}  # the child keeps a changelog (changes/v1)
         self._record("tool_call_result", call_id, caller, name, env=child.name,
                      is_error=bool(result.get("isError")), result=result,
-                     duration_ms=_ms(start))
+                     duration_ms=_ms(start), **logged)
         return result
 
     def _get_time(self, arguments: dict[str, Any]) -> dict[str, Any]:

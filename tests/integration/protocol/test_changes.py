@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -37,6 +38,11 @@ class LedgerEnv(AgentEnvEnvironment):
             self.rows[f"k{i}"] = i
             self.record_change("row_written", key=f"k{i}", value=i)
         return count
+
+    @tool(name="stamp")
+    def stamp(self) -> str:
+        self.record_change("stamped", at=dt.datetime(2026, 12, 4, tzinfo=dt.UTC), tags={"a"})
+        return "ok"
 
     @reset_data
     def reset(self) -> None:
@@ -75,6 +81,9 @@ async def test_changes_page_by_cursor_and_stamp_each_call() -> None:
         assert [c["id"] for c in body["changes"]] == [5, 6] and body["has_more"] is False
         status, body = await _changes(server.url, "?after_id=6")
         assert (status, body) == (200, {"changes": [], "has_more": False})  # nothing new yet
+        await mcp.call_tool_raw("stamp", {})  # values JSON cannot hold are turned on record
+        status, body = await _changes(server.url, "?after_id=6")
+        assert body["changes"][0]["data"] == {"at": "2026-12-04T00:00:00+00:00", "tags": ["a"]}
 
 
 async def test_bad_queries_are_400_and_a_reset_empties_the_log_keeping_ids() -> None:
