@@ -320,11 +320,11 @@ class PromptAgent(Step):
                              f"{reply.error_message or 'no message'}")
 
 
-_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
 def _skill_problems(skills: Any) -> list[str]:
-    """What is wrong with deploy_agent's ``skills`` (each one named by its position)."""
+    """What is wrong with deploy_agent's ``skills`` (each one named by its position); names
+    follow skill-config/v1's rule, as the agent will."""
+    from agentenv_protocol.agent.skills import NAME as _SKILL_NAME
+
     if not isinstance(skills, list):
         return ["skills must be a list of {name, description, skill_md} or {artifact_id}"]
     problems = []
