@@ -24,7 +24,8 @@ What a transfer checks, and the :class:`TransferError` codes it answers with:
 * ``transfer_timeout`` (504, retryable): no answer in time.
 
 Used by trajectory/v1's object form (the agent SDK uploads a whole trajectory through a
-``WriteObject``) and skill-config/v1's bundles (each file read through a ``ReadObject``). A
+``WriteObject``), skill-config/v1's bundles (each file read through a ``ReadObject``) and
+snapshot/v1 (a context's trajectory and workspace, saved and loaded by grant). A
 ``WriteNamespaceGrant`` (many objects under one prefix, by a signed POST policy) is written with
 :class:`NamespaceWriter`, for a ``data/get`` handler given ``write_namespace``.
 """

@@ -37,6 +37,7 @@ from .framework import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentEnvAgent,
     AgentSpec,
@@ -45,6 +46,7 @@ from .framework import (
 )
 from .models import AgentSkill, Artifact, Progress, TaskRequest, TaskResult, Usage
 from .skills import SKILL_PATH, SkillState
+from .snapshot import SNAPSHOT_CONFIG_PATH, SnapshotState
 from .trajectory import MAX_CONTEXTS, MAX_LIMIT, CursorError, TrajectoryNotFound, TrajectoryStore
 from .wire import (
     EXTENDED_CARD_NOT_CONFIGURED,
@@ -174,6 +176,7 @@ class AgentServer:
         self.config = ConfigState(self.spec.config_class)
         self.mcp = McpState()
         self.skills = SkillState()
+        self.snapshots = SnapshotState(self.trajectories, agent.workspace, self._context_running)
         self.card = self._build_card()
         self._card_body = _dumps(self.card).encode()
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
@@ -195,6 +198,8 @@ class AgentServer:
                 exts.append(trajectory_card_entry())
             elif uri == SKILL_CONFIG_V1:
                 exts.append(SkillState.card_entry())
+            elif uri == SNAPSHOT_V1:
+                exts.append(SnapshotState.card_entry())
         security: dict[str, Any] = {}
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -548,6 +553,16 @@ class AgentServer:
     async def handle_mcp_list(self, request: web.Request) -> web.Response:
         return web.json_response(self.mcp.listing())
 
+    def _context_running(self, context_id: str) -> bool:
+        return any(run.context_id == context_id and run.state not in TERMINAL_STATES
+                   and run.state != "input-required" for run in self.tasks.values())
+
+    async def handle_snapshot_save(self, request: web.Request) -> web.Response:
+        return await _ext_call(request, self.snapshots.save)
+
+    async def handle_snapshot_load(self, request: web.Request) -> web.Response:
+        return await _ext_call(request, self.snapshots.load)
+
     async def handle_skill_add(self, request: web.Request) -> web.Response:
         async def op(body: Any) -> Any:
             return {"name": (await self.skills.add(body)).name}
@@ -692,6 +707,9 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
         app.router.add_get(MCP_PATH, server.handle_mcp_list)
     if TRAJECTORY_V1 in exts:
         app.router.add_post(TRAJECTORY_PATH, server.handle_trajectory)
+    if SNAPSHOT_V1 in exts:
+        app.router.add_post(SNAPSHOT_CONFIG_PATH, server.handle_snapshot_save)
+        app.router.add_put(SNAPSHOT_CONFIG_PATH, server.handle_snapshot_load)
     if SKILL_CONFIG_V1 in exts:
         app.router.add_post(SKILL_PATH, server.handle_skill_add)
         app.router.add_get(SKILL_PATH, server.handle_skill_list)

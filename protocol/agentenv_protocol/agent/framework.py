@@ -20,7 +20,8 @@ AGENT_CONFIG_V1 = "urn:agentenv:agent-config/v1"
 MCP_CONFIG_V1 = "urn:agentenv:mcp-config/v1"
 TRAJECTORY_V1 = "urn:agentenv:trajectory/v1"
 SKILL_CONFIG_V1 = "urn:agentenv:skill-config/v1"
-KNOWN_EXTENSIONS = (AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1)
+SNAPSHOT_V1 = "urn:agentenv:snapshot/v1"
+KNOWN_EXTENSIONS = (AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1, SNAPSHOT_V1)
 _SHORT = {uri.removeprefix("urn:agentenv:").split("/")[0]: uri for uri in KNOWN_EXTENSIONS}
 
 DEFAULT_HOST = "0.0.0.0"
@@ -52,6 +53,8 @@ class AgentEnvAgent:
     """
 
     __a2a_agent__: AgentSpec
+    #: The folder this agent works in, saved and loaded by snapshot/v1 (None: it keeps none).
+    workspace: str | None = None
 
     async def run(self, request: TaskRequest[Any]) -> TaskResult:  # pragma: no cover
         raise NotImplementedError

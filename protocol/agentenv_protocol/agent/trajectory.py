@@ -116,6 +116,24 @@ class TrajectoryStore:
                 self._task_context.pop(tid, None)
             excess -= 1
 
+    def export_context(self, context_id: str) -> dict[str, Any]:
+        """A context's whole trajectory, ``{format, events}`` (snapshot/v1's saved state)."""
+        _, ctx, _ = self._lookup(None, context_id)
+        return {"format": ctx.format, "events": list(ctx.events)}
+
+    def import_context(self, context_id: str, fmt: str | None, events: list[Any]) -> None:
+        """Start ``context_id`` over from saved events (snapshot/v1's load); later turns
+        append after them. A context with a turn still running is refused (ValueError)."""
+        old = self._contexts.get(context_id)
+        if old is not None and old.running():
+            raise ValueError(f"context {context_id!r} has a turn running")
+        if old is not None:
+            for tid in old.tasks:
+                self._task_context.pop(tid, None)
+        self._contexts[context_id] = _ContextLog(format=fmt, events=list(events))
+        self._contexts.move_to_end(context_id)
+        self._evict()
+
     def _task(self, task_id: str) -> _TaskLog | None:
         cid = self._task_context.get(task_id)
         ctx = self._contexts.get(cid) if cid is not None else None
