@@ -19,7 +19,7 @@ import attrs
 
 from .card import CARD_PATH, EnvironmentCard, ToolInfo, tool_from_mcp
 from .errors import ProtocolError, TransportError
-from .http1 import Http1Pool
+from .http1 import ConnectFailed, Http1Pool
 from .parts import Part, part_from_wire, part_to_wire
 from .wire import LATEST_VERSION, SESSION_HEADER, VERSION_HEADER
 
@@ -205,7 +205,8 @@ class McpClient(_HttpOwner):
                 raise TransportError(f"{method}: no answer from {self.url} within {total:g}s") \
                     from None
             except ConnectionError as exc:
-                raise TransportError(f"{method}: cannot reach {self.url}: {exc}") from None
+                raise TransportError(f"{method}: cannot reach {self.url}: {exc}",
+                                     unsent=isinstance(exc, ConnectFailed)) from None
             lower = _LowerHeaders(reply.headers)
             if reply.status == 202 or notify:
                 return None, lower

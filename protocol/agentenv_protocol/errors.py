@@ -62,6 +62,9 @@ class ProtocolError(Exception):
 class TransportError(Exception):
     """A peer answered with an HTTP status or body we cannot use (not a JSON-RPC error)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *,
+                 unsent: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        #: No connection could be opened: the request surely never reached the peer.
+        self.unsent = unsent

@@ -451,11 +451,18 @@ class Gateway:
                 result = await child.watched(
                     child.client.call_tool_raw(name, arguments, meta=meta))
         except (TransportError, ProtocolError) as exc:
-            message = f"environment {child.name!r} failed tool {name!r}: {exc}"
             timed_out = isinstance(exc, TransportError) and "within" in str(exc)
+            cut = timed_out or child.gone is not None  # it may have applied it before dying
+            if isinstance(exc, TransportError) and exc.unsent and child.gone is None:
+                # no connection opened (its container gone, its name no longer resolving):
+                # say so as the liveness watcher would; the call was never sent
+                why = await child.unreachable()
+                if why is not None:
+                    child.gone = why
+                    exc = TransportError(f"environment {child.name!r} is gone: {why}")
+            message = f"environment {child.name!r} failed tool {name!r}: {exc}"
             self._record("tool_call_failed", call_id, caller, name, env=child.name,
                          error=message, duration_ms=_ms(start))
-            cut = timed_out or child.gone is not None  # it may have applied it before dying
             return _tool_error("env_timeout" if timed_out else "env_unavailable", message,
                                retryable=True,
                                applied="unknown" if cut else "no")

@@ -9,7 +9,8 @@ not a general client: no TLS, redirects, cookies or proxies; anything else goes 
 
 Errors are the ones the callers already handle: :class:`TimeoutError` when no whole reply came
 within the timeout, :class:`ConnectionError` (an :class:`OSError`) when the server could not be
-reached or closed the connection before answering. A connection that closed while idle (the
+reached (:class:`ConnectFailed`: nothing was sent) or closed the connection before answering.
+A connection that closed while idle (the
 server's keep-alive ran out) is noticed before it is used, and one idle for ``MAX_IDLE_SECONDS``
 (below the servers' keep-alive of 30 s) is closed rather than used, so a request never races a
 server closing its connection. A request is never sent twice: it may have been applied.
@@ -28,6 +29,10 @@ MAX_IDLE = 64
 #: Idle connections older than this are closed instead of reused.
 MAX_IDLE_SECONDS = 15.0
 _HEAD_END = b"\r\n\r\n"
+
+
+class ConnectFailed(ConnectionError):
+    """No connection opened: the request was not sent."""
 
 
 class Reply:
@@ -213,8 +218,8 @@ class Http1Pool:
                 connection = await asyncio.wait_for(self._open(),
                                                     max(deadline - loop.time(), 0.001))
             except OSError as exc:
-                raise ConnectionError(f"cannot connect to {self.authority}: "
-                                      f"{exc.strerror or exc}") from None
+                raise ConnectFailed(f"cannot connect to {self.authority}: "
+                                    f"{exc.strerror or exc}") from None
         waiter = connection.send(request, loop)
         timer = loop.call_later(max(deadline - loop.time(), 0.001), _expire, waiter)
         try:

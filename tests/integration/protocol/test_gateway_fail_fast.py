@@ -103,3 +103,22 @@ async def test_a_slow_env_that_is_alive_is_waited_for(relayed: tuple[Relay, str]
         started = time.monotonic()
         assert (await client.call_tool("nap", {"seconds": 1.5})).text == "rested"
         assert time.monotonic() - started >= 1.5
+
+
+async def test_an_env_no_connection_reaches_fails_at_once_as_gone_and_unsent(
+        relayed: tuple[Relay, str]) -> None:
+    """No call in flight: the gateway's next call needs a new connection, which is refused
+    (a container gone, its name no longer resolving): the env is named gone, and the call is
+    known not to have been applied."""
+    relay, url = relayed
+    async with serve_gateway([url], call_timeout=30) as gw, McpClient(gw.mcp_url) as client:
+        assert (await client.call_tool("nap", {"seconds": 0})).text == "rested"
+        relay.vanish()
+        await relay.close()  # the idle kept-alive connection closes too
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        result = await client.call_tool("nap", {"seconds": 0})
+        assert time.monotonic() - started < 1.0
+        assert result.is_error and "environment 'sleepy' failed tool 'nap': environment " \
+            "'sleepy' is gone" in result.text, result.text
+        assert result.structured_content["applied"] == "no"
