@@ -111,6 +111,9 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
         assert usage["type"] == "agentenv.usage"
         assert usage["model_calls"] and all(c["usage"]["input"] > 0 and c["status"] == 200
                                             for c in usage["model_calls"])
+    if agent == "claude-code":  # the bundle gives it a skill: the CLI offers it to the model
+        calls = objects.get(outputs["ask"]["model_call_log_object_key"]).decode()
+        assert "skill-marker-4471" in calls
     assert case["needle"] in outputs["ask"]["response"]
     assert case["again"] in outputs["again"]["response"]
     assert outputs["ask"]["a2a_context_id"] == outputs["again"]["a2a_context_id"]

@@ -7,6 +7,9 @@ through the run's model gateway: ``ANTHROPIC_BASE_URL`` is the gateway (``AGENTE
 minus its ``/v1``: the CLI adds ``/v1/messages``) and ``ANTHROPIC_API_KEY`` the per-run token;
 no provider key is ever in this container.
 
+Skills given through ``/ext/skill-config`` are written to ``~/.claude/skills/<name>/`` before
+each prompt, where the CLI finds personal skills.
+
 Session: the first prompt of an A2A context starts a CLI session with a fresh
 ``--session-id``; later prompts of that context ``--resume`` it, so the CLI sees the whole
 conversation. A prompt that fails before the CLI started its session does not pin one.
@@ -38,6 +41,7 @@ import attrs
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    SKILL_CONFIG_V1,
     TRAJECTORY_V1,
     AgentConfig,
     AgentEnvAgent,
@@ -50,6 +54,8 @@ from agentenv_protocol.agent import (
 TRAJECTORY_FORMAT = "claude-code-stream-json/1"
 CLI = os.environ.get("CLAUDE_CLI", "claude")
 STDERR_LINES = 20
+#: Where the CLI looks for personal skills (``~/.claude/skills/<name>/SKILL.md``).
+SKILLS_DIR = Path.home() / ".claude" / "skills"
 #: Variables that keep the CLI to the model gateway: no telemetry, update checks or error
 #: reports (the container may reach nothing else), and MCP tools offered up front rather than
 #: behind the CLI's tool search (a model, scripted or not, sees every env tool at once).
@@ -86,7 +92,7 @@ VERSION = cli_version()
     identity=AgentIdentity(name="claude-code", version=VERSION,
                            description="Claude Code (the claude CLI) over its envs' MCP tools."),
     config=ClaudeCodeConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
 )
 class ClaudeCodeAgent(AgentEnvAgent):
     def __init__(self) -> None:
@@ -130,6 +136,7 @@ class ClaudeCodeAgent(AgentEnvAgent):
                            "session_id": session, "resumed": known is not None,
                            "argv": args})
         self.workdir.mkdir(parents=True, exist_ok=True)
+        install_skills(request.skills, SKILLS_DIR)
         env = {**os.environ, **QUIET_ENV, "ANTHROPIC_BASE_URL": self.base_url,
                "ANTHROPIC_API_KEY": self.token}
         for name in ("ANTHROPIC_AUTH_TOKEN", "A2A_TOKEN"):
@@ -175,6 +182,17 @@ class ClaudeCodeAgent(AgentEnvAgent):
             return TaskResult.failure("claude answered with no text",
                                       code="claude_code.empty_answer")
         return TaskResult(text=text)
+
+
+def install_skills(skills: dict[str, Any], root: Path) -> None:
+    """Lay each skill the runtime gave (skill-config/v1) out as ``<root>/<name>/...``, where the
+    CLI finds its personal skills. The SDK already kept every path inside its skill."""
+    for name, skill in skills.items():
+        folder = root / name
+        for path, data in skill.files.items():
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
 
 @attrs.define
