@@ -12,6 +12,7 @@ step fails naming what is missing, rather than giving the agent half a skill.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import uuid
@@ -80,17 +81,22 @@ async def give_skills(http: Any, agent_url: str, agent_name: str, card: dict[str
                             f"({len(files)} files): {why}")
         staged: list[str] = []
         try:
-            bundle = _stage(files, store, f"{staging_prefix.rstrip('/')}/{uuid.uuid4().hex}",
-                            staged, artifact_id)
+            bundle = await asyncio.to_thread(  # store calls block: not on the loop
+                _stage, files, store, f"{staging_prefix.rstrip('/')}/{uuid.uuid4().hex}",
+                staged, artifact_id)
             body = {"name": name, "description": description, "skill_bundle": bundle}
             await send(body)
         finally:
-            for key in staged:
-                try:
-                    store.delete(key)
-                except Exception:  # a staged copy left behind is clutter, not a failure
-                    pass
+            await asyncio.to_thread(_unstage, store, staged)
     return names
+
+
+def _unstage(store: Any, keys: list[str]) -> None:
+    for key in keys:
+        try:
+            store.delete(key)
+        except Exception:  # a staged copy left behind is clutter, not a failure
+            pass
 
 
 def _stage(files: Mapping[str, bytes], store: Any, prefix: str, staged: list[str],

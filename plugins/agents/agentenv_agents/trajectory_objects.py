@@ -20,6 +20,7 @@ read, so a trajectory is never lost to the object form.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import json
@@ -66,11 +67,11 @@ async def read_by_object(http: Any, agent_url: str, task_id: str, store: Any,
             error = (body or {}).get("error") if isinstance(body, dict) else None
             return None, f"the agent answered HTTP {resp.status}: {error or body!r}"[:300]
         uploaded = (body.get("objects") or {}).get("trajectory") or {}
-        data = store.get(key)
+        data = await asyncio.to_thread(store.get, key)  # a store call blocks: not on the loop
     except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
-        _forget(store, key)
+        await asyncio.to_thread(_forget, store, key)
         return None, f"{type(exc).__name__}: {exc}"[:300]
-    _forget(store, key)
+    await asyncio.to_thread(_forget, store, key)
     if uploaded.get("size_bytes") != len(data) or \
             uploaded.get("sha256") != hashlib.sha256(data).hexdigest():
         return None, "the stored upload does not match the size and sha256 the agent reported"

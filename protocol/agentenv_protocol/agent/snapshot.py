@@ -22,6 +22,7 @@ agent without one 400, and every transfer code.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import tarfile
@@ -93,7 +94,7 @@ class SnapshotState:
             raise _bad(str(exc), code="not_found", status=404) from None
         data = {"trajectory": json.dumps(state, default=str).encode()}
         if "workspace" in grants:
-            data["workspace"] = _pack(_workspace(self.workspace))
+            data["workspace"] = await asyncio.to_thread(_pack, _workspace(self.workspace))
         uploaded = {}
         for name, grant in grants.items():
             done = await write_object(grant, data[name])
@@ -122,7 +123,8 @@ class SnapshotState:
             raise _bad("the trajectory object is not a saved snapshot ({format, events})") \
                 from None
         if folder is not None:
-            _unpack(raw["workspace"], folder)  # checked whole before anything is written
+            # checked whole before anything is written; file work off the event loop
+            await asyncio.to_thread(_unpack, raw["workspace"], folder)
         try:
             self.trajectories.import_context(target, fmt, events)
         except ValueError as exc:
