@@ -126,6 +126,8 @@ class _Connection(asyncio.Protocol):
                 self._waiter.set_result(Reply(status, headers, bytes(buffer[start:start + size])))
             return
         if "chunked" in headers.get("transfer-encoding", "").lower():
+            if not buffer.endswith(_HEAD_END):
+                return  # a whole chunked message ends so: parse only then, not per packet
             try:
                 body = _dechunk(buffer, start)
             except ConnectionError as exc:
