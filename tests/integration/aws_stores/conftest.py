@@ -52,6 +52,14 @@ def unique_name() -> str:
     return f"agentenv-{uuid.uuid4().hex[:10]}"
 
 
+@pytest.fixture
+def s3_store(aws: dict[str, Any], unique_name: str) -> Any:
+    """An S3 object store on a bucket of its own: what signs the grants of the agent tests."""
+    from agentenv_aws_stores.s3 import S3ObjectStore
+
+    return S3ObjectStore(bucket=unique_name, create_bucket=True, **aws)
+
+
 @pytest.fixture(autouse=True)
 def _no_ambient_aws(monkeypatch: pytest.MonkeyPatch) -> None:
     """Never reach real AWS: a forgotten endpoint would fail on these dummy credentials."""

@@ -49,16 +49,11 @@ async def agent() -> AsyncIterator[RunningServer]:
         yield server
 
 
-@pytest.fixture
-def store(aws: dict[str, Any], unique_name: str) -> S3ObjectStore:
-    return S3ObjectStore(bucket=unique_name, create_bucket=True, **aws)
-
-
-def _object(store: S3ObjectStore, key: str, data: bytes, **extra: Any) -> dict[str, Any]:
-    store.put(key, data, allow_overwrite=True)
+def _object(s3_store: S3ObjectStore, key: str, data: bytes, **extra: Any) -> dict[str, Any]:
+    s3_store.put(key, data, allow_overwrite=True)
     return {"media_type": "application/octet-stream", "max_bytes": 1 << 20,
             "size_bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "read": {"kind": "http_get", "url": store.signed_get_url(key),
+            "read": {"kind": "http_get", "url": s3_store.signed_get_url(key),
                      "expires_at": SOON}, **extra}
 
 
@@ -78,7 +73,7 @@ async def _turn(http: aiohttp.ClientSession, url: str) -> str:
 
 
 async def test_inline_and_bundle_skills_reach_the_turn(agent: RunningServer,
-                                                      store: S3ObjectStore) -> None:
+                                                      s3_store: S3ObjectStore) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.get(agent.url + "/.well-known/agent-card.json") as resp:
             card = await resp.json()
@@ -89,8 +84,8 @@ async def test_inline_and_bundle_skills_reach_the_turn(agent: RunningServer,
                                             "skill_md": "# Notes\nwrite them down"}) == (
             200, {"name": "notes"})
         bundle = {"max_total_bytes": 4096, "files": [
-            {"path": "SKILL.md", "object": _object(store, "s/SKILL.md", b"# Sums\nadd up")},
-            {"path": "scripts/add.py", "object": _object(store, "s/add.py", b"print(1+1)")}]}
+            {"path": "SKILL.md", "object": _object(s3_store, "s/SKILL.md", b"# Sums\nadd up")},
+            {"path": "scripts/add.py", "object": _object(s3_store, "s/add.py", b"print(1+1)")}]}
         assert await _add(http, agent.url, {"name": "sums", "description": "arithmetic",
                                             "skill_bundle": bundle}) == (200, {"name": "sums"})
         async with http.get(agent.url + "/ext/skill-config") as resp:
@@ -101,9 +96,9 @@ async def test_inline_and_bundle_skills_reach_the_turn(agent: RunningServer,
             "notes: ['SKILL.md'] # Notes\nsums: ['SKILL.md', 'scripts/add.py'] # Sums")
 
 
-async def test_refusals_add_nothing(agent: RunningServer, store: S3ObjectStore) -> None:
-    skill = _object(store, "r/SKILL.md", b"# R\n" + b"x" * 200)
-    other = _object(store, "r/o.txt", b"other")
+async def test_refusals_add_nothing(agent: RunningServer, s3_store: S3ObjectStore) -> None:
+    skill = _object(s3_store, "r/SKILL.md", b"# R\n" + b"x" * 200)
+    other = _object(s3_store, "r/o.txt", b"other")
 
     def bundle(*files: tuple[str, Any], total: int = 4096) -> dict[str, Any]:
         return {"name": "r", "description": "d", "skill_bundle": {
@@ -140,14 +135,14 @@ async def test_refusals_add_nothing(agent: RunningServer, store: S3ObjectStore) 
 
 
 async def _give(agent: RunningServer, card: dict[str, Any], entries: list[dict[str, Any]],
-                store: Any, *, open_agent: bool = True,
+                s3_store: Any, *, open_agent: bool = True,
                 stored: dict[str, dict[str, bytes]] | None = None) -> list[str]:
     async def load(artifact_id: str) -> dict[str, bytes]:
         return (stored or {})[artifact_id]
 
     async with aiohttp.ClientSession() as http:
         return await give_skills(http, agent.url, "skilled", card, entries, load=load,
-                                 post=post_ok, store=store, open_agent=open_agent,
+                                 post=post_ok, store=s3_store, open_agent=open_agent,
                                  staging_prefix="staging/skills")
 
 
@@ -158,39 +153,39 @@ async def _card(agent: RunningServer) -> dict[str, Any]:
 
 
 async def test_deploy_agent_skills_inline_and_by_grant(agent: RunningServer,
-                                                      store: S3ObjectStore) -> None:
+                                                      s3_store: S3ObjectStore) -> None:
     stored = {"skills/sums": {"SKILL.md": b"# Sums\nadd up", "scripts/add.py": b"print(2)"},
               "skills/notes": {"SKILL.md": b"# Notes only"}}
     names = await _give(agent, await _card(agent), [
         {"name": "inline", "description": "d", "skill_md": "# Inline\nx"},
         {"artifact_id": "skills/sums", "description": "arithmetic"},
-        {"artifact_id": "skills/notes"}], store, stored=stored)
+        {"artifact_id": "skills/notes"}], s3_store, stored=stored)
     assert names == ["inline", "sums", "notes"]
-    assert store.list("staging/") == []  # staged copies removed once the agent had them
+    assert s3_store.list("staging/") == []  # staged copies removed once the agent had them
     async with aiohttp.ClientSession() as http:
         assert await _turn(http, agent.url) == (
             "inline: ['SKILL.md'] # Inline\nnotes: ['SKILL.md'] # Notes only\n"
             "sums: ['SKILL.md', 'scripts/add.py'] # Sums")
 
 
-async def test_deploy_agent_skills_refused_by_name(agent: RunningServer, store: S3ObjectStore,
+async def test_deploy_agent_skills_refused_by_name(agent: RunningServer, s3_store: S3ObjectStore,
                                                    tmp_path: Path) -> None:
     card = await _card(agent)
     several = {"skills/sums": {"SKILL.md": b"# Sums", "add.py": b"1"}}
     with pytest.raises(StepError, match=r"sealed and cannot reach the object store.*open"):
-        await _give(agent, card, [{"artifact_id": "skills/sums"}], store, open_agent=False,
+        await _give(agent, card, [{"artifact_id": "skills/sums"}], s3_store, open_agent=False,
                     stored=several)
     with pytest.raises(StepError, match="cannot sign URLs"):
         await _give(agent, card, [{"artifact_id": "skills/sums"}],
                     FilesystemObjectStore(tmp_path), stored=several)
     no_ext = {**card, "capabilities": {**card["capabilities"], "extensions": []}}
     with pytest.raises(StepError, match="takes no skills"):
-        await _give(agent, no_ext, [{"name": "a", "skill_md": "x"}], store)
+        await _give(agent, no_ext, [{"name": "a", "skill_md": "x"}], s3_store)
     with pytest.raises(StepError, match=r"holds no SKILL\.md"):
-        await _give(agent, card, [{"artifact_id": "x"}], store, stored={"x": {"a.txt": b"1"}})
+        await _give(agent, card, [{"artifact_id": "x"}], s3_store, stored={"x": {"a.txt": b"1"}})
     with pytest.raises(StepError, match=r"skill-config answered HTTP 400"):
-        await _give(agent, card, [{"name": "b", "skill_md": 3}], store)
-    assert store.list("staging/") == []
+        await _give(agent, card, [{"name": "b", "skill_md": 3}], s3_store)
+    assert s3_store.list("staging/") == []
 
 
 def test_deploy_agent_checks_its_skills_before_anything_runs() -> None:

@@ -53,22 +53,17 @@ async def agents(tmp_path: Path) -> AsyncIterator[tuple[RunningServer, RunningSe
         yield first, second, tmp_path
 
 
-@pytest.fixture
-def store(aws: dict[str, Any], unique_name: str) -> S3ObjectStore:
-    return S3ObjectStore(bucket=unique_name, create_bucket=True, **aws)
-
-
-def put_grant(store: S3ObjectStore, key: str) -> dict[str, Any]:
+def put_grant(s3_store: S3ObjectStore, key: str) -> dict[str, Any]:
     return {"media_type": "application/octet-stream", "max_bytes": 1 << 20,
-            "write": {"kind": "http_put", "url": store.signed_put_url(key),
+            "write": {"kind": "http_put", "url": s3_store.signed_put_url(key),
                       "expires_at": SOON}}
 
 
-def get_grant(store: S3ObjectStore, key: str, uploaded: dict[str, Any] | None = None
+def get_grant(s3_store: S3ObjectStore, key: str, uploaded: dict[str, Any] | None = None
               ) -> dict[str, Any]:
     return {"media_type": "application/octet-stream", "max_bytes": 1 << 20,
             **(uploaded or {}),
-            "read": {"kind": "http_get", "url": store.signed_get_url(key), "expires_at": SOON}}
+            "read": {"kind": "http_get", "url": s3_store.signed_get_url(key), "expires_at": SOON}}
 
 
 async def _send(http: aiohttp.ClientSession, url: str, text: str, context_id: str) -> None:
@@ -87,24 +82,24 @@ async def _call(http: aiohttp.ClientSession, verb: str, url: str,
 
 
 async def test_save_then_load_carries_trajectory_and_workspace(
-        agents: tuple[RunningServer, RunningServer, Path], store: S3ObjectStore) -> None:
+        agents: tuple[RunningServer, RunningServer, Path], s3_store: S3ObjectStore) -> None:
     first, second, tmp = agents
     async with aiohttp.ClientSession() as http:
         await _send(http, first.url, "alpha", "ctx-1")
         await _send(http, first.url, "beta", "ctx-1")
         status, saved = await _call(http, "POST", first.url, {
-            "context_id": "ctx-1", "objects": {"trajectory": put_grant(store, "snap/t.json"),
-                                               "workspace": put_grant(store, "snap/w.tar")}})
+            "context_id": "ctx-1", "objects": {"trajectory": put_grant(s3_store, "snap/t.json"),
+                                               "workspace": put_grant(s3_store, "snap/w.tar")}})
         assert status == 200 and saved["context_id"] == "ctx-1"
         for name, key in (("trajectory", "snap/t.json"), ("workspace", "snap/w.tar")):
-            data = store.get(key)
+            data = s3_store.get(key)
             assert saved["objects"][name] == {"size_bytes": len(data),
                                               "sha256": hashlib.sha256(data).hexdigest()}
 
         status, loaded = await _call(http, "PUT", second.url, {
-            "objects": {"trajectory": get_grant(store, "snap/t.json",
+            "objects": {"trajectory": get_grant(s3_store, "snap/t.json",
                                                 saved["objects"]["trajectory"]),
-                        "workspace": get_grant(store, "snap/w.tar",
+                        "workspace": get_grant(s3_store, "snap/w.tar",
                                                saved["objects"]["workspace"])},
             "target_context_id": "resumed"})
         assert (status, loaded) == (200, {"context_id": "resumed"})
@@ -118,7 +113,7 @@ async def test_save_then_load_carries_trajectory_and_workspace(
 
 
 async def test_refusals_write_and_load_nothing(
-        agents: tuple[RunningServer, RunningServer, Path], store: S3ObjectStore,
+        agents: tuple[RunningServer, RunningServer, Path], s3_store: S3ObjectStore,
         tmp_path: Path) -> None:
     first, second, tmp = agents
     hostile = io.BytesIO()
@@ -126,24 +121,24 @@ async def test_refusals_write_and_load_nothing(
         info = tarfile.TarInfo("../escaped.txt")
         info.size = 3
         tar.addfile(info, io.BytesIO(b"bad"))
-    store.put("h/w.tar", hostile.getvalue())
-    store.put("h/t.json", b'{"format": null, "events": []}')
-    store.put("h/junk.json", b"[1, 2]")
-    expired = put_grant(store, "x.json")
+    s3_store.put("h/w.tar", hostile.getvalue())
+    s3_store.put("h/t.json", b'{"format": null, "events": []}')
+    s3_store.put("h/junk.json", b"[1, 2]")
+    expired = put_grant(s3_store, "x.json")
     expired["write"]["expires_at"] = "2020-01-01T00:00:00Z"
 
     cases: list[tuple[str, dict[str, Any], int, str]] = [
-        ("POST", {"context_id": "nope", "objects": {"trajectory": put_grant(store, "x.json")}},
+        ("POST", {"context_id": "nope", "objects": {"trajectory": put_grant(s3_store, "x.json")}},
          404, "not_found"),
         ("POST", {"context_id": "ctx", "objects": {}}, 400, "invalid_params"),
         ("POST", {"context_id": "ctx", "objects": {"trajectory": expired}}, 410,
          "grant_expired"),
-        ("PUT", {"objects": {"trajectory": get_grant(store, "h/t.json"),
-                             "workspace": get_grant(store, "h/w.tar")}}, 400, "invalid_params"),
-        ("PUT", {"objects": {"trajectory": get_grant(store, "h/junk.json")}}, 400,
+        ("PUT", {"objects": {"trajectory": get_grant(s3_store, "h/t.json"),
+                             "workspace": get_grant(s3_store, "h/w.tar")}}, 400, "invalid_params"),
+        ("PUT", {"objects": {"trajectory": get_grant(s3_store, "h/junk.json")}}, 400,
          "invalid_params"),
-        ("PUT", {"objects": {"trajectory": get_grant(store, "h/t.json"),
-                             "memory": get_grant(store, "h/t.json")}}, 400, "invalid_params"),
+        ("PUT", {"objects": {"trajectory": get_grant(s3_store, "h/t.json"),
+                             "memory": get_grant(s3_store, "h/t.json")}}, 400, "invalid_params"),
     ]
     async with aiohttp.ClientSession() as http:
         await _send(http, first.url, "one", "ctx")
@@ -152,15 +147,15 @@ async def test_refusals_write_and_load_nothing(
                                           body)
             assert (got_status, got["error"]["code"]) == (status, code), body
         assert not (tmp / "escaped.txt").exists() and not (tmp / "b").exists()
-        assert not store.exists("x.json")
+        assert not s3_store.exists("x.json")
         async with serve_app(create_app(ScribeAgent(None))) as bare:
             await _send(http, bare.url, "one", "ctx")
             status, body = await _call(http, "POST", bare.url, {
-                "context_id": "ctx", "objects": {"trajectory": put_grant(store, "y.json"),
-                                                 "workspace": put_grant(store, "y.tar")}})
+                "context_id": "ctx", "objects": {"trajectory": put_grant(s3_store, "y.json"),
+                                                 "workspace": put_grant(s3_store, "y.tar")}})
             assert (status, body["error"]["code"]) == (400, "invalid_params")
             assert "keeps no workspace" in body["error"]["message"]
-        assert not store.exists("y.json")
+        assert not s3_store.exists("y.json")
 
 
 async def test_card_lists_snapshot_with_its_objects(

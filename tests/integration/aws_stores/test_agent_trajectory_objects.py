@@ -47,11 +47,6 @@ async def agent() -> AsyncIterator[RunningServer]:
         yield server
 
 
-@pytest.fixture
-def store(aws: dict[str, Any], unique_name: str) -> S3ObjectStore:
-    return S3ObjectStore(bucket=unique_name, create_bucket=True, **aws)
-
-
 async def _task(http: aiohttp.ClientSession, url: str, steps: int) -> str:
     body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
         "message": {"messageId": "m1", "role": "user", "kind": "message",
@@ -64,21 +59,21 @@ async def _task(http: aiohttp.ClientSession, url: str, steps: int) -> str:
 
 
 async def test_whole_trajectory_arrives_through_the_store(agent: RunningServer,
-                                                         store: S3ObjectStore) -> None:
+                                                         s3_store: S3ObjectStore) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.get(agent.url + "/.well-known/agent-card.json") as resp:
             assert offers_object_form(await resp.json())
         task_id = await _task(http, agent.url, 3000)
-        events, why = await read_by_object(http, agent.url, task_id, store, "staging/t")
+        events, why = await read_by_object(http, agent.url, task_id, s3_store, "staging/t")
         assert why is None
         async with http.post(agent.url + "/ext/trajectory", json={"task_id": task_id}) as resp:
             inline = (await resp.json())["trajectory"]
     assert events == inline and len(events) == 3000
-    assert store.list("staging/") == []  # the upload was read and removed
+    assert s3_store.list("staging/") == []  # the upload was read and removed
 
 
 async def test_agent_refusals_have_the_contract_codes_and_write_nothing(
-        agent: RunningServer, store: S3ObjectStore) -> None:
+        agent: RunningServer, s3_store: S3ObjectStore) -> None:
     async with aiohttp.ClientSession() as http:
         task_id = await _task(http, agent.url, 50)
 
@@ -87,7 +82,7 @@ async def test_agent_refusals_have_the_contract_codes_and_write_nothing(
                                  json={"task_id": task_id, "objects": objects, **extra}) as resp:
                 return resp.status, await resp.json()
 
-        url = store.signed_put_url("k.json", content_type="application/json")
+        url = s3_store.signed_put_url("k.json", content_type="application/json")
 
         def grant(max_bytes: int = 1 << 20, expires_at: str = SOON) -> dict[str, Any]:
             return {"media_type": "application/json", "max_bytes": max_bytes,
@@ -105,10 +100,10 @@ async def test_agent_refusals_have_the_contract_codes_and_write_nothing(
         assert (status, body["error"]["code"]) == (400, "invalid_transfer")
         assert (await ask({"workspace": grant()}))[0] == 400
         assert (await ask({"trajectory": grant()}, after=0))[0] == 400
-        assert store.list("") == []  # nothing partly written
+        assert s3_store.list("") == []  # nothing partly written
         status, body = await ask({"trajectory": grant()})
         assert status == 200 and body["objects"]["trajectory"]["size_bytes"] > 100
-        assert store.list("") == ["k.json"]
+        assert s3_store.list("") == ["k.json"]
 
 
 async def test_a_store_that_cannot_sign_falls_back(agent: RunningServer, tmp_path: Path) -> None:
