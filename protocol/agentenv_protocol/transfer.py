@@ -109,12 +109,25 @@ class ReadObject:
     size_bytes: int | None = None
     sha256: str | None = None
 
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"media_type": self.media_type, "max_bytes": self.max_bytes,
+                                "read": self.read.to_wire()}
+        if self.size_bytes is not None:
+            wire["size_bytes"] = self.size_bytes
+        if self.sha256 is not None:
+            wire["sha256"] = self.sha256
+        return wire
+
 
 @attrs.frozen
 class WriteObject:
     media_type: str
     max_bytes: int
     write: HttpGrant
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"media_type": self.media_type, "max_bytes": self.max_bytes,
+                "write": self.write.to_wire()}
 
 
 @attrs.frozen

@@ -48,8 +48,9 @@ import attrs
 
 from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_progress
 
+from .object_forms import card_extension, offers_objects
 from .skill_config import give_skills
-from .trajectory_objects import offers_object_form, read_by_object
+from .trajectory_objects import read_by_object
 
 if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
@@ -325,19 +326,17 @@ async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
 
 def _supported_config(card: dict[str, Any]) -> set[str]:
     """The fields the card's agent-config ``set`` accepts (empty: no agent-config)."""
-    for ext in (card.get("capabilities") or {}).get("extensions") or []:
-        if isinstance(ext, dict) and "agent-config" in str(ext.get("uri", "")):
-            methods = (ext.get("params") or {}).get("methods") or {}
-            for method in methods.values():
-                request = (method or {}).get("request") or {}
-                if isinstance(request, dict) and "supported" in request:
-                    return set(request["supported"])
+    methods = ((card_extension(card, "agent-config") or {}).get("params") or {}).get(
+        "methods") or {}
+    for method in methods.values():
+        request = (method or {}).get("request") or {}
+        if isinstance(request, dict) and "supported" in request:
+            return set(request["supported"])
     return set()
 
 
 def _has_extension(card: dict[str, Any], name: str) -> bool:
-    return any(isinstance(e, dict) and name in str(e.get("uri", ""))
-               for e in (card.get("capabilities") or {}).get("extensions") or [])
+    return card_extension(card, name) is not None
 
 
 @attrs.define
@@ -487,7 +486,8 @@ class A2aAgent:
         events: list[Any] = []
         fmt = None
         after = 0
-        if self.network_policy == "open" and offers_object_form(self.card):
+        if self.network_policy == "open" and offers_objects(self.card, "trajectory",
+                                                            "trajectory"):
             from agent_env.api import current
 
             uploaded, why = await read_by_object(http, self.url, task_id,

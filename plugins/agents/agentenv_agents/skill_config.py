@@ -13,13 +13,15 @@ step fails naming what is missing, rather than giving the agent half a skill.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agent_env.api import StepError, UnsupportedOperation
+from agentenv_protocol.transfer import HttpGrant, ReadObject
+
+from .object_forms import card_extension, expires_in, forget_staged, offers_objects
 
 SKILL_FILE = "SKILL.md"
 GRANT_SECONDS = 900
@@ -30,24 +32,16 @@ Loader = Callable[[str], Awaitable[Mapping[str, bytes]]]
 Poster = Callable[..., Awaitable[dict[str, Any]]]
 
 
-def _extension(card: dict[str, Any]) -> dict[str, Any] | None:
-    for ext in (card.get("capabilities") or {}).get("extensions") or []:
-        if isinstance(ext, dict) and "skill-config" in str(ext.get("uri", "")):
-            return ext
-    return None
-
-
 async def give_skills(http: Any, agent_url: str, agent_name: str, card: dict[str, Any],
                       entries: list[dict[str, Any]], *, load: Loader, post: Poster,
                       store: Any, open_agent: bool, staging_prefix: str) -> list[str]:
     """POST every skill to the agent's ``/ext/skill-config``; the names it took, in order."""
     if not entries:
         return []
-    ext = _extension(card)
-    if ext is None:
+    if card_extension(card, "skill-config") is None:
         raise StepError(f"agent '{agent_name}' takes no skills (its card has no skill-config "
                         "extension), but the step gives it some")
-    bundles_ok = "skill_bundle" in ((ext.get("params") or {}).get("objects") or [])
+    bundles_ok = offers_objects(card, "skill-config", "skill_bundle")
     names: list[str] = []
     url = f"{agent_url}/ext/skill-config"
 
@@ -87,21 +81,13 @@ async def give_skills(http: Any, agent_url: str, agent_name: str, card: dict[str
             body = {"name": name, "description": description, "skill_bundle": bundle}
             await send(body)
         finally:
-            await asyncio.to_thread(_unstage, store, staged)
+            await asyncio.to_thread(forget_staged, store, staged)
     return names
-
-
-def _unstage(store: Any, keys: list[str]) -> None:
-    for key in keys:
-        try:
-            store.delete(key)
-        except Exception:  # a staged copy left behind is clutter, not a failure
-            pass
 
 
 def _stage(files: Mapping[str, bytes], store: Any, prefix: str, staged: list[str],
            artifact_id: str) -> dict[str, Any]:
-    expires = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=GRANT_SECONDS)).isoformat()
+    expires = expires_in(GRANT_SECONDS)
     listed = []
     for path, data in sorted(files.items()):
         key = f"{prefix}/{path}"
@@ -114,8 +100,8 @@ def _stage(files: Mapping[str, bytes], store: Any, prefix: str, staged: list[str
         if not url.startswith(("https://", "http://")):  # the filesystem store's are file://
             raise StepError(f"skill '{artifact_id}' has several files and the run's object "
                             "store cannot sign URLs to hand them over (use S3 or GCS)")
-        listed.append({"path": path, "object": {
-            "media_type": "application/octet-stream", "max_bytes": len(data),
-            "size_bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "read": {"kind": "http_get", "url": url, "expires_at": expires}}})
+        grant = ReadObject("application/octet-stream", len(data),
+                           HttpGrant("http_get", url, expires), size_bytes=len(data),
+                           sha256=hashlib.sha256(data).hexdigest())
+        listed.append({"path": path, "object": grant.to_wire()})
     return {"max_total_bytes": max(1, sum(len(d) for d in files.values())), "files": listed}

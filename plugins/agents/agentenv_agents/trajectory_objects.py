@@ -21,24 +21,18 @@ read, so a trajectory is never lost to the object form.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import hashlib
 import json
 import uuid
 from typing import Any
 
+from agentenv_protocol.transfer import HttpGrant, WriteObject
+
+from .object_forms import expires_in, forget_staged
+
 #: How long a trajectory grant is valid, and the most bytes it lets the agent write.
 GRANT_SECONDS = 900
 MAX_BYTES = 512 * 1024 * 1024
-
-
-def offers_object_form(card: dict[str, Any]) -> bool:
-    """Whether the agent's trajectory/v1 entry lists the object form for ``trajectory``."""
-    for ext in (card.get("capabilities") or {}).get("extensions") or []:
-        if isinstance(ext, dict) and "trajectory" in str(ext.get("uri", "")):
-            objects = (ext.get("params") or {}).get("objects") or []
-            return isinstance(objects, list) and "trajectory" in objects
-    return False
 
 
 async def read_by_object(http: Any, agent_url: str, task_id: str, store: Any,
@@ -55,9 +49,8 @@ async def read_by_object(http: Any, agent_url: str, task_id: str, store: Any,
                                    content_type="application/json")
     except UnsupportedOperation:
         return None, "the object store does not sign upload URLs"
-    expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=GRANT_SECONDS)
-    grant = {"media_type": "application/json", "max_bytes": MAX_BYTES,
-             "write": {"kind": "http_put", "url": url, "expires_at": expires.isoformat()}}
+    grant = WriteObject("application/json", MAX_BYTES,
+                        HttpGrant("http_put", url, expires_in(GRANT_SECONDS))).to_wire()
     try:
         async with http.post(f"{agent_url}/ext/trajectory",
                              json={"task_id": task_id, "objects": {"trajectory": grant}},
@@ -69,9 +62,9 @@ async def read_by_object(http: Any, agent_url: str, task_id: str, store: Any,
         uploaded = (body.get("objects") or {}).get("trajectory") or {}
         data = await asyncio.to_thread(store.get, key)  # a store call blocks: not on the loop
     except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as exc:
-        await asyncio.to_thread(_forget, store, key)
+        await asyncio.to_thread(forget_staged, store, [key])
         return None, f"{type(exc).__name__}: {exc}"[:300]
-    await asyncio.to_thread(_forget, store, key)
+    await asyncio.to_thread(forget_staged, store, [key])
     if uploaded.get("size_bytes") != len(data) or \
             uploaded.get("sha256") != hashlib.sha256(data).hexdigest():
         return None, "the stored upload does not match the size and sha256 the agent reported"
@@ -83,9 +76,3 @@ async def read_by_object(http: Any, agent_url: str, task_id: str, store: Any,
         return None, "the uploaded trajectory is not a JSON array"
     return events, None
 
-
-def _forget(store: Any, key: str) -> None:
-    try:
-        store.delete(key)
-    except Exception:  # a staging object left behind is only clutter; the run goes on
-        pass

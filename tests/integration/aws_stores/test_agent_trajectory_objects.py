@@ -14,7 +14,8 @@ import aiohttp
 import pytest
 
 from agent_env.stores.filesystem import FilesystemObjectStore
-from agentenv_agents.trajectory_objects import offers_object_form, read_by_object
+from agentenv_agents.object_forms import offers_objects
+from agentenv_agents.trajectory_objects import read_by_object
 from agentenv_aws_stores.s3 import S3ObjectStore
 from agentenv_protocol.agent import (
     TRAJECTORY_V1,
@@ -62,7 +63,7 @@ async def test_whole_trajectory_arrives_through_the_store(agent: RunningServer,
                                                          s3_store: S3ObjectStore) -> None:
     async with aiohttp.ClientSession() as http:
         async with http.get(agent.url + "/.well-known/agent-card.json") as resp:
-            assert offers_object_form(await resp.json())
+            assert offers_objects(await resp.json(), "trajectory", "trajectory")
         task_id = await _task(http, agent.url, 3000)
         events, why = await read_by_object(http, agent.url, task_id, s3_store, "staging/t")
         assert why is None
