@@ -281,6 +281,15 @@ class WrittenObject:
     sha256: str
 
 
+def inside_path(path: Any) -> bool:
+    """Whether ``path`` is a relative ``/`` path that stays where it is put: text, not empty,
+    no leading ``/``, no empty, ``.`` or ``..`` part, no backslash or NUL (a namespace's objects,
+    a skill bundle's files)."""
+    return isinstance(path, str) and bool(path) and not path.startswith("/") \
+        and "\\" not in path and "\x00" not in path \
+        and not any(p in ("", ".", "..") for p in path.split("/"))
+
+
 def _count(data: Mapping[str, Any], name: str) -> int:
     value = data.get(name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -327,9 +336,7 @@ class NamespaceWriter:
         return sum(w.size_bytes for w in self.written)
 
     def _key(self, path: str) -> str:
-        parts = path.split("/") if isinstance(path, str) else [""]
-        if not path or path.startswith("/") or "\\" in path \
-                or any(p in ("", ".", "..") for p in parts):
+        if not inside_path(path):
             raise TransferError("invalid_transfer",
                                 f"{path!r} is not a path inside the namespace")
         if any(w.path == path for w in self.written):

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from ..errors import AgentEnvError
-from ..transfer import TransferError, read_object, read_object_from_wire
+from ..transfer import TransferError, inside_path, read_object, read_object_from_wire
 
 SKILL_CONFIG_V1 = "urn:agentenv:skill-config/v1"
 SKILL_PATH = "/ext/skill-config"
@@ -56,8 +56,7 @@ def _bad(message: str, code: str = "invalid_params", status: int = 400) -> Agent
 def _path(raw: Any) -> str:
     if not isinstance(raw, str) or not raw or "\\" in raw or "\x00" in raw:
         raise _bad(f"a bundle file's path must be a relative path, got {raw!r}")
-    parts = raw.split("/")
-    if raw.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not inside_path(raw):
         raise _bad(f"a bundle file's path must stay inside the skill: {raw!r}")
     return raw
 
