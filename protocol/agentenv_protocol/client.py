@@ -88,8 +88,13 @@ class _HttpOwner:
             self._own = None
 
 
+_ONE_EVENT = b"event: message\ndata: "
+
+
 def _parse_sse(raw: bytes) -> list[Any]:
     """The JSON payloads of an SSE body's ``data`` fields, one per event."""
+    if raw.startswith(_ONE_EVENT) and raw.endswith(b"\n\n") and raw.count(b"\n") == 3:
+        return [json.loads(raw[len(_ONE_EVENT):-2])]  # one event, as servers mostly send
     messages = []
     for block in raw.decode("utf-8").replace("\r\n", "\n").split("\n\n"):
         data = [line[5:].lstrip(" ") if line.startswith("data:") else None

@@ -85,6 +85,7 @@ from .changes import CHANGELOG_META_KEY
 from .client import McpClient, fetch_card_raw
 from .clock import CLOCK_URI, ClockError, VirtualClock
 from .errors import ProtocolError, TransportError
+from .fast_lane import FastLane
 from .guard import (
     BadBody,
     Limits,
@@ -869,6 +870,7 @@ def create_gateway_app(
     limits: Limits | None = None,
     trajectory_dir: str | None = None,
     ready_probe_timeout: float = 2.0,
+    fast_lane: bool = True,
 ) -> web.Application:
     """Build the gateway app over ``children`` (base URLs of env servers).
 
@@ -878,6 +880,8 @@ def create_gateway_app(
     children reach the gateway (for clock/v1's ``env_get_time_url``). ``limits`` are the
     connection guard's (:mod:`.guard`; it applies when served by ``guard.start_guarded``, as
     ``main`` does); ``trajectory_dir`` where the trajectory file lives (default: temp).
+    ``fast_lane``: answer plain ``POST /mcp`` requests in the :mod:`.fast_lane` (same
+    replies, less CPU); off, aiohttp answers everything.
     """
     gateway = Gateway(children, token=token, mode=mode, name=name, call_timeout=call_timeout,
                       ready_timeout=ready_timeout, internal_url=internal_url,
@@ -891,8 +895,11 @@ def create_gateway_app(
     def hide(path: str) -> str:
         return path.replace(token, "****") if token else path
 
-    guard_app(app, limits or Limits(), vouch_by_token=True,
-              log=LineLog("agentenv_protocol.gateway"), hide=hide)
+    log = LineLog("agentenv_protocol.gateway")
+    # POST /mcp, the hot path, skips aiohttp's request machinery (see .fast_lane)
+    lane = FastLane(mcp.answer_post, token=token, log=log, hide=hide,
+                    max_body=max_body_bytes) if fast_lane else None
+    guard_app(app, limits or Limits(), vouch_by_token=True, log=log, hide=hide, lane=lane)
     app.on_startup.append(gateway.start)
     app.on_cleanup.append(gateway.stop)
     app.on_shutdown.append(mcp.close_streams)

@@ -31,10 +31,13 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from aiohttp import web
+
+if TYPE_CHECKING:
+    from .fast_lane import FastLane
 
 #: JSON nested deeper than this is refused (400) before any handler sees it.
 MAX_JSON_DEPTH = 100
@@ -60,7 +63,11 @@ def loads_body(body: bytes | str) -> Any:
         raise BadBody("the body is not UTF-8 text") from None
     except ValueError as exc:
         raise BadBody(f"the body is not JSON ({exc})") from None
-    if _depth_over(value, MAX_JSON_DEPTH):
+    # (fewer opening brackets than the limit, even counting those in strings, cannot nest
+    # past it: the walk is skipped for nearly every body)
+    opening = body.count(b"[") + body.count(b"{") if isinstance(body, bytes) else \
+        body.count("[") + body.count("{")
+    if opening > MAX_JSON_DEPTH and _depth_over(value, MAX_JSON_DEPTH):
         raise BadBody(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 
@@ -151,9 +158,12 @@ class Limits:
 
 
 class Guard(asyncio.Protocol):
-    """aiohttp's protocol for one connection, with the head deadline and the pending cap."""
+    """aiohttp's protocol for one connection, with the head deadline and the pending cap; the
+    server's fast lane (:mod:`.fast_lane`), when it has one, reads the connection first."""
 
     def __init__(self, keeper: GuardedServer, inner: Any) -> None:
+        from .fast_lane import LaneConnection
+
         self.keeper = keeper
         self.inner = inner
         self.transport: asyncio.Transport | None = None
@@ -161,6 +171,7 @@ class Guard(asyncio.Protocol):
         self.vouched = False
         self._payload: Any = None
         self._head_timer: asyncio.TimerHandle | None = None
+        self.lane = LaneConnection(keeper.lane, self) if keeper.lane is not None else None
 
     # -- asyncio.Protocol, delegated ---------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -171,6 +182,8 @@ class Guard(asyncio.Protocol):
         self.inner.connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.lane is not None:
+            self.lane.lost()
         self._stop_head_timer()
         self.keeper.closed(self)
         self.inner.connection_lost(exc)
@@ -180,12 +193,19 @@ class Guard(asyncio.Protocol):
         return result
 
     def pause_writing(self) -> None:
+        if self.lane is not None:
+            self.lane.pause_writing()
         self.inner.pause_writing()
 
     def resume_writing(self) -> None:
+        if self.lane is not None:
+            self.lane.resume_writing()
         self.inner.resume_writing()
 
     def data_received(self, data: bytes) -> None:
+        if self.lane is not None:
+            self.lane.data_received(data)
+            return
         if self._payload is not None and not self._payload.is_eof():
             self.inner.data_received(data)  # body bytes: the middleware's read has a deadline
             return
@@ -203,7 +223,7 @@ class Guard(asyncio.Protocol):
         elif self._head_timer is None and self.transport is not None:
             loop = asyncio.get_running_loop()
             self._head_timer = loop.call_later(self.keeper.limits.header_timeout,
-                                               self._head_too_slow)
+                                               self.head_too_slow)
 
     # -- ours --------------------------------------------------------------------------------
     def vouch(self) -> None:
@@ -219,7 +239,13 @@ class Guard(asyncio.Protocol):
                     self.transport.write(reply)
             self.transport.close()
 
-    def _head_too_slow(self) -> None:
+    def leave_lane(self, data: bytes) -> None:
+        """The fast lane hands this connection to aiohttp for good, with the bytes it read."""
+        self.lane = None
+        if data:
+            self.data_received(data)
+
+    def head_too_slow(self) -> None:
         self._head_timer = None
         self.keeper.timed_out += 1
         self.close(_TIMEOUT_REPLY)
@@ -235,8 +261,11 @@ class GuardedServer:
     around aiohttp's own handler (``factory``, set when the site starts), and the books of
     unvouched connections per client."""
 
-    def __init__(self, limits: Limits, *, vouch_by_token: bool) -> None:
+    def __init__(self, limits: Limits, *, vouch_by_token: bool,
+                 lane: FastLane | None = None) -> None:
         self.factory: Callable[[], Any] | None = None
+        #: Reads each connection before aiohttp while it may (:mod:`.fast_lane`); None: off.
+        self.lane = lane
         self.limits = limits
         self.vouch_by_token = vouch_by_token
         self.pending: dict[str, dict[Guard, None]] = {}
@@ -314,10 +343,15 @@ def note_refused(request: web.Request, status: int, why: str) -> None:
         log.warn(f"{status} {request.method} {path}: {why}")
 
 
+def error_body(code: str, message: str) -> bytes:
+    """The JSON body of a request the guard (or the fast lane) refuses or could not answer."""
+    return json.dumps({"ok": False, "error": {"code": code, "message": message,
+                                              "retryable": False, "applied": "no"}}).encode()
+
+
 def _error_reply(status: int, code: str, message: str) -> web.Response:
-    body = json.dumps({"ok": False, "error": {"code": code, "message": message,
-                                              "retryable": False, "applied": "no"}})
-    return web.Response(text=body, status=status, content_type="application/json")
+    return web.Response(body=error_body(code, message), status=status,
+                        content_type="application/json")
 
 
 def guard_middleware(body_timeout: float, log: LineLog, *,
@@ -355,11 +389,13 @@ def guard_middleware(body_timeout: float, log: LineLog, *,
 
 
 def guard_app(app: web.Application, limits: Limits, *, vouch_by_token: bool,
-              log: LineLog, hide: Callable[[str], str] = lambda path: path) -> None:
+              log: LineLog, hide: Callable[[str], str] = lambda path: path,
+              lane: FastLane | None = None) -> None:
     """Give ``app`` (not started yet) the guard's middleware, first, and its connection books;
     :func:`start_guarded` then serves it. ``vouch_by_token``: connections are trusted once the
-    app calls :func:`vouch_for` (the gateway's auth), else once a request head arrived."""
-    app[GUARD_KEY] = GuardedServer(limits, vouch_by_token=vouch_by_token)
+    app calls :func:`vouch_for` (the gateway's auth), else once a request head arrived.
+    ``lane``: a :class:`~.fast_lane.FastLane` that reads connections first (the gateway's)."""
+    app[GUARD_KEY] = GuardedServer(limits, vouch_by_token=vouch_by_token, lane=lane)
     app[LOG_KEY] = log
     app[HIDE_KEY] = hide
     app.middlewares.insert(0, guard_middleware(limits.body_timeout, log, hide=hide))

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
 from aiohttp import web
+from multidict import CIMultiDict
 
 from .access import normalise_role
 from .guard import BadBody, loads_body, note_refused
@@ -66,14 +67,35 @@ def negotiate_version(requested: Any) -> str:
     return requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
 
 
-def caller_from(params: dict[str, Any], request: web.Request) -> Caller:
-    """``_meta`` role (and session) when present; otherwise the headers."""
+def caller_from(params: dict[str, Any], headers: Mapping[str, str]) -> Caller:
+    """``_meta`` role (and session) when present; otherwise the (case-insensitive) headers."""
     meta = params.get("_meta")
     if isinstance(meta, dict) and meta.get(ROLE_META_KEY) is not None:
         session = meta.get(SESSION_META_KEY)
         return Caller(normalise_role(meta[ROLE_META_KEY]), session if session else None)
-    headers = request.headers
     return Caller(normalise_role(headers.get(ROLE_HEADER)), headers.get(SESSION_HEADER))
+
+
+@attrs.frozen
+class Reply:
+    """A whole HTTP reply, free of any server framework: what :meth:`McpEndpoint.answer_post`
+    decides, written by aiohttp (:meth:`response`) or by the gateway's fast lane
+    (:mod:`.fast_lane`) alike."""
+
+    status: int
+    body: bytes = b""
+    content_type: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+    def response(self) -> web.Response:
+        headers = CIMultiDict(self.headers)
+        if self.content_type is not None:
+            headers["Content-Type"] = self.content_type
+        return web.Response(body=self.body or None, status=self.status, headers=headers)
+
+
+#: Called with (status, why) for a request refused as malformed (one rate-limited log line).
+Refused = Callable[[int, str], None]
 
 
 @attrs.define
@@ -106,20 +128,15 @@ class McpEndpoint:
 
     # -- replies ----------------------------------------------------------------------------
     def _reply(self, payload: dict[str, Any], sse: bool, headers: dict[str, str] | None = None,
-               status: int = 200) -> web.Response:
+               status: int = 200) -> Reply:
         body = _dumps(payload)
         if sse:
-            return web.Response(
-                body=f"event: message\ndata: {body}\n\n".encode(),
-                status=status,
-                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                         **(headers or {})},
-            )
-        return web.Response(body=body.encode(), status=status,
-                            headers={"Content-Type": "application/json", **(headers or {})})
+            return Reply(status, f"event: message\ndata: {body}\n\n".encode(),
+                         "text/event-stream", {"Cache-Control": "no-cache", **(headers or {})})
+        return Reply(status, body.encode(), "application/json", headers or {})
 
     def _error(self, msg_id: Any, code: int, message: str, status: int = 200,
-               sse: bool = False, data: Any = None) -> web.Response:
+               sse: bool = False, data: Any = None) -> Reply:
         err: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             err["data"] = data
@@ -136,17 +153,19 @@ class McpEndpoint:
         if "text/event-stream" not in request.headers.get("Accept", ""):
             return self._error(None, INVALID_REQUEST,
                                "Not Acceptable: GET /mcp needs Accept: text/event-stream",
-                               status=406)
+                               status=406).response()
         sid = request.headers.get(SESSION_HEADER)
         if not sid:
             return self._error(None, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
-                               status=400)
+                               status=400).response()
         session = self.sessions.get(sid)
         if session is None:
-            return self._error(None, SESSION_NOT_FOUND, "Session not found", status=404)
+            return self._error(None, SESSION_NOT_FOUND, "Session not found",
+                               status=404).response()
         if session.stream_end is not None:
             return self._error(None, INVALID_REQUEST,
-                               "Conflict: this session's GET stream is already open", status=409)
+                               "Conflict: this session's GET stream is already open",
+                               status=409).response()
         end = session.stream_end = asyncio.Event()
         response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
@@ -176,16 +195,28 @@ class McpEndpoint:
         sid = request.headers.get(SESSION_HEADER)
         if not sid:
             return self._error(None, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
-                               status=400)
+                               status=400).response()
         session = self.sessions.pop(sid, None)
         if session is None:
-            return self._error(None, SESSION_NOT_FOUND, "Session not found", status=404)
+            return self._error(None, SESSION_NOT_FOUND, "Session not found",
+                               status=404).response()
         if session.stream_end is not None:
             session.stream_end.set()
         return web.Response(status=200)
 
     async def handle_post(self, request: web.Request) -> web.Response:
-        accept = request.headers.get("Accept", "")
+        body = await request.read()
+
+        def refused(status: int, why: str) -> None:
+            note_refused(request, status, why)
+
+        return (await self.answer_post(request.headers, body, refused)).response()
+
+    async def answer_post(self, headers: Mapping[str, str], body: bytes,
+                          refused: Refused) -> Reply:
+        """The reply to one ``POST /mcp`` (``headers`` case-insensitive); aiohttp's route and
+        the gateway's fast lane both answer through here, so they cannot drift apart."""
+        accept = headers.get("Accept", "")
         wants_sse = "text/event-stream" in accept
         wants_json = not accept or "application/json" in accept or "*/*" in accept
         if not wants_sse and not wants_json:
@@ -193,11 +224,10 @@ class McpEndpoint:
                                "Not Acceptable: accept application/json or text/event-stream",
                                status=406)
         sse = wants_sse and not (wants_json and self.prefer_json)
-        body = await request.read()
         try:
             msg = loads_body(body)
         except BadBody as exc:
-            note_refused(request, 400, str(exc))
+            refused(400, str(exc))
             return self._error(None, PARSE_ERROR, "Parse error", status=400,
                                data={"detail": str(exc)})
         if isinstance(msg, list):
@@ -209,7 +239,7 @@ class McpEndpoint:
         msg_id = msg.get("id")
         if method is None:
             if "result" in msg or "error" in msg:  # a client's reply to us: nothing to do
-                return web.Response(status=202)
+                return Reply(202)
             return self._error(msg_id, INVALID_REQUEST, "Invalid Request", status=400)
         if not isinstance(method, str):
             return self._error(msg_id, INVALID_REQUEST, "Invalid Request", status=400)
@@ -242,19 +272,19 @@ class McpEndpoint:
             return self._reply({"jsonrpc": "2.0", "id": msg_id, "result": result}, sse,
                                headers={SESSION_HEADER: new_sid})
 
-        sid = request.headers.get(SESSION_HEADER)
+        sid = headers.get(SESSION_HEADER)
         if not sid:
             return self._error(msg_id, INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id",
                                status=400)
         if sid not in self.sessions:
             return self._error(msg_id, SESSION_NOT_FOUND, "Session not found", status=404)
-        version_header = request.headers.get(VERSION_HEADER)
+        version_header = headers.get(VERSION_HEADER)
         if version_header is not None and version_header not in SUPPORTED_VERSIONS:
             return self._error(msg_id, INVALID_REQUEST,
                                f"Bad Request: unsupported protocol version {version_header}",
                                status=400)
         if is_notification:
-            return web.Response(status=202)
+            return Reply(202)
 
         if method == "tools/call":
             name = params.get("name")
@@ -265,10 +295,10 @@ class McpEndpoint:
                 return self._error(msg_id, INVALID_PARAMS,
                                    "Invalid params: tools/call needs a name and object arguments",
                                    sse=sse)
-            result = await self.host.mcp_call(name, arguments, caller_from(params, request),
+            result = await self.host.mcp_call(name, arguments, caller_from(params, headers),
                                               str(msg_id))
         elif method == "tools/list":
-            tools = self.host.mcp_tools(caller_from(params, request))
+            tools = self.host.mcp_tools(caller_from(params, headers))
             cursor = params.get("cursor")
             start = 0
             if cursor is not None:
