@@ -48,8 +48,11 @@ import attrs
 
 from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_progress
 
-from .object_forms import card_extension, offers_objects
+from .object_forms import card_extension, forget_staged, offers_objects
 from .skill_config import give_skills
+from .snapshots import from_output as snapshot_objects
+from .snapshots import load_snapshot, save_snapshot
+from .snapshots import stage_files as stage_snapshot
 from .trajectory_objects import read_by_object
 
 if TYPE_CHECKING:
@@ -380,6 +383,57 @@ class A2aAgent:
                 "card_name": self.card.get("name"), "card_version": self.card.get("version"),
                 "envs": list(self.env_ids), "network_policy": self.network_policy,
                 "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
+
+    async def save_snapshot(self, step: Any, prefix: str) -> dict[str, Any]:
+        """``snapshot_agent_state``: the conversation (and workspace) saved under ``prefix``
+        through snapshot/v1 (see :mod:`.snapshots`); what the step records."""
+        import aiohttp
+
+        from agent_env.api import current
+
+        async with aiohttp.ClientSession(headers=self.auth_headers) as http:
+            saved = await save_snapshot(
+                http, self.url, self.name, self.card, context_id=step.context_id or
+                self.context_id, workspace=bool(step.include_workspace),
+                store=current().store("object"), prefix=prefix,
+                open_agent=self.network_policy == "open")
+        return saved.to_output()
+
+    async def load_snapshot(self, step: Any) -> str:
+        """``deploy_agent``'s ``agent_snapshot_*``: load the snapshot a step saved, or a stored
+        files artifact, and continue this agent's conversation in the loaded context."""
+        import aiohttp
+
+        from agent_env.api import current
+
+        store = current().store("object")
+        staged: list[str] = []
+        try:
+            if step.agent_snapshot_step:
+                output = self.ctx.outputs.get(step.agent_snapshot_step)
+                if output is None:
+                    raise StepError(f"agent_snapshot_step '{step.agent_snapshot_step}' saved "
+                                    "nothing (no such step ran before this one)")
+                objects = snapshot_objects(output)
+            else:
+                artifact_id = step.agent_snapshot_files_artifact_id
+                content = await self.ctx.artifact(artifact_id)
+                wanted = step.agent_snapshot_files_artifact_version
+                if wanted is not None and content.version != wanted:
+                    raise StepError(f"snapshot artifact '{artifact_id}' is at version "
+                                    f"{content.version} in this run, not {wanted}")
+                files = {item.path: item.data for item in content.files}
+                objects = await asyncio.to_thread(  # store calls block: not on the loop
+                    stage_snapshot, files, store, f"staging/agent-snapshots/{self.container}",
+                    staged, artifact_id)
+            async with aiohttp.ClientSession(headers=self.auth_headers) as http:
+                self.context_id = await load_snapshot(
+                    http, self.url, self.name, self.card, objects=objects,
+                    target_context_id=step.agent_snapshot_target_context_id, store=store,
+                    open_agent=self.network_policy == "open")
+        finally:
+            await asyncio.to_thread(forget_staged, store, staged)
+        return self.context_id
 
     async def _rpc(self, http: Any, method: str, params: dict[str, Any],
                    timeout: float = 30) -> dict[str, Any]:

@@ -14,36 +14,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from scribe_agent import ScribeAgent, send
 
 from agentenv_aws_stores.s3 import S3ObjectStore
-from agentenv_protocol.agent import (
-    AgentConfig,
-    AgentEnvAgent,
-    AgentIdentity,
-    TaskRequest,
-    TaskResult,
-    a2a_agent,
-    create_app,
-)
+from agentenv_protocol.agent import create_app
 from agentenv_protocol.testing import RunningServer, serve_app
 
 SOON = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
-
-
-@a2a_agent(identity=AgentIdentity(name="scribe", description="Writes each prompt to a file."),
-           extensions=("trajectory", "snapshot"))
-class ScribeAgent(AgentEnvAgent):
-    def __init__(self, workspace: Path | None) -> None:
-        self.workspace = str(workspace) if workspace else None
-
-    async def run(self, request: TaskRequest[AgentConfig]) -> TaskResult:
-        request.trajectory.set_format("scribe/1")
-        request.trajectory.append({"type": "prompt", "text": request.text})
-        if self.workspace:
-            notes = Path(self.workspace) / "notes"
-            notes.mkdir(parents=True, exist_ok=True)
-            (notes / f"{request.text}.txt").write_text(request.text)
-        return TaskResult(text="noted")
 
 
 @pytest.fixture
@@ -66,15 +43,6 @@ def get_grant(s3_store: S3ObjectStore, key: str, uploaded: dict[str, Any] | None
             "read": {"kind": "http_get", "url": s3_store.signed_get_url(key), "expires_at": SOON}}
 
 
-async def _send(http: aiohttp.ClientSession, url: str, text: str, context_id: str) -> None:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
-        "message": {"messageId": text, "role": "user", "kind": "message", "contextId": context_id,
-                    "parts": [{"kind": "text", "text": text}]},
-        "configuration": {"blocking": True}}}
-    async with http.post(url + "/a2a", json=body) as resp:
-        assert (await resp.json())["result"]["status"]["state"] == "completed"
-
-
 async def _call(http: aiohttp.ClientSession, verb: str, url: str,
                 body: dict[str, Any]) -> tuple[int, Any]:
     async with http.request(verb, url + "/ext/snapshot", json=body) as resp:
@@ -85,8 +53,8 @@ async def test_save_then_load_carries_trajectory_and_workspace(
         agents: tuple[RunningServer, RunningServer, Path], s3_store: S3ObjectStore) -> None:
     first, second, tmp = agents
     async with aiohttp.ClientSession() as http:
-        await _send(http, first.url, "alpha", "ctx-1")
-        await _send(http, first.url, "beta", "ctx-1")
+        await send(http, first.url, "alpha", "ctx-1")
+        await send(http, first.url, "beta", "ctx-1")
         status, saved = await _call(http, "POST", first.url, {
             "context_id": "ctx-1", "objects": {"trajectory": put_grant(s3_store, "snap/t.json"),
                                                "workspace": put_grant(s3_store, "snap/w.tar")}})
@@ -105,7 +73,7 @@ async def test_save_then_load_carries_trajectory_and_workspace(
         assert (status, loaded) == (200, {"context_id": "resumed"})
         assert sorted(p.name for p in (tmp / "b" / "notes").iterdir()) == [
             "alpha.txt", "beta.txt"]
-        await _send(http, second.url, "gamma", "resumed")  # carries on from the saved state
+        await send(http, second.url, "gamma", "resumed")  # carries on from the saved state
         async with http.post(second.url + "/ext/trajectory",
                              json={"context_id": "resumed"}) as resp:
             events = (await resp.json())["trajectory"]
@@ -141,7 +109,7 @@ async def test_refusals_write_and_load_nothing(
                              "memory": get_grant(s3_store, "h/t.json")}}, 400, "invalid_params"),
     ]
     async with aiohttp.ClientSession() as http:
-        await _send(http, first.url, "one", "ctx")
+        await send(http, first.url, "one", "ctx")
         for verb, body, status, code in cases:
             got_status, got = await _call(http, verb, second.url if verb == "PUT" else first.url,
                                           body)
@@ -149,7 +117,7 @@ async def test_refusals_write_and_load_nothing(
         assert not (tmp / "escaped.txt").exists() and not (tmp / "b").exists()
         assert not s3_store.exists("x.json")
         async with serve_app(create_app(ScribeAgent(None))) as bare:
-            await _send(http, bare.url, "one", "ctx")
+            await send(http, bare.url, "one", "ctx")
             status, body = await _call(http, "POST", bare.url, {
                 "context_id": "ctx", "objects": {"trajectory": put_grant(s3_store, "y.json"),
                                                  "workspace": put_grant(s3_store, "y.tar")}})

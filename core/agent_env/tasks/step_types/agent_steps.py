@@ -133,7 +133,7 @@ class DeployAgent(Step):
     """Bring up an agent that uses the tools of ``env_ids`` as ``role``."""
 
     type = "deploy_agent"
-    entity_fields = {"env_ids": "envs"}
+    entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts"}
 
     agent_name: str = DEFAULT_AGENT_NAME
     env_ids: list[str] = attrs.field(factory=list)
@@ -162,12 +162,30 @@ class DeployAgent(Step):
     #: ``{artifact_id, name?, description?}`` for a stored skill artifact (several files go as
     #: object grants, which needs an ``open`` agent and a store that signs URLs).
     skills: list[dict[str, Any]] = attrs.field(factory=list)
+    #: Start from a saved snapshot (snapshot/v1): the id of a ``snapshot_agent_state`` step
+    #: earlier in this task, or a stored files artifact holding ``trajectory.json`` (and maybe
+    #: ``workspace.tar``); the agent's prompts then continue in the loaded context
+    #: (``agent_snapshot_target_context_id``, else one the agent names). Needs an ``open`` agent
+    #: and a store that signs URLs.
+    agent_snapshot_step: str | None = None
+    agent_snapshot_files_artifact_id: str | None = None
+    agent_snapshot_files_artifact_version: int | None = None
+    agent_snapshot_target_context_id: str | None = None
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if not self.agent_name.strip():
             problems.append("agent_name must not be empty")
         problems.extend(_skill_problems(self.skills))
+        if self.agent_snapshot_step and self.agent_snapshot_files_artifact_id:
+            problems.append("give agent_snapshot_step or agent_snapshot_files_artifact_id, "
+                            "not both")
+        if not (self.agent_snapshot_step or self.agent_snapshot_files_artifact_id):
+            for name in ("agent_snapshot_files_artifact_version",
+                         "agent_snapshot_target_context_id"):
+                if getattr(self, name) is not None:
+                    problems.append(f"{name} needs a snapshot to load (agent_snapshot_step "
+                                    "or agent_snapshot_files_artifact_id)")
         if self.network_policy not in AGENT_NETWORK_POLICIES:
             problems.append(f"network_policy must be one of {', '.join(AGENT_NETWORK_POLICIES)}"
                             f", not {self.network_policy!r}")
@@ -210,8 +228,17 @@ class DeployAgent(Step):
     async def run(self, ctx: TaskContext) -> None:
         setup = self.setup(ctx)
         agent = await self.start(ctx, setup)
+        loaded = None
+        if self.agent_snapshot_step or self.agent_snapshot_files_artifact_id:
+            load = getattr(agent, "load_snapshot", None)
+            if load is None:
+                raise StepError(f"agent '{self.agent_name}' cannot load snapshots (only A2A "
+                                "agents whose card lists snapshot/v1 can)")
+            loaded = await load(self)
         ctx.agents[self.agent_name] = agent
         ctx.outputs[self.id] = agent.describe()
+        if loaded is not None:
+            ctx.outputs[self.id]["snapshot_context_id"] = loaded
 
 
 #: ``prompt_agent`` keys an A2A agent receives over agent-config when its card supports them
@@ -320,6 +347,58 @@ class PromptAgent(Step):
                              f"{reply.error_message or 'no message'}")
 
 
+@attrs.define(kw_only=True)
+class SnapshotAgentState(Step):
+    """Save an agent's conversation (and its workspace) through snapshot/v1 into the run's
+    object store, so a later ``deploy_agent`` (``agent_snapshot_step``) starts from it. Needs
+    an A2A agent whose card lists snapshot/v1, deployed ``open``, and a store that signs URLs
+    (S3, GCS)."""
+
+    type = "snapshot_agent_state"
+
+    agent_name: str = DEFAULT_AGENT_NAME
+    #: The A2A conversation to save (default: the agent's own one).
+    context_id: str | None = None
+    #: Also save the agent's workspace folder (as ``workspace.tar``).
+    include_workspace: bool = True
+    #: Object-store prefix (default ``runs/<instance>/agent_snapshots/<step id>/<agent>/``).
+    output_prefix: str | None = None
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if self.output_prefix is not None:
+            from agent_env.stores.base import InvalidObjectKey, validate_key
+
+            try:
+                validate_key(self.output_prefix.rstrip("/") + "/x")
+            except InvalidObjectKey as exc:
+                problems.append(f"output_prefix: {exc}")
+        return problems
+
+    def prefix(self, ctx: TaskContext) -> str:
+        if self.output_prefix is not None:
+            return self.output_prefix.rstrip("/") + "/"
+        return (f"runs/{_safe_key(ctx.instance_id)}/agent_snapshots/{_safe_key(self.id)}/"
+                f"{_safe_key(self.agent_name)}/")
+
+    async def run(self, ctx: TaskContext) -> None:
+        agent = ctx.agents.get(self.agent_name)
+        if agent is None:
+            up = ", ".join(sorted(ctx.agents)) or "none"
+            raise StepError(f"agent '{self.agent_name}' is not deployed in this task "
+                            f"(deployed: {up}); add a deploy_agent step before this one")
+        save = getattr(agent, "save_snapshot", None)
+        if save is None:
+            raise StepError(f"agent '{self.agent_name}' cannot save snapshots (only A2A agents "
+                            "whose card lists snapshot/v1 can)")
+        saved = await save(self, self.prefix(ctx))
+        ctx.outputs[self.id] = {"agent_name": self.agent_name, **saved}
+
+
+def _safe_key(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip(".") or "_"
+
+
 def _skill_problems(skills: Any) -> list[str]:
     """What is wrong with deploy_agent's ``skills`` (each one named by its position); names
     follow skill-config/v1's rule, as the agent will."""
@@ -360,14 +439,12 @@ def _skill_problems(skills: Any) -> list[str]:
 def trajectory_key(instance_id: str, prompt_id: str, agent_name: str,
                    prefix: str | None = None, name: str = "trajectory") -> str:
     """Where the trajectory of one prompt is kept in the object store."""
-    def safe(text: str) -> str:
-        return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip(".") or "_"
-
     if prefix is None:
-        prefix = f"runs/{safe(instance_id)}/{TRAJECTORY_PREFIX}/prompt_id={safe(prompt_id)}/"
+        prefix = (f"runs/{_safe_key(instance_id)}/{TRAJECTORY_PREFIX}/"
+                  f"prompt_id={_safe_key(prompt_id)}/")
     elif not prefix.endswith("/"):
         prefix += "/"
-    return f"{prefix}{name}-{safe(agent_name)}.json"
+    return f"{prefix}{name}-{_safe_key(agent_name)}.json"
 
 
 def store_trajectory(ctx: TaskContext, prompt_id: str, agent_name: str,
