@@ -51,7 +51,7 @@ from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_p
 from .object_forms import card_extension, forget_staged, offers_objects
 from .skill_config import give_skills
 from .snapshots import from_output as snapshot_objects
-from .snapshots import load_snapshot, save_snapshot
+from .snapshots import load_snapshot, require_snapshots, save_snapshot
 from .snapshots import stage_files as stage_snapshot
 from .trajectory_objects import read_by_object
 
@@ -406,6 +406,8 @@ class A2aAgent:
 
         from agent_env.api import current
 
+        open_agent = self.network_policy == "open"
+        require_snapshots(self.card, self.name, open_agent, "load a snapshot")  # before staging
         store = current().store("object")
         staged: list[str] = []
         try:
@@ -414,7 +416,7 @@ class A2aAgent:
                 if output is None:
                     raise StepError(f"agent_snapshot_step '{step.agent_snapshot_step}' saved "
                                     "nothing (no such step ran before this one)")
-                objects = snapshot_objects(output)
+                objects = snapshot_objects(output, step.agent_snapshot_step)
             else:
                 artifact_id = step.agent_snapshot_files_artifact_id
                 content = await self.ctx.artifact(artifact_id)
@@ -430,7 +432,7 @@ class A2aAgent:
                 self.context_id = await load_snapshot(
                     http, self.url, self.name, self.card, objects=objects,
                     target_context_id=step.agent_snapshot_target_context_id, store=store,
-                    open_agent=self.network_policy == "open")
+                    open_agent=open_agent)
         finally:
             await asyncio.to_thread(forget_staged, store, staged)
         return self.context_id

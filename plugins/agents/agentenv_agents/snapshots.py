@@ -61,7 +61,9 @@ class SavedSnapshot:
                 "objects": {name: attrs.asdict(obj) for name, obj in self.objects.items()}}
 
 
-def _usable(card: dict[str, Any], agent_name: str, open_agent: bool, what: str) -> None:
+def require_snapshots(card: dict[str, Any], agent_name: str, open_agent: bool,
+                      what: str) -> None:
+    """StepError naming why the agent cannot ``what`` (save/load a snapshot), if it cannot."""
     if card_extension(card, "snapshot") is None:
         raise StepError(f"agent '{agent_name}' cannot {what} (its card has no snapshot/v1 "
                         "extension)")
@@ -112,7 +114,7 @@ async def save_snapshot(http: Any, agent_url: str, agent_name: str, card: dict[s
                         context_id: str, workspace: bool, store: Any, prefix: str,
                         open_agent: bool) -> SavedSnapshot:
     """POST the agent's ``/ext/snapshot``; the objects, checked, under ``prefix``."""
-    _usable(card, agent_name, open_agent, "save a snapshot")
+    require_snapshots(card, agent_name, open_agent, "save a snapshot")
     names = ["trajectory", "workspace"] if workspace else ["trajectory"]
     keys = {name: f"{prefix.rstrip('/')}/{FILES[name]}" for name in names}
     expires = expires_in(GRANT_SECONDS)
@@ -123,6 +125,8 @@ async def save_snapshot(http: Any, agent_url: str, agent_name: str, card: dict[s
         answer = await _call(http, "POST", f"{agent_url}/ext/snapshot",
                              {"context_id": context_id, "objects": grants}, agent_name)
     except StepError as exc:
+        # an agent failing halfway may have uploaded one object: keep no half snapshot
+        await asyncio.to_thread(forget_staged, store, list(keys.values()))
         if workspace and "keeps no workspace" in str(exc):
             raise StepError(f"{exc} (set include_workspace = false on the "
                             "snapshot_agent_state step)") from None
@@ -151,7 +155,7 @@ async def load_snapshot(http: Any, agent_url: str, agent_name: str, card: dict[s
                         store: Any, open_agent: bool) -> str:
     """PUT the agent's ``/ext/snapshot`` with read grants for ``objects`` (in the store);
     the context it loaded into."""
-    _usable(card, agent_name, open_agent, "load a snapshot")
+    require_snapshots(card, agent_name, open_agent, "load a snapshot")
     if "trajectory" not in objects:
         raise StepError(f"the snapshot for agent '{agent_name}' holds no trajectory")
     expires = expires_in(GRANT_SECONDS)
@@ -169,11 +173,12 @@ async def load_snapshot(http: Any, agent_url: str, agent_name: str, card: dict[s
     return context_id
 
 
-def from_output(output: Any) -> dict[str, SavedObject]:
-    """The objects a ``snapshot_agent_state`` step recorded (its output), by name."""
+def from_output(output: Any, step_id: str) -> dict[str, SavedObject]:
+    """The objects the ``snapshot_agent_state`` step ``step_id`` recorded (its output)."""
     objects = (output or {}).get("objects") if isinstance(output, dict) else None
     if not isinstance(objects, dict) or "trajectory" not in objects:
-        raise StepError("that step recorded no saved snapshot")
+        raise StepError(f"agent_snapshot_step '{step_id}' recorded no saved snapshot (is it a "
+                        "snapshot_agent_state step?)")
     return {name: SavedObject(str(o["key"]), int(o["size_bytes"]), str(o["sha256"]))
             for name, o in objects.items() if name in FILES}
 

@@ -99,6 +99,10 @@ async def test_a_saved_snapshot_is_loaded_by_a_later_deploy_and_the_agent_carrie
 
     heir = await a2a_agent("heir", second, ctx)
     deployed_as(heir, monkeypatch)
+    ctx.outputs["not-a-snapshot"] = {"prompt_id": "p"}
+    with pytest.raises(StepError, match="'not-a-snapshot' recorded no saved snapshot"):
+        await DeployAgent(id="d0", agent_name="heir",
+                          agent_snapshot_step="not-a-snapshot").run(ctx)
     await DeployAgent(id="deploy-heir", agent_name="heir", agent_snapshot_step="snap",
                       agent_snapshot_target_context_id="resumed").run(ctx)
     assert ctx.outputs["deploy-heir"]["snapshot_context_id"] == "resumed"
@@ -186,6 +190,34 @@ async def test_a_store_that_cannot_sign_urls_is_named(
     runtime.close()
 
 
+async def test_an_agent_failing_halfway_leaves_no_half_snapshot(
+        s3_runtime: Runtime, s3_store: Any) -> None:
+    """A deliberately broken agent (a bare aiohttp app, not the SDK) uploads the trajectory
+    through its grant, then fails the save."""
+    from aiohttp import web
+
+    async def save(request: web.Request) -> web.Response:
+        body = await request.json()
+        grant = body["objects"]["trajectory"]["write"]
+        async with aiohttp.ClientSession() as http, \
+                http.put(grant["url"], data=b"[]",
+                         headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 200
+        return web.json_response({"error": "disk full"}, status=500)
+
+    app = web.Application()
+    app.router.add_post("/ext/snapshot", save)
+    card = {"name": "broken", "capabilities": {"extensions": [
+        {"uri": "urn:agentenv:snapshot/v1", "params": {"objects": ["trajectory"]}}]}}
+    async with serve_app(app) as broken:
+        ctx = task_context()
+        ctx.agents["broken"] = await a2a_agent("broken", broken, ctx, card=card)
+        with pytest.raises(StepError, match="answered HTTP 500"):
+            await SnapshotAgentState(id="s", agent_name="broken",
+                                     include_workspace=False).run(ctx)
+    assert bucket_keys(s3_store) == []
+
+
 def test_deploy_agent_snapshot_fields_are_checked_before_the_run() -> None:
     from agent_env.tasks.steps import PreflightView
 
@@ -195,8 +227,10 @@ def test_deploy_agent_snapshot_fields_are_checked_before_the_run() -> None:
                        agent_snapshot_files_artifact_id="x")
     dangling = DeployAgent(id="d", agent_snapshot_target_context_id="c")
     unknown = DeployAgent(id="d", agent_snapshot_files_artifact_id="nothing-such")
+    no_step = DeployAgent(id="d", agent_snapshot_step="later")
     assert "not both" in " ".join(both.check(view))
     assert "needs a snapshot to load" in " ".join(dangling.check(view))
     assert "names no artifact" in " ".join(unknown.check(view))
+    assert "'later' names no step" in " ".join(no_step.check(view))
     assert "output_prefix" in " ".join(SnapshotAgentState(id="s", output_prefix="../up")
                                        .check(view))

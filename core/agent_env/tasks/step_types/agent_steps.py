@@ -177,6 +177,9 @@ class DeployAgent(Step):
         if not self.agent_name.strip():
             problems.append("agent_name must not be empty")
         problems.extend(_skill_problems(self.skills))
+        if self.agent_snapshot_step and self.agent_snapshot_step not in view.step_ids:
+            problems.append(f"agent_snapshot_step '{self.agent_snapshot_step}' names no step "
+                            "of this task")
         if self.agent_snapshot_step and self.agent_snapshot_files_artifact_id:
             problems.append("give agent_snapshot_step or agent_snapshot_files_artifact_id, "
                             "not both")
