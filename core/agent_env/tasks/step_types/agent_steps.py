@@ -311,21 +311,12 @@ class PromptAgent(Step):
                                 "file")
         if self.poll_interval_seconds is not None and not 0 < self.poll_interval_seconds <= 60:
             problems.append("poll_interval_seconds must be in (0, 60]")
-        if self.trajectory_output_prefix is not None:
-            from agent_env.stores.base import InvalidObjectKey, validate_key
-
-            try:
-                validate_key(self.trajectory_output_prefix.rstrip("/") + "/x")
-            except InvalidObjectKey as exc:
-                problems.append(f"trajectory_output_prefix: {exc}")
+        problems.extend(_prefix_problems("trajectory_output_prefix",
+                                         self.trajectory_output_prefix))
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = ctx.agents.get(self.agent_name)
-        if agent is None:
-            up = ", ".join(sorted(ctx.agents)) or "none"
-            raise StepError(f"agent '{self.agent_name}' is not deployed in this task "
-                            f"(deployed: {up}); add a deploy_agent step before this one")
+        agent = deployed_agent(ctx, self.agent_name)
         started = time.monotonic()
         model = ctx.metadata.get("model")  # `agent-env run --model`: replaces the step's own
         step = attrs.evolve(self, model=str(model)) if model else self
@@ -368,15 +359,7 @@ class SnapshotAgentState(Step):
     output_prefix: str | None = None
 
     def check(self, view: PreflightView) -> list[str]:
-        problems = super().check(view)
-        if self.output_prefix is not None:
-            from agent_env.stores.base import InvalidObjectKey, validate_key
-
-            try:
-                validate_key(self.output_prefix.rstrip("/") + "/x")
-            except InvalidObjectKey as exc:
-                problems.append(f"output_prefix: {exc}")
-        return problems
+        return super().check(view) + _prefix_problems("output_prefix", self.output_prefix)
 
     def prefix(self, ctx: TaskContext) -> str:
         if self.output_prefix is not None:
@@ -385,17 +368,36 @@ class SnapshotAgentState(Step):
                 f"{_safe_key(self.agent_name)}/")
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = ctx.agents.get(self.agent_name)
-        if agent is None:
-            up = ", ".join(sorted(ctx.agents)) or "none"
-            raise StepError(f"agent '{self.agent_name}' is not deployed in this task "
-                            f"(deployed: {up}); add a deploy_agent step before this one")
+        agent = deployed_agent(ctx, self.agent_name)
         save = getattr(agent, "save_snapshot", None)
         if save is None:
             raise StepError(f"agent '{self.agent_name}' cannot save snapshots (only A2A agents "
                             "whose card lists snapshot/v1 can)")
         saved = await save(self, self.prefix(ctx))
         ctx.outputs[self.id] = {"agent_name": self.agent_name, **saved}
+
+
+def deployed_agent(ctx: TaskContext, name: str) -> Agent:
+    """The agent a deploy_agent step brought up as ``name``; StepError naming those there are."""
+    agent = ctx.agents.get(name)
+    if agent is None:
+        up = ", ".join(sorted(ctx.agents)) or "none"
+        raise StepError(f"agent '{name}' is not deployed in this task (deployed: {up}); add a "
+                        "deploy_agent step before this one")
+    return agent
+
+
+def _prefix_problems(field: str, prefix: str | None) -> list[str]:
+    """Whether ``prefix`` (an object-store key prefix, None for the default) is a valid one."""
+    if prefix is None:
+        return []
+    from agent_env.stores.base import InvalidObjectKey, validate_key
+
+    try:
+        validate_key(prefix.rstrip("/") + "/x")
+    except InvalidObjectKey as exc:
+        return [f"{field}: {exc}"]
+    return []
 
 
 def _safe_key(text: str) -> str:
@@ -557,10 +559,7 @@ class VerifyAgentCard(Step):
     verifier_id: str | None = None
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = ctx.agents.get(self.agent_name)
-        if agent is None:
-            raise StepError(f"no agent '{self.agent_name}' is deployed (deployed: "
-                            f"{', '.join(sorted(ctx.agents)) or 'none'})")
+        agent = deployed_agent(ctx, self.agent_name)
         card = getattr(agent, "card", None)
         if not isinstance(card, dict):
             raise StepError(f"agent '{self.agent_name}' has no A2A card (an outside player?)")
