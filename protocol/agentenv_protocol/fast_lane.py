@@ -75,6 +75,10 @@ class FastLane:
         self.handed_over = 0  # connections handed to aiohttp
         self._date = (0, b"")
 
+    def connection(self, guard: Guard) -> LaneConnection:
+        """The lane's state for one new connection (its guard feeds it)."""
+        return LaneConnection(self, guard)
+
     def date(self) -> bytes:
         now = int(time.time())
         if self._date[0] != now:

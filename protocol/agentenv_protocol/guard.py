@@ -37,7 +37,7 @@ import attrs
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from .fast_lane import FastLane
+    from .fast_lane import FastLane, LaneConnection
 
 #: JSON nested deeper than this is refused (400) before any handler sees it.
 MAX_JSON_DEPTH = 100
@@ -162,8 +162,6 @@ class Guard(asyncio.Protocol):
     server's fast lane (:mod:`.fast_lane`), when it has one, reads the connection first."""
 
     def __init__(self, keeper: GuardedServer, inner: Any) -> None:
-        from .fast_lane import LaneConnection
-
         self.keeper = keeper
         self.inner = inner
         self.transport: asyncio.Transport | None = None
@@ -171,7 +169,8 @@ class Guard(asyncio.Protocol):
         self.vouched = False
         self._payload: Any = None
         self._head_timer: asyncio.TimerHandle | None = None
-        self.lane = LaneConnection(keeper.lane, self) if keeper.lane is not None else None
+        self.lane: LaneConnection | None = (keeper.lane.connection(self)
+                                            if keeper.lane is not None else None)
 
     # -- asyncio.Protocol, delegated ---------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
