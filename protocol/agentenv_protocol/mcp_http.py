@@ -79,8 +79,8 @@ def caller_from(params: dict[str, Any], headers: Mapping[str, str]) -> Caller:
 @attrs.frozen
 class Reply:
     """A whole HTTP reply, free of any server framework: what :meth:`McpEndpoint.answer_post`
-    decides, written by aiohttp (:meth:`response`) or by the gateway's fast lane
-    (:mod:`.fast_lane`) alike."""
+    decides, written by aiohttp (:meth:`response`) or by the fast lane (:mod:`.fast_lane`)
+    alike."""
 
     status: int
     body: bytes = b""
@@ -215,7 +215,8 @@ class McpEndpoint:
     async def answer_post(self, headers: Mapping[str, str], body: bytes,
                           refused: Refused) -> Reply:
         """The reply to one ``POST /mcp`` (``headers`` case-insensitive); aiohttp's route and
-        the gateway's fast lane both answer through here, so they cannot drift apart."""
+        the fast lane (gateway and env servers) both answer through here, so they cannot drift
+        apart."""
         accept = headers.get("Accept", "")
         wants_sse = "text/event-stream" in accept
         wants_json = not accept or "application/json" in accept or "*/*" in accept
