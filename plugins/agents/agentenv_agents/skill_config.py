@@ -18,10 +18,16 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agent_env.api import StepError, UnsupportedOperation
+from agent_env.api import StepError
 from agentenv_protocol.transfer import HttpGrant, ReadObject
 
-from .object_forms import card_extension, expires_in, forget_staged, offers_objects
+from .object_forms import (
+    card_extension,
+    expires_in,
+    forget_staged,
+    offers_objects,
+    signed_url,
+)
 
 SKILL_FILE = "SKILL.md"
 GRANT_SECONDS = 900
@@ -93,11 +99,8 @@ def _stage(files: Mapping[str, bytes], store: Any, prefix: str, staged: list[str
         key = f"{prefix}/{path}"
         store.put(key, data, allow_overwrite=True)
         staged.append(key)
-        try:
-            url = store.signed_get_url(key, expires_in=GRANT_SECONDS)
-        except UnsupportedOperation:
-            url = ""
-        if not url.startswith(("https://", "http://")):  # the filesystem store's are file://
+        url = signed_url(store, key, put=False, seconds=GRANT_SECONDS)
+        if url is None:
             raise StepError(f"skill '{artifact_id}' has several files and the run's object "
                             "store cannot sign URLs to hand them over (use S3 or GCS)")
         grant = ReadObject("application/octet-stream", len(data),

@@ -30,10 +30,10 @@ from typing import Any
 
 import attrs
 
-from agent_env.api import StepError, UnsupportedOperation
+from agent_env.api import StepError
 from agentenv_protocol.transfer import HttpGrant, ReadObject, WriteObject
 
-from .object_forms import card_extension, expires_in, forget_staged
+from .object_forms import card_extension, expires_in, forget_staged, signed_url
 
 GRANT_SECONDS = 900
 #: The most bytes a save lets the agent write, per object.
@@ -73,15 +73,11 @@ def require_snapshots(card: dict[str, Any], agent_name: str, open_agent: bool,
 
 
 def _signed(store: Any, key: str, verb: str, media: str) -> str:
-    try:
-        url = (store.signed_put_url(key, expires_in=GRANT_SECONDS, content_type=media)
-               if verb == "put" else store.signed_get_url(key, expires_in=GRANT_SECONDS))
-    except UnsupportedOperation:
-        url = ""
-    if not url.startswith(("https://", "http://")):  # the filesystem store's are file://
+    url = signed_url(store, key, put=verb == "put", seconds=GRANT_SECONDS, content_type=media)
+    if url is None:
         raise StepError("agent snapshots go through signed URLs and the run's object store "
                         "cannot sign them (use S3 or GCS)")
-    return str(url)
+    return url
 
 
 async def _call(http: Any, verb: str, url: str, body: dict[str, Any],

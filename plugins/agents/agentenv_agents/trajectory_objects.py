@@ -28,7 +28,7 @@ from typing import Any
 
 from agentenv_protocol.transfer import HttpGrant, WriteObject
 
-from .object_forms import expires_in, forget_staged
+from .object_forms import expires_in, forget_staged, signed_url
 
 #: How long a trajectory grant is valid, and the most bytes it lets the agent write.
 GRANT_SECONDS = 900
@@ -41,13 +41,10 @@ async def read_by_object(http: Any, agent_url: str, task_id: str, store: Any,
     not be used (the caller reads inline). ``store`` is an ``ObjectStore``."""
     import aiohttp
 
-    from agent_env.api import UnsupportedOperation
-
     key = f"{staging_prefix.rstrip('/')}/trajectory-upload-{uuid.uuid4().hex[:12]}.json"
-    try:
-        url = store.signed_put_url(key, expires_in=GRANT_SECONDS,
-                                   content_type="application/json")
-    except UnsupportedOperation:
+    url = signed_url(store, key, put=True, seconds=GRANT_SECONDS,
+                     content_type="application/json")
+    if url is None:
         return None, "the object store does not sign upload URLs"
     grant = WriteObject("application/json", MAX_BYTES,
                         HttpGrant("http_put", url, expires_in(GRANT_SECONDS))).to_wire()
