@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any, cast
 from multidict import CIMultiDict
 
 from .guard import LineLog, error_body
+from .mcp_http import Refused, Reply
 
 if TYPE_CHECKING:
     from .guard import Guard
-    from .mcp_http import Refused, Reply
 
 #: Bodies larger than this go to aiohttp (a tool call's arguments are far smaller).
 MAX_BODY = 256 * 1024
@@ -45,12 +45,13 @@ MAX_HEAD = 8 * 1024
 #: Bytes buffered while a request is answered before reading from the client pauses.
 MAX_BUFFERED = MAX_BODY + MAX_HEAD
 
-Answer = Callable[[CIMultiDict[str], bytes, "Refused"], Awaitable["Reply"]]
+Answer = Callable[[CIMultiDict[str], bytes, Refused], Awaitable[Reply]]
 
 # Header lines aiohttp also accepts: a token name, optional blanks, visible text (or tabs).
-_FIELDS = re.compile(
-    rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e\x80-\xff]*?)[ \t]*\r\n")
-_BLOCK = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r\n)*")
+_NAME = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_TEXT = rb"[\t\x20-\x7e\x80-\xff]*"
+_FIELDS = re.compile(rb"(" + _NAME + rb"):[ \t]*(" + _TEXT + rb"?)[ \t]*\r\n")
+_BLOCK = re.compile(rb"(?:" + _NAME + rb":" + _TEXT + rb"\r\n)*")
 _NOT_OURS = object()
 #: A request the lane takes: its headers, body, whether to keep the connection, bytes used.
 Parsed = tuple[CIMultiDict[str], bytes, bool, int]
@@ -226,8 +227,6 @@ class LaneConnection:
         try:
             reply = await lane.answer(headers, body, refused)
         except Exception as exc:  # as the guard's middleware: one line and a JSON 500
-            from .mcp_http import Reply
-
             lane.log.warn(f"500 POST {lane.hide('/mcp')}: {type(exc).__name__}: {exc}")
             reply = Reply(500, error_body("internal_error", f"{type(exc).__name__}: {exc}"[:300]),
                           "application/json")
