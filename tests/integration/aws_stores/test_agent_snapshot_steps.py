@@ -73,6 +73,16 @@ def deployed_as(agent: A2aAgent, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(DeployAgent, "start", start)
 
 
+async def deployed_scribe(server: RunningServer, ctx: TaskContext, *prompts: str) -> A2aAgent:
+    """The scribe on ``server`` as the task's agent ``scribe``, after it took ``prompts``."""
+    scribe = await a2a_agent("scribe", server, ctx)
+    ctx.agents["scribe"] = scribe
+    async with aiohttp.ClientSession() as http:
+        for text in prompts:
+            await send(http, server.url, text, scribe.context_id)
+    return scribe
+
+
 def bucket_keys(s3_store: Any) -> list[str]:
     return sorted(s3_store.list(""))
 
@@ -82,11 +92,7 @@ async def test_a_saved_snapshot_is_loaded_by_a_later_deploy_and_the_agent_carrie
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = servers
     ctx = task_context()
-    scribe = await a2a_agent("scribe", first, ctx)
-    ctx.agents["scribe"] = scribe
-    async with aiohttp.ClientSession() as http:
-        for text in ("alpha", "beta"):
-            await send(http, first.url, text, scribe.context_id)
+    scribe = await deployed_scribe(first, ctx, "alpha", "beta")
 
     await SnapshotAgentState(id="snap", agent_name="scribe").run(ctx)
     saved = ctx.outputs["snap"]
@@ -122,10 +128,7 @@ async def test_a_snapshot_artifact_is_staged_loaded_and_its_staging_removed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = servers
     saving = task_context()
-    scribe = await a2a_agent("scribe", first, saving)
-    saving.agents["scribe"] = scribe
-    async with aiohttp.ClientSession() as http:
-        await send(http, first.url, "kept", scribe.context_id)
+    await deployed_scribe(first, saving, "kept")
     await SnapshotAgentState(id="snap", agent_name="scribe", include_workspace=False,
                              output_prefix="saved/one").run(saving)
     assert bucket_keys(s3_store) == ["saved/one/trajectory.json"]
