@@ -113,6 +113,20 @@ class ObjectMeta:
 
 
 @attrs.frozen
+class PostPolicy:
+    """A signed form upload of many objects under one key prefix (S3's presigned POST): each
+    object is a POST to ``url`` of ``fields`` plus its full key (starting ``root_path``) in
+    ``path_field`` and its bytes in ``file_field``. What a ``WriteNamespaceGrant`` carries."""
+
+    url: str
+    root_path: str
+    fields: dict[str, str]
+    max_object_bytes: int
+    path_field: str = "key"
+    file_field: str = "file"
+
+
+@attrs.frozen
 class RegistryAuth:
     """Credentials to push or pull ``registry`` images (``docker login`` arguments)."""
 
@@ -338,6 +352,15 @@ class ObjectStore(abc.ABC):
         self, key: str, *, expires_in: int = 3600, content_type: str | None = None
     ) -> str:
         """A URL that uploads ``key`` with an HTTP PUT, or :class:`UnsupportedOperation`."""
+
+    def signed_post_policy(self, prefix: str, *, max_object_bytes: int,
+                           expires_in: int = 3600) -> PostPolicy:
+        """A signed form upload of objects under ``prefix`` (a key prefix ending ``/``), each
+        at most ``max_object_bytes``, for ``expires_in`` seconds; or
+        :class:`UnsupportedOperation` (the default: only stores that sign policies offer it)."""
+        raise UnsupportedOperation(
+            f"the {type(self).__name__} cannot sign upload policies; configure an object "
+            "store that does, such as 's3'")
 
     @abc.abstractmethod
     def delete(self, key: str) -> bool:

@@ -50,8 +50,15 @@ from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_p
 
 from .object_forms import card_extension, forget_staged, offers_objects
 from .skill_config import give_skills
+from .snapshots import (
+    apply_changelog,
+    changelog_problem,
+    enable_changelog,
+    load_snapshot,
+    require_snapshots,
+    save_snapshot,
+)
 from .snapshots import from_output as snapshot_objects
-from .snapshots import load_snapshot, require_snapshots, save_snapshot
 from .snapshots import stage_files as stage_snapshot
 from .trajectory_objects import read_by_object
 
@@ -362,6 +369,8 @@ class A2aAgent:
     token: str = attrs.field(factory=lambda: secrets.token_urlsafe(32), repr=False)
     #: ``sealed``: its container reaches only the sandbox's gateways; ``open``: also the world.
     network_policy: str = "sealed"
+    #: Where its changelog goes, once ``enable_changelog`` turned it on (checked per prompt).
+    changelog: str | None = None
 
     @property
     def rpc_path(self) -> str:
@@ -436,6 +445,35 @@ class A2aAgent:
         finally:
             await asyncio.to_thread(forget_staged, store, staged)
         return self.context_id
+
+    async def enable_changelog(self, step: Any, prefix: str) -> list[str]:
+        """``deploy_agent``'s ``enable_agent_changelog``: the agent logs under ``prefix``;
+        each prompt then checks the log still goes (see :mod:`.snapshots`)."""
+        import aiohttp
+
+        from agent_env.api import current
+
+        async with aiohttp.ClientSession(headers=self.auth_headers) as http:
+            roots = await enable_changelog(
+                http, self.url, self.name, self.card, store=current().store("object"),
+                prefix=prefix, open_agent=self.network_policy == "open")
+        self.changelog = prefix
+        return roots
+
+    async def apply_changelog(self, step: Any, prefix: str) -> dict[str, Any]:
+        """``deploy_agent``'s ``agent_changelog_object_url``: the increments under ``prefix``
+        replayed, the conversation continued from them; what the step records."""
+        import aiohttp
+
+        from agent_env.api import current
+
+        async with aiohttp.ClientSession(headers=self.auth_headers) as http:
+            count, self.context_id = await apply_changelog(
+                http, self.url, self.name, self.card, store=current().store("object"),
+                prefix=prefix, before=step.agent_changelog_toolcall_position_exclusive,
+                target_context_id=step.agent_snapshot_target_context_id,
+                open_agent=self.network_policy == "open")
+        return {"prefix": prefix, "increments": count, "context_id": self.context_id}
 
     async def _rpc(self, http: Any, method: str, params: dict[str, Any],
                    timeout: float = 30) -> dict[str, Any]:
@@ -530,6 +568,11 @@ class A2aAgent:
                             f"agent '{self.name}' stopped answering mid-prompt "
                             f"({type(exc).__name__}){why or ''}") from None
             trajectory = await self._trajectory(http, task_id)
+            if self.changelog is not None:
+                stopped = await changelog_problem(http, self.url, self.name)
+                if stopped is not None:
+                    raise StepError(f"agent '{self.name}': {stopped} (increments so far are "
+                                    f"under '{self.changelog}')")
         return await self._reply(task, trajectory, calls_before, model)
 
     async def _trajectory(self, http: Any, task_id: str) -> list[dict[str, Any]]:

@@ -15,22 +15,32 @@ out the grants and checks what arrived.
   and maybe ``workspace.tar`` (staged in the store, removed after); each goes as a ``ReadObject``
   grant with its size and sha256, and the agent's conversation continues in the loaded context.
 
-Both need an agent whose card lists snapshot/v1, an ``open`` agent (a sealed one cannot reach
-the store) and a store that signs URLs (S3, GCS); otherwise the step fails naming what is
-missing.
+- changelog (``deploy_agent``'s ``enable_agent_changelog``): the agent gets a namespace grant
+  (a signed POST policy of the run's store) under the step's prefix and writes increments
+  ``000001.tar``... there as it works; after each prompt the runtime asks how far it got and a
+  stopped changelog fails the prompt step, naming why.
+- changelog apply (``agent_changelog_object_url``): the increments under a prefix (or those of
+  an earlier ``deploy_agent`` step), optionally only those before a sequence, go as read grants
+  and the agent's conversation continues from their events.
+
+All need an agent whose card lists snapshot/v1, an ``open`` agent (a sealed one cannot reach
+the store) and a store that signs URLs (S3, GCS; the changelog a store that signs POST
+policies: S3); otherwise the step fails naming what is missing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from agent_env.api import StepError
+from agent_env.api import StepError, UnsupportedOperation
+from agentenv_protocol.agent.changelog import CHANGELOG_PATH
 from agentenv_protocol.transfer import HttpGrant, ReadObject, WriteObject
 
 from .object_forms import card_extension, expires_in, forget_staged, signed_url
@@ -199,3 +209,105 @@ def stage_files(files: Mapping[str, bytes], store: Any, prefix: str,
         staged.append(key)
         out[name] = SavedObject(key, len(data), hashlib.sha256(data).hexdigest())
     return out
+
+
+# -- the changelog ------------------------------------------------------------------------------
+
+#: How much a changelog may hold: increments, bytes each, bytes in all.
+CHANGELOG_MAX_OBJECTS = 100_000
+CHANGELOG_MAX_OBJECT_BYTES = 256 * 1024 * 1024
+CHANGELOG_MAX_TOTAL_BYTES = 8 * 1024 * 1024 * 1024
+#: A changelog grant lasts as long as an agent may live.
+CHANGELOG_GRANT_SECONDS = 7 * 24 * 3600
+_INCREMENT = re.compile(r"(\d{6,})\.tar")
+
+
+def namespace_grant(store: Any, prefix: str, seconds: int = CHANGELOG_GRANT_SECONDS,
+                    *, max_objects: int = CHANGELOG_MAX_OBJECTS,
+                    max_object_bytes: int = CHANGELOG_MAX_OBJECT_BYTES,
+                    max_total_bytes: int = CHANGELOG_MAX_TOTAL_BYTES) -> dict[str, Any]:
+    """A ``WriteNamespaceGrant`` (its JSON) for objects under ``prefix`` of ``store``, by the
+    store's signed POST policy (blocking for some stores: call it off the loop)."""
+    try:
+        policy = store.signed_post_policy(prefix, max_object_bytes=max_object_bytes,
+                                          expires_in=seconds)
+    except UnsupportedOperation:
+        raise StepError("an agent changelog is written through a signed upload policy and "
+                        "the run's object store cannot sign one (use S3)") from None
+    return {"root_path": policy.root_path.rstrip("/"),
+            "expires_at": expires_in(seconds).isoformat(), "max_objects": max_objects,
+            "max_object_bytes": policy.max_object_bytes, "max_total_bytes": max_total_bytes,
+            "write": {"kind": "http-post-policy", "url": policy.url, "fields": policy.fields,
+                      "path_field": policy.path_field, "file_field": policy.file_field}}
+
+
+async def enable_changelog(http: Any, agent_url: str, agent_name: str, card: dict[str, Any],
+                           *, store: Any, prefix: str, open_agent: bool) -> list[str]:
+    """POST the agent's changelog with a namespace grant under ``prefix``; the roots it logs."""
+    require_snapshots(card, agent_name, open_agent, "keep a changelog")
+    grant = await asyncio.to_thread(namespace_grant, store, prefix)
+    answer = await _call(http, "POST", f"{agent_url}{CHANGELOG_PATH}",
+                         {"write_namespace": grant}, agent_name)
+    roots = answer.get("roots")
+    return [str(r) for r in roots] if isinstance(roots, list) else []
+
+
+async def changelog_problem(http: Any, agent_url: str, agent_name: str) -> str | None:
+    """Why the agent's changelog stopped, or None while it keeps going."""
+    import aiohttp
+
+    try:
+        async with http.get(f"{agent_url}{CHANGELOG_PATH}",
+                            timeout=aiohttp.ClientTimeout(total=30)) as resp:
+            status = await resp.json(content_type=None) if resp.status == 200 else None
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        return f"its changelog could not be read: {type(exc).__name__}: {exc}"
+    if not isinstance(status, dict):
+        return "it did not say how its changelog stands"
+    error = status.get("error")
+    return f"its changelog stopped: {error}" if error else None
+
+
+def increments_under(store: Any, prefix: str, before: int | None) -> list[tuple[int, str]]:
+    """(sequence, key) of the increments ``NNNNNN.tar`` right under ``prefix``, in order,
+    those from ``before`` on left out (blocking: a thread)."""
+    found = []
+    for key in store.list(prefix):
+        match = _INCREMENT.fullmatch(key[len(prefix):])
+        if match and (before is None or int(match[1]) < before):
+            found.append((int(match[1]), key))
+    return sorted(found)
+
+
+async def apply_changelog(http: Any, agent_url: str, agent_name: str, card: dict[str, Any], *,
+                          store: Any, prefix: str, before: int | None,
+                          target_context_id: str | None, open_agent: bool) -> tuple[int, str]:
+    """PUT the increments under ``prefix`` (those before ``before``) to the agent, resuming
+    their conversation; how many it applied and the context they made."""
+    require_snapshots(card, agent_name, open_agent, "apply a changelog")
+    found = await asyncio.to_thread(increments_under, store, prefix, before)
+    if not found:
+        raise StepError(f"no changelog increments under '{prefix}' in the run's object store"
+                        + (f" before {before}" if before is not None else ""))
+    expires = expires_in(GRANT_SECONDS)
+
+    def grants() -> list[dict[str, Any]]:
+        out = []
+        for sequence, key in found:
+            data = store.get(key)
+            out.append({"sequence": sequence, "object": ReadObject(
+                "application/x-tar", len(data), HttpGrant(
+                    "http_get", _signed(store, key, "get", "application/x-tar"), expires),
+                size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest()).to_wire()})
+        return out
+
+    body: dict[str, Any] = {"increments": await asyncio.to_thread(grants),
+                            "resume_conversation": True}
+    if target_context_id:
+        body["target_context_id"] = target_context_id
+    answer = await _call(http, "PUT", f"{agent_url}{CHANGELOG_PATH}", body, agent_name)
+    context_id = answer.get("context_id")
+    if answer.get("count") != len(found) or not isinstance(context_id, str) or not context_id:
+        raise StepError(f"agent '{agent_name}' applied {answer.get('count')} of {len(found)} "
+                        "changelog increments or named no context")
+    return len(found), context_id

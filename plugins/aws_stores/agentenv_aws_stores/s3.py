@@ -31,10 +31,12 @@ from typing import Any, BinaryIO, NoReturn
 
 from agent_env.api import (
     ConfigError,
+    InvalidObjectKey,
     ObjectExists,
     ObjectMeta,
     ObjectNotFound,
     ObjectStore,
+    PostPolicy,
     StoreError,
     validate_key,
 )
@@ -375,6 +377,17 @@ class S3ObjectStore(AwsClientUser, ObjectStore):
         return self.client.generate_presigned_url(
             "put_object", Params=params, ExpiresIn=int(expires_in)
         )
+
+    def signed_post_policy(self, prefix: str, *, max_object_bytes: int,
+                           expires_in: int = 3600) -> PostPolicy:
+        if not prefix.endswith("/"):
+            raise InvalidObjectKey(f"an upload policy's prefix ends with '/': {prefix!r}")
+        root = self._s3_key(prefix[:-1]) + "/"
+        post = self.client.generate_presigned_post(
+            self.bucket, root + "${filename}", ExpiresIn=int(expires_in),
+            Conditions=[["starts-with", "$key", root],
+                        ["content-length-range", 0, int(max_object_bytes)]])
+        return PostPolicy(post["url"], root, dict(post["fields"]), int(max_object_bytes))
 
 
 def _valid_prefix(prefix: Any) -> str:

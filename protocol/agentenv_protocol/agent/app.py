@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import uuid
@@ -23,6 +24,7 @@ from aiohttp import web
 from ..errors import AgentEnvError
 from ..parts import DataPart, Part, TextPart
 from ..transfer import write_object, write_object_from_wire
+from .changelog import CHANGELOG_PATH, ChangelogState
 from .extensions import (
     CONFIG_PATH,
     MCP_PATH,
@@ -177,6 +179,8 @@ class AgentServer:
         self.mcp = McpState()
         self.skills = SkillState()
         self.snapshots = SnapshotState(self.trajectories, agent.workspace, self._context_running)
+        self.changelog = ChangelogState(self.trajectories, agent.workspace,
+                                        self._context_running)
         self.card = self._build_card()
         self._card_body = _dumps(self.card).encode()
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
@@ -199,7 +203,9 @@ class AgentServer:
             elif uri == SKILL_CONFIG_V1:
                 exts.append(SkillState.card_entry())
             elif uri == SNAPSHOT_V1:
-                exts.append(SnapshotState.card_entry())
+                entry = SnapshotState.card_entry()
+                entry["params"]["methods"].update(ChangelogState.card_params())
+                exts.append(entry)
         security: dict[str, Any] = {}
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -260,6 +266,8 @@ class AgentServer:
             metadata={**(msg.metadata or {}), **(send.metadata or {})},
             trajectory=self.trajectories.open_task(run.context_id, run.id),
             message_id=msg.message_id,
+            checkpoint=functools.partial(self.changelog.checkpoint, run.context_id,
+                                         "tool_call"),
         )
         run.runner = asyncio.create_task(self._drive(run, request), name=f"a2a-task-{run.id}")
         return run
@@ -324,7 +332,10 @@ class AgentServer:
                 if run.state in TERMINAL_STATES:
                     return
                 self._set_status(run, "working", None)
-                result = await self._invoke(run, request)
+                try:
+                    result = await self._invoke(run, request)
+                finally:  # the turn's work is logged before anyone hears it ended
+                    await self.changelog.checkpoint(run.context_id, "turn")
         except asyncio.CancelledError:
             self._finish_canceled(run, request.usage)
             return
@@ -563,6 +574,15 @@ class AgentServer:
     async def handle_snapshot_load(self, request: web.Request) -> web.Response:
         return await _ext_call(request, self.snapshots.load)
 
+    async def handle_changelog_enable(self, request: web.Request) -> web.Response:
+        return await _ext_call(request, self.changelog.enable)
+
+    async def handle_changelog_apply(self, request: web.Request) -> web.Response:
+        return await _ext_call(request, self.changelog.apply)
+
+    async def handle_changelog_status(self, request: web.Request) -> web.Response:
+        return web.json_response(self.changelog.status())
+
     async def handle_skill_add(self, request: web.Request) -> web.Response:
         async def op(body: Any) -> Any:
             return {"name": (await self.skills.add(body)).name}
@@ -710,6 +730,9 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     if SNAPSHOT_V1 in exts:
         app.router.add_post(SNAPSHOT_CONFIG_PATH, server.handle_snapshot_save)
         app.router.add_put(SNAPSHOT_CONFIG_PATH, server.handle_snapshot_load)
+        app.router.add_post(CHANGELOG_PATH, server.handle_changelog_enable)
+        app.router.add_put(CHANGELOG_PATH, server.handle_changelog_apply)
+        app.router.add_get(CHANGELOG_PATH, server.handle_changelog_status)
     if SKILL_CONFIG_V1 in exts:
         app.router.add_post(SKILL_PATH, server.handle_skill_add)
         app.router.add_get(SKILL_PATH, server.handle_skill_list)

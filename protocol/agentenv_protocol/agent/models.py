@@ -7,7 +7,7 @@ aiohttp; the HTTP side lives in ``app`` and is loaded by ``create_app`` / ``serv
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import attrs
@@ -180,6 +180,10 @@ class TaskResult:
 C = TypeVar("C", bound=AgentConfig)
 
 
+async def _no_checkpoint() -> None:
+    """A request made outside an agent server (a test's) has no changelog to write."""
+
+
 @attrs.define
 class TaskRequest(Generic[C]):
     """One turn: the user's parts plus everything the runtime configured before it."""
@@ -195,6 +199,9 @@ class TaskRequest(Generic[C]):
     message_id: str | None = None
     #: Skills the runtime added through skill-config/v1 (name -> ``skills.Skill``).
     skills: dict[str, Any] = attrs.field(factory=dict)
+    #: ``await request.checkpoint()`` after a tool call: when the runtime enabled snapshot/v1's
+    #: changelog, what changed since the last increment becomes one (a no-op otherwise).
+    checkpoint: Callable[[], Awaitable[Any]] = attrs.field(default=_no_checkpoint)
 
     @property
     def text(self) -> str:

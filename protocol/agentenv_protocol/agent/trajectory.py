@@ -121,6 +121,10 @@ class TrajectoryStore:
         _, ctx, _ = self._lookup(None, context_id)
         return {"format": ctx.format, "events": list(ctx.events)}
 
+    def event_counts(self) -> dict[str, int]:
+        """How many events each context holds (where a changelog starts logging)."""
+        return {cid: len(ctx.events) for cid, ctx in self._contexts.items()}
+
     def import_context(self, context_id: str, fmt: str | None, events: list[Any]) -> None:
         """Start ``context_id`` over from saved events (snapshot/v1's load); later turns
         append after them. A context with a turn still running is refused (ValueError)."""

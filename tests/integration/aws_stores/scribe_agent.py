@@ -1,5 +1,7 @@
 """An SDK agent with a workspace, for the snapshot/v1 tests: each prompt becomes a trajectory
-event and a file ``notes/<prompt>.txt`` in its workspace folder."""
+event and a file ``notes/<prompt>.txt`` in its workspace folder. For the changelog, each word
+of a prompt is a "tool call" ending in ``request.checkpoint()``: ``-word`` removes
+``notes/word.txt``, any other word writes ``notes/word.txt``."""
 
 from __future__ import annotations
 
@@ -26,7 +28,18 @@ class ScribeAgent(AgentEnvAgent):
     async def run(self, request: TaskRequest[AgentConfig]) -> TaskResult:
         request.trajectory.set_format("scribe/1")
         request.trajectory.append({"type": "prompt", "text": request.text})
-        if self.workspace:
+        words = request.text.split()
+        for word in words if len(words) > 1 else []:
+            request.trajectory.append({"type": "tool_call", "word": word})
+            if self.workspace:
+                notes = Path(self.workspace) / "notes"
+                notes.mkdir(parents=True, exist_ok=True)
+                if word.startswith("-"):
+                    (notes / f"{word[1:]}.txt").unlink()
+                else:
+                    (notes / f"{word}.txt").write_text(word)
+            await request.checkpoint()
+        if self.workspace and len(words) <= 1:
             notes = Path(self.workspace) / "notes"
             notes.mkdir(parents=True, exist_ok=True)
             (notes / f"{request.text}.txt").write_text(request.text)

@@ -135,4 +135,5 @@ async def test_card_lists_snapshot_with_its_objects(
                  if e["uri"] == "urn:agentenv:snapshot/v1")
     assert entry["params"]["objects"] == ["trajectory", "workspace"]
     assert {m: v["method"] for m, v in entry["params"]["methods"].items()} == {
-        "save": "POST", "load": "PUT"}
+        "save": "POST", "load": "PUT", "enable_changelog": "POST", "apply_changelog": "PUT",
+        "changelog_status": "GET"}

@@ -237,3 +237,61 @@ def test_deploy_agent_snapshot_fields_are_checked_before_the_run() -> None:
     assert "'later' names no step" in " ".join(no_step.check(view))
     assert "output_prefix" in " ".join(SnapshotAgentState(id="s", output_prefix="../up")
                                        .check(view))
+
+
+async def test_a_changelog_kept_by_one_deploy_is_replayed_by_another_up_to_a_position(
+        servers: tuple[RunningServer, RunningServer], s3_runtime: Runtime, s3_store: Any,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = servers
+    ctx = task_context()
+    scribe = await a2a_agent("scribe", first, ctx)
+    deployed_as(scribe, monkeypatch)
+    await DeployAgent(id="deploy-a", agent_name="scribe", network_policy="open",
+                      enable_agent_changelog=True).run(ctx)
+    prefix = f"runs/{ctx.instance_id}/agent_changelog/deploy-a/scribe/"
+    assert ctx.outputs["deploy-a"]["changelog_prefix"] == prefix
+    async with aiohttp.ClientSession() as http:
+        await send(http, first.url, "alpha beta -alpha", scribe.context_id)
+    assert bucket_keys(s3_store) == [f"{prefix}00000{n}.tar" for n in (1, 2, 3)]
+
+    heir = await a2a_agent("heir", second, ctx)
+    deployed_as(heir, monkeypatch)
+    await DeployAgent(id="deploy-b", agent_name="heir", agent_changelog_object_url="deploy-a",
+                      agent_changelog_toolcall_position_exclusive=3).run(ctx)
+    replayed = ctx.outputs["deploy-b"]["changelog_replayed"]
+    assert replayed == {"prefix": prefix, "increments": 2, "context_id": heir.context_id}
+    assert sorted(p.name for p in (tmp_path / "b" / "notes").iterdir()) == [
+        "alpha.txt", "beta.txt"]  # the state before the third tool call removed alpha
+    async with aiohttp.ClientSession() as http, http.post(
+            second.url + "/ext/trajectory", json={"context_id": heir.context_id}) as resp:
+        assert [e.get("word") for e in (await resp.json())["trajectory"]] == [
+            None, "alpha", "beta"]
+    assert "changelog_prefix" not in ctx.outputs["deploy-b"]  # it keeps none itself
+
+
+async def test_changelog_fields_are_checked_before_the_run_and_a_sealed_agent_is_refused(
+        servers: tuple[RunningServer, RunningServer], s3_runtime: Runtime, s3_store: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_env.tasks.steps import PreflightView
+
+    view = PreflightView(step_ids=frozenset({"deploy-a"}))
+    assert DeployAgent(id="d", agent_changelog_toolcall_position_exclusive=2).check(view) == [
+        "agent_changelog_toolcall_position_exclusive needs a changelog to replay "
+        "(agent_changelog_object_url)"]
+    assert DeployAgent(id="d", agent_changelog_object_url="nowhere").check(view) == [
+        "agent_changelog_object_url 'nowhere' is neither a step of this task nor an "
+        "object-store prefix ending '/'"]
+    assert DeployAgent(id="d", agent_changelog_object_url="deploy-a",
+                       agent_changelog_toolcall_position_exclusive=0).check(view) == [
+        "agent_changelog_toolcall_position_exclusive must be 1 or more"]
+    assert DeployAgent(id="d", agent_changelog_object_url="kept/log/").check(view) == []
+
+    ctx = task_context()
+    deployed_as(await a2a_agent("sealed", servers[0], ctx, policy="sealed"), monkeypatch)
+    with pytest.raises(StepError, match=r'cannot keep a changelog: it is sealed'):
+        await DeployAgent(id="d", agent_name="sealed", enable_agent_changelog=True).run(ctx)
+    deployed_as(await a2a_agent("open", servers[0], ctx), monkeypatch)
+    with pytest.raises(StepError, match="no changelog increments under 'empty/'"):
+        await DeployAgent(id="d", agent_name="open",
+                          agent_changelog_object_url="empty/").run(ctx)
+    assert bucket_keys(s3_store) == [] and "sealed" not in ctx.agents

@@ -171,11 +171,23 @@ class DeployAgent(Step):
     agent_snapshot_files_artifact_id: str | None = None
     agent_snapshot_files_artifact_version: int | None = None
     agent_snapshot_target_context_id: str | None = None
+    #: Keep a changelog (snapshot/v1): the agent writes an increment ``000001.tar``... after
+    #: each tool call it marks and each turn, under
+    #: ``runs/<instance>/agent_changelog/<step id>/<agent>/`` (the output's
+    #: ``changelog_prefix``). Needs an ``open`` agent and a store that signs upload policies.
+    enable_agent_changelog: bool = False
+    #: Replay a changelog before the first prompt (after any snapshot): an earlier
+    #: ``deploy_agent`` step's id (the changelog it kept) or an object-store prefix ending
+    #: ``/``; the agent's prompts continue in the replayed conversation.
+    agent_changelog_object_url: str | None = None
+    #: Replay only the increments before this one (1 replays none; 3, the first two).
+    agent_changelog_toolcall_position_exclusive: int | None = None
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if not self.agent_name.strip():
             problems.append("agent_name must not be empty")
+        problems.extend(self._changelog_problems(view))
         problems.extend(_skill_problems(self.skills))
         if self.agent_snapshot_step and self.agent_snapshot_step not in view.step_ids:
             problems.append(f"agent_snapshot_step '{self.agent_snapshot_step}' names no step "
@@ -195,6 +207,27 @@ class DeployAgent(Step):
         if len(set(self.env_ids)) != len(self.env_ids):
             problems.append("env_ids names an env twice")
         return problems
+
+    def _changelog_problems(self, view: PreflightView) -> list[str]:
+        source, position = self.agent_changelog_object_url, \
+            self.agent_changelog_toolcall_position_exclusive
+        if source is None:
+            return ["agent_changelog_toolcall_position_exclusive needs a changelog to replay "
+                    "(agent_changelog_object_url)"] if position is not None else []
+        problems = []
+        if position is not None and (isinstance(position, bool) or position < 1):
+            problems.append("agent_changelog_toolcall_position_exclusive must be 1 or more")
+        if source.endswith("/"):
+            problems.extend(_prefix_problems("agent_changelog_object_url", source))
+        elif source not in view.step_ids:
+            problems.append(f"agent_changelog_object_url '{source}' is neither a step of this "
+                            "task nor an object-store prefix ending '/'")
+        return problems
+
+    def changelog_prefix(self, ctx: TaskContext) -> str:
+        """Where this step's agent writes its changelog."""
+        return (f"runs/{_safe_key(ctx.instance_id)}/agent_changelog/{_safe_key(self.id)}/"
+                f"{_safe_key(self.agent_name)}/")
 
     def setup(self, ctx: TaskContext) -> AgentSetup:
         """The envs and sandbox this agent gets; StepError naming what is missing."""
@@ -238,10 +271,34 @@ class DeployAgent(Step):
                 raise StepError(f"agent '{self.agent_name}' cannot load snapshots (only A2A "
                                 "agents whose card lists snapshot/v1 can)")
             loaded = await load(self)
+        replayed = None
+        if self.agent_changelog_object_url:
+            source: Any = self.agent_changelog_object_url
+            if not source.endswith("/"):  # an earlier deploy_agent step's changelog
+                source = (ctx.outputs.get(source) or {}).get("changelog_prefix")
+                if not isinstance(source, str):
+                    raise StepError(f"agent_changelog_object_url '{self.agent_changelog_object_url}"
+                                    "' kept no changelog (set enable_agent_changelog on it)")
+            replayed = await self._changelog_call(agent, "apply_changelog", source)
+        prefix = None
+        if self.enable_agent_changelog:
+            prefix = self.changelog_prefix(ctx)
+            await self._changelog_call(agent, "enable_changelog", prefix)
         ctx.agents[self.agent_name] = agent
         ctx.outputs[self.id] = agent.describe()
         if loaded is not None:
             ctx.outputs[self.id]["snapshot_context_id"] = loaded
+        if replayed is not None:
+            ctx.outputs[self.id]["changelog_replayed"] = replayed
+        if prefix is not None:
+            ctx.outputs[self.id]["changelog_prefix"] = prefix
+
+    async def _changelog_call(self, agent: Agent, method: str, prefix: str) -> Any:
+        call = getattr(agent, method, None)
+        if call is None:
+            raise StepError(f"agent '{self.agent_name}' cannot keep or replay a changelog "
+                            "(only A2A agents whose card lists snapshot/v1 can)")
+        return await call(self, prefix)
 
 
 #: ``prompt_agent`` keys an A2A agent receives over agent-config when its card supports them
