@@ -301,27 +301,36 @@ def _parse(sequence: int, data: bytes) -> Parsed:
 
 
 def _target(workspace: Path, rel: str) -> Path:
-    """Where ``rel`` goes in the workspace; a folder on the way that is a link is refused, so
-    a link the agent left cannot carry a write outside."""
+    """Where ``rel`` goes in the workspace; a folder on the way that is a link or a file, or a
+    target that is a folder, is refused, so nothing is written through a link the agent left
+    and no apply stops halfway on a clash it could have seen."""
     path = workspace
     for part in PurePosixPath(rel).parts[:-1]:
         path = path / part
-        if path.is_symlink():
-            raise _bad(f"{rel!r} goes through a link in the workspace; nothing was written")
-    return path / PurePosixPath(rel).name
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise _bad(f"{rel!r} goes through a link or a file in the workspace; nothing was "
+                       "written")
+    path = path / PurePosixPath(rel).name
+    if path.is_dir() and not path.is_symlink():
+        raise _bad(f"{rel!r} is a folder in the workspace; nothing was written")
+    return path
 
 
 def _write_all(workspace: Path, increments: list[Parsed]) -> None:
     targets = {rel: _target(workspace, rel) for _, files, deleted in increments
                for rel in [*files, *deleted]}  # all checked before the first write
-    for _, files, deleted in increments:
-        for rel, data in files.items():
-            path = targets[rel]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.is_symlink():  # never write through a link the agent left
-                path.unlink()
-            path.write_bytes(data)
-        for rel in deleted:
-            path = targets[rel]
-            if path.is_symlink() or path.is_file():
-                path.unlink()
+    try:
+        for _, files, deleted in increments:
+            for rel, data in files.items():
+                path = targets[rel]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.is_symlink():  # never write through a link the agent left
+                    path.unlink()
+                path.write_bytes(data)
+            for rel in deleted:
+                path = targets[rel]
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+    except OSError as exc:  # a disk full or a clash made by an earlier increment
+        raise AgentEnvError("internal_error", f"applying the changelog failed part way: {exc}",
+                            status=500) from None

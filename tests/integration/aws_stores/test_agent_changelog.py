@@ -129,6 +129,17 @@ async def test_refusals_write_nothing(
             {"sequence": 1, "object": get_grant(s3_store, "bad/000002.tar")}] * 2})
         assert status == 400 and "given twice" in answer["error"]["message"]
 
+        # a link the agent left in its workspace does not carry a write outside it
+        outside = tmp / "outside"
+        outside.mkdir()
+        (tmp / "b").mkdir()
+        (tmp / "b" / "notes").symlink_to(outside)
+        s3_store.put("linked/000001.tar", hostile_increment("files/notes/x.txt"))
+        status, answer = await call(http, "PUT", second.url, {
+            "increments": increment_grants(s3_store, "linked/")})
+        assert status == 400 and "goes through a link" in answer["error"]["message"]
+        assert list(outside.iterdir()) == []
+
 
 async def test_a_full_namespace_stops_the_log_but_not_the_turn(
         agents: tuple[RunningServer, RunningServer, Path], s3_store: S3ObjectStore) -> None:
