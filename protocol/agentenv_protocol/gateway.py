@@ -84,7 +84,7 @@ from .card import (
 from .changes import CHANGELOG_META_KEY
 from .client import McpClient, fetch_card_raw
 from .clock import CLOCK_URI, ClockError, VirtualClock
-from .errors import ProtocolError, TransportError
+from .errors import AgentEnvError, ProtocolError, TransportError
 from .fast_lane import FastLane
 from .guard import (
     BadBody,
@@ -97,7 +97,7 @@ from .guard import (
     vouch_for,
 )
 from .http1 import Http1Pool
-from .mcp_http import Caller, McpEndpoint, json_response
+from .mcp_http import Caller, McpEndpoint, error_response, json_response
 from .trajectory_log import TrajectoryLog
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 
@@ -691,9 +691,7 @@ class Gateway:
         """Pass ``/env/<child>/<path>`` through to that child (data plane, extensions, MCP)."""
         child = self.by_name.get(request.match_info["child"])
         if child is None:
-            return json_response({"ok": False, "error": {
-                "code": "not_found", "message": "no such environment", "retryable": False,
-                "applied": "no"}}, status=404)
+            return error_response(AgentEnvError("not_found", "no such environment", status=404))
         assert self._http is not None
         tail = request.match_info["tail"]
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
@@ -713,9 +711,9 @@ class Gateway:
             response: web.Response = await child.watched(forward())
             return response
         except (TimeoutError, aiohttp.ClientError, TransportError) as exc:
-            return json_response({"ok": False, "error": {
-                "code": "env_unavailable", "message": f"{child.name}: {exc or 'timeout'}",
-                "retryable": True, "applied": "unknown"}}, status=502)
+            return error_response(AgentEnvError(
+                "env_unavailable", f"{child.name}: {exc or 'timeout'}", retryable=True,
+                applied="unknown", status=502))
 
     async def tools_access_route(self, request: web.Request) -> web.Response:
         allow = request.path.endswith("/enable")
@@ -768,9 +766,8 @@ class Gateway:
     async def clock_time_route(self, request: web.Request) -> web.Response:
         now = self.clock.now_iso()
         if now is None:
-            return json_response({"ok": False, "error": {
-                "code": "clock_unarmed", "message": "the clock is not armed",
-                "retryable": False, "applied": "no"}}, status=404)
+            return error_response(AgentEnvError("clock_unarmed", "the clock is not armed",
+                                                status=404))
         return json_response({"virtual_time": now})
 
     async def clock_clear_route(self, request: web.Request) -> web.Response:
@@ -786,9 +783,7 @@ def _ms(start: float) -> float:
 
 
 def _bad_request(message: str) -> web.Response:
-    return json_response({"ok": False, "error": {"code": "invalid_params", "message": message,
-                                                 "retryable": False, "applied": "no"}},
-                         status=400)
+    return error_response(AgentEnvError("invalid_params", message))
 
 
 def _rewrite_card(card: EnvironmentCard, prefix: str) -> EnvironmentCard:

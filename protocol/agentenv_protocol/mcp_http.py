@@ -19,6 +19,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from .access import normalise_role
+from .errors import AgentEnvError
 from .guard import BadBody, loads_body, note_refused
 from .wire import (
     LATEST_VERSION,
@@ -325,3 +326,9 @@ def json_response(data: Any, status: int = 200) -> web.Response:
     """A compact JSON reply (cheaper than ``web.json_response``'s default dumps)."""
     return web.Response(body=_dumps(data).encode(), status=status,
                         content_type="application/json")
+
+
+def error_response(exc: AgentEnvError) -> web.Response:
+    """``exc``'s HTTP status with the wire's ``{"ok": false, "error": {...}}`` body: the one
+    shape every HTTP route of an env server or gateway refuses with."""
+    return json_response({"ok": False, "error": exc.to_dict()}, status=exc.status)

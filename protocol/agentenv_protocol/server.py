@@ -32,7 +32,7 @@ from .env import (
 from .errors import AgentEnvError
 from .fast_lane import FastLane
 from .guard import BadBody, Limits, LineLog, guard_app, loads_body, note_refused, run_guarded
-from .mcp_http import Caller, McpEndpoint, json_response
+from .mcp_http import Caller, McpEndpoint, error_response, json_response
 from .parts import PartError, part_to_wire, parts_from_wire
 from .schema import CoercionError, coerce, to_jsonable
 
@@ -70,9 +70,7 @@ def bind_arguments(params: Sequence[Any], raw: dict[str, Any], accepts_extra: bo
 
 
 def _ext_error(code: str, message: str, status: int, applied: str = "no") -> web.Response:
-    return json_response({"ok": False, "error": {"code": code, "message": message,
-                                                 "retryable": False, "applied": applied}},
-                         status=status)
+    return error_response(AgentEnvError(code, message, applied=applied, status=status))
 
 
 class EnvServer:
@@ -147,7 +145,7 @@ class EnvServer:
                                                  request.query.get("limit"))
             page, has_more = self.changelog.page(after_id, limit)
         except AgentEnvError as exc:
-            return json_response({"ok": False, "error": exc.to_dict()}, status=exc.status)
+            return error_response(exc)
         return json_response({"changes": [c.to_wire() for c in page], "has_more": has_more})
 
     # -- HTTP routes ------------------------------------------------------------------------
@@ -246,7 +244,7 @@ class EnvServer:
                 if inspect.isawaitable(value):
                     value = await value
             except AgentEnvError as exc:
-                return json_response({"ok": False, "error": exc.to_dict()}, status=exc.status)
+                return error_response(exc)
             except Exception as exc:
                 return _ext_error("extension_failed", str(exc) or type(exc).__name__, 500,
                                   applied="unknown")
