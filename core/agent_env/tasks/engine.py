@@ -143,6 +143,7 @@ async def run_task(
     crash: BaseException | None = None
     try:
         emit("run_started", ctx)
+        run.start_preparing()
         await run.execute()
     except asyncio.CancelledError:
         cancelled = True
@@ -151,6 +152,8 @@ async def run_task(
         crash = exc
         run.failures.append(run.crash_failure(exc))
         await run.cancel_in_flight()
+    finally:
+        await run.stop_preparing()
     reported = scores.reported_scores(ctx.verifications)
     failed = bool(run.failures)
     errored = any(f.is_fatal and f.is_infra for f in run.failures)
@@ -235,6 +238,28 @@ class _DagRun:
         self.running: dict[asyncio.Task[FailureRecord | None], Step] = {}
         #: The step around which the engine's own machinery raised, if it did.
         self.crashed_at: str | None = None
+        #: Each step's ``prepare``, running in the background (see :meth:`Step.prepare`).
+        self.preparing: list[asyncio.Future[None]] = []
+
+    def start_preparing(self) -> None:
+        """Start every step's ``prepare`` that does something (the base one does nothing)."""
+        self.preparing = [asyncio.ensure_future(self._prepare(step)) for step in self.steps
+                          if type(step).prepare is not Step.prepare]
+
+    async def _prepare(self, step: Step) -> None:
+        try:
+            await step.prepare(self.ctx)
+        except Exception as exc:  # a warm-up that failed costs its gain, nothing more
+            from agent_env.logs import get_logger
+
+            get_logger("tasks").debug(f"step {step.id}: prepare failed", exc_info=exc)
+
+    async def stop_preparing(self) -> None:
+        for future in self.preparing:
+            future.cancel()
+        if self.preparing:
+            await asyncio.gather(*self.preparing, return_exceptions=True)
+        self.preparing = []
 
     def completed_in_order(self) -> list[str]:
         return [step.id for step in self.steps if step.id in self.completed]

@@ -103,6 +103,12 @@ class Step:
         """Do the step's work. Raise (ideally :class:`StepError`) to fail it."""
         raise NotImplementedError(f"step type '{self.type}' does not implement run()")
 
+    async def prepare(self, ctx: TaskContext) -> None:
+        """Warm up for ``run`` while earlier steps work: awaited in the background from the
+        moment the task starts (a verifier loading its script's imports while the env
+        deploys). Best effort: whatever it raises is logged and ignored, it is cancelled
+        when the task ends, and ``run`` must not depend on it having finished."""
+
     def check(self, view: PreflightView) -> list[str]:
         """Extra preflight problems (messages without the ``step 'x':`` prefix)."""
         problems = []

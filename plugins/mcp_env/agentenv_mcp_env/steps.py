@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -132,7 +133,6 @@ class DeployEnv(Step):
         provider = open_provider(choose_provider(env_provider_chain(ctx, self.sandbox_type)))
         sandbox = await provider.create(spec)
         ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
-        preload_verifier_imports()
         try:
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
@@ -151,11 +151,22 @@ class DeployEnv(Step):
         }
 
 
-def preload_verifier_imports() -> None:
-    """Import the official ``mcp`` client in a worker thread while the env deploys.
+#: A script line importing the official ``mcp`` package (``import mcp``, ``from mcp.x import``).
+_IMPORTS_MCP = re.compile(r"^\s*(?:from|import)\s+mcp(?:\.|\s|$)", re.MULTILINE)
 
-    Why: verify scripts import it, and it costs about half a second (pydantic, httpx, anyio) that
-    would otherwise sit between a ready env and its verdict. Best effort, fire and forget.
+
+def imports_mcp(script: str) -> bool:
+    """Whether a verify script imports the official ``mcp`` client (worth loading early)."""
+    return _IMPORTS_MCP.search(script) is not None
+
+
+async def preload_mcp_client() -> None:
+    """Import the official ``mcp`` client in a worker thread.
+
+    Why: it costs about half a second of CPU (pydantic, httpx, anyio) that would otherwise sit
+    between a ready env and its verdict; a verifier starts it when the task starts, so it
+    loads while the env deploys. A script using AgentEnv's own client
+    (``agentenv_protocol.client``, which the run has imported already) pays nothing.
     """
     if "mcp.client.streamable_http" in sys.modules:
         return
@@ -167,7 +178,7 @@ def preload_verifier_imports() -> None:
         except Exception:  # a missing mcp shows up, with its message, when a script imports it
             pass
 
-    asyncio.get_running_loop().run_in_executor(None, load)
+    await asyncio.get_running_loop().run_in_executor(None, load)
 
 
 _FREEZE_REGISTERED: list[bool] = []
@@ -209,17 +220,30 @@ class EnvOutcomeVerifier(Step):
     def check(self, view: PreflightView) -> list[str]:
         return super().check(view) + _aggregator_problems(self.score_aggregator)
 
-    async def run(self, ctx: TaskContext) -> None:
-        import tempfile
-
-        env = deployment(ctx, self.env_id)
-        artifact = await ctx.artifact(self.file_artifact_id)
+    def _entry(self, artifact: Any) -> str:
+        """The script to run: ``script_file``, else ``verify.py``, else the only ``.py``."""
         names = [f.path for f in artifact.files if f.path.endswith(".py")]
         entry = self.script_file or ("verify.py" if "verify.py" in names else
                                      names[0] if len(names) == 1 else None)
         if entry is None or entry not in names:
             raise StepError(f"artifact {artifact.id} has no verify.py (its Python files: "
                             f"{', '.join(names) or 'none'})")
+        return entry
+
+    async def prepare(self, ctx: TaskContext) -> None:
+        """Load the official ``mcp`` client while the env deploys, if the script uses it."""
+        artifact = await ctx.artifact(self.file_artifact_id)
+        entry = self._entry(artifact)
+        script = next(f.data for f in artifact.files if f.path == entry)
+        if imports_mcp(script.decode("utf-8", "replace")):
+            await preload_mcp_client()
+
+    async def run(self, ctx: TaskContext) -> None:
+        import tempfile
+
+        env = deployment(ctx, self.env_id)
+        artifact = await ctx.artifact(self.file_artifact_id)
+        entry = self._entry(artifact)
         timeout = float(self.timeout_seconds or DEFAULT_VERIFY_TIMEOUT)
         with tempfile.TemporaryDirectory(prefix="agent-env-verify-") as scratch:
             for item in artifact.files:

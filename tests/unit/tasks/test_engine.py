@@ -44,7 +44,32 @@ class Note(Step):
         LOG.append(f"end {self.text or self.id}")
 
 
-REGISTRY = {"note": Note}
+@attrs.define(kw_only=True)
+class Warmed(Step):
+    """Its ``prepare`` logs while earlier steps run; ``prepare_fails`` makes it raise, and
+    ``prepare_sleep`` keeps it going past the task's end."""
+
+    type = "warmed"
+    prepare_fails: bool = False
+    prepare_sleep: float = 0.0
+    cancelled: ClassVar[list[str]] = []
+
+    async def prepare(self, ctx: TaskContext) -> None:
+        LOG.append(f"prepare {self.id}")
+        if self.prepare_fails:
+            raise RuntimeError("warm-up broke")
+        try:
+            await asyncio.sleep(self.prepare_sleep)
+        except asyncio.CancelledError:
+            Warmed.cancelled.append(self.id)
+            raise
+        LOG.append(f"prepared {self.id}")
+
+    async def run(self, ctx: TaskContext) -> None:
+        LOG.append(f"run {self.id}")
+
+
+REGISTRY = {"note": Note, "warmed": Warmed}
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +94,24 @@ async def run(task: TaskSpec, context: TaskContext | None = None, instances=None
 
 def steps_of(*raw: dict) -> list[Note]:
     return [Note(**r) for r in raw]
+
+
+async def test_prepare_runs_while_earlier_steps_work_and_never_fails_the_run():
+    Warmed.cancelled.clear()
+    task = TaskSpec("t", "tasks/t.json", [
+        {"type": "note", "id": "deploy", "sleep": 0.05},
+        {"type": "warmed", "id": "verify"},
+        {"type": "warmed", "id": "broken", "prepare_fails": True},
+        {"type": "warmed", "id": "slow", "prepare_sleep": 30},
+    ])
+    result = await run(task)
+    assert result.outcome == "unscored" and result.failures == []
+    # every prepare started before the first step ended; the quick one finished meanwhile
+    assert LOG.index("prepared verify") < LOG.index("end deploy")
+    assert {"prepare verify", "prepare broken", "prepare slow"} <= set(
+        LOG[:LOG.index("end deploy")])
+    assert LOG[-3:] == ["run verify", "run broken", "run slow"]
+    assert Warmed.cancelled == ["slow"]  # still warming when the task ended: cancelled
 
 
 def test_no_depends_on_is_a_strict_chain():
