@@ -278,13 +278,20 @@ async def test_changelog_fields_are_checked_before_the_run_and_a_sealed_agent_is
     assert DeployAgent(id="d", agent_changelog_toolcall_position_exclusive=2).check(view) == [
         "agent_changelog_toolcall_position_exclusive needs a changelog to replay "
         "(agent_changelog_object_url)"]
-    assert DeployAgent(id="d", agent_changelog_object_url="nowhere").check(view) == [
+    assert DeployAgent(id="d", network_policy="open",
+                       agent_changelog_object_url="nowhere").check(view) == [
         "agent_changelog_object_url 'nowhere' is neither a step of this task nor an "
         "object-store prefix ending '/'"]
-    assert DeployAgent(id="d", agent_changelog_object_url="deploy-a",
+    assert DeployAgent(id="d", network_policy="open", agent_changelog_object_url="deploy-a",
                        agent_changelog_toolcall_position_exclusive=0).check(view) == [
         "agent_changelog_toolcall_position_exclusive must be 1 or more"]
-    assert DeployAgent(id="d", agent_changelog_object_url="kept/log/").check(view) == []
+    assert DeployAgent(id="d", network_policy="open",
+                       agent_changelog_object_url="kept/log/").check(view) == []
+    # sealed (the default): refused before anything is deployed
+    assert DeployAgent(id="d", enable_agent_changelog=True,
+                       agent_snapshot_step="deploy-a").check(view) == [
+        "agent_snapshot_step, enable_agent_changelog: the agent's state goes through the "
+        'object store, which a sealed agent cannot reach; set network_policy = "open"']
 
     ctx = task_context()
     deployed_as(await a2a_agent("sealed", servers[0], ctx, policy="sealed"), monkeypatch)

@@ -204,6 +204,16 @@ class DeployAgent(Step):
         if self.network_policy not in AGENT_NETWORK_POLICIES:
             problems.append(f"network_policy must be one of {', '.join(AGENT_NETWORK_POLICIES)}"
                             f", not {self.network_policy!r}")
+        elif self.network_policy == "sealed":
+            store_fields = [name for name in ("agent_snapshot_step",
+                                              "agent_snapshot_files_artifact_id",
+                                              "enable_agent_changelog",
+                                              "agent_changelog_object_url")
+                            if getattr(self, name)]
+            if store_fields:
+                problems.append(f"{', '.join(store_fields)}: the agent's state goes through "
+                                "the object store, which a sealed agent cannot reach; set "
+                                'network_policy = "open"')
         if len(set(self.env_ids)) != len(self.env_ids):
             problems.append("env_ids names an env twice")
         return problems
