@@ -344,11 +344,16 @@ class NamespaceWriter:
         root = self.grant.root_path
         return f"{root}/{path}" if root else path
 
+    def check(self) -> None:
+        """Refuse a grant whose url is not https (or loopback http) or that has expired."""
+        HttpGrant("http-post-policy", self.grant.url, self.grant.expires_at).check(
+            "http-post-policy")
+
     async def write(self, path: str, data: bytes, *, media_type: str = "application/octet-stream",
                     session: Any = None, timeout: float = DEFAULT_TIMEOUT) -> WrittenObject:
         grant = self.grant
         key = self._key(path)
-        HttpGrant("http-post-policy", grant.url, grant.expires_at).check("http-post-policy")
+        self.check()
         if len(self.written) >= grant.max_objects:
             raise TransferError("transfer_too_large",
                                 f"the namespace takes at most {grant.max_objects} objects")

@@ -99,6 +99,7 @@ class ChangelogState:
             raise _bad("the changelog is already enabled on this agent", code="conflict",
                        status=409)
         writer = NamespaceWriter(write_namespace_from_wire(body.get("write_namespace")))
+        writer.check()  # an expired or foreign grant is refused now, not at the first increment
         roots = body.get("roots")
         if roots is None:
             roots = ["."] if self.workspace is not None else []

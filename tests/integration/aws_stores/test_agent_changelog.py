@@ -113,6 +113,14 @@ async def test_refusals_write_nothing(
         assert status == 400 and "inside the workspace" in answer["error"]["message"]
         status, answer = await call(http, "POST", second.url, {"write_namespace": {"x": 1}})
         assert status == 400 and answer["error"]["code"] == "invalid_transfer"
+        expired = {**grant, "expires_at": "2020-01-01T00:00:00+00:00"}
+        status, answer = await call(http, "POST", second.url, {"write_namespace": expired})
+        assert status == 410 and answer["error"]["code"] == "grant_expired"
+        foreign = {**grant, "write": {**grant["write"], "url": "http://example.com/upload"}}
+        status, answer = await call(http, "POST", second.url, {"write_namespace": foreign})
+        assert status == 400 and "must be https" in answer["error"]["message"]
+        assert await call(http, "GET", second.url) == (200, {
+            "enabled": False, "roots": [], "sequence": 0, "error": None})
 
         # an increment climbing out of the workspace: refused whole, nothing written
         s3_store.put("bad/000001.tar", hostile_increment("files/../escaped.txt"))
