@@ -8,6 +8,13 @@ cold run removes the env image first (the base image and the gateway's stay), so
 build (layers it shares with other images on the engine, as mail-mcp's, are reused); the
 fresh run changes the env's requirements by a comment, so everything after that COPY is built,
 ``pip install`` from PyPI included. Neither has a bar.
+
+The topology floor (no bar) is the engine work of the run's own layout, by hand with the docker
+CLI: the private (internal) and edge networks side by side, the env container and the gateway
+container (on both networks, publishing its port) side by side, the gateway's ``/ready``, one
+MCP call through the gateway, both containers removed, then both networks. Its ratio to the
+floor is what the layout costs before AgentEnv does anything; the warm run's note gives its
+ratio to the topology floor, which is what AgentEnv itself adds.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ FLOOR = "echo-mcp floor: docker run + 1 MCP call + docker rm -f"
 WARM = "agent-env run echo-mcp (warm)"
 COLD = "agent-env run echo-mcp (cold: env image removed)"
 FRESH = "agent-env run echo-mcp (cold: new env sources, nothing cached)"
+TOPOLOGY = "echo-mcp topology floor: 2 networks + env and gateway containers, by hand"
 ACCEPT = "application/json, text/event-stream"
 #: What the run adds to the floor (CLI, ledger, gateway container, verifier) stays under 1.5x it.
 BARS = (Bar(WARM, at_most=2.5),)
@@ -94,6 +102,73 @@ def floor_once(image: str) -> float:
     return time.perf_counter() - start
 
 
+def _side_by_side(*commands: list[str]) -> None:
+    """Run docker commands at once and wait for all; any failure raises with its stderr."""
+    running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for c in commands]
+    failed = []
+    for command, process in zip(commands, running, strict=True):
+        _, err = process.communicate()
+        if process.returncode:
+            failed.append(f"{' '.join(command[:4])}: {err.strip()}")
+    if failed:
+        raise RuntimeError("; ".join(failed))
+
+
+def topology_floor_once(image: str, gateway_image: str) -> float:
+    """The run's layout by hand (see the module's docstring); seconds."""
+    import secrets
+
+    from agentenv_mcp_env.gateway_image import GATEWAY_PORT, gateway_command
+
+    start = time.perf_counter()
+    name = f"floor-{secrets.token_hex(4)}"
+    token = secrets.token_urlsafe(16)
+    env_c, gateway_c = f"{name}-env", f"{name}-gateway"
+    _side_by_side(
+        ["docker", "network", "create", "--internal", "-o",
+         "com.docker.network.bridge.inhibit_ipv4=true", name],
+        ["docker", "network", "create", f"{name}-edge"])
+    try:
+        command = " ".join(gateway_command(["http://env:18765"], name="echo", ready_timeout=60))
+        _side_by_side(
+            ["docker", "run", "-d", "--init", "--name", env_c, "--network", name,
+             "--network-alias", "env", "-e", "MCP_HOST=0.0.0.0", "-e", "MCP_PORT=18765", image],
+            ["sh", "-c", f"docker create --init --name {gateway_c} --network {name} "
+             f"-p 127.0.0.1::{GATEWAY_PORT} -e AGENTENV_GATEWAY_TOKEN={token} {gateway_image} "
+             f"{command} >/dev/null && docker network connect {name}-edge {gateway_c} && "
+             f"docker start {gateway_c} >/dev/null"])
+        port = subprocess.run(["docker", "port", gateway_c, str(GATEWAY_PORT)],
+                              capture_output=True, text=True, check=True).stdout.split(":")[-1]
+        base = f"http://127.0.0.1:{port.strip()}/t/{token}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/ready", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        one_mcp_call(base)
+    finally:
+        subprocess.run(["docker", "rm", "-f", env_c, gateway_c], capture_output=True)
+        subprocess.run(["docker", "network", "rm", name, f"{name}-edge"], capture_output=True,
+                       check=True)
+    return time.perf_counter() - start
+
+
+def gateway_image() -> str:
+    """The newest gateway image on the engine (the warm runs built or found it)."""
+    listed = subprocess.run(
+        ["docker", "images", "--filter", "label=agentenv.role=gateway", "--format",
+         "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True, check=True).stdout.split()
+    if not listed:
+        raise RuntimeError("no gateway image on the engine after a run of echo-mcp")
+    return listed[0]
+
+
 def env_image(output: str) -> str:
     """The echo env's image reference, from a run's progress lines."""
     found = IMAGE_LINE.search(output)
@@ -131,19 +206,29 @@ def _measure(quick: bool, smoke: bool, workdir: Path, agent_env: list[str]) -> l
     _agent_env(command, full_env)  # ledger, images
     image = env_image(_agent_env(command, full_env))
     floor_once(image)  # the first docker run of a session pays extra; not counted
+    gateway = gateway_image()
     floor: list[float] = []
+    topology: list[float] = []
     warm: list[float] = []
     for _ in range(repeat):
         floor.append(floor_once(image))
+        topology.append(topology_floor_once(image, gateway))
         warm += time_command(command, repeat=1, env=env)[0]
     cold: list[float] = []
     for _ in range(cold_runs):
         subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=True)
         cold += time_command(command, repeat=1, env=env)[0]
     fresh = _fresh_builds(workdir, agent_env, env, cold_runs)
+    import statistics
+
+    over_topology = statistics.median(warm) / statistics.median(topology)
     return [
         Series(FLOOR, floor),
-        Series(WARM, warm, baseline=FLOOR),
+        Series(TOPOLOGY, topology, baseline=FLOOR,
+               note="what the run's layout costs before AgentEnv does anything"),
+        Series(WARM, warm, baseline=FLOOR,
+               note=f"{over_topology:.2f}x the topology floor: what AgentEnv adds to its layout",
+               figures={"of_topology": over_topology}),
         Series(COLD, cold, baseline=FLOOR,
                note="layers shared with other images on the engine are reused"),
         Series(FRESH, fresh, baseline=FLOOR,
