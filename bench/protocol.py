@@ -55,7 +55,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 async def _calls(url: str, clients: int, per_client: int,
-                 warm_up: int = 20) -> tuple[list[float], float]:
+                 warm_up: int = 20) -> tuple[list[float], float, float]:
     from agentenv_protocol.client import McpClient
 
     sessions = [McpClient(url) for _ in range(clients)]
@@ -71,12 +71,12 @@ async def _calls(url: str, clients: int, per_client: int,
             await session.call_tool_raw("echo", {"text": "hi"})
             latencies.append(time.perf_counter() - start)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker(s) for s in sessions))
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     for session in sessions:
         await session.close()
-    return latencies, clients * per_client / wall
+    return latencies, clients * per_client / wall, cpu / (clients * per_client) * 1e6
 
 
 async def _measure(quick: bool, smoke: bool) -> list[Series]:
@@ -107,15 +107,19 @@ async def _measure(quick: bool, smoke: bool) -> list[Series]:
             warm_up = 2 if smoke else 20
             calls = clients * (per_client + warm_up)
             before = _cpu_seconds(server.pid)
-            direct, direct_rate = await _calls(direct_url, clients, per_client, warm_up)
+            direct, direct_rate, client_us = await _calls(direct_url, clients, per_client,
+                                                          warm_up)
             env_direct_us = (_cpu_seconds(server.pid) - before) / calls * 1e6
             before, before_gateway = _cpu_seconds(server.pid), _cpu_seconds(gateway.pid)
-            through, gateway_rate = await _calls(gateway_url, clients, per_client, warm_up)
+            through, gateway_rate, _ = await _calls(gateway_url, clients, per_client, warm_up)
             env_us = (_cpu_seconds(server.pid) - before) / calls * 1e6
             gateway_us = (_cpu_seconds(gateway.pid) - before_gateway) / calls * 1e6
             name = f"tools/call direct, {clients} client(s)"
             added_ms = (_median(through) - _median(direct)) * 1000
             of_direct = gateway_rate / direct_rate
+            # With every process busy and the cores shared, throughput goes as 1 / the CPU a
+            # call costs in all: the ratio cannot pass this bound, however fast the wire.
+            bound = (client_us + env_direct_us) / (client_us + env_us + gateway_us)
             out.append(Series(name, direct,
                               note=f"{direct_rate:.0f} calls/s; env server "
                               f"{env_direct_us:.0f} us CPU/call",
@@ -125,9 +129,11 @@ async def _measure(quick: bool, smoke: bool) -> list[Series]:
                 f"tools/call via gateway, {clients} client(s)", through, baseline=name,
                 note=f"{gateway_rate:.0f} calls/s = {of_direct:.2f} of direct; "
                 f"{added_ms:+.2f} ms median; gateway {gateway_us:.0f} us CPU/call "
-                f"(env server {env_us:.0f})",
+                f"(env server {env_us:.0f}, client {client_us:.0f}); CPU-bound ratio "
+                f"{bound:.2f}",
                 figures={"calls_per_s": gateway_rate, "of_direct": of_direct,
-                         "added_ms": added_ms, "gateway_cpu_us": gateway_us},
+                         "added_ms": added_ms, "gateway_cpu_us": gateway_us,
+                         "cpu_bound_ratio": bound},
             ))
         return out
     finally:
