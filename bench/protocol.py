@@ -117,8 +117,9 @@ async def _measure(quick: bool, smoke: bool) -> list[Series]:
             name = f"tools/call direct, {clients} client(s)"
             added_ms = (_median(through) - _median(direct)) * 1000
             of_direct = gateway_rate / direct_rate
-            # With every process busy and the cores shared, throughput goes as 1 / the CPU a
-            # call costs in all: the ratio cannot pass this bound, however fast the wire.
+            # Were both runs bound by the two cores, throughput would go as 1 / the CPU a call
+            # costs in all processes, and the ratio would be this; a direct run that leaves a
+            # core idle (waiting on the wire, as it often does here) lets the ratio above it.
             bound = (client_us + env_direct_us) / (client_us + env_us + gateway_us)
             out.append(Series(name, direct,
                               note=f"{direct_rate:.0f} calls/s; env server "
@@ -129,7 +130,7 @@ async def _measure(quick: bool, smoke: bool) -> list[Series]:
                 f"tools/call via gateway, {clients} client(s)", through, baseline=name,
                 note=f"{gateway_rate:.0f} calls/s = {of_direct:.2f} of direct; "
                 f"{added_ms:+.2f} ms median; gateway {gateway_us:.0f} us CPU/call "
-                f"(env server {env_us:.0f}, client {client_us:.0f}); CPU-bound ratio "
+                f"(env server {env_us:.0f}, client {client_us:.0f}); ratio if CPU-bound "
                 f"{bound:.2f}",
                 figures={"calls_per_s": gateway_rate, "of_direct": of_direct,
                          "added_ms": added_ms, "gateway_cpu_us": gateway_us,

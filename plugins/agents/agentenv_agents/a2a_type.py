@@ -569,7 +569,7 @@ class A2aAgent:
                             f"({type(exc).__name__}){why or ''}") from None
             trajectory = await self._trajectory(http, task_id)
             if self.changelog is not None:
-                stopped = await changelog_problem(http, self.url, self.name)
+                stopped = await changelog_problem(http, self.url)
                 if stopped is not None:
                     raise StepError(f"agent '{self.name}': {stopped} (increments so far are "
                                     f"under '{self.changelog}')")

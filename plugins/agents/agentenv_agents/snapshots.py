@@ -252,7 +252,7 @@ async def enable_changelog(http: Any, agent_url: str, agent_name: str, card: dic
     return [str(r) for r in roots] if isinstance(roots, list) else []
 
 
-async def changelog_problem(http: Any, agent_url: str, agent_name: str) -> str | None:
+async def changelog_problem(http: Any, agent_url: str) -> str | None:
     """Why the agent's changelog stopped, or None while it keeps going."""
     import aiohttp
 

@@ -160,7 +160,7 @@ async def test_a_full_namespace_stops_the_log_but_not_the_turn(
         assert status == 200 and answer["sequence"] == 1
         assert "increment 2 was not written" in answer["error"]
         # what the a2a agent type asks after each prompt, failing the prompt step with it
-        stopped = await changelog_problem(http, first.url, "scribe")
+        stopped = await changelog_problem(http, first.url)
         assert stopped is not None and "changelog stopped: increment 2" in stopped
         assert [key for _, key in increments_under(s3_store, "cl/full/", None)] == [
             "cl/full/000001.tar"]
