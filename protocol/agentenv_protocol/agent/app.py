@@ -264,6 +264,7 @@ class AgentServer:
             mcp_servers=self.mcp.snapshot(),
             skills=self.skills.snapshot(),
             metadata={**(msg.metadata or {}), **(send.metadata or {})},
+            context_events=self.trajectories.history(run.context_id),
             trajectory=self.trajectories.open_task(run.context_id, run.id),
             message_id=msg.message_id,
             checkpoint=functools.partial(self.changelog.checkpoint, run.context_id,

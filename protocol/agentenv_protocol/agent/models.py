@@ -199,6 +199,9 @@ class TaskRequest(Generic[C]):
     message_id: str | None = None
     #: Skills the runtime added through skill-config/v1 (name -> ``skills.Skill``).
     skills: dict[str, Any] = attrs.field(factory=dict)
+    #: The context's trajectory events before this turn (its earlier turns, or a snapshot or
+    #: changelog loaded into it): an agent that keeps a conversation rebuilds it from these.
+    context_events: list[Any] = attrs.field(factory=list)
     #: ``await request.checkpoint()`` after a tool call: when the runtime enabled snapshot/v1's
     #: changelog, what changed since the last increment becomes one (a no-op otherwise).
     checkpoint: Callable[[], Awaitable[Any]] = attrs.field(default=_no_checkpoint)

@@ -121,6 +121,13 @@ class TrajectoryStore:
         _, ctx, _ = self._lookup(None, context_id)
         return {"format": ctx.format, "events": list(ctx.events)}
 
+    def history(self, context_id: str) -> list[Any]:
+        """The events a context holds so far (a copy; empty for a context never seen): what
+        an agent rebuilds its memory from, whether its own earlier turns or a loaded
+        snapshot's."""
+        ctx = self._contexts.get(context_id)
+        return list(ctx.events) if ctx is not None else []
+
     def event_counts(self) -> dict[str, int]:
         """How many events each context holds (where a changelog starts logging)."""
         return {cid: len(ctx.events) for cid, ctx in self._contexts.items()}

@@ -79,8 +79,11 @@ async def test_the_model_agent_calls_the_echo_env_with_the_scripted_model(
     events = read_trajectory(key)  # kept in the object store, not in the record
     assert reply["trajectory_events"] == len(events)
     tool_calls = [e for e in events if e.get("type") == "tool_call"]
+    call_ids = [e.pop("tool_call_id") for e in tool_calls]  # the model's id, for later turns
     assert tool_calls == [{"type": "tool_call", "server": "echo", "tool": "echo",
                            "arguments": {"text": TEXT}, "result": TEXT, "is_error": False}]
+    (asked,) = [e for e in events if e.get("type") == "model_call" and e["calls"]]
+    assert [c["id"] for c in asked["calls"]] == call_ids and call_ids[0]
     assert events[0] == {"type": "agentenv.format", "format": "agentenv-model-agent/1"}
     # every model call of the prompt, in full, beside the trajectory: this agent's own
     calls = read_trajectory(reply["model_call_log_object_key"])

@@ -6,10 +6,16 @@ Built on AgentEnv's A2A agent SDK. Each turn it lists the tools of every MCP ser
 tool calls the model asks for, and loops until the model answers in text (or ``max_turns``).
 
 The trajectory (format ``agentenv-model-agent/1``) has one event per model call
-(``model_call``: model, finish reason, token counts), per tool call (``tool_call``: server,
-tool, arguments, result text, is_error) and the final ``answer``. Usage counts tool calls and the
-model's own token numbers. Skills given through ``/ext/skill-config`` are appended to the
-system prompt (name, description, SKILL.md).
+(``model_call``: model, finish reason, token counts, text and the tool calls asked for), per
+tool call (``tool_call``: its id, server, tool, arguments, result text, is_error) and the final
+``answer``. Usage counts tool calls and the model's own token numbers. Skills given through
+``/ext/skill-config`` are appended to the system prompt (name, description, SKILL.md).
+
+A context is a conversation: each turn's messages start with the context's earlier turns,
+rebuilt from its trajectory (``request.context_events``), so a second prompt remembers the
+first, and a snapshot or changelog loaded into a context (snapshot/v1, no workspace) carries
+the conversation with it. Each tool call ends in ``request.checkpoint()``: a changelog the
+runtime enabled gets one increment per tool call.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentConfig,
     AgentEnvAgent,
@@ -65,11 +72,48 @@ def _tool_name(server: str, tool: str, many: bool) -> str:
     return f"{server}__{tool}" if many else tool
 
 
+def conversation(events: list[Any]) -> list[dict[str, Any]]:
+    """The chat messages of a context's earlier turns, from its trajectory events: each
+    prompt, each model answer with the tool calls it asked for, each tool result. A tool call
+    with no recorded result (a turn cut short) gets one saying so, as the API needs."""
+    messages: list[dict[str, Any]] = []
+    pending: list[str] = []
+
+    def settle() -> None:
+        for call_id in pending:
+            messages.append({"role": "tool", "tool_call_id": call_id,
+                             "content": "(no result: the turn ended first)"})
+        pending.clear()
+
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("type")
+        if kind == "prompt" and isinstance(event.get("text"), str):
+            settle()
+            messages.append({"role": "user", "content": event["text"]})
+        elif kind == "model_call":
+            settle()
+            calls = [c for c in event.get("calls") or [] if isinstance(c, dict) and c.get("id")]
+            if calls:
+                messages.append({"role": "assistant", "content": event.get("text"),
+                                 "tool_calls": calls})
+                pending.extend(c["id"] for c in calls)
+            elif event.get("text"):
+                messages.append({"role": "assistant", "content": event["text"]})
+        elif kind == "tool_call" and event.get("tool_call_id") in pending:
+            pending.remove(event["tool_call_id"])
+            messages.append({"role": "tool", "tool_call_id": event["tool_call_id"],
+                             "content": str(event.get("result") or "")})
+    settle()
+    return messages
+
+
 @a2a_agent(
     identity=AgentIdentity(name="model-agent", version="0.1.0",
                            description="OpenAI tool calling over the MCP tools of its envs."),
     config=ModelAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1, SNAPSHOT_V1),
 )
 class ModelAgent(AgentEnvAgent):
     def __init__(self) -> None:
@@ -88,6 +132,7 @@ class ModelAgent(AgentEnvAgent):
         trajectory.set_format(TRAJECTORY_FORMAT)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": _system_prompt(config, request)},
+            *conversation(request.context_events),
             {"role": "user", "content": request.text},
         ]
         trajectory.append({"type": "prompt", "text": request.text, "model": model})
@@ -123,6 +168,7 @@ class ModelAgent(AgentEnvAgent):
                         return TaskResult(text=text)
                     for call in calls:
                         messages.append(await self._run_tool(request, clients, routes, call))
+                        await request.checkpoint()  # one changelog increment per tool call
                 return TaskResult.failure(f"no answer within {max_turns} model turns",
                                           code="model_agent.max_turns")
             except ModelError as exc:
@@ -173,6 +219,7 @@ class ModelAgent(AgentEnvAgent):
             "text": message.get("content"),
             "tool_calls": [c.get("function", {}).get("name")
                            for c in message.get("tool_calls") or []],
+            "calls": message.get("tool_calls") or [],  # whole: a later turn replays them
             "seconds": round(time.monotonic() - started, 3),
         })
         message.setdefault("content", None)
@@ -201,9 +248,9 @@ class ModelAgent(AgentEnvAgent):
                 text, is_error = result.text, result.is_error
             except Exception as exc:  # the tool's failure is the model's to read
                 text, is_error = f"tool call failed: {type(exc).__name__}: {exc}", True
-        request.trajectory.append({"type": "tool_call", "server": server, "tool": tool,
-                                   "arguments": arguments, "result": text,
-                                   "is_error": is_error})
+        request.trajectory.append({"type": "tool_call", "tool_call_id": call.get("id", ""),
+                                   "server": server, "tool": tool, "arguments": arguments,
+                                   "result": text, "is_error": is_error})
         return {"role": "tool", "tool_call_id": call.get("id", ""), "content": text}
 
 
