@@ -77,6 +77,21 @@ def one_mcp_call(base: str) -> None:
     assert reply["result"]["content"][0]["text"] == "floor", reply
 
 
+def ready_then_call(base: str) -> None:
+    """Poll ``base``/ready finely until it answers 200 (30 s at most), then one MCP call."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/ready", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    one_mcp_call(base)
+
+
 def floor_once(image: str) -> float:
     start = time.perf_counter()
     port = _free_port()
@@ -86,17 +101,7 @@ def floor_once(image: str) -> float:
     ).stdout.strip()
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/ready", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-        one_mcp_call(base)
+        ready_then_call(base)
     finally:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=True)
     return time.perf_counter() - start
@@ -141,17 +146,7 @@ def topology_floor_once(image: str, gateway_image: str) -> float:
         port = subprocess.run(["docker", "port", gateway_c, str(GATEWAY_PORT)],
                               capture_output=True, text=True, check=True).stdout.split(":")[-1]
         base = f"http://127.0.0.1:{port.strip()}/t/{token}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/ready", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-        one_mcp_call(base)
+        ready_then_call(base)
     finally:
         subprocess.run(["docker", "rm", "-f", env_c, gateway_c], capture_output=True)
         subprocess.run(["docker", "network", "rm", name, f"{name}-edge"], capture_output=True,
