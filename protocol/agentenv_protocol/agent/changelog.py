@@ -95,9 +95,6 @@ class ChangelogState:
         unknown = sorted(set(body) - {"write_namespace", "roots"})
         if unknown:
             raise _bad(f"unknown field(s): {', '.join(unknown)}")
-        if self.writer is not None:
-            raise _bad("the changelog is already enabled on this agent", code="conflict",
-                       status=409)
         writer = NamespaceWriter(write_namespace_from_wire(body.get("write_namespace")))
         writer.check()  # an expired or foreign grant is refused now, not at the first increment
         roots = body.get("roots")
@@ -111,6 +108,9 @@ class ChangelogState:
             raise _bad("this agent keeps no workspace (its class sets no workspace folder), "
                        "so it has no roots to log; enable with roots = []")
         async with self._lock:
+            if self.writer is not None:
+                raise _bad("the changelog is already enabled on this agent", code="conflict",
+                           status=409)
             self.roots = list(dict.fromkeys(roots))
             self._index = await asyncio.to_thread(self._scan)
             self._logged = self.trajectories.event_counts()
@@ -126,7 +126,7 @@ class ChangelogState:
             return index
         for root in self.roots:
             top = self.workspace / root
-            if not top.is_dir():
+            if top.is_symlink() or not top.is_dir():  # a link would log what lies outside
                 continue
             for folder, dirs, files in os.walk(top):
                 dirs.sort()
