@@ -48,6 +48,7 @@ from ..transfer import (
     read_object_from_wire,
     write_namespace_from_wire,
 )
+from .extensions import bad_request as _bad
 from .trajectory import TrajectoryNotFound, TrajectoryStore
 
 CHANGELOG_PATH = "/ext/snapshot/changelog"
@@ -59,10 +60,6 @@ log = logging.getLogger("agentenv.agent.changelog")
 
 #: path -> (size, mtime_ns) of the files under the roots, relative to the workspace
 Index = dict[str, tuple[int, int]]
-
-
-def _bad(message: str, code: str = "invalid_params", status: int = 400) -> AgentEnvError:
-    return AgentEnvError(code, message, status=status)
 
 
 def increment_name(sequence: int) -> str:

@@ -24,8 +24,8 @@ from typing import Any
 
 import attrs
 
-from ..errors import AgentEnvError
 from ..transfer import TransferError, inside_path, read_object, read_object_from_wire
+from .extensions import bad_request as _bad
 
 SKILL_CONFIG_V1 = "urn:agentenv:skill-config/v1"
 SKILL_PATH = "/ext/skill-config"
@@ -47,10 +47,6 @@ class Skill:
     @property
     def skill_md(self) -> str:
         return self.files[SKILL_FILE].decode("utf-8", "replace")
-
-
-def _bad(message: str, code: str = "invalid_params", status: int = 400) -> AgentEnvError:
-    return AgentEnvError(code, message, status=status)
 
 
 def _path(raw: Any) -> str:

@@ -31,21 +31,17 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import AgentEnvError
 from ..transfer import (
     read_object,
     read_object_from_wire,
     write_object,
     write_object_from_wire,
 )
+from .extensions import bad_request as _bad
 from .trajectory import TrajectoryNotFound, TrajectoryStore
 
 SNAPSHOT_CONFIG_PATH = "/ext/snapshot"
 OBJECTS = ("trajectory", "workspace")
-
-
-def _bad(message: str, code: str = "invalid_params", status: int = 400) -> AgentEnvError:
-    return AgentEnvError(code, message, status=status)
 
 
 def _objects(body: Any, allowed: tuple[str, ...]) -> Mapping[str, Any]:
