@@ -270,6 +270,15 @@ class WriteNamespaceGrant:
     path_field: str = "key"
     file_field: str = "file"
 
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON :func:`write_namespace_from_wire` reads back."""
+        return {"root_path": self.root_path, "expires_at": self.expires_at.isoformat(),
+                "max_objects": self.max_objects, "max_object_bytes": self.max_object_bytes,
+                "max_total_bytes": self.max_total_bytes,
+                "write": {"kind": "http-post-policy", "url": self.url,
+                          "fields": dict(self.fields), "path_field": self.path_field,
+                          "file_field": self.file_field}}
+
 
 @attrs.frozen
 class WrittenObject:

@@ -41,7 +41,7 @@ import attrs
 
 from agent_env.api import StepError, UnsupportedOperation
 from agentenv_protocol.agent.changelog import CHANGELOG_PATH
-from agentenv_protocol.transfer import HttpGrant, ReadObject, WriteObject
+from agentenv_protocol.transfer import HttpGrant, ReadObject, WriteNamespaceGrant, WriteObject
 
 from .object_forms import card_extension, expires_in, forget_staged, signed_url
 
@@ -234,11 +234,10 @@ def namespace_grant(store: Any, prefix: str, seconds: int = CHANGELOG_GRANT_SECO
     except UnsupportedOperation:
         raise StepError("an agent changelog is written through a signed upload policy and "
                         "the run's object store cannot sign one (use S3)") from None
-    return {"root_path": policy.root_path.rstrip("/"),
-            "expires_at": expires_in(seconds).isoformat(), "max_objects": max_objects,
-            "max_object_bytes": policy.max_object_bytes, "max_total_bytes": max_total_bytes,
-            "write": {"kind": "http-post-policy", "url": policy.url, "fields": policy.fields,
-                      "path_field": policy.path_field, "file_field": policy.file_field}}
+    return WriteNamespaceGrant(
+        policy.root_path.rstrip("/"), expires_in(seconds), max_objects, policy.max_object_bytes,
+        max_total_bytes, policy.url, policy.fields, policy.path_field,
+        policy.file_field).to_wire()
 
 
 async def enable_changelog(http: Any, agent_url: str, agent_name: str, card: dict[str, Any],
