@@ -56,7 +56,8 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
         raise UserError(f"--folder {folder}: not a folder")
     definition = read_agent(agent_id, folder)  # a bad agent.toml: its one-line error
     problems: list[str] = []
-    files = collect_files(folder, str(folder), problems)
+    files = collect_files(folder, str(folder), problems, build_context=True,
+                          dockerfile=definition.dockerfile)
     if definition.type == "a2a" and not definition.image and not any(
             f.path == definition.dockerfile for f in files):
         problems.append(f"{folder}: has no {definition.dockerfile} (an a2a agent without "

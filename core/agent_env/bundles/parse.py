@@ -31,8 +31,23 @@ _CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
 
 
 def ignored(name: str) -> bool:
-    """Dot files and ``__pycache__`` are never part of a bundle."""
+    """Dot files and ``__pycache__`` are not part of a bundle's tasks, evals or file
+    artifacts (editor and OS litter). Build contexts follow :func:`context_dropped` instead."""
     return name.startswith(".") or name == "__pycache__"
+
+
+#: What a build context never keeps, whatever its ``.dockerignore`` says: version-control
+#: metadata and bytecode caches, which no image means to hold and which would change the
+#: digest on every checkout or import.
+CONTEXT_DROPPED = frozenset({".git", ".hg", ".svn", "__pycache__"})
+
+
+def context_dropped(name: str) -> bool:
+    """A build context (an env folder, an image artifact, ``env mcp-server put --context``)
+    keeps its dot-files, as ``docker build`` sends them, so that ``.dockerignore`` is what
+    decides (a ``COPY .npmrc`` works and a listed ``secret.json`` is never stored or sent);
+    only :data:`CONTEXT_DROPPED` goes."""
+    return name in CONTEXT_DROPPED
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -144,19 +159,59 @@ def not_utf8_name(name: str) -> str | None:
     return None
 
 
-def collect_files(folder: Path, label: str, problems: list[str]) -> list[BundleFile]:
-    """Every file under ``folder`` (dot files and __pycache__ skipped); symlinks must stay in;
-    names must be UTF-8."""
+def _context_ignore(folder: Path, label: str, problems: list[str], dockerfile: str) -> Any:
+    """The build context's ``.dockerignore`` (with the Dockerfile and itself always kept, as
+    the Docker CLI does), or None when it cannot be read (a problem says why)."""
+    from agent_env.images.context import DockerIgnore
+
+    path = folder / ".dockerignore"
+    lines: list[str] = []
+    if os.path.lexists(path):
+        try:
+            text = read_own(path, folder).decode("utf-8-sig")
+        except (OwnFileError, OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{label}/.dockerignore: cannot be read ({exc})")
+            return None
+        lines = [line.strip() for line in text.splitlines()]
+    try:
+        return DockerIgnore.parse([*lines, f"!{dockerfile}", "!.dockerignore"])
+    except UserError as exc:
+        problems.append(f"{label}/.dockerignore: {exc}")
+        return None
+
+
+def collect_files(folder: Path, label: str, problems: list[str], *,
+                  build_context: bool = False, dockerfile: str = "Dockerfile",
+                  ) -> list[BundleFile]:
+    """Every file under ``folder``; symlinks must stay in; names must be UTF-8.
+
+    Without ``build_context`` dot files and __pycache__ are skipped. With it, the files are
+    exactly what ``docker build`` would send from ``folder`` (its ``.dockerignore`` applied,
+    dot files kept) less :data:`CONTEXT_DROPPED`, so what is stored, hashed and built is one
+    set and an ignored file never leaves the machine."""
     root = os.path.realpath(folder)
     found: list[BundleFile] = []
+    skip = context_dropped if build_context else ignored
+    ignore = _context_ignore(folder, label, problems, dockerfile) if build_context else None
+    if build_context and ignore is None:
+        return found
+
+    def excluded(relative: str, is_dir: bool) -> bool:
+        if ignore is None or not ignore.excludes(relative):
+            return False
+        return not (is_dir and ignore.may_include_below(relative))
+
     for current, dirs, files in os.walk(folder, followlinks=False):
+        here = os.path.relpath(current, folder)
+        prefix = "" if here == "." else Path(here).as_posix() + "/"
         for name in [*dirs, *files]:
-            shown = not_utf8_name(os.path.normpath(os.path.join(
-                os.path.relpath(current, folder), name)))
+            shown = not_utf8_name(os.path.normpath(os.path.join(here, name)))
             if shown is not None:
                 problems.append(f"{label}: {shown} is not a UTF-8 file name (rename it)")
-        dirs[:] = sorted(d for d in dirs if not ignored(d) and not_utf8_name(d) is None)
-        files = [f for f in files if not_utf8_name(f) is None]
+        dirs[:] = sorted(d for d in dirs if not skip(d) and not_utf8_name(d) is None
+                         and not excluded(prefix + d, True))
+        files = [f for f in files if not_utf8_name(f) is None and not skip(f)
+                 and not (ignore is not None and ignore.excludes(prefix + f))]
         for name in list(dirs):
             full = os.path.join(current, name)
             if os.path.islink(full):
@@ -165,8 +220,6 @@ def collect_files(folder: Path, label: str, problems: list[str]) -> list[BundleF
                                 f"{label}: {os.path.relpath(full, folder)} is a symlink to a "
                                 "folder (copy the files in instead)")
         for name in sorted(files):
-            if ignored(name):
-                continue
             full = os.path.join(current, name)
             relative = Path(os.path.relpath(full, folder)).as_posix()
             problem = _escape_problem(label, folder, full, root)
@@ -220,7 +273,9 @@ def _parse_artifact(path: Path, id_root: str, problems: list[str]) -> ArtifactEn
         one = BundleFile(path.name, path, _sha256(path), stat.st_size,
                          0o755 if stat.st_mode & 0o111 else 0o644)
         return ArtifactEntry(path.stem, f"{id_root}/{path.stem}", FILE, label, (one,))
-    files = collect_files(path, label, problems)
+    # an image artifact is a build context: what docker build would send is what is stored
+    files = collect_files(path, label, problems,
+                          build_context=(path / "Dockerfile").is_file())
     declared = None
     if (path / "artifact.toml").is_file():
         data = _read_toml(path / "artifact.toml", f"{label}/artifact.toml", problems) or {}
@@ -244,7 +299,7 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
     if not path.is_dir():
         problems.append(f"{label}: an env is a folder (a Docker build context), not a file")
         return None
-    files = collect_files(path, label, problems)
+    files = collect_files(path, label, problems, build_context=True)
     settings: dict[str, Any] = {}
     if (path / "env.toml").is_file():
         settings = _read_toml(path / "env.toml", f"{label}/env.toml", problems) or {}

@@ -230,7 +230,11 @@ def _env_entry(env_id: str, context: Path | None, dockerfile: Path | None,
     if context is not None:
         if not context.is_dir():
             raise UserError(f"--context {context}: not a folder")
-        files = collect_files(context, str(context), problems)
+        named = "Dockerfile"
+        if dockerfile is not None and dockerfile.resolve().is_relative_to(context.resolve()):
+            named = dockerfile.resolve().relative_to(context.resolve()).as_posix()
+        files = collect_files(context, str(context), problems, build_context=True,
+                              dockerfile=named)
         if dockerfile is not None:
             root, full = context.resolve(), dockerfile.resolve()
             if not full.is_relative_to(root):

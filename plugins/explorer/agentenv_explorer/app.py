@@ -26,6 +26,7 @@ Why it is shaped this way:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -138,6 +139,7 @@ def api_error(status: int, message: str) -> web.HTTPException:
     classes: dict[int, type[web.HTTPException]] = {
         400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 403: web.HTTPForbidden,
         404: web.HTTPNotFound, 413: web.HTTPRequestEntityTooLarge,
+        415: web.HTTPUnsupportedMediaType,
         421: web.HTTPMisdirectedRequest, 501: web.HTTPNotImplemented,
     }
     body = json.dumps({"error": message, "status": status})
@@ -683,8 +685,14 @@ async def health(request: web.Request) -> web.Response:
                               "runner": "local"})
 
 
-async def index(request: web.Request) -> web.FileResponse:
-    return web.FileResponse(STATIC / "index.html")
+async def index(request: web.Request) -> web.Response:
+    """The page, with its CSRF token in a meta tag for the script to send back."""
+    token = csrf_token(request.app[EXPLORER].token)
+    page = (STATIC / "index.html").read_text(encoding="utf-8").replace(
+        '<meta name="agentenv-csrf" content="">',
+        f'<meta name="agentenv-csrf" content="{token}">')
+    return web.Response(text=page, content_type="text/html",
+                        headers={"Cache-Control": "no-store"})
 
 
 async def not_found(request: web.Request) -> web.Response:
@@ -699,9 +707,45 @@ def _host_of(value: str) -> str:
     return host.lower()
 
 
+#: the header the explorer's own page sends with every state change (see :func:`csrf_token`)
+CSRF_HEADER = "X-AgentEnv-CSRF"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def csrf_token(token: str) -> str:
+    """The value of :data:`CSRF_HEADER`: derived from the access token, so nothing more is
+    stored, and handed only to the explorer's own page (a page of another origin, another port
+    of this host included, cannot read it; a custom header also forces a CORS preflight,
+    which this server never grants)."""
+    return hmac.new(token.encode(), b"agentenv-explorer-csrf", hashlib.sha256).hexdigest()
+
+
+def _origin_key(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when unparsable."""
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = scheme.lower()
+    if not parts.hostname or scheme not in _DEFAULT_PORTS:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
+def same_origin(origin: str, request: web.Request) -> bool:
+    """Whether ``origin`` is this server's own: scheme, host and port all equal (browsers
+    send cookies to every port of a host, so the host alone proves nothing)."""
+    parts = urlsplit(origin)
+    given = _origin_key(parts.scheme, parts.netloc)
+    return given is not None and given == _origin_key(request.scheme,
+                                                       request.headers.get("Host", ""))
+
+
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Host check (421), token (401), cross-site (403), size (413), security headers."""
+    """Host check (421), token (401), cross-origin and CSRF (403), size (413), headers."""
     explorer: Explorer = request.app[EXPLORER]
     host = _host_of(request.headers.get("Host", ""))
     if host not in LOOPBACK and host not in explorer.allowed_hosts:
@@ -709,21 +753,31 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     given = request.query.get("token")
     supplied = given or request.cookies.get(COOKIE) or ""
     auth = request.headers.get("Authorization", "")
-    if auth.lower().startswith("bearer "):
+    bearer = auth.lower().startswith("bearer ")
+    if bearer:
         supplied = auth[7:].strip()
     if not supplied or not hmac.compare_digest(supplied.encode(), explorer.token.encode()):
         raise api_error(401, "a valid token is required: open the URL `agent-env up` printed, "
                              "or send Authorization: Bearer <token>")
-    if request.path.startswith("/api"):
+    changes = request.method not in SAFE_METHODS
+    if request.path.startswith(API) or changes:
         site = request.headers.get("Sec-Fetch-Site", "")
         origin = request.headers.get("Origin")
-        same = origin is not None and _host_of(urlsplit(origin).netloc) == host
-        if (site == "cross-site" or (origin and request.method != "GET")) and not (
-            same or (origin in explorer.allowed_origins)
-        ):
-            raise api_error(403, "cross-site requests are refused")
+        allowed = origin is not None and (same_origin(origin, request)
+                                          or origin in explorer.allowed_origins)
+        if not allowed and (site in ("cross-site", "same-site") or (origin and changes)):
+            raise api_error(403, "cross-origin requests are refused: the explorer answers "
+                                 "its own page only (scheme, host and port)")
+    if changes and not bearer:
+        # a cookie alone never changes state: the page proves it is ours with the CSRF token
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), csrf_token(explorer.token).encode()):
+            raise api_error(403, f"a state change needs the {CSRF_HEADER} header the "
+                                 "explorer's page sends, or Authorization: Bearer <token>")
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise api_error(413, f"the request body is larger than {MAX_BODY} bytes")
+    if changes and request.body_exists and request.content_type != "application/json":
+        raise api_error(415, "a request body must be JSON (Content-Type: application/json)")
     response = await handler(request)
     if given and request.method == "GET" and not response.prepared:
         response.set_cookie(COOKIE, given, httponly=True, samesite="Strict", path="/")

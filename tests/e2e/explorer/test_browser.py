@@ -327,3 +327,65 @@ def test_a_runs_steps_show_when_they_ran(page: Any, server: tuple[str, Path]) ->
     assert [rows.nth(i).get_attribute("data-step") for i in range(3)] == ["box", "load", "hello"]
     width = page.evaluate("parseFloat(document.querySelector('#steps .bar').style.width)")
     assert 0 < width <= 100
+
+
+def test_a_page_on_another_port_cannot_start_runs(browser: Any, server: tuple[str, Path]) -> None:
+    """Issue 31, class 2: a logged-in browser (the cookie is sent to every port of the host)
+    opens a page that another local process serves; its no-cors POST and its form post are
+    refused, and so is a same-page POST without the CSRF token."""
+    import http.server
+    import json as jsonlib
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    base = server[0].split("?")[0].rstrip("/")
+    token = server[0].split("token=")[1]
+    listing = urllib.request.Request(base + "/api/v1/task-instances?limit=1",
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(listing, timeout=10) as answer:
+        task_id = jsonlib.loads(answer.read())["items"][0]["task_id"]
+    target = f"{base}/api/v1/tasks/{urllib.parse.quote(task_id, safe='')}/run"
+    evil = f"""<!doctype html><html><body>
+<form id="f" method="POST" action="{target}" enctype="text/plain" target="sink">
+<input name='{{"version":1,"x":"' value='"}}'></form><iframe name="sink"></iframe>
+<script>
+fetch("{target}", {{method: "POST", mode: "no-cors", credentials: "include",
+  headers: {{"Content-Type": "text/plain"}}, body: "{{}}"}}).then(() => {{
+  document.getElementById("f").submit(); }});
+</script></body></html>""".encode()
+
+    class Evil(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(evil)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Evil)
+    threading.Thread(target=attacker.serve_forever, daemon=True).start()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(server[0])  # logged in: the token is now a cookie
+        page.wait_for_selector("#runs tbody tr")
+        statuses: list[int] = []
+        page.on("response", lambda r: statuses.append(r.status) if "/run" in r.url else None)
+        page.goto(f"http://127.0.0.1:{attacker.server_address[1]}/")
+        page.wait_for_function("() => true")
+        deadline = time.monotonic() + 10
+        while len(statuses) < 2 and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        assert statuses == [403, 403]
+        page.goto(server[0])
+        page.wait_for_selector("#runs tbody tr")
+        own = page.evaluate(f"""async () => (await fetch("{target}", {{method: "POST",
+            credentials: "same-origin", headers: {{"Content-Type": "application/json"}},
+            body: "{{}}"}})).status""")
+        assert own == 403  # the explorer's own origin, but no CSRF token: refused too
+    finally:
+        context.close()
+        attacker.shutdown()

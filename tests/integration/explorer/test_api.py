@@ -234,6 +234,38 @@ async def test_host_cross_site_and_size_checks(client: TestClient[Any, Any]) -> 
     assert big.status == 413
 
 
+async def test_a_state_change_needs_our_full_origin_and_the_csrf_token(
+        client: TestClient[Any, Any]) -> None:
+    """Issue 31, class 2: another port of the same host is another origin, and a cookie alone
+    (which browsers send to every port) never changes state."""
+    from agentenv_explorer.app import CSRF_HEADER, csrf_token
+
+    await client.get(f"/?token={TOKEN}")  # the cookie, as a logged-in browser has it
+    port = client.server.port
+    task = TASKS[0].replace("/", "%2F")
+    url = f"/api/v1/tasks/{task}/run"
+    csrf = {CSRF_HEADER: csrf_token(TOKEN)}
+    for origin in (f"http://127.0.0.1:{port + 1}", f"https://127.0.0.1:{port}",
+                   "http://127.0.0.1", "null"):
+        refused = await client.post(url, json={"version": 9}, headers={**csrf, "Origin": origin})
+        assert refused.status == 403, origin
+        assert "cross-origin" in (await refused.json())["error"]
+    other_port = await client.get("/api/v1/health", headers={"Sec-Fetch-Site": "same-site"})
+    assert other_port.status == 403  # a no-cors read from another port of this host
+    no_csrf = await client.post(url, json={"version": 9},
+                                headers={"Origin": f"http://127.0.0.1:{port}"})
+    assert no_csrf.status == 403 and CSRF_HEADER in (await no_csrf.json())["error"]
+    wrong = await client.post(url, json={"version": 9}, headers={CSRF_HEADER: "0" * 64})
+    assert wrong.status == 403
+    form = await client.post(url, data={"version": "9"}, headers=csrf)
+    assert form.status == 415, await form.text()  # a simple (form) body never changes state
+    ours = await client.post(url, json={"version": 9},
+                             headers={**csrf, "Origin": f"http://127.0.0.1:{port}"})
+    assert ours.status == 404  # past every check: the task has no version 9
+    page = await client.get("/")
+    assert f'content="{csrf_token(TOKEN)}"' in await page.text()
+
+
 async def test_starting_a_run_checks_its_request_first(client: TestClient[Any, Any]) -> None:
     task = TASKS[0].replace("/", "%2F")
     for body, status, words in (

@@ -38,6 +38,10 @@ async function api(path) {
   return body;
 }
 
+// the page's proof that a state change comes from it (the server put it in the page)
+function csrfToken() {
+  return document.querySelector('meta[name="agentenv-csrf"]').getAttribute("content");
+}
 function enc(id) { return encodeURIComponent(id); }
 function fmtScores(scores) {
   return Object.entries(scores || {}).map(([k, v]) => `${k}: ${v}`).join(", ");
@@ -272,7 +276,8 @@ function stepRows(run, livesteps) {
 
 async function runAgain(run) {
   const response = await fetch(`${API}/tasks/${enc(run.task_id)}/run`, {
-    method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+    method: "POST", credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-AgentEnv-CSRF": csrfToken() },
     body: JSON.stringify(run.task_version ? { version: run.task_version } : {}) });
   const body = await response.json();
   if (!response.ok) { alert("Error: " + body.error); return; }
