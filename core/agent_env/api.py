@@ -132,6 +132,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.stores", "object_store"),
     "write_stored_files": ("agent_env.bundles.entities", "write_stored_files"),
+    "owned_scratch": ("agent_env.scratch", "owned_scratch"),
     "versioned_store": ("agent_env.stores", "versioned_store"),
     # runners (agent_env_runners): what a runner receives, returns and may reuse
     "RunnerContext": ("agent_env.runners", "RunnerContext"),
@@ -192,6 +193,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
     from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
+    from agent_env.scratch import owned_scratch
     from agent_env.settings import build as build_settings
     from agent_env.stores import document_store, object_store, query, versioned_store
     from agent_env.stores.base import (

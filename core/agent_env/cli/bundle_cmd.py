@@ -10,11 +10,10 @@ folder beside FOLDER and renamed into place: a failure leaves nothing half-writt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,14 @@ def _format(name: str) -> Any:
     return current().host.lookup("bundle_format", name)
 
 
-def _fresh_output(output: Path) -> None:
+def _fresh_output(output: Path, source: Path | None = None) -> None:
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise UserError(f"{output} exists and is not empty: give a new folder")
+    if source is not None:
+        real, root = os.path.realpath(output), os.path.realpath(source)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            raise UserError(f"--output {output} is inside {source}: a conversion would read "
+                            "what it writes; give a folder outside it")
 
 
 @bundle.command("import")
@@ -54,7 +58,7 @@ def import_bundle(format_name: str, source: Path, output: Path) -> None:
     """Convert FORMAT task folders (one, or a folder of them) into a bundle; run it with
     agent-env run OUTPUT."""
     converter = _format(format_name)
-    _fresh_output(output)
+    _fresh_output(output, source)
     for line in _written(output, lambda scratch: converter.import_tasks(source, scratch)):
         echo(line)
     echo(f"Run it with: agent-env run {output}")
@@ -69,7 +73,7 @@ def import_bundle(format_name: str, source: Path, output: Path) -> None:
 def export_bundle(format_name: str, source: Path, output: Path) -> None:
     """Convert a bundle's tasks that fit FORMAT into its task folders (others are named)."""
     converter = _format(format_name)
-    _fresh_output(output)
+    _fresh_output(output, source)
     for line in _written(output, lambda scratch: converter.export_tasks(source, scratch)):
         echo(line)
     echo(f"Wrote {output}")
@@ -77,22 +81,22 @@ def export_bundle(format_name: str, source: Path, output: Path) -> None:
 
 def _written(output: Path, write: Any) -> list[str]:
     """Run ``write(scratch)`` into a scratch folder beside ``output``, then rename it into
-    place: a failure (or Ctrl-C) leaves nothing half-written."""
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=".bundle-", dir=output.parent))
-    except OSError as exc:
-        raise UserError(f"cannot write {output} ({exc.strerror or exc}): give a folder you "
-                        "can write") from None
-    os.chmod(scratch, 0o755)
-    try:
+    place: a failure (or Ctrl-C) leaves nothing half-written, and after ``kill -9`` the folder
+    is claimed in the state root, so ``agent-env gc`` finds it."""
+    from agent_env.scratch import owned_scratch
+
+    with contextlib.ExitStack() as stack:
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            scratch = stack.enter_context(owned_scratch(".bundle-", output.parent))
+        except OSError as exc:
+            raise UserError(f"cannot write {output} ({exc.strerror or exc}): give a folder you "
+                            "can write") from None
+        os.chmod(scratch, 0o755)
         lines = list(write(scratch))
         if output.exists():
             output.rmdir()  # empty, checked before
         os.replace(scratch, output)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
     return lines
 
 

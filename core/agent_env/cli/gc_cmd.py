@@ -26,7 +26,9 @@ the ``agentenv.owner`` form) is gone from this host can never end by itself, so 
 host, or without an owner, is left as it is.
 
 Temporary files a writer killed mid-write left in the local object store (their names record
-the writer's process) are removed too.
+the writer's process) are removed too, and so are scratch folders (a bundle conversion's, an env
+build context laid out from the store) whose claim in the state root names a process that is
+gone (:mod:`agent_env.scratch`).
 
 Env images are not removed: they are named by their content and shared by every run (a cache),
 not made per run. What a build killed mid-way left is: the untagged step images that carry the
@@ -52,6 +54,7 @@ from agent_env.sandbox.ownership import (
     local_owner_state,
     owner_state,
 )
+from agent_env.scratch import stale_scratch
 
 RUN_LABEL = "agentenv.run"
 #: A killed build's step images are removed once this old (seconds).
@@ -342,6 +345,7 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     kept = [f for f in found if not f.remove]
     instances, dead = _dead_runs(labels)
     temporary = [] if labels else _stale_temporary_files()
+    scratch = [] if labels else stale_scratch()
     images, image_problems = ([], []) if labels else asyncio.run(build_leftovers(dry_run=True))
     asked = {note.split(":", 1)[0] for note in skipped}  # one line per provider that failed
     image_problems = [p for p in image_problems if p.split(":", 1)[0] not in asked]
@@ -353,7 +357,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
                    + ":")
         for item in kept:
             echo(item.line())
-    if not leftovers and not stale and not dead and not temporary and not images:
+    if not leftovers and not stale and not dead and not temporary and not images \
+            and not scratch:
         echo("Nothing to remove.")
         return 0
     verb = "Would remove" if dry_run else "Removing"
@@ -361,6 +366,10 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         echo(f"{verb} {_plural(len(temporary), 'temporary file')} a killed writer left:")
         for path in temporary:
             echo(f"  {path}")
+    if scratch:
+        echo(f"{verb} {_plural(len(scratch), 'scratch folder')} killed commands left:")
+        for item in scratch:
+            echo(f"  {item.folder or item.claim} ({item.why})")
     if images:
         echo(f"{verb} {_plural(len(images), 'image')} killed builds left:")
         for line in images:
@@ -393,6 +402,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     marked = sum(1 for run in dead if instances.abandon(run.record, run.reason))
     for path in temporary:
         path.unlink(missing_ok=True)
+    for item in scratch:
+        item.remove()
     removed_images, image_problems = (asyncio.run(build_leftovers(dry_run=False)) if images
                                       else ([], []))
     problems = asyncio.run(remove_stale(ledger, stale)) + [
@@ -412,6 +423,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         echo(f"Marked {_plural(marked, 'run')} abandoned.")
     if temporary:
         echo(f"Removed {_plural(len(temporary), 'temporary file')}.")
+    if scratch:
+        echo(f"Removed {_plural(len(scratch), 'scratch folder')}.")
     if images:
         echo(f"Removed {_plural(len(removed_images), 'image')}.")
     if leftovers:

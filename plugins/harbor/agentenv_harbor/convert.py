@@ -33,11 +33,15 @@ Harbor's verifier does), since the tests write ``/tests`` and ``/logs/verifier``
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from agent_env.api import UserError
 
@@ -60,6 +64,129 @@ DEFAULT_AGENT_TIMEOUT = 600.0
 DOWNLOADS = re.compile(r"\b(pip3? install|uvx?\b|curl|wget|apt(-get)? install|npm install)")
 
 
+# -- copying: only regular files and folders inside their source, within a budget --------------
+
+#: The most one import or export copies, all files together; more is refused, not truncated.
+MAX_TOTAL_BYTES = 2 * 1024**3
+#: The most a text file the conversion reads (task.toml, instruction.md, test.sh) may hold.
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+_CHUNK = 1024 * 1024
+#: names a copy never carries (bytecode caches)
+_SKIPPED = frozenset({"__pycache__"})
+
+
+@attrs.define
+class Budget:
+    """Bytes a conversion may still copy; charged chunk by chunk, so a huge file stops it
+    early and Ctrl-C or SIGTERM (raised between chunks) ends it at once."""
+
+    left: int = attrs.field(factory=lambda: MAX_TOTAL_BYTES)
+
+    def charge(self, size: int, path: Path) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise UserError(f"{path}: the conversion would copy more than "
+                            f"{MAX_TOTAL_BYTES // 1024**3} GiB; keep large data out of task "
+                            "folders (download or build it in the Dockerfile)")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device node"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _refuse(path: Path, mode: int) -> UserError:
+    return UserError(f"{path} is {_kind(mode)}: only regular files and folders are copied "
+                     "(copy the file itself in)")
+
+
+def copy_file(source: Path, target: Path, budget: Budget) -> None:
+    """Copy one regular file (never through a link, never a FIFO or device) in chunks."""
+    info = os.lstat(source)
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(source, info.st_mode)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    handle = os.open(source, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):  # swapped since the lstat
+            raise _refuse(source, os.fstat(handle).st_mode)
+        with open(handle, "rb", closefd=False) as reader, open(target, "xb") as writer:
+            while chunk := reader.read(_CHUNK):
+                budget.charge(len(chunk), source)
+                writer.write(chunk)
+    finally:
+        os.close(handle)
+    os.chmod(target, 0o755 if info.st_mode & 0o111 else 0o644)
+
+
+def copy_tree(source: Path, target: Path, budget: Budget,
+              skip: frozenset[str] = frozenset()) -> None:
+    """Copy the folder ``source`` to the new folder ``target``: regular files and folders
+    only (a link, FIFO, socket or device anywhere is refused naming it), ``skip`` and
+    bytecode caches left out, every byte charged to ``budget``."""
+    info = os.lstat(source)
+    if not stat.S_ISDIR(info.st_mode):
+        raise _refuse(source, info.st_mode) if not stat.S_ISREG(info.st_mode) else UserError(
+            f"{source} is a file where a folder was expected")
+    target.mkdir(parents=True)
+    with os.scandir(source) as items:
+        entries = sorted(items, key=lambda e: e.name)
+    for entry in entries:
+        if entry.name in skip or entry.name in _SKIPPED:
+            continue
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            copy_tree(path, target / entry.name, budget)
+        else:
+            copy_file(path, target / entry.name, budget)
+
+
+def read_text(path: Path) -> str:
+    """A small UTF-8 text file the conversion reads; a link, FIFO or device is refused before
+    it is opened (a FIFO would block, ``/dev/zero`` would never end)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(path, info.st_mode)
+    if info.st_size > MAX_TEXT_BYTES:
+        raise UserError(f"{path} is larger than {MAX_TEXT_BYTES // 1024**2} MiB")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_TEXT_BYTES + 1).decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text (save it as UTF-8)") from None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (which need not exist) is ``folder`` or lies under it, links resolved."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+#: a step field naming a folder of the bundle: one plain name, never a path
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def _bundle_folder(bundle: Path, kind: str, name: object) -> Path | None:
+    """``bundle/kind/name`` when ``name`` is one plain name of a real folder inside the
+    bundle (no ``..``, no ``/``, no link out); else None."""
+    if not isinstance(name, str) or not _FOLDER_NAME.fullmatch(name) or ".." in name:
+        return None
+    folder = bundle / kind / name
+    if folder.is_symlink() or not _inside(folder, bundle / kind):
+        return None
+    return folder
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "task"
 
@@ -77,8 +204,8 @@ def task_folders(source: Path) -> list[Path]:
 
 def _read_settings(folder: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return tomllib.loads(read_text(folder / "task.toml").removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{folder / 'task.toml'}: not valid TOML ({exc})") from None
 
 
@@ -106,18 +233,20 @@ def _check(folder: Path) -> list[str]:
                         "environment/Dockerfile: one container)")
     elif not (environment / "Dockerfile").is_file():
         problems.append(f"{folder}: has no environment/Dockerfile")
-    if not (folder / "instruction.md").is_file():
+    if not os.path.lexists(folder / "instruction.md"):
         problems.append(f"{folder}: has no instruction.md")
     else:
         try:
-            (folder / "instruction.md").read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            problems.append(f"{folder}/instruction.md: not UTF-8 text (save it as UTF-8)")
+            read_text(folder / "instruction.md")
+        except UserError as exc:
+            problems.append(str(exc))
     if not (folder / "tests" / "test.sh").is_file():
         problems.append(f"{folder}: has no tests/test.sh")
-    for path in folder.rglob("*"):
-        if path.is_symlink():
-            problems.append(f"{path}: a symlink (copy the file in)")
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted([*dirs, *files]):
+            mode = os.lstat(os.path.join(current, name)).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                problems.append(str(_refuse(Path(current, name), mode)))
     return problems
 
 
@@ -156,9 +285,9 @@ class HarborFormat:
             planned[name] = folder
         if problems:
             raise UserError("; ".join(problems))
-        lines = []
+        lines, budget = [], Budget()
         for name, folder in planned.items():
-            lines += _import_one(name, folder, settings[folder], output)
+            lines += _import_one(name, folder, settings[folder], output, budget)
         lines.append("Its tasks leave the agent to the run: give --agent ID (agent-env a2a-agent "
                      "list) or set [agents] default")
         return lines
@@ -168,9 +297,9 @@ class HarborFormat:
         tasks = sorted((bundle / "tasks").glob("*.json")) if (bundle / "tasks").is_dir() else []
         if not tasks:
             raise UserError(f"{bundle}: no tasks/*.json (is it a bundle folder?)")
-        lines, exported = [], 0
+        lines, exported, budget = [], 0, Budget()
         for task in tasks:
-            why = _export_one(bundle, task, output)
+            why = _export_one(bundle, task, output, budget)
             if why:
                 lines.append(f"skipped tasks/{task.name}: {why}")
             else:
@@ -182,10 +311,11 @@ class HarborFormat:
         return lines
 
 
-def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path) -> list[str]:
+def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
+                budget: Budget) -> list[str]:
     env = output / "envs" / name
-    shutil.copytree(folder / "environment", env)
-    dockerfile = (env / "Dockerfile").read_text(encoding="utf-8")
+    copy_tree(folder / "environment", env, budget)
+    dockerfile = read_text(env / "Dockerfile")
     if not dockerfile.endswith("\n"):
         dockerfile += "\n"
     (env / "Dockerfile").write_text(dockerfile + ADDED_LINES, encoding="utf-8")
@@ -196,13 +326,13 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path)
     artifact.mkdir(parents=True)
     for kept in KEPT:
         source = folder / kept
-        if source.is_dir():
-            shutil.copytree(source, artifact / kept)
-        elif source.is_file():
-            shutil.copyfile(source, artifact / kept)
+        if source.is_dir() and not source.is_symlink():
+            copy_tree(source, artifact / kept, budget)
+        elif os.path.lexists(source):
+            copy_file(source, artifact / kept, budget)
     shutil.copyfile(TEMPLATES / "verify.py", artifact / "verify.py")
 
-    instruction = (folder / "instruction.md").read_text(encoding="utf-8")
+    instruction = read_text(folder / "instruction.md")
     tasks = output / "tasks"
     tasks.mkdir(exist_ok=True)
     steps = _task_steps(name, instruction, _seconds(settings, "agent", folder))
@@ -215,17 +345,17 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path)
     if unused:
         lines.append(f"  note: [environment] {', '.join(unused)} kept in task.toml, not "
                      "applied (env servers run with the sandbox's defaults and no route out)")
-    if DOWNLOADS.search((folder / "tests" / "test.sh").read_text(errors="replace")):
+    if DOWNLOADS.search(read_text(folder / "tests" / "test.sh")):
         lines.append("  note: tests/test.sh seems to download (pip, uv, curl, apt...); the env "
                      "has no route out, so install what it needs in environment/Dockerfile")
     return lines
 
 
-def _export_one(bundle: Path, task: Path, output: Path) -> str | None:
+def _export_one(bundle: Path, task: Path, output: Path, budget: Budget) -> str | None:
     """Write one task's Harbor folder; the reason it does not fit, else None."""
     try:
-        steps = json.loads(task.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        steps = json.loads(read_text(task))
+    except ValueError as exc:
         return f"not valid JSON ({exc})"
     if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
         return "not a list of steps"
@@ -237,10 +367,16 @@ def _export_one(bundle: Path, task: Path, output: Path) -> str | None:
     if len(deploys) != 1 or len(prompts) != 1 or len(verifiers) != 1:
         return ("a Harbor task is one env, one prompt and one test run (deploy_env, "
                 "prompt_agent, env_outcome_verifier once each)")
-    env = bundle / "envs" / str(deploys[0].get("env_id"))
-    artifact = bundle / "artifacts" / str(verifiers[0].get("file_artifact_id"))
+    env_id, artifact_id = deploys[0].get("env_id"), verifiers[0].get("file_artifact_id")
+    env = _bundle_folder(bundle, "envs", env_id)
+    artifact = _bundle_folder(bundle, "artifacts", artifact_id)
+    if env is None:
+        return f"env_id {env_id!r} names no folder in envs/ (a plain name, not a path)"
+    if artifact is None:
+        return (f"file_artifact_id {artifact_id!r} names no folder in artifacts/ (a plain "
+                "name, not a path)")
     dockerfile = env / "Dockerfile"
-    if not dockerfile.is_file() or MARKER not in dockerfile.read_text(encoding="utf-8"):
+    if not dockerfile.is_file() or MARKER not in read_text(dockerfile):
         return f"env {env.name} is not a Harbor container (its Dockerfile has no import marker)"
     if not (artifact / "tests" / "test.sh").is_file() or not (artifact / "task.toml").is_file():
         return f"artifact {artifact.name} has no tests/test.sh and task.toml"
@@ -249,17 +385,15 @@ def _export_one(bundle: Path, task: Path, output: Path) -> str | None:
         return "its prompt_agent has no text prompt"
 
     target = output / task.stem
-    shutil.copytree(env, target / "environment",
-                    ignore=shutil.ignore_patterns(SHELL_FILE, "env.toml", "__pycache__"))
-    text = dockerfile.read_text(encoding="utf-8")
+    copy_tree(env, target / "environment", budget, skip=frozenset({SHELL_FILE, "env.toml"}))
+    text = read_text(dockerfile)
     (target / "environment" / "Dockerfile").write_text(text[: text.index(MARKER)],
                                                        encoding="utf-8")
     for kept in KEPT:
         source = artifact / kept
-        if source.is_dir():
-            shutil.copytree(source, target / kept,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.is_file():
-            shutil.copyfile(source, target / kept)
+        if source.is_dir() and not source.is_symlink():
+            copy_tree(source, target / kept, budget)
+        elif os.path.lexists(source):
+            copy_file(source, target / kept, budget)
     (target / "instruction.md").write_text(prompt, encoding="utf-8")  # the prompt as edited
     return None

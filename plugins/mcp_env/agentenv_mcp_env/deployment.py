@@ -33,7 +33,6 @@ import secrets
 import string
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
@@ -218,9 +217,9 @@ class McpServerEnv:
             say(f"envs/{source.name}: image {source.image} (given)")
             return str(source.image)
         with scratch_folder("agent-env-env-") as env_dir:
-            await asyncio.to_thread(write_build_context, self.artifacts, source, Path(env_dir))
-            return await build_with_progress(sandbox, env_dir, source.name, {ENV_LABEL: source.id},
-                                f"envs/{source.name}", say)
+            await asyncio.to_thread(write_build_context, self.artifacts, source, env_dir)
+            return await build_with_progress(sandbox, str(env_dir), source.name,
+                                             {ENV_LABEL: source.id}, f"envs/{source.name}", say)
 
     async def build_images(self, sandbox: Sandbox, *,
                            progress: Progress | None = None) -> tuple[list[str], str]:
@@ -228,11 +227,11 @@ class McpServerEnv:
         (in :attr:`servers` order) and the gateway's."""
         say = progress or _quiet
         with scratch_folder("agent-env-gateway-") as gateway_dir:
-            write_gateway_context(Path(gateway_dir))
+            write_gateway_context(gateway_dir)
             refs = await asyncio.gather(
                 *(self._build_env(sandbox, server.source, say) for server in self.servers),
-                build_with_progress(sandbox, gateway_dir, IMAGE_NAME, {"agentenv.role": "gateway"},
-                       "gateway", say),
+                build_with_progress(sandbox, str(gateway_dir), IMAGE_NAME,
+                                    {"agentenv.role": "gateway"}, "gateway", say),
             )
         return list(refs[:-1]), refs[-1]
 

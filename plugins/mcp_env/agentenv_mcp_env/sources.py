@@ -8,7 +8,7 @@ folder's own path never matters.
 
 from __future__ import annotations
 
-import tempfile
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -67,5 +67,9 @@ def write_build_context(artifacts: Any, source: EnvSource, folder: Path) -> None
         raise StepError(str(exc)) from None
 
 
-def scratch_folder(prefix: str) -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix=prefix)
+def scratch_folder(prefix: str) -> AbstractContextManager[Path]:
+    """A build context's temporary folder, claimed in the state root so that ``agent-env gc``
+    removes it after a ``kill -9`` mid-build."""
+    from agent_env.api import owned_scratch
+
+    return owned_scratch(prefix)

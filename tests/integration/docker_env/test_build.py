@@ -82,6 +82,30 @@ def test_tag_ignores_dockerignored_files_times_and_group_bits(tmp_path: Path) ->
     assert image_tag(context, name="x") != tag
 
 
+def test_a_dockerignored_secret_never_reaches_the_image(
+        tmp_path: Path, docker_client: Any, image_names: list[str]) -> None:
+    """Issue 31, class 1: an env's files go through the store (collected, then laid out
+    again) before they are built; the ``.dockerignore`` must hold over that whole path."""
+    import shutil
+
+    from agent_env.bundles.parse import collect_files
+
+    source = _context(tmp_path / "src", "FROM python:3.11-slim\nCOPY . /app/\n", **{
+        ".dockerignore": "secret.json\n", "secret.json": "s3cr3t", ".npmrc": "registry=x\n"})
+    problems: list[str] = []
+    stored = tmp_path / "stored"  # what a deploy materialises from the stored file table
+    for item in collect_files(source, "env", problems, build_context=True):
+        (stored / item.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(item.source, stored / item.path)
+    assert problems == []
+    built = build_image(stored, name=_name())
+    image_names.append(built.tag)
+    listing = docker_client.containers.run(built.tag, ["ls", "-A", "/app"], remove=True)
+    names = listing.decode().split()
+    assert "secret.json" not in names
+    assert {".dockerignore", ".npmrc", "Dockerfile", "app.py"} <= set(names)
+
+
 def test_failed_build_carries_the_log_tail(tmp_path: Path) -> None:
     dockerfile = "FROM python:3.11-slim\nRUN echo broken-step-marker && exit 3\n"
     context = _context(tmp_path / "ctx", dockerfile)

@@ -5,6 +5,7 @@ write nothing. (Running an imported task on Docker: tests/e2e/harbor.)"""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from cli_runner import cli
 
 TASKS = Path(__file__).parent / "tasks"
+# conversions claim their scratch folder in the state root (for gc): keep it private
+pytestmark = pytest.mark.usefixtures("state_root")
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -82,7 +85,12 @@ def harbor_task(root: Path, name: str = "t") -> Path:
     (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: {}\n"),
      "environment/docker-compose.yaml is not supported"),
     (lambda f: (f / "environment" / "Dockerfile").unlink(), "has no environment/Dockerfile"),
-    (lambda f: (f / "tests" / "link").symlink_to("/etc/passwd"), "a symlink (copy the file in)"),
+    (lambda f: (f / "tests" / "link").symlink_to("/etc/passwd"), "link is a symlink: only regular"),
+    (lambda f: os.mkfifo(f / "tests" / "pipe"), "pipe is a FIFO: only regular"),
+    (lambda f: (f / "instruction.md").unlink() or (f / "instruction.md").symlink_to("/dev/zero"),
+     "instruction.md is a symlink"),
+    (lambda f: (f / "instruction.md").unlink() or os.mkfifo(f / "instruction.md"),
+     "instruction.md is a FIFO"),
 ])
 def test_bad_task_folders_are_one_line_and_write_nothing(capsys, tmp_path, change,
                                                          error) -> None:
@@ -93,7 +101,7 @@ def test_bad_task_folders_are_one_line_and_write_nothing(capsys, tmp_path, chang
     assert code == 1 and out == ""
     assert err.startswith("Error: ") and error in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
-    assert [p.name for p in tmp_path.iterdir()] == ["src"]  # no scratch folder left either
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src", "state"]  # no scratch left
 
 
 def test_two_tasks_of_one_name_are_refused(capsys, tmp_path) -> None:
@@ -147,3 +155,74 @@ def test_an_output_folder_that_cannot_be_written_is_one_line(capsys, tmp_path) -
     assert code == 1 and out == ""
     assert err.strip() == ("Error: cannot write /proc/agent-env-cannot-write-here (No such file "
                            "or directory): give a folder you can write")
+
+
+def _imported(capsys, tmp_path) -> Path:
+    bundle = tmp_path / "bundle"
+    assert cli(capsys, "bundle", "import", "harbor", str(TASKS / "hello-file"), "-o",
+               str(bundle))[0] == 0
+    return bundle
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    (lambda b: (b / "envs" / "hello-file" / "shadow").symlink_to("/etc/shadow"),
+     "shadow is a symlink: only regular files"),
+    (lambda b: (b / "artifacts" / "hello-file-harbor" / "tests" / "big").symlink_to("/usr"),
+     "big is a symlink"),
+    (lambda b: os.mkfifo(b / "envs" / "hello-file" / "pipe"), "pipe is a FIFO"),
+])
+def test_export_copies_only_regular_files_inside_the_bundle(capsys, tmp_path, change,
+                                                            error) -> None:
+    """Issue 31, class 3: a link out of the bundle (a secret, or gigabytes) is refused, not
+    followed; nothing is written and no scratch folder stays."""
+    bundle = _imported(capsys, tmp_path)
+    change(bundle)
+    code, _, err = cli(capsys, "bundle", "export", "harbor", str(bundle), "-o",
+                         str(tmp_path / "out"))
+    assert code == 1 and error in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle", "state"]
+    assert list((tmp_path / "state" / "scratch").glob("*")) == []  # its claim went too
+
+
+@pytest.mark.parametrize("field, value", [
+    ("env_id", "../../outside"), ("env_id", "/etc"), ("file_artifact_id", ".."),
+    ("file_artifact_id", "a/../../../x"),
+])
+def test_export_refuses_step_fields_that_name_paths(capsys, tmp_path, field, value) -> None:
+    bundle = _imported(capsys, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Dockerfile").write_text("FROM x\n# --- added by agent-env bundle import "
+                                        "harbor: the container as an AgentEnv env ---\n")
+    task = bundle / "tasks" / "hello-file.json"
+    steps = json.loads(task.read_text())
+    for step in steps:
+        if field in step:
+            step[field] = value
+    task.write_text(json.dumps(steps))
+    code, _, err = cli(capsys, "bundle", "export", "harbor", str(bundle), "-o",
+                       str(tmp_path / "out"))
+    assert code == 1 and f"{field} {value!r} names no folder" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_conversion_stops_at_its_size_cap(capsys, tmp_path, monkeypatch) -> None:
+    from agentenv_harbor import convert
+
+    folder = harbor_task(tmp_path / "src")
+    (folder / "environment" / "data.bin").write_bytes(b"x" * 5000)
+    monkeypatch.setattr(convert, "MAX_TOTAL_BYTES", 4096)
+    code, _, err = cli(capsys, "bundle", "import", "harbor", str(folder), "-o",
+                       str(tmp_path / "out"))
+    assert code == 1 and "data.bin: the conversion would copy more than" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["import", "export"])
+def test_an_output_inside_the_source_is_refused(capsys, tmp_path, command) -> None:
+    source = harbor_task(tmp_path / "src") if command == "import" else _imported(capsys,
+                                                                                 tmp_path)
+    code, _, err = cli(capsys, "bundle", command, "harbor", str(source), "-o",
+                       str(source / "sub" / "out"))
+    assert code == 1 and "is inside" in err and "give a folder outside it" in err
+    assert not (source / "sub").exists()
