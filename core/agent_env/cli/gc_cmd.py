@@ -10,11 +10,12 @@ it and until when it may live:
 both written by :func:`agent_env.sandbox.ownership.ownership_labels`, the same for every provider.
 
 A sandbox is removed when it has expired or its owner process is gone; a sandbox of a live run
-is kept, and so is one whose owner cannot be judged (another host, or no owner recorded) until
-it expires. ``gc`` asks every registered provider that can list sandboxes
-(``provider.list_sandboxes(labels)``) and terminates through the same contract a run's teardown
-uses, so it knows no provider by name except the core's own ``local`` one, whose work folders
-record their owner's pid in ``sandbox.json``.
+is kept, and so is one whose owner cannot be judged (another host, or no owner recorded) or
+that was made under another state root (``agentenv.state``: that root's deployments ledger, not
+this one, says whether it is wanted) until it expires. ``gc`` asks every registered provider
+that can list sandboxes (``provider.list_sandboxes(labels)``) and terminates through the same
+contract a run's teardown uses, so it knows no provider by name except the core's own
+``local`` one, whose work folders record their owner's pid in ``sandbox.json``.
 
 Deployments (``agent-env env deploy``) outlive their process on purpose: a sandbox the
 deployments ledger (:mod:`agent_env.deployments`) records is kept until its record expires, then
@@ -50,9 +51,11 @@ from agent_env.cli.console import echo
 from agent_env.sandbox.ownership import (
     EXPIRES_LABEL,
     OWNER_LABEL,
+    STATE_LABEL,
     OwnerState,
     local_owner_state,
     owner_state,
+    state_label,
 )
 from agent_env.scratch import stale_scratch
 
@@ -92,8 +95,10 @@ def _labels_of(sandbox: Any) -> dict[str, str]:
 
 
 def judge(provider: str, sandbox: Any, labels: dict[str, str], owner: OwnerState,
-          now: float) -> Found:
-    """Remove when expired or when the owner is gone; keep a live run's, or an unknown one's."""
+          now: float, state: str | None = None) -> Found:
+    """Remove when expired or when the owner is gone; keep a live run's, or an unknown one's,
+    and one made under another state root than ``state`` (this gc's) until it expires: that
+    root's deployments ledger may keep it on purpose, and this gc cannot read it."""
     run = labels.get(RUN_LABEL)
     expires = labels.get(EXPIRES_LABEL)
     try:
@@ -104,6 +109,12 @@ def judge(provider: str, sandbox: Any, labels: dict[str, str], owner: OwnerState
     if expires_at is not None and expires_at < now:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at))
         return Found(provider, sandbox_id, run, True, f"expired at {stamp}", sandbox=sandbox)
+    made_under = labels.get(STATE_LABEL)
+    if made_under and state and made_under != state:
+        until = "" if expires_at is None else " until it expires"
+        return Found(provider, sandbox_id, run, False, (
+            f"kept: made under state root {made_under}{until} (run gc with that state root "
+            "to judge it)"), sandbox=sandbox)
     if owner.alive is False:
         return Found(provider, sandbox_id, run, True, owner.why, sandbox=sandbox)
     if owner.alive:
@@ -203,6 +214,7 @@ async def find_leftovers(labels: dict[str, str]) -> tuple[list[Found], list[str]
     from agent_env.tasks.sandboxes import open_provider
 
     now = time.time()
+    state = state_label()
     skipped: list[str] = []
 
     async def ask(name: str, provider_class: Any) -> list[Found]:
@@ -228,7 +240,8 @@ async def find_leftovers(labels: dict[str, str]) -> tuple[list[Found], list[str]
         found = []
         for sandbox in sandboxes:
             own = _labels_of(sandbox)
-            found.append(judge(name, sandbox, own, owner_state(own.get(OWNER_LABEL)), now))
+            found.append(judge(name, sandbox, own, owner_state(own.get(OWNER_LABEL)), now,
+                               state))
         return found
 
     batches = await asyncio.gather(*(ask(n, c) for n, c in listing_providers().items()))

@@ -7,7 +7,10 @@ puts :func:`ownership_labels` on it:
 * ``agentenv.owner``: ``host=<hostname> boot=<boot id> pid=<pid> start=<start ticks>``, the
   process that created the sandbox (:func:`owner_label`). The start time tells a reused pid from
   the original process; the boot id tells a process of an earlier boot;
-* ``agentenv.expires``: Unix seconds after which the sandbox is garbage whoever owns it.
+* ``agentenv.expires``: Unix seconds after which the sandbox is garbage whoever owns it;
+* ``agentenv.state``: the state root whose records (deployments, runs) account for the
+  sandbox (:func:`state_label`). ``gc`` under another state root cannot see those records, so
+  it leaves such a sandbox alone until it expires.
 
 :func:`owner_state` is the verdict on an owner label, from this host.
 """
@@ -24,6 +27,7 @@ import attrs
 
 OWNER_LABEL = "agentenv.owner"
 EXPIRES_LABEL = "agentenv.expires"
+STATE_LABEL = "agentenv.state"
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
@@ -131,9 +135,17 @@ def local_owner_state(pid: Any, created: float) -> OwnerState:
     return OwnerState(True, f"process {pid} is running")
 
 
+def state_label() -> str:
+    """This process's state root, as the ``agentenv.state`` label names it (its real path)."""
+    from agent_env.config import get_config
+
+    return os.path.realpath(get_config().state_root)
+
+
 def ownership_labels(ttl_seconds: float | None = None) -> dict[str, str]:
-    """The owner label for this process, and the expiry label when there is a TTL."""
-    labels = {OWNER_LABEL: owner_label()}
+    """The owner and state-root labels for this process, and the expiry label when there is a
+    TTL."""
+    labels = {OWNER_LABEL: owner_label(), STATE_LABEL: state_label()}
     if ttl_seconds:
         labels[EXPIRES_LABEL] = str(int(time.time()) + int(ttl_seconds))
     return labels

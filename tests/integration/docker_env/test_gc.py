@@ -73,3 +73,33 @@ async def test_a_dead_owners_sandbox_is_found_from_its_labels_alone(
     assert await remove([verdict]) == []
     label = {"label": f"agentenv.run={run_id}"}
     assert docker_client.api.containers(all=True, filters=label) == []
+
+
+async def test_gc_under_another_state_root_keeps_what_it_cannot_account_for(
+    docker_client: Any, run_id: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Issue 31, class 4: a deployment's sandbox outlives its process on purpose, and only its
+    own state root's ledger says so; gc under another root must leave it until it expires."""
+    from agent_env import runtime
+    from agent_env.sandbox.ownership import STATE_LABEL, state_label
+
+    dead = owner_label(_dead_pid())  # as after `agent-env env deploy` has exited
+    monkeypatch.setattr("agent_env.sandbox.ownership.owner_label", lambda pid=None: dead)
+    made = await DockerSandboxProvider().create(SandboxSpec(
+        name="deployed", mode="container", ttl_seconds=600, labels={"agentenv.run": run_id}))
+    first = state_label()
+    assert made.labels[STATE_LABEL] == first
+    monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(tmp_path / "other"))
+    runtime.reset()
+    try:
+        found, _ = await find_leftovers({"agentenv.run": run_id})
+        (verdict,) = [f for f in found if f.sandbox_id == made.id]
+        assert not verdict.remove
+        assert f"made under state root {first} until it expires" in verdict.why
+    finally:
+        monkeypatch.undo()
+        runtime.reset()
+    found, _ = await find_leftovers({"agentenv.run": run_id})  # its own root judges it
+    (verdict,) = [f for f in found if f.sandbox_id == made.id]
+    assert verdict.remove and "is gone" in verdict.why
+    assert await remove([verdict]) == []
