@@ -57,6 +57,8 @@ _SECRET_KEY = re.compile(
 )
 
 SecretLookup = Callable[[str], "str | None"]
+#: sections whose ``secret:`` references are resolved where the stores are built, not here
+_UNRESOLVED_SECTIONS = frozenset({"stores", "state"})
 
 
 @attrs.frozen
@@ -78,9 +80,29 @@ class Config:
     warnings: tuple[str, ...] = ()
     raw: dict[str, Any] = attrs.field(factory=dict)  # before references were resolved
 
-    def section(self, name: str) -> dict[str, Any]:
+    def _table(self, name: str) -> dict[str, Any]:
         value = self.data.get(name, {})
         return value if isinstance(value, dict) else {}
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The section ``name`` with every reference resolved: ``env:`` when the config was
+        loaded, ``secret:`` here, with the configured secret store (a missing secret is a
+        ConfigError naming it). ``[stores]`` and ``[state]`` keep their ``secret:``
+        references: the secret store is built from them (see :func:`open_store`)."""
+        value = self._table(name)
+        if name in _UNRESOLVED_SECTIONS:
+            return value
+        return self.resolved(value, name)
+
+    def resolved(self, value: Any, where: str) -> Any:
+        """``value`` with its ``secret:`` references resolved: the one path every config value
+        takes (stores, model, runner, sandbox providers, plugin tables)."""
+        if not has_secret_reference(value):
+            return value
+        from agent_env.runtime import current
+
+        secrets = current().store("secret", self)
+        return resolve_secrets(value, secrets.get, where=where)
 
     def store(self, kind: str) -> StoreChoice:
         """Which backend serves ``kind`` (``document``/``object``/``image``/``secret``)."""
@@ -94,23 +116,26 @@ class Config:
 
     def sandbox_chain(self, *, agent: bool = False) -> list[str]:
         """The sandbox providers to try, in order (``[sandbox] default = "a,b"``)."""
-        section = self.section("sandbox")
+        section = self._table("sandbox")  # names only: no provider's secrets are needed
         value = section.get("agent_default" if agent else "default") or section.get("default")
         return [p.strip() for p in str(value or "local").split(",") if p.strip()]
 
     def provider_settings(self, name: str) -> dict[str, Any]:
-        providers = self.section("sandbox").get("providers", {})
+        providers = self._table("sandbox").get("providers", {})
         table = providers.get(name, {}) if isinstance(providers, dict) else {}
         config = table.get("config", {}) if isinstance(table, dict) else {}
-        return dict(config) if isinstance(config, dict) else {}
+        if not isinstance(config, dict):
+            return {}
+        return dict(self.resolved(config, f"sandbox.providers.{name}.config"))
 
     def plugin_tables(self) -> dict[str, dict[str, Any]]:
-        return {k: v for k, v in self.section("plugins").items() if isinstance(v, dict)}
+        return {k: self.resolved(v, f"plugins.{k}") for k, v in self._table("plugins").items()
+                if isinstance(v, dict)}
 
     @property
     def state_root(self) -> Path:
         """Where local stores and work folders live (created 0700 on first use)."""
-        explicit = self.section("state").get("root") or os.environ.get("AGENT_ENV_STATE_DIR")
+        explicit = self._table("state").get("root") or os.environ.get("AGENT_ENV_STATE_DIR")
         if explicit:
             root = Path(str(explicit)).expanduser()
         else:
@@ -351,6 +376,15 @@ def _follow(found: str, first: str, environ: Mapping[str, str], secrets: SecretL
             return found
         found = resolved
     return found
+
+
+def has_secret_reference(value: Any) -> bool:
+    """Whether ``value`` (a table, list or string) holds a ``secret:`` reference anywhere."""
+    if isinstance(value, dict):
+        return any(has_secret_reference(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_secret_reference(v) for v in value)
+    return isinstance(value, str) and value.startswith("secret:")
 
 
 def resolve_secrets(value: Any, lookup: SecretLookup, where: str = "") -> Any:

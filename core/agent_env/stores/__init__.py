@@ -92,7 +92,7 @@ def build_store(
     ``runtime`` (default: the current one) gives the plugin host to look the backend up in
     and the secret store that resolves ``secret:`` references in ``settings``.
     """
-    from agent_env.config import resolve_secrets
+    from agent_env.config import has_secret_reference, resolve_secrets
     from agent_env.errors import ConfigError
     from agent_env.settings import build
 
@@ -105,7 +105,7 @@ def build_store(
     if isinstance(factory, Lazy):
         factory = runtime.host.load_lazy("store", f"{kind}:{backend}", factory)
     settings = dict(settings or {})
-    if _has_secret_reference(settings):
+    if has_secret_reference(settings):
         if kind == "secret":
             raise ConfigError(
                 "[stores.secret] cannot use secret: references (the secret store resolves them); "
@@ -123,14 +123,6 @@ def build_store(
         what=f"the '{backend}' {kind} store",
         injected=injected,
     )
-
-
-def _has_secret_reference(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(_has_secret_reference(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_secret_reference(v) for v in value)
-    return isinstance(value, str) and value.startswith("secret:")
 
 
 def document_store(config: Config | None = None) -> DocumentStore:

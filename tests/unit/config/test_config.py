@@ -156,3 +156,46 @@ def test_sandbox_chain_and_provider_settings(tmp_path: Path) -> None:
     config = cfg.load_config()
     assert config.sandbox_chain() == ["tensorlake", "docker"]
     assert config.provider_settings("tensorlake") == {"api_key": "k"}
+
+
+SECRET_SECTIONS = '''
+[stores.secret]
+backend = "local"
+use_environment = false
+values = { OPENAI_KEY = "sk-from-the-store" }
+[model]
+base_url = "http://127.0.0.1:9"
+api_key = "secret:OPENAI_KEY"
+[plugins.agentenv-framework-example]
+token = "secret:OPENAI_KEY"
+[sandbox]
+default = "local"
+[sandbox.providers.tenki.config]
+api_key = "secret:NOT_STORED"
+'''
+
+
+def test_every_section_resolves_secret_references_through_the_secret_store(
+        tmp_path: Path, monkeypatch) -> None:
+    """Issue 31, class 5: ``[model] api_key = "secret:..."`` reached the model gateway as the
+    literal text; every section now takes the stores' resolution path."""
+    monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(tmp_path / "state"))
+    write_config(tmp_path, SECRET_SECTIONS)
+    config = runtime.current().config
+    assert config.section("model")["api_key"] == "sk-from-the-store"
+    assert config.plugin_tables()["agentenv-framework-example"] == {"token": "sk-from-the-store"}
+    assert config.sandbox_chain() == ["local"]  # an unused provider's secret is not looked up
+    with pytest.raises(ConfigError) as info:
+        config.provider_settings("tenki")
+    message = str(info.value)
+    assert "sandbox.providers.tenki.config.api_key" in message and "'NOT_STORED'" in message
+    assert "\n" not in message
+
+
+def test_a_missing_model_secret_is_one_line_naming_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(tmp_path / "state"))
+    write_config(tmp_path, '[model]\napi_key = "secret:NOPE_KEY"\n')
+    with pytest.raises(ConfigError) as info:
+        runtime.current().config.section("model")
+    assert str(info.value).startswith("model.api_key: 'secret:NOPE_KEY' is not set (add "
+                                      "'NOPE_KEY' to the secret store")
