@@ -381,8 +381,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
             echo(f"  {path}")
     if scratch:
         echo(f"{verb} {_plural(len(scratch), 'scratch folder')} killed commands left:")
-        for item in scratch:
-            echo(f"  {item.folder or item.claim} ({item.why})")
+        for left in scratch:
+            echo(f"  {left.folder or left.claim} ({left.why})")
     if images:
         echo(f"{verb} {_plural(len(images), 'image')} killed builds left:")
         for line in images:
@@ -415,8 +415,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
     marked = sum(1 for run in dead if instances.abandon(run.record, run.reason))
     for path in temporary:
         path.unlink(missing_ok=True)
-    for item in scratch:
-        item.remove()
+    for left in scratch:
+        left.remove()
     removed_images, image_problems = (asyncio.run(build_leftovers(dry_run=False)) if images
                                       else ([], []))
     problems = asyncio.run(remove_stale(ledger, stale)) + [
