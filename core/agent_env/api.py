@@ -94,6 +94,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Sandbox": ("agent_env.sandbox.base", "Sandbox"),
     "SandboxSpec": ("agent_env.sandbox.base", "SandboxSpec"),
     "ContainerSpec": ("agent_env.sandbox.base", "ContainerSpec"),
+    "DEFAULT_MEMORY_MB": ("agent_env.sandbox.base", "DEFAULT_MEMORY_MB"),
     "CommittedImage": ("agent_env.sandbox.base", "CommittedImage"),
     "ExecResult": ("agent_env.sandbox.base", "ExecResult"),
     "SandboxError": ("agent_env.sandbox.base", "SandboxError"),
@@ -180,6 +181,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.runners.local import LocalRunner
     from agent_env.runtime import Runtime, current
     from agent_env.sandbox.base import (
+        DEFAULT_MEMORY_MB,
         CommittedImage,
         ContainerSpec,
         ExecResult,

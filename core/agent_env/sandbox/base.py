@@ -79,6 +79,12 @@ class SandboxSpec:
     labels: dict[str, str] = attrs.field(factory=dict)  # includes agentenv.run
 
 
+#: The memory a container gets when neither its spec nor its sandbox's names a size (MiB):
+#: a container without a limit can take the machine (a model gateway keeping 30 MB requests,
+#: an agent's runaway process), so every provider that can limit containers limits them all.
+DEFAULT_MEMORY_MB = 4096
+
+
 @attrs.frozen
 class ContainerSpec:
     """A container to run inside a VM-like sandbox.
@@ -118,6 +124,8 @@ class ContainerSpec:
     egress: bool = False
     #: On the sealed network only (an agent): it reaches the publishing containers, nothing else.
     sealed: bool = False
+    #: Its memory limit in MiB; None: its sandbox's ``memory_mb``, else :data:`DEFAULT_MEMORY_MB`.
+    memory_mb: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.sealed and (self.publish or self.egress or self.private):

@@ -177,8 +177,15 @@ class ModelGatewayHandle:
         return body
 
     async def calls(self, after: int = 0) -> list[dict[str, Any]]:
-        """The model calls recorded after the first ``after`` (every agent of the sandbox)."""
-        return list((await self._calls(after)).get("calls") or [])
+        """The model calls recorded after the first ``after`` (every agent of the sandbox),
+        page by page (the gateway answers a few MiB at a time)."""
+        found: list[dict[str, Any]] = []
+        while True:
+            body = await self._calls(after + len(found))
+            page = list(body.get("calls") or [])
+            found += page
+            if not page or after + len(found) >= int(body.get("count") or 0):
+                return found
 
     async def count(self) -> int:
         """How many model calls the gateway has recorded."""

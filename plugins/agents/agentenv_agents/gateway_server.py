@@ -6,8 +6,8 @@ What the ``a2a`` agent type runs as container ``model-gateway`` in an agent's sa
 
 * ``POST /admin/scripts`` ``{name, script}``: load a scripted-model script; calls asking for
   model ``scripted:<name>`` are answered by it (and recorded as that model);
-* ``GET /calls``: every model call recorded so far (``?after=<n>`` skips the first n), and
-  ``count``, how many there are;
+* ``GET /calls``: the model calls recorded so far, a page of at most 8 MiB at a time
+  (``?after=<n>`` skips the first n), and ``count``, how many there are;
 * ``POST /admin/callers`` ``{name, token}``: accept one more token, whose calls are recorded
   with ``caller = name`` (each agent gets its own, so agents sharing the gateway are told
   apart in the records).
@@ -33,6 +33,8 @@ from .scripted import Script, ScriptedUpstream, ScriptError
 from .wire import error_body
 
 DEFAULT_PORT = 4000
+#: How much of the call records one ``GET /calls`` answer carries (a record keeps its request).
+CALLS_PAGE_BYTES = 8 * 1024 * 1024
 SCRIPTED_PREFIX = "scripted:"
 
 
@@ -115,12 +117,20 @@ class ServedGateway(ModelGateway):
         return bool(given) and hmac.compare_digest(given.encode(), self._admin)
 
     async def _calls(self, request: web.Request) -> web.Response:
+        """A page of the records: those after the first ``after``, up to
+        :data:`CALLS_PAGE_BYTES` (at least one); ``count`` says how many there are in all, so
+        a reader asks again from ``after + len(calls)``. The lines go out as recorded."""
         if not self._is_admin(request):
             return web.json_response({"error": "wrong or missing admin token"}, status=401)
-        after = int(request.query.get("after", "0") or 0)
-        calls = [c.to_dict() for c in self.recorder.calls[after:]]
-        return web.json_response({"calls": calls, "count": len(self.recorder.calls),
-                                  "totals": self.recorder.totals().to_dict()}, dumps=_dumps)
+        raw = request.query.get("after", "0") or "0"
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 20:
+            return web.json_response({"error": f"after must be a whole number of calls, not "
+                                               f"{raw[:40]!r}"}, status=400)
+        count = len(self.recorder)  # read first: a page never runs past the count it reports
+        lines = self.recorder.lines(int(raw), CALLS_PAGE_BYTES)[:max(count - int(raw), 0)]
+        head = _dumps({"count": count, "totals": self.recorder.totals().to_dict()})
+        body = head[:-1].encode() + b', "calls": [' + b",".join(lines) + b"]}"
+        return web.Response(body=body, content_type="application/json")
 
     async def _load_script(self, request: web.Request) -> web.Response:
         if not self._is_admin(request):

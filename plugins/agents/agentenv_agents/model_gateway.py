@@ -51,6 +51,9 @@ from .records import Api, CallRecorder, ModelCall
 from .wire import assemble_stream, error_body, error_message, sse, summarize
 
 JSON = "application/json"
+#: The largest request body an agent may send (413 beyond): images in a conversation are
+#: megabytes, not tens of them, and every call is recorded whole.
+MAX_BODY_BYTES = 32 * 1024 * 1024
 #: Request headers passed on to the upstream (auth is replaced, everything else dropped).
 FORWARD_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta", "accept")
 #: Response headers passed back to the agent: the ones clients act on (retries, request ids).
@@ -205,7 +208,7 @@ class ModelGateway:
     def __init__(self, upstream: Upstream, *, token: str, host: str = "0.0.0.0", port: int = 0,
                  recorder: CallRecorder | None = None,
                  aliases: Mapping[str, str] | None = None,
-                 max_body_bytes: int = 64 * 1024 * 1024) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
         if not token:
             raise ValueError("the model gateway needs a token")
         self.upstream = upstream

@@ -1,15 +1,18 @@
 """What the model gateway keeps about each model call, and the run's totals.
 
 One :class:`ModelCall` per call the gateway answered (failed calls included: the status and
-``error`` say who failed), appended to a :class:`CallRecorder`: an in-memory list, optionally
-mirrored to a JSON-lines file as calls finish, so a run's trajectory and summary can read them.
+``error`` say who failed), appended to a :class:`CallRecorder`: JSON lines in a temporary file
+(memory stays flat), optionally mirrored to a JSON-lines file as calls finish, so a run's
+trajectory and summary can read them.
 Records are attrs classes; ``to_dict`` / ``from_dict`` (cattrs) are the edge to JSON.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
+from array import array
 from pathlib import Path
 from typing import Any, Literal
 
@@ -84,36 +87,79 @@ class ModelTotals:
 
 
 class CallRecorder:
-    """Collects :class:`ModelCall` records in memory and, with ``path``, appends each as one JSON
-    line as it is recorded (flushed per line, so a run that dies keeps what happened)."""
+    """Collects :class:`ModelCall` records and, with ``path``, appends each as one JSON line as
+    it is recorded (flushed per line, so a run that dies keeps what happened).
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.calls: list[ModelCall] = []
+    The records themselves live in an unnamed temporary file (``folder``: where), one JSON line
+    each, and memory holds only their offsets and the totals: a call keeps its whole request
+    (30 MB bodies are real), and a gateway that kept them in a list grew by every one of them
+    for the sandbox's life. :meth:`lines` pages through them by bytes."""
+
+    def __init__(self, path: str | Path | None = None, *, folder: str | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._totals = ModelTotals()
         self._lock = threading.Lock()
+        self._spill = tempfile.TemporaryFile(prefix="agentenv-model-calls-", dir=folder)
+        self._offsets = array("Q")
+        self._end = 0
         self._file = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("a", encoding="utf-8")
 
     def record(self, call: ModelCall) -> None:
+        line = json.dumps(call.to_dict(), default=str) + "\n"
+        data = line.encode("utf-8", "backslashreplace")
         with self._lock:
-            self.calls.append(call)
+            self._spill.seek(self._end)
+            self._spill.write(data)
+            self._offsets.append(self._end)
+            self._end += len(data)
             totals = self._totals
             totals.calls += 1
             totals.errors += 0 if call.ok else 1
             totals.input_tokens += call.input_tokens or 0
             totals.output_tokens += call.output_tokens or 0
             if self._file is not None:
-                self._file.write(json.dumps(call.to_dict(), default=str) + "\n")
+                self._file.write(line)
                 self._file.flush()
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def lines(self, after: int = 0, max_bytes: int | None = None) -> list[bytes]:
+        """The JSON lines (newline dropped) of the calls after the first ``after``, stopping
+        before ``max_bytes`` would be passed (at least one line, however long)."""
+        with self._lock:
+            count = len(self._offsets)
+            start = min(max(after, 0), count)
+            if start >= count:
+                return []
+            stop, total = start, 0
+            while stop < count:
+                end = self._offsets[stop + 1] if stop + 1 < count else self._end
+                size = end - self._offsets[stop]
+                if max_bytes is not None and stop > start and total + size > max_bytes:
+                    break
+                total += size
+                stop += 1
+            self._spill.flush()
+            self._spill.seek(self._offsets[start])
+            data = self._spill.read(total)
+        return data.rstrip(b"\n").split(b"\n")
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        """Every record, read back (for tests and small reads; the server pages)."""
+        return [ModelCall.from_dict(json.loads(line)) for line in self.lines()]
 
     def totals(self) -> ModelTotals:
         with self._lock:
             return attrs.evolve(self._totals)
 
     def close(self) -> None:
+        """Close the mirror file; the records stay readable (their temporary file goes with
+        the recorder)."""
         with self._lock:
             if self._file is not None:
                 self._file.close()

@@ -65,7 +65,9 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from agent_env.api import (
+    DEFAULT_MEMORY_MB,
     CommittedImage,
+    ConfigError,
     ContainerSpec,
     ExecResult,
     Sandbox,
@@ -85,6 +87,8 @@ ROLE_LABEL = "agentenv.role"  # main | host | container | network
 NAME_LABEL = "agentenv.container"
 HOST_IMAGE_LABEL = "agentenv.host_image"
 PORTS_LABEL = "agentenv.ports"
+#: the sandbox's memory limit per container, MiB (its spec's ``memory_mb`` or the default)
+MEMORY_LABEL = "agentenv.memory_mb"
 LOOPBACK = "127.0.0.1"
 DEFAULT_IMAGE = "python:3.11-slim"
 EDGE_LABEL = "agentenv.edge"  # "1" when the sandbox has an internal network plus an edge one
@@ -197,6 +201,14 @@ class DockerSandbox(Sandbox):
         self._sealed = False
         self._seal_lock = threading.Lock()
 
+    @property
+    def memory_mb(self) -> int:
+        """Every container of this sandbox is limited to this (MiB) unless its spec says."""
+        try:
+            return int(self.labels.get(MEMORY_LABEL) or DEFAULT_MEMORY_MB)
+        except ValueError:
+            return DEFAULT_MEMORY_MB
+
     # -- names -----------------------------------------------------------------------------
 
     @property
@@ -281,11 +293,12 @@ class DockerSandbox(Sandbox):
         import docker.errors
 
         api = self.client.api
+        limit = f"{self.memory_mb}m"  # swap included: the limit is the limit
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
             init=True,
             extra_hosts={"host.docker.internal": "host-gateway"} if egress else None,
-            **(host_options or {}),
+            **{"mem_limit": limit, "memswap_limit": limit, **(host_options or {})},
         )
         networking = None
         aliases = [alias] if alias else None
@@ -552,6 +565,10 @@ class DockerSandbox(Sandbox):
         if committed is not None and committed.source_image == spec.image:
             image = committed.ref
 
+        sized = {}
+        if spec.memory_mb:
+            sized = {"mem_limit": f"{spec.memory_mb}m", "memswap_limit": f"{spec.memory_mb}m"}
+
         def start() -> dict[int, str]:
             return self._create_started(
                 name, image, role="container",
@@ -559,7 +576,7 @@ class DockerSandbox(Sandbox):
                 env=dict(spec.env), publish=tuple(spec.publish), alias=spec.name,
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
                 private=spec.private, edge=spec.edge, egress=spec.egress,
-                sealed=spec.sealed,
+                sealed=spec.sealed, host_options=sized,
             )
 
         if spec.sealed:
@@ -698,10 +715,16 @@ class DockerSandboxProvider(SandboxProvider):
         base_url: str | None = None,
         default_image: str = DEFAULT_IMAGE,
         internal_network: bool = True,
+        default_memory_mb: int = DEFAULT_MEMORY_MB,
     ) -> None:
+        if isinstance(default_memory_mb, bool) or not isinstance(default_memory_mb, int) \
+                or not 6 <= default_memory_mb <= 1024 * 1024:
+            raise ConfigError("[sandbox.providers.docker.config] default_memory_mb must be a "
+                              f"whole number of MiB from 6 to 1048576, not {default_memory_mb!r}")
         self.base_url = base_url
         self.default_image = default_image
         self.internal_network = internal_network
+        self.default_memory_mb = default_memory_mb
 
     @classmethod
     def availability(cls) -> str | None:
@@ -742,8 +765,6 @@ class DockerSandboxProvider(SandboxProvider):
         limits: dict[str, Any] = {}
         if spec.cpu:
             limits["nano_cpus"] = int(spec.cpu * 1e9)
-        if spec.memory_mb:
-            limits["mem_limit"] = f"{spec.memory_mb}m"
         sandbox._create_started(
             sandbox.shell_container, sandbox.host_image, role="main", entrypoint=KEEP_ALIVE,
             command=[], env=dict(spec.env_vars), publish=tuple(spec.ports), host_options=limits,
@@ -761,6 +782,7 @@ class DockerSandboxProvider(SandboxProvider):
             MODE_LABEL: spec.mode,
             HOST_IMAGE_LABEL: image,
             PORTS_LABEL: ",".join(str(p) for p in spec.ports),
+            MEMORY_LABEL: str(spec.memory_mb or self.default_memory_mb),
             **ownership_labels(spec.ttl_seconds),
         }
         if spec.mode == "vm" and self.internal_network:

@@ -76,3 +76,51 @@ async def test_without_an_upstream_other_models_are_refused_saying_why(gateway: 
 def test_the_admin_token_must_differ_from_the_agents() -> None:
     with pytest.raises(ValueError, match="differ"):
         ServedGateway(DispatchUpstream(), token=TOKEN, admin_token=TOKEN)
+
+
+async def test_call_records_leave_memory_and_come_back_in_pages(gateway: str) -> None:
+    """Issue 31, class 6: 6 calls of 3 MB used to stay in the gateway's memory for its life
+    (every request whole, in a list); they are kept on disk and read back a page at a time."""
+    import gc
+    import tracemalloc
+
+    from agentenv_agents.a2a_type import ModelGatewayHandle
+
+    big = "x" * (3 * 2**20)
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{gateway}/admin/scripts", headers=bearer(ADMIN),
+                             json={"name": "demo", "script": SCRIPT}) as resp:
+            assert resp.status == 200
+        await chat(http, gateway, "scripted:demo")  # warm: first-call allocations are not ours
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(6):
+                async with http.post(f"{gateway}/v1/chat/completions", headers=bearer(TOKEN),
+                                     json={"model": "scripted:demo", "messages": [
+                                         {"role": "user", "content": big}]}) as resp:
+                    assert resp.status == 200
+                    await resp.read()
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert kept < 4 * 2**20, f"the gateway kept {kept / 2**20:.1f} MiB after 18 MiB of calls"
+        async with http.get(f"{gateway}/calls", headers=bearer(ADMIN)) as resp:
+            page = await resp.json()
+        assert page["count"] == 7 and 1 <= len(page["calls"]) < 7  # a page, not everything
+        for bad in ("abc", "-1", "1e3"):
+            async with http.get(f"{gateway}/calls", params={"after": bad},
+                                headers=bearer(ADMIN)) as resp:
+                assert resp.status == 400
+                assert "whole number" in (await resp.json())["error"]
+        async with http.post(f"{gateway}/v1/chat/completions", data=b"x" * (33 * 2**20),
+                             headers={**bearer(TOKEN), "Content-Type": "application/json"}
+                             ) as resp:
+            assert resp.status == 413  # over the 32 MiB cap
+    handle = ModelGatewayHandle(gateway, TOKEN, ADMIN, "gateway-image", None)
+    calls = await handle.calls()
+    assert len(calls) == 7 and all(c["status"] == 200 for c in calls)
+    assert [len(c["request"]["messages"][0]["content"]) for c in calls[1:]] == [len(big)] * 6
+    assert len(await handle.calls(5)) == 2

@@ -162,3 +162,45 @@ async def test_refuses_network_policies(docker_client: Any) -> None:
         await DockerSandboxProvider().create(
             SandboxSpec(name="p", mode="container", network_policy="deny-all")
         )
+
+
+async def test_every_container_has_a_memory_limit(docker_client: Any, run_id: str) -> None:
+    """Issue 31, class 6: no container runs without a memory limit: the sandbox's size, else
+    the default; a container's own size wins; an attached sandbox keeps its size."""
+    from agent_env.sandbox.base import DEFAULT_MEMORY_MB
+
+    def limit(name: str) -> int:
+        (one,) = docker_client.containers.list(filters={"label": [
+            f"agentenv.run={run_id}", f"agentenv.container={name}"]})
+        return int(one.attrs["HostConfig"]["Memory"]) // 2**20
+
+    provider = DockerSandboxProvider()
+    plain = await provider.create(SandboxSpec(name="m1", mode="vm",
+                                              labels={"agentenv.run": run_id}))
+    sized = await provider.create(SandboxSpec(name="m2", mode="vm", memory_mb=96,
+                                              labels={"agentenv.run": run_id}))
+    sleep = ("sleep", "60")
+    try:
+        await plain.run_container(ContainerSpec(name="a", image="python:3.11-slim",
+                                                command=sleep))
+        await sized.run_container(ContainerSpec(name="b", image="python:3.11-slim",
+                                                command=sleep))
+        await sized.run_container(ContainerSpec(name="c", image="python:3.11-slim",
+                                                command=sleep, memory_mb=48))
+        again = await provider.attach(sized.id)
+        assert again is not None
+        await again.run_container(ContainerSpec(name="d", image="python:3.11-slim",
+                                                command=sleep))
+        assert (limit("a"), limit("b"), limit("c"), limit("d")) == (
+            DEFAULT_MEMORY_MB, 96, 48, 96)
+    finally:
+        await plain.terminate()
+        await sized.terminate()
+    box = await provider.create(SandboxSpec(name="m3", mode="container", memory_mb=64,
+                                            labels={"agentenv.run": run_id}))
+    try:
+        hog = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); print('survived')"
+        result = await box.exec(["python", "-c", hog])
+        assert "survived" not in result.stdout and result.exit_code != 0
+    finally:
+        await box.terminate()
