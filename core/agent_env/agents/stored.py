@@ -55,6 +55,12 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
     elif not folder.is_dir():
         raise UserError(f"--folder {folder}: not a folder")
     definition = read_agent(agent_id, folder)  # a bad agent.toml: its one-line error
+    from agent_env.plugins.reporting import missing
+    from agent_env.runtime import current
+
+    host = current().host
+    if definition.type not in host.registry("agent_type"):  # never store what cannot run
+        raise missing(host, "agent_type", definition.type)
     problems: list[str] = []
     files = collect_files(folder, str(folder), problems, build_context=True,
                           dockerfile=definition.dockerfile)

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
 
 
@@ -18,20 +20,22 @@ class StoredArtifacts:
         self.pins = dict(pins or {})
         self._cache: dict[tuple[str, int], ArtifactContent] = {}
 
-    async def load(self, artifact_id: str) -> ArtifactContent:
+    async def load(self, artifact_id: str, version: int | None = None) -> ArtifactContent:
         import asyncio
 
-        return await asyncio.to_thread(self.load_now, artifact_id)
+        return await asyncio.to_thread(self.load_now, artifact_id, version)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled to run elsewhere (a runner's worker on another node): only the pins travel,
         and the other side reads from its own configured stores, which must be the same."""
         return (_reopen_stored_artifacts, (self.pins,))
 
-    def load_now(self, artifact_id: str) -> ArtifactContent:
-        record = self.versioned.get("artifacts", artifact_id, self.pins.get(artifact_id))
+    def load_now(self, artifact_id: str, version: int | None = None) -> ArtifactContent:
+        wanted = version if version is not None else self.pins.get(artifact_id)
+        record = self.versioned.get("artifacts", artifact_id, wanted)
         if record is None:
-            raise LookupError(f"no artifact '{artifact_id}' is stored")
+            at = f" version {version}" if version is not None else ""
+            raise LookupError(f"no artifact '{artifact_id}'{at} is stored")
         key = (artifact_id, record.version)
         if key not in self._cache:
             files = [
@@ -68,10 +72,24 @@ def write_stored_files(objects: Any, files: Mapping[str, Mapping[str, Any]], fol
         os.chmod(target, int(meta.get("mode", 0o644)))
 
 
-def entity_exists(versioned: Any) -> Any:
-    """A ``stored(kind, id)`` check for preflight of ids from outside a bundle."""
+@attrs.frozen
+class StoredEntities:
+    """What the stores hold, for preflight of ids (and pinned versions) from outside a bundle.
+    Any stored id counts, ``@``-rooted or plain (``artifact file put --id hv`` stores ``hv``)."""
 
-    def stored(kind: str, entity_id: str) -> bool:
-        return entity_id.startswith("@") and versioned.latest_version(kind, entity_id) > 0
+    versioned: Any
 
-    return stored
+    def __call__(self, kind: str, entity_id: str) -> bool:
+        return self.latest(kind, entity_id) > 0
+
+    def latest(self, kind: str, entity_id: str) -> int:
+        """The latest stored version of ``entity_id`` (0: none, or not an id at all)."""
+        try:
+            return int(self.versioned.latest_version(kind, entity_id))
+        except ValueError:  # the store refuses it as an id: nothing can be stored under it
+            return 0
+
+
+def entity_exists(versioned: Any) -> StoredEntities:
+    """The ``stored`` check preflight takes for ids from outside a bundle."""
+    return StoredEntities(versioned)

@@ -309,7 +309,12 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
                             "(known: environment_name, id, image, type)")
     elif not (path / "Dockerfile").is_file():
         problems.append(f"{label}: needs a Dockerfile or an env.toml")
-    env_type = str(settings.get("type") or DEFAULT_ENV_TYPE)
+    declared = settings.get("type", DEFAULT_ENV_TYPE)
+    if not isinstance(declared, str) or not declared:
+        problems.append(f"{label}/env.toml: type must be the name of an env type (such as "
+                        f"\"{DEFAULT_ENV_TYPE}\"), not {declared!r}")
+        declared = DEFAULT_ENV_TYPE
+    env_type = declared
     name = settings.get("environment_name")
     if not name and env_type == DEFAULT_ENV_TYPE:
         cards = set()

@@ -7,11 +7,12 @@ raises them together as one :class:`PreflightFailed`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from agent_env.bundles.entities import StoredEntities
 from agent_env.bundles.model import Bundle, EvalEntry, TaskEntry
 from agent_env.errors import UserError
 from agent_env.tasks.plan import TaskSpec, check_steps
@@ -72,7 +73,7 @@ def preflight_steps(
     *,
     entity_names: Mapping[str, Mapping[str, str]],
     registry: Mapping[str, type[Step]],
-    stored: Callable[[str, str], bool] | None = None,
+    stored: StoredEntities | None = None,
     sandbox_chain: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Step], list[str]]:
     """Rewrite entity names to ids, check the steps; returns (raw steps, steps, problems)."""
@@ -96,8 +97,9 @@ def preflight_steps(
                         known.setdefault(kind, set()).add(item)
     host = get_host()
     providers = frozenset(host.registry("sandbox_provider"))
+    versions = _pinned_versions(rewritten, registry, entity_names, stored)
     steps, problems = check_steps(
-        rewritten, registry, {k: frozenset(v) for k, v in known.items()}, providers
+        rewritten, registry, {k: frozenset(v) for k, v in known.items()}, providers, versions
     )
     chains = [list(sandbox_chain)] if sandbox_chain else [
         [p.strip() for p in str(getattr(s, "sandbox_type", "") or "").split(",") if p.strip()]
@@ -109,6 +111,27 @@ def preflight_steps(
     return rewritten, steps, [f"{label}: {p}" for p in problems]
 
 
+def _pinned_versions(raw_steps: Sequence[Any], registry: Mapping[str, type[Step]],
+                     entity_names: Mapping[str, Mapping[str, str]],
+                     stored: StoredEntities | None) -> dict[tuple[str, str], int]:
+    """The highest version each pinned entity may be loaded at: the store's latest, plus one
+    for the bundle's own (the run stores it anew when it changed). Without the stores, none."""
+    if stored is None:
+        return {}
+    ours = {kind: set(names.values()) for kind, names in entity_names.items()}
+    found: dict[tuple[str, str], int] = {}
+    for raw in raw_steps:
+        step_class = registry.get(str(raw.get("type"))) if isinstance(raw, dict) else None
+        if step_class is None:
+            continue
+        for id_field in step_class.version_fields.values():
+            kind, named = step_class.entity_fields[id_field], raw.get(id_field)
+            if isinstance(named, str) and (kind, named) not in found:
+                latest = stored.latest(kind, named)
+                found[(kind, named)] = latest + (named in ours.get(kind, set()))
+    return found
+
+
 def plan_bundle(
     bundle: Bundle,
     *,
@@ -116,11 +139,12 @@ def plan_bundle(
     task_names: Sequence[str] = (),
     eval_names: Sequence[str] = (),
     sandbox_chain: Sequence[str] | None = None,
-    stored: Callable[[str, str], bool] | None = None,
+    stored: StoredEntities | None = None,
 ) -> BundlePlan:
     """Select what runs and preflight it; raises :class:`PreflightFailed` with all problems."""
     problems = list(parse_problems)
     selected, evals = _select(bundle, task_names, eval_names, problems)
+    problems.extend(_env_type_problems(bundle))
     registry = step_registry()
     names = bundle.entity_ids()
     planned = []
@@ -135,6 +159,18 @@ def plan_bundle(
     if problems:
         raise PreflightFailed(str(bundle.folder), _unique(problems))
     return BundlePlan(bundle, tuple(planned), tuple(evals))
+
+
+def _env_type_problems(bundle: Bundle) -> list[str]:
+    """An env whose type no installed plugin provides would fail only once the run has
+    written entities and started sandboxes: say so now, with the plugin that provides it."""
+    from agent_env.plugins import get_host
+    from agent_env.plugins.reporting import missing
+
+    host = get_host()
+    types = host.registry("env_type")
+    return [f"{env.label}: {missing(host, 'env_type', env.type).message}"
+            for env in bundle.envs if env.type not in types]
 
 
 def _unique(items: Sequence[str]) -> list[str]:

@@ -47,8 +47,9 @@ class ArtifactContent:
 
 
 class ArtifactSource(Protocol):
-    async def load(self, artifact_id: str) -> ArtifactContent:
-        """The artifact's files; ``LookupError`` with a clear message when it does not exist."""
+    async def load(self, artifact_id: str, version: int | None = None) -> ArtifactContent:
+        """The artifact's files at ``version`` (None: the run's pin, else the latest);
+        ``LookupError`` with a clear message when it, or that version, does not exist."""
         ...
 
 
@@ -61,8 +62,12 @@ class MemoryArtifacts:
     def add(self, artifact: ArtifactContent) -> None:
         self._by_id[artifact.id] = artifact
 
-    async def load(self, artifact_id: str) -> ArtifactContent:
+    async def load(self, artifact_id: str, version: int | None = None) -> ArtifactContent:
         try:
-            return self._by_id[artifact_id]
+            found = self._by_id[artifact_id]
         except KeyError:
             raise LookupError(f"no artifact '{artifact_id}'") from None
+        if version is not None and found.version != version:
+            raise LookupError(f"artifact '{artifact_id}' has no version {version} here (it is "
+                              f"v{found.version})")
+        return found

@@ -156,12 +156,19 @@ class TaskContext:
 
     # -- artifacts ---------------------------------------------------------------------------
 
-    async def artifact(self, artifact_id: str) -> ArtifactContent:
-        """An artifact's files, at the version this run pinned (latest otherwise)."""
+    async def artifact(self, artifact_id: str, version: int | None = None) -> ArtifactContent:
+        """An artifact's files at ``version`` (a step's pinned ``*_version``), else at the
+        version this run pinned, else the latest. The version loaded is recorded in the run's
+        metadata (``artifact_versions``), so a run says what it ran with."""
         try:
-            return await self.artifacts.load(artifact_id)
+            content = await self.artifacts.load(artifact_id, version)
         except LookupError as exc:
             raise StepError(str(exc).strip("'\"")) from None
+        loaded = self.metadata.setdefault("artifact_versions", {})
+        loaded.setdefault(artifact_id, [])
+        if content.version not in loaded[artifact_id]:
+            loaded[artifact_id].append(content.version)
+        return content
 
     # -- verifications -------------------------------------------------------------------------
 

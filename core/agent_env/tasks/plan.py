@@ -38,6 +38,7 @@ def check_steps(
     registry: Mapping[str, type[Step]],
     view_entities: Mapping[str, frozenset[str]] | None = None,
     sandbox_providers: frozenset[str] = frozenset(),
+    versions: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[list[Step], list[str]]:
     """Build the steps and find every problem (not only the first)."""
     problems: list[str] = []
@@ -84,7 +85,8 @@ def check_steps(
             problems.append(f"{label}: {exc}")
             continue
         steps.append(step)
-    view = PreflightView(frozenset(first_position), dict(view_entities or {}), sandbox_providers)
+    view = PreflightView(frozenset(first_position), dict(view_entities or {}), sandbox_providers,
+                         dict(versions or {}))
     for step in steps:
         problems.extend(f"step '{step.id}': {p}" for p in step.check(view))
     problems.extend(_check_retries(steps))

@@ -69,11 +69,15 @@ class PreflightView:
 
     ``entities`` maps an entity kind (``artifacts``, ``envs``, ``tasks``, ``evals``) to the ids
     that will exist when the task runs: the bundle's own plus, for stored tasks, the store's.
+    ``versions`` maps ``(kind, id)`` to the highest version the run may load (the store's
+    latest; one more for the bundle's own, which the run may store anew); an id missing from
+    it cannot be judged here.
     """
 
     step_ids: frozenset[str]
     entities: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     sandbox_providers: frozenset[str] = frozenset()
+    versions: Mapping[tuple[str, str], int] = attrs.field(factory=dict)
 
     def has_entity(self, kind: str, entity_id: str) -> bool:
         return entity_id in self.entities.get(kind, frozenset())
@@ -90,6 +94,10 @@ class Step:
     #: ``@local/~/b/greeting``); preflight reports a value that names nothing. A field may hold a
     #: string or a list of strings.
     entity_fields: ClassVar[dict[str, str]] = {}
+    #: Fields that pin the version of an entity another field names, version field -> id
+    #: field (``{"artifact_version": "artifact_id"}``). Preflight refuses a version the run
+    #: cannot load; :meth:`pinned` gives it to ``run``, and the loaded version is recorded.
+    version_fields: ClassVar[dict[str, str]] = {}
 
     id: str
     depends_on: list[str] | None = None
@@ -119,7 +127,34 @@ class Step:
                 if not view.has_entity(kind, value):
                     singular = kind.rstrip("s")
                     problems.append(f"{field_name} '{value}' names no {singular} in this bundle")
+        for version_field, id_field in self.version_fields.items():
+            version, named = getattr(self, version_field, None), getattr(self, id_field, None)
+            if version is None:
+                continue
+            if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+                problems.append(f"{version_field} must be a version number (1 or more), not "
+                                f"{version!r}")
+                continue
+            if not isinstance(named, str):
+                problems.append(f"{version_field} pins a version of {id_field}, which is not "
+                                "given")
+                continue
+            kind = self.entity_fields[id_field]
+            highest = view.versions.get((kind, named))
+            if highest is not None and version > highest:
+                stored = f"the latest is v{highest}" if highest else "none is stored"
+                problems.append(f"{version_field} {version}: {kind.rstrip('s')} '{named}' has "
+                                f"no version {version} ({stored})")
         return problems
+
+    def pinned(self, id_field: str) -> int | None:
+        """The version a version field pins for the entity ``id_field`` names (None: the
+        run's version, the latest)."""
+        for version_field, named in self.version_fields.items():
+            if named == id_field:
+                value = getattr(self, version_field, None)
+                return value if isinstance(value, int) else None
+        return None
 
     @property
     def is_fatal(self) -> bool:

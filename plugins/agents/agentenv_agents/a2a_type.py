@@ -435,11 +435,8 @@ class A2aAgent:
                 objects = snapshot_objects(output, step.agent_snapshot_step)
             else:
                 artifact_id = step.agent_snapshot_files_artifact_id
-                content = await self.ctx.artifact(artifact_id)
-                wanted = step.agent_snapshot_files_artifact_version
-                if wanted is not None and content.version != wanted:
-                    raise StepError(f"snapshot artifact '{artifact_id}' is at version "
-                                    f"{content.version} in this run, not {wanted}")
+                content = await self.ctx.artifact(
+                    artifact_id, step.pinned("agent_snapshot_files_artifact_id"))
                 files = {item.path: item.data for item in content.files}
                 objects = await asyncio.to_thread(  # store calls block: not on the loop
                     stage_snapshot, files, store, f"staging/agent-snapshots/{self.container}",

@@ -76,6 +76,7 @@ class DeployEnv(Step):
 
     type = "deploy_env"
     entity_fields = {"env_id": "envs", "with_envs": "envs"}
+    version_fields = {"env_version": "env_id"}
 
     env_id: str
     env_version: int | None = None
@@ -207,6 +208,7 @@ class EnvOutcomeVerifier(Step):
 
     type = "env_outcome_verifier"
     entity_fields = {"env_id": "envs", "file_artifact_id": "artifacts"}
+    version_fields = {"file_artifact_version": "file_artifact_id"}
 
     env_id: str
     file_artifact_id: str
@@ -232,7 +234,7 @@ class EnvOutcomeVerifier(Step):
 
     async def prepare(self, ctx: TaskContext) -> None:
         """Load the official ``mcp`` client while the env deploys, if the script uses it."""
-        artifact = await ctx.artifact(self.file_artifact_id)
+        artifact = await ctx.artifact(self.file_artifact_id, self.pinned("file_artifact_id"))
         entry = self._entry(artifact)
         script = next(f.data for f in artifact.files if f.path == entry)
         if imports_mcp(script.decode("utf-8", "replace")):
@@ -242,7 +244,7 @@ class EnvOutcomeVerifier(Step):
         import tempfile
 
         env = deployment(ctx, self.env_id)
-        artifact = await ctx.artifact(self.file_artifact_id)
+        artifact = await ctx.artifact(self.file_artifact_id, self.pinned("file_artifact_id"))
         entry = self._entry(artifact)
         timeout = float(self.timeout_seconds or DEFAULT_VERIFY_TIMEOUT)
         with tempfile.TemporaryDirectory(prefix="agent-env-verify-") as scratch:

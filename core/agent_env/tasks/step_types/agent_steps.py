@@ -134,6 +134,7 @@ class DeployAgent(Step):
 
     type = "deploy_agent"
     entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts"}
+    version_fields = {"agent_snapshot_files_artifact_version": "agent_snapshot_files_artifact_id"}
 
     agent_name: str = DEFAULT_AGENT_NAME
     env_ids: list[str] = attrs.field(factory=list)

@@ -29,6 +29,7 @@ def has_parent_reference(path: str) -> bool:
 class LoadArtifact(Step):
     type = "load_artifact"
     entity_fields = {"artifact_id": "artifacts", "artifacts": "artifacts"}
+    version_fields = {"artifact_version": "artifact_id"}
 
     artifact_id: str | None = None
     artifact_version: int | None = None
@@ -79,7 +80,8 @@ class LoadArtifact(Step):
                 await sandbox.put_file(path, data)
                 loaded.append(path)
                 continue
-            artifact = await ctx.artifact(source)
+            pinned = self.pinned("artifact_id") if source == self.artifact_id else None
+            artifact = await ctx.artifact(source, pinned)
             single = len(artifact.files) == 1
             for item in artifact.files:
                 if has_parent_reference(item.path) or posixpath.isabs(item.path):

@@ -41,6 +41,7 @@ sys.stdout.write("\\n{RESULT_MARKER}\\n" + json.dumps(result))
 class RunCode(Step):
     type = "run_code"
     entity_fields = {"script_artifact_id": "artifacts"}
+    version_fields = {"script_artifact_version": "script_artifact_id"}
 
     script_artifact_id: str
     script_artifact_version: int | None = None
@@ -74,7 +75,8 @@ class RunCode(Step):
                         "script_file")
 
     async def run(self, ctx: TaskContext) -> None:
-        artifact = await ctx.artifact(self.script_artifact_id)
+        artifact = await ctx.artifact(self.script_artifact_id,
+                                      self.pinned("script_artifact_id"))
         entry = self._entry(artifact)
         results = ctx.metadata.setdefault("script_results", {})
         payload = json.dumps({"args": self.args, "results": results}).encode()
