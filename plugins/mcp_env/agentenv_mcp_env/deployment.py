@@ -297,6 +297,10 @@ class McpServerEnv:
         )
 
 
+#: How often the ready-wait asks whether a container has exited (a probe costs an inspect).
+EXIT_CHECK_SECONDS = 0.5
+
+
 def _slug(name: str) -> str:
     slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
     return slug or "env"
@@ -318,6 +322,7 @@ async def wait_ready(
 
     headers = {"Authorization": f"Bearer {token}"}
     deadline = time.monotonic() + timeout
+    next_look = time.monotonic() + EXIT_CHECK_SECONDS
     delay = 0.01
     last = "the gateway did not answer"
     probe = aiohttp.ClientTimeout(total=2)
@@ -342,6 +347,12 @@ async def wait_ready(
                 last = f"waiting for {', '.join((body or {}).get('waiting') or ['the env'])}"
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
                 last = f"the gateway did not answer ({type(exc).__name__})"
+            if time.monotonic() > next_look:  # a container that exited will never be ready
+                next_look = time.monotonic() + EXIT_CHECK_SECONDS
+                stopped = await _stopped(sandbox, [*containers, GATEWAY_CONTAINER])
+                if stopped:
+                    raise DeployError(await _not_ready_message(
+                        env_name, None, stopped, sandbox, containers))
             if time.monotonic() > deadline:
                 state = await _gateway_state(http, url)
                 raise DeployError(await _not_ready_message(
@@ -394,11 +405,28 @@ async def _gateway_state(http: Any, url: str) -> str:
     return f"; gateway says: {'; '.join(errors)}" if errors else ""
 
 
+async def _stopped(sandbox: Sandbox | None, containers: Sequence[str]) -> str | None:
+    """``container env: exited with code 3`` for the first container that is no longer up,
+    where the provider can tell (docker's ``container_status``, beyond the contract)."""
+    status_of = getattr(sandbox, "container_status", None)
+    if status_of is None:
+        return None
+    for container in containers:
+        try:
+            status = await status_of(container)
+        except Exception:  # a probe, not the deploy: the timeout still judges
+            continue
+        if status is not None and status.startswith(("exited", "dead")):
+            return f"container {container}: {status}"
+    return None
+
+
 async def _not_ready_message(
-    env_name: str, timeout: float, reason: str, sandbox: Sandbox | None,
+    env_name: str, timeout: float | None, reason: str, sandbox: Sandbox | None,
     containers: Sequence[str] = (ENV_CONTAINER,),
 ) -> str:
-    lines = [f"env {env_name} was not ready within {timeout:.0f}s ({reason})"]
+    lines = [f"env {env_name} was not ready within {timeout:.0f}s ({reason})"
+             if timeout is not None else f"env {env_name} stopped before it was ready ({reason})"]
     if sandbox is not None:
         for container in (*containers, GATEWAY_CONTAINER):
             try:
