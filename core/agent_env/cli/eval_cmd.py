@@ -141,6 +141,7 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
                 raise UserError(f"eval {eval_id} v{record.version} names task {task.label}, "
                                 "which is not stored (agent-env task create stores it)")
             pinned.append((stored.id, stored.version))
+        check_group_size(len(pinned), k)
         slots = tuple(Slot(i * k + s, task_id, task_version, s + 1)
                       for i, (task_id, task_version) in enumerate(pinned) for s in range(k))
         group = Group(new_group_id(), "eval", eval_id, record.version, k, slots)
@@ -151,14 +152,32 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
                      judge_model=judge_model)
 
 
+#: The most runs of one task a group holds (a group's slots are stored: a k of a billion
+#: would fill memory and the document store before the first run started).
+MAX_K = 10_000
+#: The most runs one group holds, all tasks together.
+MAX_RUNS = 100_000
+MAX_RETRIES = 100
+
+
 def check_counts(*, k: int | None = None, concurrency: int = 1, retries: int = 0,
                  concurrency_option: str = "--max-concurrency") -> None:
     if k is not None and k < 1:
         raise UserError(f"--k {k}: give at least 1 run per task")
+    if k is not None and k > MAX_K:
+        raise UserError(f"--k {k}: at most {MAX_K:,} runs per task in one group (run more "
+                        "groups, each with its own --k)")
     if concurrency < 1:
         raise UserError(f"{concurrency_option} {concurrency}: give at least 1 run at a time")
-    if retries < 0:
-        raise UserError(f"--retries {retries}: give 0 or more")
+    if retries < 0 or retries > MAX_RETRIES:
+        raise UserError(f"--retries {retries}: give 0 to {MAX_RETRIES}")
+
+
+def check_group_size(tasks: int, k: int) -> None:
+    """Refuse a group of more than :data:`MAX_RUNS` runs before a slot of it is made."""
+    if tasks * k > MAX_RUNS:
+        raise UserError(f"{tasks} tasks x --k {k} = {tasks * k:,} runs: at most {MAX_RUNS:,} "
+                        "in one group (split the eval, or lower --k)")
 
 
 def parse_seeds(text: str) -> list[int]:
