@@ -70,7 +70,8 @@ class AgentConfig:
     name: str | None = None
     description: str | None = None
     role: str | None = None
-    timeout_seconds: float | None = 600
+    timeout_seconds: float | None = attrs.field(
+        default=600, validator=attrs.validators.optional(attrs.validators.gt(0)))
 
 
 @attrs.define(frozen=True)

@@ -10,6 +10,7 @@ unknown keys, as the reference's request models do.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -149,7 +150,12 @@ def _strict(tp: type, accept: tuple[type, ...]) -> Callable[[Any, Any], Any]:
     def hook(value: Any, _: Any) -> Any:
         if type(value) not in accept:  # exact: a bool is not an int here
             raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
-        return float(value) if tp is float else value
+        if tp is float:
+            # Python's json reads Infinity and NaN, and 1e400 as inf: no field means them
+            if not math.isfinite(value):
+                raise ValueError(f"expected a finite number, got {value!r}")
+            return float(value)
+        return value
 
     return hook
 

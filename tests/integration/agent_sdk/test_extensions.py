@@ -57,6 +57,15 @@ async def test_config_refusals(http: aiohttp.ClientSession, echo: Served) -> Non
     assert status == 400
     async with http.post(url, data=b"{oops") as resp:
         assert resp.status == 400
+    # Issue 31, class 17: a duration must be a positive, finite number
+    status, body = await post(http, url, {"timeout_seconds": -1})
+    assert status == 400 and "timeout_seconds" in body["error"]["message"]
+    for raw in (b'{"timeout_seconds": 1e400}', b'{"timeout_seconds": Infinity}',
+                b'{"timeout_seconds": NaN}'):
+        async with http.post(url, data=raw,
+                             headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 400, raw
+            assert "finite" in (await resp.json())["error"]["message"]
     # nothing of the refused sets stuck
     assert await get(http, url) == (200, {"config": {}})
 

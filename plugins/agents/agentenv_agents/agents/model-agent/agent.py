@@ -52,7 +52,7 @@ DEFAULT_SYSTEM_PROMPT = ("You are an agent with tools. Use them when they help, 
 class ModelAgentConfig(AgentConfig):
     model: str | None = None
     system_prompt: str | None = None
-    max_turns: int = 12
+    max_turns: int = attrs.field(default=12, validator=attrs.validators.ge(1))
 
 
 def _system_prompt(config: ModelAgentConfig, request: TaskRequest[ModelAgentConfig]) -> str:
