@@ -60,6 +60,11 @@ def write_only(default: Any = None, **kwargs: Any) -> Any:
     return attrs.field(default=default, metadata=metadata, **kwargs)
 
 
+def _positive_or_none(_: Any, attribute: Any, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"'{attribute.name}' must be more than 0, not {value!r}")
+
+
 @attrs.define
 class AgentConfig:
     """The agent-config/v1 base fields; subclass (with ``@attrs.define``) to add an agent's own.
@@ -70,8 +75,7 @@ class AgentConfig:
     name: str | None = None
     description: str | None = None
     role: str | None = None
-    timeout_seconds: float | None = attrs.field(
-        default=600, validator=attrs.validators.optional(attrs.validators.gt(0)))
+    timeout_seconds: float | None = attrs.field(default=600.0, validator=_positive_or_none)
 
 
 @attrs.define(frozen=True)
