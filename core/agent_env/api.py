@@ -126,6 +126,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "validate_key": ("agent_env.stores.base", "validate_key"),
     "validate_prefix": ("agent_env.stores.base", "validate_prefix"),
     "MAX_KEY_BYTES": ("agent_env.stores.base", "MAX_KEY_BYTES"),
+    "MAX_VERSION": ("agent_env.stores.base", "MAX_VERSION"),
     "Document": ("agent_env.stores.base", "Document"),
     "Filter": ("agent_env.stores.base", "Filter"),
     "Sort": ("agent_env.stores.base", "Sort"),
@@ -200,6 +201,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.stores import document_store, object_store, query, versioned_store
     from agent_env.stores.base import (
         MAX_KEY_BYTES,
+        MAX_VERSION,
         Document,
         DocumentStore,
         DuplicateKeyError,

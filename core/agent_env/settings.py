@@ -68,6 +68,25 @@ def check(
     missing = sorted(required - set(settings) - injected)
     if missing:
         raise ConfigError(f"{where} needs {', '.join(missing)} for {what}")
+    for key, value in settings.items():
+        bad = _non_finite(value)
+        if bad is not None:  # TOML reads inf, nan and 1e400 (as inf): no setting means them
+            raise ConfigError(f"{where} {key} = {bad}: give a finite number")
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first infinite or NaN float in ``value`` (tables and lists included), or None."""
+    import math
+
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(
+        value, list | tuple) else ()
+    for item in items:
+        found = _non_finite(item)
+        if found is not None:
+            return found
+    return None
 
 
 def build(

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID, VERSION
+from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -235,7 +235,7 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
               help="The agent's id (a2a-agent list).")
 @click.option("--env-var", "env_var", multiple=True, metavar="NAME=VALUE",
               help="Added to the agent's environment (repeatable).")
-@click.option("--ttl-seconds", type=int, default=DEFAULT_TTL_SECONDS, show_default=True,
+@click.option("--ttl-seconds", type=TTL_SECONDS, default=DEFAULT_TTL_SECONDS, show_default=True,
               help="Remove it after this long (agent-env gc does).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--model", metavar="NAME", help="The model it uses unless a prompt names one "
@@ -252,8 +252,6 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
     from agent_env.agents import find_agent, model_problem
     from agent_env.errors import UserError
 
-    if ttl_seconds <= 0:
-        raise UserError(f"--ttl-seconds must be a positive number of seconds, not {ttl_seconds}")
     definition = find_agent(agent_id)
     env_vars = _env_vars(env_var)
     if model and (problem := model_problem(model)):

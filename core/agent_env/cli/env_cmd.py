@@ -26,16 +26,10 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID, VERSION
+from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
 from agent_env.errors import UserError
 
 DEFAULT_TTL_SECONDS = 10800  # the reference's default
-
-
-def _positive_ttl(ctx: click.Context, param: click.Parameter, value: int) -> int:
-    if value is not None and value <= 0:
-        raise UserError(f"--ttl-seconds must be a positive number of seconds, not {value}")
-    return value
 
 
 def _stored_env(env_id: str, version: int | None) -> Any:
@@ -141,8 +135,8 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
 @click.option("--id", "env_id", type=ENTITY_ID, required=True,
               help="The stored env's id.")
 @click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--ttl-seconds", type=int, default=DEFAULT_TTL_SECONDS, show_default=True,
-              callback=_positive_ttl, help="Remove it after this long (agent-env gc does).")
+@click.option("--ttl-seconds", type=TTL_SECONDS, default=DEFAULT_TTL_SECONDS,
+              show_default=True, help="Remove it after this long (agent-env gc does).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,

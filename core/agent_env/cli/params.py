@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agent_env.stores.base import MAX_VERSION
+
 if TYPE_CHECKING:  # generic in newer click only; plain at run time, whatever the version
     _Type = click.ParamType[Any]
 else:
     _Type = click.ParamType
-
-#: The largest version a store keeps (SQLite's and DynamoDB's integers are 64-bit).
-MAX_VERSION = 2**63 - 1
 
 
 class EntityId(_Type):
@@ -62,6 +61,29 @@ class Version(_Type):
 
 ENTITY_ID = EntityId()
 VERSION = Version()
+
+#: The longest a deployment may be asked to live (a year): an expiry must stay a date.
+MAX_TTL_SECONDS = 365 * 24 * 3600
+
+
+class TtlSeconds(_Type):
+    """How long a deployment lives: a whole number of seconds from 1 to a year (``1e30`` or
+    ``10**23`` would overflow the expiry date after the sandbox was made)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        text = str(value).strip()
+        number = value if isinstance(value, int) else (
+            int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else 0)
+        if not 1 <= number <= MAX_TTL_SECONDS:
+            self.fail(f"{value!r} is not a time to live (a whole number of seconds from 1 to "
+                      f"{MAX_TTL_SECONDS}, a year)", param, ctx)
+        return number
+
+
+TTL_SECONDS = TtlSeconds()
 
 
 class OutputDir(_Type):

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from agent_env.errors import UserError
+from agent_env.stores.base import MAX_VERSION
 
 KIND = "evals"
 
@@ -51,7 +52,7 @@ def _entry(where: str, position: int, item: Any) -> EvalTask:
         if not isinstance(task_id, str) or not task_id:
             raise UserError(f"{where}: task {position}: task_id must be a non-empty string")
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)
-                                    or version < 1):
+                                    or not 1 <= version <= MAX_VERSION):
             raise UserError(f"{where}: task {position}: task_version must be a version number "
                             f"(1, 2, ...) or null, not {version!r}")
         return EvalTask(task_id, version)

@@ -138,6 +138,9 @@ class RegistryAuth:
 # --- object keys -----------------------------------------------------------------------------
 
 MAX_KEY_BYTES = 1024
+#: The largest version a store keeps (SQLite's and DynamoDB's integers are 64-bit): every
+#: place that takes a version from outside checks against it, so none overflows a store.
+MAX_VERSION = 2**63 - 1
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -552,7 +552,7 @@ def _json_any(raw: bytes) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: not a model call
         return None
 
 

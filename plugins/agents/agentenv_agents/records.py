@@ -108,7 +108,11 @@ class CallRecorder:
             self._file = self.path.open("a", encoding="utf-8")
 
     def record(self, call: ModelCall) -> None:
-        line = json.dumps(call.to_dict(), default=str) + "\n"
+        try:
+            line = json.dumps(call.to_dict(), default=str) + "\n"
+        except RecursionError:  # a request nested too deep to write back: keep the rest
+            line = json.dumps(attrs.evolve(call, request=None, response=None).to_dict(),
+                              default=str) + "\n"
         data = line.encode("utf-8", "backslashreplace")
         with self._lock:
             self._spill.seek(self._end)

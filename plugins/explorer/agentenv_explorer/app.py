@@ -37,6 +37,8 @@ from urllib.parse import urlsplit
 import attrs
 from aiohttp import web
 
+from agent_env.api import MAX_VERSION
+
 API = "/api/v1"
 INSTANCES = "task_instances"
 ENTITY_KINDS = ("tasks", "envs", "artifacts", "evals")
@@ -655,8 +657,9 @@ async def start_run(request: web.Request) -> web.Response:
         accepted = ", ".join(sorted(RUN_KEYS))
         raise api_error(400, f"unknown field {extra[0]!r} (accepted: {accepted})")
     version = body.get("version")
-    if version is not None and (not isinstance(version, int) or version < 1):
-        raise api_error(400, "field 'version' must be a positive integer")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                or not 1 <= version <= MAX_VERSION):
+        raise api_error(400, f"field 'version' must be a version number (1 to {MAX_VERSION})")
     model = body.get("agent_model")
     if model is not None and (not isinstance(model, str) or not model):
         raise api_error(400, "field 'agent_model' must be a model name")

@@ -22,6 +22,7 @@ import attrs
 from aiohttp import web
 
 from ..errors import AgentEnvError
+from ..guard import BadBody, loads_body
 from ..parts import DataPart, Part, TextPart
 from ..transfer import write_object, write_object_from_wire
 from .changelog import CHANGELOG_PATH, ChangelogState
@@ -483,9 +484,9 @@ class AgentServer:
     async def handle_rpc(self, request: web.Request) -> web.StreamResponse:
         """``POST /a2a``: JSON-RPC 2.0 (HTTP 200 throughout); streams answer as SSE."""
         try:
-            msg = json.loads(await request.read())
-        except ValueError:
-            return _rpc_json(rpc_error(None, PARSE_ERROR, "parse error"))
+            msg = loads_body(await request.read())
+        except BadBody as exc:
+            return _rpc_json(rpc_error(None, PARSE_ERROR, f"parse error: {exc}"))
         if not isinstance(msg, dict):
             return _rpc_json(rpc_error(None, INVALID_REQUEST, "invalid request"))
         msg_id = msg.get("id")
@@ -654,9 +655,9 @@ async def _ext_call(request: web.Request,
     """Read a JSON body, run the op; AgentEnvError answers its status with the error body."""
     raw = await request.read()
     try:
-        body = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return _ext_error(AgentEnvError("invalid_params", "body is not valid JSON"))
+        body = loads_body(raw) if raw.strip() else {}
+    except BadBody as exc:
+        return _ext_error(AgentEnvError("invalid_params", f"body is not valid JSON: {exc}"))
     try:
         return web.json_response(await op(body))
     except AgentEnvError as exc:

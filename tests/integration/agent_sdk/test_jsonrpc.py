@@ -64,6 +64,23 @@ async def test_parse_error_has_null_id(http: aiohttp.ClientSession, echo: Served
     assert body["error"]["code"] == -32700
 
 
+async def test_deeply_nested_json_is_a_parse_error_not_a_500(
+        http: aiohttp.ClientSession, echo: Served) -> None:
+    """Issue 31, class 16: 50k-deep JSON made the A2A server (and its extensions) fail with a
+    500 (RecursionError); it is refused as any bad body is."""
+    deep = b"[" * 50_000 + b"]" * 50_000
+    for depth in (deep, b"[" * 150 + b"]" * 150):
+        async with http.post(echo.url + "/a2a", data=depth,
+                             headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 200
+            body = await resp.json()
+        assert body["error"]["code"] == -32700 and "nested deeper" in body["error"]["message"]
+    async with http.post(echo.url + "/ext/agent-config", data=deep,
+                         headers={"Content-Type": "application/json"}) as resp:
+        assert resp.status == 400
+        assert "nested deeper" in (await resp.json())["error"]["message"]
+
+
 async def test_invalid_request(http: aiohttp.ClientSession, echo: Served) -> None:
     for payload in ([1, 2], {"id": 4, "method": "tasks/get"}, {"jsonrpc": "2.0", "id": 5}):
         async with http.post(echo.url + "/a2a", json=payload) as resp:

@@ -124,3 +124,13 @@ async def test_call_records_leave_memory_and_come_back_in_pages(gateway: str) ->
     assert len(calls) == 7 and all(c["status"] == 200 for c in calls)
     assert [len(c["request"]["messages"][0]["content"]) for c in calls[1:]] == [len(big)] * 6
     assert len(await handle.calls(5)) == 2
+
+
+async def test_deeply_nested_json_is_a_400_not_a_500(gateway: str) -> None:
+    """Issue 31, class 16: 50k-deep JSON to the model gateway was a 500 (RecursionError)."""
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{gateway}/v1/chat/completions", data=b"[" * 50_000 + b"]" * 50_000,
+                             headers={**bearer(TOKEN), "Content-Type": "application/json"}
+                             ) as resp:
+            assert resp.status == 400
+            assert "not a JSON object" in (await resp.json())["error"]["message"]

@@ -272,6 +272,8 @@ async def test_starting_a_run_checks_its_request_first(client: TestClient[Any, A
         ({"colour": "red"}, 400, "unknown field 'colour'"),
         ({"version": "two"}, 400, "'version'"),
         ({"version": 9}, 404, "version 9"),
+        ({"version": 10**23}, 400, "'version' must be a version number"),  # issue 31, class 16
+        ({"version": True}, 400, "'version' must be a version number"),
         ([1, 2], 400, "JSON object"),
     ):
         response = await client.post(f"/api/v1/tasks/{task}/run", json=body, headers=AUTH)

@@ -129,7 +129,10 @@ def test_env_bad_input_is_one_line(state_root: Path, tmp_path: Path, capsys: Any
     code, _, err = cli(capsys, "env", "deploy", "--id", "nope")
     assert code != 0 and err.startswith("Error: no env 'nope' is stored")
     code, _, err = cli(capsys, "env", "deploy", "--id", "nope", "--ttl-seconds", "0")
-    assert code != 0 and "--ttl-seconds must be a positive" in err
+    assert code != 0 and "'0' is not a time to live" in err
+    for huge in ("1e30", "100000000000000000000000"):  # issue 31, class 16: no overflow later
+        code, _, err = cli(capsys, "env", "deploy", "--id", "nope", "--ttl-seconds", huge)
+        assert code == 2 and f"'{huge}' is not a time to live" in err
     assert cli(capsys, "env", "mcp-server", "put", "--id", "echo", "--context", str(ECHO))[1] \
         == "env echo: v1 (new)\n"
     assert cli(capsys, "env", "mcp-server", "put", "--id", "echo", "--context", str(ECHO),

@@ -74,3 +74,22 @@ def test_an_invalid_sqlite_setting(tmp_path: Path) -> None:
     config = '[stores.document]\nbackend = "sqlite"\nsynchronous = "sometimes"\n'
     line = one_line_error(agent_env(tmp_path, config, "run", "hello"))
     assert "synchronous must be OFF, NORMAL, FULL or EXTRA, not 'sometimes'" in line
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"),
+                                   {"nested": [1.0, float("inf")]}])
+def test_a_setting_that_is_not_a_finite_number_is_refused(value) -> None:
+    """Issue 31, class 16: TOML reads ``inf``, ``nan`` and ``1e400`` (as inf); a plugin's
+    ``build_timeout = 1e400`` used to be taken. Every settings table is checked alike."""
+    import attrs as attrs_lib
+
+    from agent_env.errors import ConfigError
+    from agent_env.settings import build
+
+    @attrs_lib.frozen
+    class Settings:
+        build_timeout: object = 1800.0
+
+    with pytest.raises(ConfigError, match=r"\[plugins.x\] build_timeout = .*give a finite"):
+        build(Settings, {"build_timeout": value}, where="[plugins.x]", what="x")
+    assert build(Settings, {"build_timeout": 1e300}, where="[plugins.x]", what="x")
