@@ -7,7 +7,12 @@ A sandbox is a folder under the state root (``<state>/sandboxes/local/<id>``). P
 with ``/app`` in the command text pointing at the folder and ``sudo`` stripped (the folder
 belongs to the user already). Each running command's group is recorded in the folder
 (``processes/<pgid>``, holding the leader's start time), so a ``terminate`` from another process
-(``agent-env gc`` after the run was killed) ends the commands too, not only the folder. It
+(``agent-env gc`` after the run was killed) ends the commands too, not only the folder.
+
+A command may leave its group: ``(sleep 300 &)`` outlives its shell, ``setsid`` starts a new
+session, ``nohup`` ignores hang-ups. So every command also carries ``AGENTENV_LOCAL_SANDBOX=<id>``
+in its environment, which its children inherit whatever group or session they move to, and
+``terminate`` ends every process of this user that carries it (read from ``/proc``). It
 isolates nothing: it exists so that tasks run with no setup.
 """
 
@@ -40,6 +45,8 @@ _APP_IN_TEXT = re.compile(r"(?<![\w./-])/app(?=/|\b|$)")
 _SUDO = re.compile(r"(?<![\w./-])sudo(?:\s+-[A-Za-z]+(?:\s+(?![-/])\w+)?)*\s+")
 _META = "sandbox.json"
 _PROCESSES = "processes"
+#: The variable every command of a sandbox carries (see the module docstring).
+MARKER = "AGENTENV_LOCAL_SANDBOX"
 
 
 def strip_sudo(command: str) -> str:
@@ -110,7 +117,8 @@ class LocalSandbox(Sandbox):
         workdir = self.host_path(cwd or str(APP_ROOT))
         if not workdir.is_dir():
             return ExecResult(1, "", f"cwd {cwd} does not exist in the sandbox")
-        environment = {**os.environ, **self.env_vars, **(env or {}), "HOME": str(self.app)}
+        environment = {**os.environ, **self.env_vars, **(env or {}), "HOME": str(self.app),
+                       MARKER: self.id}
         process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=workdir,
@@ -159,6 +167,7 @@ class LocalSandbox(Sandbox):
         for process in list(self._running):
             _kill_group(process)
         self._kill_recorded()
+        kill_marked(self.id)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _record(self, pid: int) -> Path | None:
@@ -195,6 +204,43 @@ class LocalSandbox(Sandbox):
 
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "provider": self.provider_name, "folder": str(self.folder)}
+
+
+def marked_processes(sandbox_id: str) -> list[int]:
+    """The pids of this user's processes whose environment carries ``MARKER=sandbox_id``
+    (none where there is no ``/proc`` to read)."""
+    wanted = f"{MARKER}={sandbox_id}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    me = os.getpid()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:  # gone, or another user's
+            continue
+        if wanted in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def kill_marked(sandbox_id: str) -> None:
+    """End every process that carries the sandbox's marker; again while new ones appear (a
+    process forking as it is killed), at most a few rounds."""
+    for _ in range(5):
+        pids = marked_processes(sandbox_id)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _kill_group(process: Any) -> None:

@@ -63,3 +63,32 @@ async def test_a_reused_pid_is_left_alone(tmp_path: Path) -> None:
     (records / str(os.getpid())).write_text("1", encoding="ascii")  # not our start time
     await sandbox.terminate()
     assert process_start(os.getpid()) is not None
+
+
+async def test_processes_that_leave_the_commands_group_end_with_the_sandbox(
+        tmp_path: Path) -> None:
+    """Issue 31, class 10: a command's children that outlive it in the background, in a new
+    session (setsid) or ignoring hang-ups (nohup) are ended by teardown, and by gc's terminate
+    from another process."""
+    from agent_env.sandbox.local import marked_processes
+
+    provider = LocalSandboxProvider(tmp_path / "local")
+    sandbox = await provider.create(SandboxSpec(name="leaky"))
+    result = await sandbox.exec(
+        "(sleep 310 >/dev/null 2>&1 &); nohup sleep 311 >/dev/null 2>&1 & "
+        "setsid sleep 312 >/dev/null 2>&1 < /dev/null & echo started")
+    assert result.exit_code == 0 and "started" in result.stdout
+    deadline = time.monotonic() + 5
+    while len(marked_processes(sandbox.id)) < 3:
+        assert time.monotonic() < deadline, marked_processes(sandbox.id)
+        time.sleep(0.02)
+    leftovers = marked_processes(sandbox.id)
+    assert all(process_start(pid) is not None for pid in leftovers)  # the command has ended
+    again = await provider.attach(sandbox.id)  # as gc would, knowing only the id
+    assert again is not None
+    await again.terminate()
+    deadline = time.monotonic() + 5
+    while any(process_start(pid) is not None for pid in leftovers):
+        assert time.monotonic() < deadline, f"still running: {leftovers}"
+        time.sleep(0.02)
+    assert marked_processes(sandbox.id) == []
