@@ -117,8 +117,13 @@ class Config:
     def sandbox_chain(self, *, agent: bool = False) -> list[str]:
         """The sandbox providers to try, in order (``[sandbox] default = "a,b"``)."""
         section = self._table("sandbox")  # names only: no provider's secrets are needed
-        value = section.get("agent_default" if agent else "default") or section.get("default")
-        return [p.strip() for p in str(value or "local").split(",") if p.strip()]
+        key = "agent_default" if agent and section.get("agent_default") else "default"
+        value = section.get(key)
+        chain = [p.strip() for p in str(value or "local").split(",") if p.strip()]
+        if not chain:
+            raise ConfigError(f"[sandbox] {key} = {value!r} names no sandbox provider; give "
+                              "one or more names, such as \"local\" or \"docker,local\"")
+        return chain
 
     def provider_settings(self, name: str) -> dict[str, Any]:
         providers = self._table("sandbox").get("providers", {})
@@ -165,16 +170,34 @@ def ensure_private_dir(path: Path) -> Path:
 # -- finding and reading the file ---------------------------------------------------------
 
 
+#: What named the config file, for messages: the variable, or ``--config`` when the command
+#: line set it (it passes the path on through the variable).
+named_by = CONFIG_ENV
+
+
 def find_config_file(start: Path | None = None) -> Path | None:
     """``AGENT_ENV_CONFIG`` if set (it must exist), else the nearest ``.agentenv/config.toml``."""
     named = os.environ.get(CONFIG_ENV)
     if named:
+        import stat
+
         path = Path(named).expanduser()
-        if not path.is_file():
-            raise ConfigError(
-                f"{CONFIG_ENV} names {path}, which does not exist "
-                "(create it, or unset the variable to use .agentenv/config.toml)"
-            )
+        undo = ("or give another path" if named_by != CONFIG_ENV else
+                "or unset the variable to use .agentenv/config.toml")
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise ConfigError(f"{named_by} names {path}, which does not exist (create it, "
+                              f"{undo})") from None
+        except OSError as exc:
+            raise ConfigError(f"{named_by} names {path}, which cannot be read "
+                              f"({exc.strerror or exc}); {undo}") from None
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"{named_by} names {path}, which is a folder; name the TOML file "
+                              f"itself (such as {path / CONFIG_RELATIVE.name}), {undo}")
+        if not stat.S_ISREG(mode):  # a FIFO would block the read, a device never end
+            raise ConfigError(f"{named_by} names {path}, which is not a regular file; name a "
+                              f"TOML file, {undo}")
         return path
     folder = (start or Path.cwd()).resolve()
     for candidate in (folder, *folder.parents):
@@ -190,9 +213,17 @@ def find_config_file(start: Path | None = None) -> Path | None:
     return None
 
 
+def loads_toml(text: str) -> dict[str, Any]:
+    """TOML text as plain data, the one way every TOML file is read: a UTF-8 byte-order mark
+    (as some editors save) is dropped, as the JSON readers drop it. Raises tomlkit's
+    ParseError."""
+    import tomlkit
+
+    return tomlkit.parse(text.removeprefix("\ufeff")).unwrap()
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file with tomlkit; an error names the file and line."""
-    import tomlkit
     from tomlkit.exceptions import ParseError
 
     try:
@@ -204,7 +235,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x});"
                           " save the file as UTF-8") from None
     try:
-        return tomlkit.parse(text).unwrap()
+        return loads_toml(text)
     except ParseError as exc:
         raise ConfigError(
             f"{path}:{exc.line}: invalid TOML ({_parse_reason(exc)}); fix that line"

@@ -246,11 +246,12 @@ def _escape_problem(label: str, folder: Path, full: str, root: str) -> str | Non
 
 
 def _read_toml(path: Path, label: str, problems: list[str]) -> dict[str, Any] | None:
-    import tomlkit
     from tomlkit.exceptions import ParseError
 
+    from agent_env.config import loads_toml
+
     try:
-        return tomlkit.parse(read_own(path, path.parent).decode("utf-8")).unwrap()
+        return loads_toml(read_own(path, path.parent).decode("utf-8"))
     except ParseError as exc:
         problems.append(f"{label}:{exc.line}: invalid TOML ({str(exc).split(' at line')[0]})")
     except OwnFileError as exc:

@@ -46,6 +46,10 @@ def _collect(paths: tuple[Path, ...]) -> list[Any]:
             stat = path.stat()
             found = [BundleFile(path.name, path, _sha256(path), stat.st_size,
                                 0o755 if stat.st_mode & 0o111 else 0o644)]
+        elif os.path.lexists(path):  # a device, FIFO or socket: never read (/dev/zero ends not)
+            problems.append(f"{path}: not a regular file or folder (store a file's contents "
+                            "as a file)")
+            continue
         else:
             problems.append(f"{path}: no such file or folder")
             continue
@@ -107,8 +111,8 @@ def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | No
     record = versioned.get("artifacts", artifact_id, version)
     if record is None:
         at = f" version {version}" if version else ""
-        raise UserError(f"no artifact '{artifact_id}'{at} is stored (agent-env artifact list "
-                        "shows them)")
+        raise UserError(f"no artifact '{artifact_id}'{at} is stored (agent-env artifact file "
+                        "list shows them)")
     if kind is not None and record.body.get("type") != kind:
         raise UserError(f"artifact '{artifact_id}' is a {record.body.get('type')} artifact, "
                         f"not a {kind} (use: agent-env artifact file get)")

@@ -73,7 +73,10 @@ def _disable_plugins(ctx: click.Context, param: click.Parameter, values: tuple[s
 
 def _use_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value:
-        os.environ["AGENT_ENV_CONFIG"] = value
+        from agent_env import config
+
+        os.environ["AGENT_ENV_CONFIG"] = value  # child processes (runs) use the same file
+        config.named_by = "--config"
 
 
 @click.group(cls=AgentEnvGroup, context_settings={"help_option_names": ["-h", "--help"]})

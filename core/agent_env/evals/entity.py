@@ -97,12 +97,14 @@ def read_eval_file(path: Path) -> EvalFile:
         raise UserError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save "
                         "the file as UTF-8") from None
     if path.suffix == ".toml":
-        import tomllib
+        from tomlkit.exceptions import ParseError
+
+        from agent_env.config import loads_toml
 
         try:
-            data: Any = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"{path}: {exc}") from None
+            data: Any = loads_toml(text)
+        except ParseError as exc:
+            raise UserError(f"{path}:{exc.line}: invalid TOML ({exc})") from None
     else:
         try:
             data = loads_strict(text)

@@ -210,7 +210,7 @@ def marked_processes(sandbox_id: str) -> list[int]:
     """The pids of this user's processes whose environment carries ``MARKER=sandbox_id``
     (none where there is no ``/proc`` to read)."""
     wanted = f"{MARKER}={sandbox_id}".encode()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -66,8 +66,12 @@ def check_steps(
         problems.extend(_check_depends_on(raw, label, earlier, first_position))
         step_type = raw.get("type")
         step_class = registry.get(step_type) if isinstance(step_type, str) else None
-        if not isinstance(step_type, str):
+        if "type" not in raw:
             problems.append(f"{label}: has no 'type' (known: {', '.join(sorted(registry))})")
+        elif not isinstance(step_type, str):
+            problems.append(f"{label}: 'type' must be a step type's name (a string), not "
+                            f"{json_type(step_type)} {_short(step_type)} (known: "
+                            f"{', '.join(sorted(registry))})")
         elif step_class is None:
             problems.append(f"{label}: '{step_type}' is not a known step type")
         if isinstance(raw.get("id"), str):

@@ -60,8 +60,17 @@ def serve(host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
             await site.start()
         except OSError as exc:
             await runner.cleanup()
-            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); "
-                            "pick another port with --port") from None
+            import errno
+            import socket
+
+            if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+                raise UserError(f"cannot listen on {host} ({exc.strerror or exc}): it is not "
+                                "an address of this machine; give one with --host (such as "
+                                "127.0.0.1)") from None
+            if exc.errno == errno.EADDRINUSE:
+                raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); pick "
+                                "another port with --port") from None
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
         bound = runner.addresses[0][1]
         shown = f"[{host}]" if ":" in host else host
         # runs on this machine post their events here (agentenv_explorer.live)

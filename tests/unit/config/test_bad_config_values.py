@@ -93,3 +93,31 @@ def test_a_setting_that_is_not_a_finite_number_is_refused(value) -> None:
     with pytest.raises(ConfigError, match=r"\[plugins.x\] build_timeout = .*give a finite"):
         build(Settings, {"build_timeout": value}, where="[plugins.x]", what="x")
     assert build(Settings, {"build_timeout": 1e300}, where="[plugins.x]", what="x")
+
+
+def test_a_utf8_byte_order_mark_is_read_past_in_every_toml_file(tmp_path: Path) -> None:
+    """Issue 31, class 18: a BOM (as some editors save) made TOML files fail with "Empty key"
+    while JSON files took it; every TOML file is now read through one reader."""
+    from agent_env.agents import read_agent
+    from agent_env.bundles.model import local_id_root
+    from agent_env.bundles.parse import parse_bundle
+    from agent_env.config import read_toml
+    from agent_env.evals.entity import read_eval_file
+
+    bom = "\ufeff"
+    config = tmp_path / "config.toml"
+    config.write_text(bom + '[sandbox]\ndefault = "local"\n', encoding="utf-8")
+    assert read_toml(config) == {"sandbox": {"default": "local"}}
+    bundle = tmp_path / "b"
+    (bundle / "envs" / "e").mkdir(parents=True)
+    (bundle / "envs" / "e" / "env.toml").write_text(bom + 'environment_name = "e"\n'
+                                                   'image = "x:1"\n', encoding="utf-8")
+    parsed, problems = parse_bundle(bundle, local_id_root(bundle))
+    assert problems == [] and parsed.envs[0].environment_name == "e"
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "agent.toml").write_text(bom + 'type = "a2a"\nimage = "x:1"\n', encoding="utf-8")
+    assert read_agent("a", agent).image == "x:1"
+    evals = tmp_path / "e.toml"
+    evals.write_text(bom + 'tasks = ["t1"]\n', encoding="utf-8")
+    assert [t.task_id for t in read_eval_file(evals).tasks] == ["t1"]

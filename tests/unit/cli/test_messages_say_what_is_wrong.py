@@ -1,0 +1,71 @@
+"""Issue 31, class 18: messages that named the wrong cause now name the right one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_runner import cli
+
+
+def test_a_step_type_that_is_not_a_string_is_not_called_missing(
+        state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    bundle = tmp_path / "b"
+    (bundle / "tasks").mkdir(parents=True)
+    (bundle / "tasks" / "t.json").write_text(json.dumps([{"id": "a", "type": 5},
+                                                         {"id": "b"}]))
+    code, _, err = cli(capsys, "run", str(bundle))
+    assert code == 1
+    assert "step 'a': 'type' must be a step type's name (a string), not a number 5" in err
+    assert "step 'b': has no 'type'" in err
+
+
+def test_a_sandbox_default_that_names_nothing_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from agent_env import runtime
+    from agent_env.errors import ConfigError
+
+    config = tmp_path / "c.toml"
+    config.write_text('[sandbox]\ndefault = ",,,"\n')
+    monkeypatch.setenv("AGENT_ENV_CONFIG", str(config))
+    runtime.reset()
+    try:
+        with pytest.raises(ConfigError, match=r"\[sandbox\] default = ',,,' names no sandbox"):
+            runtime.current().config.sandbox_chain()
+    finally:
+        runtime.reset()
+
+
+def test_a_device_is_not_called_missing(state_root: Path, capsys: Any) -> None:
+    code, _, err = cli(capsys, "artifact", "file", "put", "--id", "z", "/dev/zero")
+    assert code == 1 and "/dev/zero: not a regular file or folder" in err
+
+
+@pytest.mark.parametrize("how", ["variable", "option"])
+def test_a_config_path_that_is_not_a_file_says_what_it_is(tmp_path: Path, how: str) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(tmp_path / "state")}
+    for target, says in ((tmp_path, "which is a folder"), (fifo, "not a regular file"),
+                         (tmp_path / "none.toml", "which does not exist")):
+        args = [sys.executable, "-m", "agent_env", "config", "show"]
+        if how == "option":
+            args[3:3] = ["--config", str(target)]
+            env.pop("AGENT_ENV_CONFIG", None)
+        else:
+            env["AGENT_ENV_CONFIG"] = str(target)
+        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=30)
+        named = "--config" if how == "option" else "AGENT_ENV_CONFIG"
+        assert done.returncode != 0, done.stdout
+        assert done.stderr.startswith(f"Error: {named} names {target}, "), done.stderr
+        assert says in done.stderr
+
+
+def test_up_on_a_host_that_is_not_here_does_not_blame_the_port(
+        state_root: Path, capsys: Any) -> None:
+    code, _, err = cli(capsys, "up", "--host", "evil.invalid", "--port", "0")
+    assert code == 1 and "it is not an address of this machine" in err and "--port" not in err
