@@ -109,6 +109,9 @@ def judge(provider: str, sandbox: Any, labels: dict[str, str], owner: OwnerState
     if expires_at is not None and expires_at < now:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at))
         return Found(provider, sandbox_id, run, True, f"expired at {stamp}", sandbox=sandbox)
+    if owner.alive:
+        return Found(provider, sandbox_id, run, False, f"live run: {owner.why}", live=True,
+                     sandbox=sandbox)
     made_under = labels.get(STATE_LABEL)
     if made_under and state and made_under != state:
         until = "" if expires_at is None else " until it expires"
@@ -117,9 +120,6 @@ def judge(provider: str, sandbox: Any, labels: dict[str, str], owner: OwnerState
             "to judge it)"), sandbox=sandbox)
     if owner.alive is False:
         return Found(provider, sandbox_id, run, True, owner.why, sandbox=sandbox)
-    if owner.alive:
-        return Found(provider, sandbox_id, run, False, f"live run: {owner.why}", live=True,
-                     sandbox=sandbox)
     until = " and no expiry" if expires_at is None else ""
     return Found(provider, sandbox_id, run, False, f"kept: {owner.why}{until}", sandbox=sandbox)
 
