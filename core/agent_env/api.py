@@ -127,6 +127,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "validate_prefix": ("agent_env.stores.base", "validate_prefix"),
     "MAX_KEY_BYTES": ("agent_env.stores.base", "MAX_KEY_BYTES"),
     "MAX_VERSION": ("agent_env.stores.base", "MAX_VERSION"),
+    "MAX_TASK_FILE_BYTES": ("agent_env.bundles.jsonfile", "MAX_FILE_BYTES"),
     "Document": ("agent_env.stores.base", "Document"),
     "Filter": ("agent_env.stores.base", "Filter"),
     "Sort": ("agent_env.stores.base", "Sort"),
@@ -160,6 +161,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     # ruff cannot read the computed __all__, so it would call these re-exports unused
     from agent_env.agents import AgentDefinition
     from agent_env.bundles.entities import write_stored_files
+    from agent_env.bundles.jsonfile import MAX_FILE_BYTES as MAX_TASK_FILE_BYTES
     from agent_env.cli.gc_cmd import find_leftovers
     from agent_env.cli.gc_cmd import remove as remove_leftovers
     from agent_env.config import get_config

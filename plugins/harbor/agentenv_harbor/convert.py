@@ -43,7 +43,7 @@ from typing import Any
 
 import attrs
 
-from agent_env.api import UserError
+from agent_env.api import MAX_TASK_FILE_BYTES, UserError
 
 TEMPLATES = Path(__file__).parent / "templates"
 SHELL_FILE = "agentenv_harbor_shell.py"
@@ -202,26 +202,44 @@ def task_folders(source: Path) -> list[Path]:
     return found
 
 
+#: The tables of task.toml the import reads; each must be a table when present.
+TABLES = ("task", "agent", "verifier", "environment")
+#: The longest timeout an import writes into a task (a day): longer is a typo, not a plan.
+MAX_TIMEOUT_SEC = 24 * 3600.0
+
+
 def _read_settings(folder: Path) -> dict[str, Any]:
+    where = folder / "task.toml"
     try:
-        return tomllib.loads(read_text(folder / "task.toml").removeprefix("\ufeff"))
+        settings = tomllib.loads(read_text(where).removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{folder / 'task.toml'}: not valid TOML ({exc})") from None
+        raise UserError(f"{where}: not valid TOML ({exc})") from None
+    except RecursionError:  # arrays nested past the parser's depth
+        raise UserError(f"{where}: not valid TOML (nested too deep)") from None
+    for table in TABLES:
+        if table in settings and not isinstance(settings[table], dict):
+            raise UserError(f"{where}: {table} must be a table ([{table}]), not "
+                            f"{settings[table]!r}"[:300])
+    return settings
 
 
 def _seconds(settings: dict[str, Any], table: str, folder: Path) -> float | None:
     value = (settings.get(table) or {}).get("timeout_sec")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise UserError(f"{folder / 'task.toml'}: [{table}] timeout_sec must be a positive "
-                        f"number of seconds, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 < value <= MAX_TIMEOUT_SEC:  # also refuses inf and nan (TOML has both)
+        raise UserError(f"{folder / 'task.toml'}: [{table}] timeout_sec must be a number of "
+                        f"seconds from 0 to {MAX_TIMEOUT_SEC:.0f}, not {value!r}")
     return float(value)
 
 
 def _name(settings: dict[str, Any], folder: Path) -> str:
     declared = (settings.get("task") or {}).get("name")
-    return _slug(str(declared).rsplit("/", 1)[-1]) if declared else _slug(folder.name)
+    if declared is not None and not isinstance(declared, str):
+        raise UserError(f"{folder / 'task.toml'}: [task] name must be a string, not "
+                        f"{declared!r}"[:300])
+    return _slug(declared.rsplit("/", 1)[-1]) if declared else _slug(folder.name)
 
 
 def _check(folder: Path) -> list[str]:
@@ -336,7 +354,11 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
     tasks = output / "tasks"
     tasks.mkdir(exist_ok=True)
     steps = _task_steps(name, instruction, _seconds(settings, "agent", folder))
-    (tasks / f"{name}.json").write_text(json.dumps(steps, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(steps, indent=2) + "\n"
+    if len(text.encode("utf-8")) > MAX_TASK_FILE_BYTES:  # a bundle we could not run
+        raise UserError(f"{folder / 'instruction.md'}: too long for a task file (at most "
+                        f"{MAX_TASK_FILE_BYTES // 1024**2} MiB with its steps)")
+    (tasks / f"{name}.json").write_text(text, encoding="utf-8")
 
     lines = [f"imported {folder} -> tasks/{name}.json, envs/{name}/, "
              f"artifacts/{name}{ARTIFACT_SUFFIX}/"]
