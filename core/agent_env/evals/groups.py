@@ -70,6 +70,25 @@ class Group:
                             "start a new run without --resume") from None
 
 
+def readable_slot(doc: Mapping[str, Any]) -> bool:
+    """Whether a slot row holds what a resume reads, each of its type (a row edited by hand,
+    or half-written by another tool, must not stop a resume with a traceback)."""
+    state, rev, index = doc.get("state"), doc.get("rev"), doc.get("index")
+    return (state in (CLAIMED, DONE, RELEASED) and type(rev) is int and type(index) is int
+            and isinstance(doc.get("owner", ""), str | None)
+            and isinstance(doc.get("instance_id"), str | None)
+            and isinstance(doc.get("outcome"), str | None)
+            and isinstance(doc.get("attempts", []), list)
+            and all(isinstance(a, str) for a in doc.get("attempts") or []))
+
+
+def log_corrupt_slot(key: str) -> None:
+    from agent_env.logs import get_logger
+
+    get_logger(__name__).warning("eval.slot.corrupt", slot=key,
+                                 detail="unreadable run-slot row; the slot runs again")
+
+
 def new_group_id() -> str:
     return "evalrun-" + "".join(secrets.choice(_ALPHABET) for _ in range(8))
 
@@ -126,8 +145,10 @@ class GroupStore:
         return Group.from_document(doc)
 
     def slot_documents(self, group: Group) -> dict[int, dict[str, Any]]:
+        """The group's readable slot rows by index (a corrupt row is left out: its slot is
+        run again, see :meth:`claim`)."""
         docs = self.documents.query(SLOTS, {"group": group.group_id})
-        return {int(d["index"]): d for d in docs}
+        return {int(d["index"]): d for d in docs if readable_slot(d)}
 
     def _key(self, group: Group, slot: Slot) -> str:
         return f"{group.group_id}#{slot.index}"
@@ -136,18 +157,21 @@ class GroupStore:
         from agent_env.stores.base import DuplicateKeyError
 
         key = self._key(group, slot)
+        fresh = {"_id": key, "group": group.group_id, "index": slot.index, "state": CLAIMED,
+                 "owner": self.owner, "rev": 1, "instance_id": None, "outcome": None,
+                 "attempts": []}
         for _ in range(20):
             doc = self.documents.find_one(SLOTS, {"_id": key})
             if doc is None:
                 try:
-                    self.documents.insert(SLOTS, {"_id": key, "group": group.group_id,
-                                                  "index": slot.index, "state": CLAIMED,
-                                                  "owner": self.owner, "rev": 1,
-                                                  "instance_id": None, "outcome": None,
-                                                  "attempts": []})
+                    self.documents.insert(SLOTS, fresh)
                     return Claim("mine")
                 except DuplicateKeyError:
                     continue
+            if not readable_slot(doc):  # nothing in it can be trusted: run the slot again
+                log_corrupt_slot(key)
+                self.documents.replace(SLOTS, {"_id": key}, fresh)
+                return Claim("mine")
             if doc["state"] == DONE and doc.get("outcome") in COMPLETED:
                 return Claim("done", doc)
             if doc["state"] == CLAIMED and _owner_alive(str(doc.get("owner"))):
