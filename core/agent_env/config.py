@@ -149,10 +149,27 @@ class Config:
         return ensure_private_dir(root)
 
 
+#: Kernel filesystems: what looks like a folder or file there is the system's, not storage.
+SYSTEM_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def system_folder(path: Path) -> str | None:
+    """The kernel filesystem ``path`` lies in (``/proc``...), links resolved; None if none."""
+    real = os.path.realpath(path)
+    if real == "/dev/shm" or real.startswith("/dev/shm/"):  # a tmpfs for files: storage
+        return None
+    return next((root for root in SYSTEM_ROOTS
+                 if real == root or real.startswith(root + "/")), None)
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) with mode 0700 and return it; a path that cannot
-    be a folder (a file is there, a read-only filesystem, no permission) is a ConfigError
-    naming it."""
+    be a folder (a file is there, a read-only filesystem, no permission, a kernel filesystem
+    such as ``/proc`` or ``/dev/null``) is a ConfigError naming it."""
+    system = system_folder(path)
+    if system is not None:
+        raise ConfigError(f"{path} is in {system}, the system's, not a folder for files; set "
+                          "AGENT_ENV_STATE_DIR ([state] root) to a folder of your own")
     if not path.is_dir():
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)

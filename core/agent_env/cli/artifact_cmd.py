@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID, VERSION
+from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
 
 SKILL = "skill"
@@ -153,7 +153,7 @@ def file_put(artifact_id: str, paths: tuple[Path, ...]) -> None:
 @file_group.command("get")
 @click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
 @click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("--output-dir", required=True, type=OUTPUT_DIR,
               help="Write the files here (nothing is written outside it).")
 def file_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
     """Write a stored artifact's files under --output-dir."""
@@ -209,7 +209,7 @@ def skill_put(artifact_id: str, skill_dir: Path) -> None:
 @skill_group.command("get")
 @click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
 @click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("--output-dir", required=True, type=OUTPUT_DIR,
               help="Write the skill's files here (nothing is written outside it).")
 def skill_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
     """Write a stored skill's files under --output-dir."""

@@ -157,6 +157,48 @@ def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:
                 traceback.print_exc()
             _print_error(exc.message, exc.notes)
             code = EXIT_USER_ERROR
+        elif (disk := _disk_problem(exc)) is not None:
+            if verbose:
+                import traceback
+
+                traceback.print_exc()
+            _print_error(disk, ())
+            code = EXIT_USER_ERROR
         else:
             raise
     sys.exit(code)
+
+
+def _state_disk_full() -> bool:
+    """Whether the disk under the state root has no space left (SQLite reports a full disk
+    as a disk I/O error when it cannot make its journal files)."""
+    try:
+        from agent_env.config import get_config
+
+        found = os.statvfs(get_config().state_root)
+    except Exception:  # a check for a message: never a second error
+        return False
+    return found.f_bavail == 0
+
+
+def _disk_problem(exc: BaseException) -> str | None:
+    """One line for a full or read-only disk met anywhere (a store's write, a cache's, a
+    record's): the machine's state, not a bug, and the user can fix it. None otherwise."""
+    import errno
+    import sqlite3
+
+    found: BaseException | None = exc
+    while found is not None:  # the store may have wrapped the OSError
+        if isinstance(found, OSError) and found.errno in (errno.ENOSPC, errno.EDQUOT,
+                                                          errno.EROFS):
+            where = f" writing {found.filename}" if found.filename else ""
+            return (f"{found.strerror}{where}; free space there (or set AGENT_ENV_STATE_DIR to "
+                    "a folder on another disk) and run the command again")
+        if isinstance(found, sqlite3.OperationalError) and (
+                "disk is full" in str(found) or "readonly database" in str(found)
+                or ("disk I/O error" in str(found) and _state_disk_full())):
+            return (f"the local document store cannot write ({found}): the disk under the "
+                    "state root is full or read-only; free space there (or set "
+                    "AGENT_ENV_STATE_DIR to a folder on another disk) and run the command again")
+        found = found.__cause__ or found.__context__
+    return None

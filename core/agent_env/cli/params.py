@@ -97,7 +97,13 @@ class OutputDir(_Type):
                 ctx: click.Context | None) -> Path:
         import os
 
+        from agent_env.config import system_folder
+
         path = Path(value).expanduser()
+        system = system_folder(path)
+        if system is not None:  # /proc/self or /dev/null look writable and hold nothing
+            self.fail(f"{str(path)!r} is in {system}, the system's; give a folder of your own",
+                      param, ctx)
         probe = path
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent

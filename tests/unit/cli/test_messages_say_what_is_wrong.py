@@ -69,3 +69,24 @@ def test_up_on_a_host_that_is_not_here_does_not_blame_the_port(
         state_root: Path, capsys: Any) -> None:
     code, _, err = cli(capsys, "up", "--host", "evil.invalid", "--port", "0")
     assert code == 1 and "it is not an address of this machine" in err and "--port" not in err
+
+
+@pytest.mark.parametrize("where", ["/proc/self", "/dev/null", "/proc/self/out", "/sys/kernel"])
+def test_an_output_dir_in_a_kernel_filesystem_is_refused_first(
+        state_root: Path, tmp_path: Path, capsys: Any, where: str) -> None:
+    """Issue 31, class 14: these looked writable to root and ended in tracebacks."""
+    one = tmp_path / "one.txt"
+    one.write_text("1")
+    assert cli(capsys, "artifact", "file", "put", "--id", "one", str(one))[0] == 0
+    code, _, err = cli(capsys, "artifact", "file", "get", "--id", "one", "--output-dir", where)
+    assert code == 2 and f"'{where}' is in /" in err and "give a folder of your own" in err
+
+
+@pytest.mark.parametrize("where", ["/dev/null", "/proc/self"])
+def test_a_state_root_in_a_kernel_filesystem_is_refused(where: str) -> None:
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": where}
+    env.pop("AGENT_ENV_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "agent_env", "artifact", "file", "list"],
+                          env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {where} is in /") and "remove it" not in done.stderr
