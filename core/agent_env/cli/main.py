@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None, prog_name: str = "agent-env") -> None:
                 import traceback
 
                 traceback.print_exc()
-            _print_error(disk, ())
+            _print_error(disk, [])
             code = EXIT_USER_ERROR
         else:
             raise
