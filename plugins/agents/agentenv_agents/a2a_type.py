@@ -37,7 +37,6 @@ import logging
 import re
 import secrets
 import shutil
-import tempfile
 import time
 import tomllib
 import uuid
@@ -46,7 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.api import AgentReply, InfraError, StepError, Usage, build_with_progress
+from agent_env.api import (
+    AgentReply,
+    InfraError,
+    StepError,
+    Usage,
+    build_with_progress,
+    owned_scratch,
+)
 
 from .object_forms import card_extension, forget_staged, offers_objects
 from .skill_config import give_skills
@@ -215,9 +221,9 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         token, admin = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         for secret in (token, admin, api_key):
             ctx.register_secret(secret)
-        with tempfile.TemporaryDirectory(prefix="agent-env-model-gateway-") as folder:
-            write_gateway_context(Path(folder))
-            image = await build_with_progress(sandbox, folder, MODEL_GATEWAY_IMAGE,
+        with owned_scratch("agent-env-model-gateway-") as folder:  # gc finds it after kill -9
+            write_gateway_context(folder)
+            image = await build_with_progress(sandbox, str(folder), MODEL_GATEWAY_IMAGE,
                                 {"agentenv.role": "model-gateway"}, "model-gateway", say)
         env = {"AGENTENV_MODEL_TOKEN": token, "AGENTENV_MODEL_ADMIN_TOKEN": admin,
                "AGENTENV_MODEL_PORT": str(MODEL_GATEWAY_PORT)}
@@ -780,8 +786,8 @@ class A2aAgentType:
             image = source.image
             say(f"agents/{source.name}: image {image} (given)")
         else:
-            with tempfile.TemporaryDirectory(prefix="agent-env-agent-") as folder:
-                context = Path(folder) / source.name
+            with owned_scratch("agent-env-agent-") as folder:  # gc finds it after kill -9
+                context = folder / source.name
                 shutil.copytree(source.folder, context, ignore=shutil.ignore_patterns(
                     "__pycache__", "*.pyc", ".git"))
                 if source.dockerfile != "Dockerfile":
