@@ -370,6 +370,7 @@ async def _execute(
                 await teardown
             except asyncio.CancelledError:
                 stopped = True
+                await session.teardown.recheck()  # list only what is really still up
             teardown_summary(session.teardown, stopped)
     finally:
         for signum in names:

@@ -102,8 +102,14 @@ class TaskContext:
     def add_sandbox(self, name: str, sandbox: Sandbox) -> None:
         """Register a sandbox made elsewhere (an env type's host) by name, for teardown too."""
         self.sandboxes[name] = sandbox
+        async def gone() -> bool:
+            from agent_env.tasks.sandboxes import open_provider
+
+            return await open_provider(sandbox.provider_name).attach(sandbox.id) is None
+
         self._sandbox_items[name] = self.teardown.register(
-            "sandbox", f"sandbox {name} ({sandbox.provider_name} {sandbox.id})", sandbox.terminate
+            "sandbox", f"sandbox {name} ({sandbox.provider_name} {sandbox.id})", sandbox.terminate,
+            gone,
         )
 
     def sandbox(self, name: str) -> Sandbox:

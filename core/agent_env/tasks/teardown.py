@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 import attrs
 
 Close = Callable[[], Awaitable[None]]
+#: Whether a thing is already down (a sandbox its provider no longer finds).
+Probe = Callable[[], Awaitable[bool]]
 
 
 @attrs.define
@@ -23,6 +25,8 @@ class TeardownItem:
     close: Close = attrs.field(repr=False)
     done: bool = False
     error: str | None = None
+    #: asked after a stopped teardown, so that what is gone is not listed as still up
+    gone: Probe | None = attrs.field(default=None, repr=False)
 
 
 @attrs.frozen
@@ -62,10 +66,29 @@ class Teardown:
         #: What the runs serve while up, in the order they came up (see :class:`Endpoint`).
         self.endpoints: list[Endpoint] = []
 
-    def register(self, kind: str, label: str, close: Close) -> TeardownItem:
-        item = TeardownItem(kind, label, close)
+    def register(self, kind: str, label: str, close: Close,
+                 gone: Probe | None = None) -> TeardownItem:
+        item = TeardownItem(kind, label, close, gone=gone)
         self.items.append(item)
         return item
+
+    async def recheck(self, timeout: float = 5.0) -> None:
+        """After a stopped teardown: mark done what is down already (the item being closed
+        when the stop came may have finished its work), asking each probe side by side for
+        at most ``timeout`` seconds; what cannot be asked stays listed."""
+        import asyncio
+
+        async def ask(item: TeardownItem) -> None:
+            assert item.gone is not None
+            try:
+                if await item.gone():
+                    item.done, item.error = True, None
+            except Exception:  # a probe for a message: the item stays listed
+                pass
+
+        waiting = [ask(i) for i in self.still_up() if i.gone is not None]
+        if waiting:
+            await asyncio.wait([asyncio.ensure_future(w) for w in waiting], timeout=timeout)
 
     def still_up(self) -> list[TeardownItem]:
         return [item for item in self.items if not item.done]
