@@ -69,8 +69,13 @@ def test_the_provider_table_is_checked_by_the_kernel() -> None:
         runtime.provider("docker")
     assert unknown.value.message == (
         "[sandbox.providers.docker.config] has unknown setting(s) internal_netwrok for the "
-        "'docker' sandbox provider (known: base_url, default_image, internal_network)"
+        "'docker' sandbox provider (known: base_url, default_image, default_memory_mb, "
+        "internal_network)"
     )
+    runtime = Runtime()
+    runtime.configure(sandbox={"providers": {"docker": {"config": {"default_memory_mb": 2}}}})
+    with pytest.raises(ConfigError, match="default_memory_mb must be a whole number of MiB"):
+        runtime.provider("docker")
     runtime = Runtime()
     runtime.configure(sandbox={"providers": {"docker": {"config": {"internal_network": True}}}})
     provider = runtime.provider("docker")
