@@ -28,6 +28,18 @@ asyncio.run(main())
 """
 
 
+async def terminate_from_its_id(provider: LocalSandboxProvider, sandbox_id: str,
+                                pids: list[int]) -> None:
+    """Terminate as gc does, knowing only the id; then every pid must end within 5 s."""
+    found = await provider.attach(sandbox_id)
+    assert found is not None
+    await found.terminate()
+    deadline = time.monotonic() + 5
+    while any(process_start(pid) is not None for pid in pids):
+        assert time.monotonic() < deadline, f"still running: {pids}"
+        time.sleep(0.02)
+
+
 async def test_terminate_from_another_process_ends_a_killed_runs_commands(tmp_path: Path) -> None:
     root = tmp_path / "local"
     run = subprocess.Popen([sys.executable, "-c", RUN, str(root)], stdout=subprocess.PIPE,
@@ -45,13 +57,7 @@ async def test_terminate_from_another_process_ends_a_killed_runs_commands(tmp_pa
     run.wait()
     assert all(process_start(pid) is not None for pid in pids)  # orphans, still running
 
-    found = await LocalSandboxProvider(root).attach(sandbox_id)
-    assert found is not None
-    await found.terminate()
-    deadline = time.monotonic() + 5
-    while any(process_start(pid) is not None for pid in pids):
-        assert time.monotonic() < deadline, f"still running: {pids}"
-        time.sleep(0.02)
+    await terminate_from_its_id(LocalSandboxProvider(root), sandbox_id, pids)
     assert not (root / sandbox_id).exists()
 
 
@@ -84,11 +90,5 @@ async def test_processes_that_leave_the_commands_group_end_with_the_sandbox(
         time.sleep(0.02)
     leftovers = marked_processes(sandbox.id)
     assert all(process_start(pid) is not None for pid in leftovers)  # the command has ended
-    again = await provider.attach(sandbox.id)  # as gc would, knowing only the id
-    assert again is not None
-    await again.terminate()
-    deadline = time.monotonic() + 5
-    while any(process_start(pid) is not None for pid in leftovers):
-        assert time.monotonic() < deadline, f"still running: {leftovers}"
-        time.sleep(0.02)
+    await terminate_from_its_id(provider, sandbox.id, leftovers)
     assert marked_processes(sandbox.id) == []
