@@ -104,6 +104,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
     "hermetic_context": ("agent_env.sandbox.docker_host", "hermetic_context"),
     "ownership_labels": ("agent_env.sandbox.ownership", "ownership_labels"),
+    "split_chain": ("agent_env.sandbox.chain", "split_chain"),
     # images
     "image_plan": ("agent_env.images.plan", None),
     "hermetic": ("agent_env.images.hermetic", None),
@@ -196,6 +197,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         SandboxUnsupported,
         build_with_progress,
     )
+    from agent_env.sandbox.chain import split_chain
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
     from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
     from agent_env.scratch import owned_scratch

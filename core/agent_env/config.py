@@ -119,7 +119,9 @@ class Config:
         section = self._table("sandbox")  # names only: no provider's secrets are needed
         key = "agent_default" if agent and section.get("agent_default") else "default"
         value = section.get(key)
-        chain = [p.strip() for p in str(value or "local").split(",") if p.strip()]
+        from agent_env.sandbox.chain import split_chain
+
+        chain = split_chain(str(value or "local"))
         if not chain:
             raise ConfigError(f"[sandbox] {key} = {value!r} names no sandbox provider; give "
                               "one or more names, such as \"local\" or \"docker,local\"")

@@ -15,6 +15,7 @@ import attrs
 from agent_env.bundles.entities import StoredEntities
 from agent_env.bundles.model import Bundle, EvalEntry, TaskEntry
 from agent_env.errors import UserError
+from agent_env.sandbox.chain import split_chain
 from agent_env.tasks.plan import TaskSpec, check_steps
 from agent_env.tasks.steps import Step, rewrite_entity_refs
 
@@ -102,7 +103,7 @@ def preflight_steps(
         rewritten, registry, {k: frozenset(v) for k, v in known.items()}, providers, versions
     )
     chains = [list(sandbox_chain)] if sandbox_chain else [
-        [p.strip() for p in str(getattr(s, "sandbox_type", "") or "").split(",") if p.strip()]
+        split_chain(str(getattr(s, "sandbox_type", "") or ""))
         for s in steps
     ]
     missing = sorted({name for chain in chains for name in chain if name not in providers})

@@ -21,6 +21,7 @@ import click
 
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
+from agent_env.sandbox.chain import option_chain
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -161,7 +162,7 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
     ]
     label = f"validate agent {definition.name}" + (f" v{version}" if version else "")
     spec = TaskSpec(f"{definition.name}.validate", label, tuple(steps), None)
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     if chain:
         check_sandbox_chain(chain)
     _, code = execute([RunRequest(spec, artifacts, {})], sandbox_chain=chain)
@@ -256,7 +257,7 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
     env_vars = _env_vars(env_var)
     if model and (problem := model_problem(model)):
         raise UserError(f"--model: {problem}")
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     if chain:
         from agent_env.cli.run_cmd import check_sandbox_chain
 

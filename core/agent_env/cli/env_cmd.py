@@ -28,6 +28,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
 from agent_env.errors import UserError
+from agent_env.sandbox.chain import option_chain
 
 DEFAULT_TTL_SECONDS = 10800  # the reference's default
 
@@ -145,7 +146,7 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     import asyncio
 
     record = _stored_env(env_id, version)
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain))
     token = str(getattr(deployed, "token", "") or "")
     name = str(getattr(deployed, "environment_name", "") or env_id)
@@ -315,6 +316,6 @@ def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
     label = f"validate env {record.id} v{record.version}"
     spec = TaskSpec(f"{record.id}.validate", label, tuple(steps), None)
     request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), {})
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     _, code = execute([request], sandbox_chain=chain)
     return code

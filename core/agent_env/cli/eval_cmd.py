@@ -22,6 +22,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
+from agent_env.sandbox.chain import option_chain
 
 if TYPE_CHECKING:
     from agent_env.evals.groups import Group, Slot
@@ -260,7 +261,7 @@ def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, 
         find_agent(agent_id)
     if model:
         check_models([("--model", model)])
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     if chain:
         check_sandbox_chain(chain)
     overrides = {key: value for key, value in (("model", model), ("agent", agent_id),

@@ -19,6 +19,7 @@ import click
 
 from agent_env.cli.console import echo, printable
 from agent_env.cli.params import ENTITY_ID
+from agent_env.sandbox.chain import option_chain, split_chain
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
@@ -474,7 +475,7 @@ def sandbox_problems(plan: Any, chain: Sequence[str] | None) -> list[str]:
             for raw in task.spec.raw_steps:
                 wanted = raw.get("sandbox_type")
                 if isinstance(wanted, str) and wanted.strip():
-                    key = tuple(p.strip() for p in wanted.split(",") if p.strip())
+                    key = tuple(split_chain(wanted))
                     chains.setdefault(key, f"{task.entry.label}: step '{raw.get('id')}'")
         chains.setdefault(tuple(get_config().sandbox_chain()), "[sandbox] default")
     problems = []
@@ -504,7 +505,7 @@ def run_bundle(
     from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.session import RunRequest
 
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     overrides = {key: value for key, value in (("model", model), ("agent", agent_id)) if value}
     if agent_id:
         from agent_env.agents import find_agent

@@ -21,6 +21,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
+from agent_env.sandbox.chain import option_chain
 
 
 def _echo_json(value: Any) -> None:
@@ -62,7 +63,7 @@ def _preflight(label: str, raw_steps: list[Any], sandbox: str | None = None) -> 
     from agent_env.bundles.plan import PreflightFailed, preflight_steps, step_registry
     from agent_env.stores import versioned_store
 
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     rewritten, _, problems = preflight_steps(
         label, raw_steps, entity_names={}, registry=step_registry(),
         stored=entity_exists(versioned_store()), sandbox_chain=chain,
@@ -194,7 +195,7 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     if model:
         metadata["model"] = model
     request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), metadata)
-    chain = [p.strip() for p in sandbox.split(",") if p.strip()] if sandbox else None
+    chain = option_chain(sandbox)
     results, code = execute([request], keep=keep, sandbox_chain=chain)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)

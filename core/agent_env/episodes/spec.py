@@ -148,7 +148,9 @@ class EpisodeSpec:
 
             instances = StoredInstances(document_store())
         chain = [sandbox] if isinstance(sandbox, str) else sandbox
-        chain = [p.strip() for item in chain or () for p in item.split(",") if p.strip()]
+        from agent_env.sandbox.chain import split_chain
+
+        chain = [p for item in chain or () for p in split_chain(item)]
         return cls(task, plan, registry, seed=seed, turn_timeout=turn_timeout,
                    reuse_envs=reuse_envs, max_envs=max_envs, instances=instances,
                    sandbox_chain=chain, runtime=runtime)

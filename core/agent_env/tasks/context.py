@@ -80,7 +80,9 @@ class TaskContext:
         if self.sandbox_chain:
             return list(self.sandbox_chain)
         if sandbox_type:
-            return [p.strip() for p in sandbox_type.split(",") if p.strip()]
+            from agent_env.sandbox.chain import split_chain
+
+            return split_chain(sandbox_type)
         from agent_env.config import get_config
 
         return get_config().sandbox_chain()

@@ -231,7 +231,9 @@ class RaySandboxProvider(SandboxProvider):
         one with ``env_slots`` slots); ``inner``: the provider chain each node creates with
         (``docker`` by default; never ``ray``); ``slot_timeout``: seconds a new sandbox waits
         for a free slot before failing (an infrastructure error, not a hang)."""
-        chain = [p.strip() for p in inner.split(",") if p.strip()]
+        from agent_env.api import split_chain
+
+        chain = split_chain(inner)
         if not chain or "ray" in chain:
             raise UserError(f"[sandbox.providers.ray.config] inner must name the providers "
                             f"each node uses (such as \"docker\"), not {inner!r}")

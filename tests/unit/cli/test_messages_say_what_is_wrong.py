@@ -90,3 +90,8 @@ def test_a_state_root_in_a_kernel_filesystem_is_refused(where: str) -> None:
                           env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1
     assert done.stderr.startswith(f"Error: {where} is in /") and "remove it" not in done.stderr
+
+
+def test_a_sandbox_option_that_names_nothing_is_refused(state_root: Path, capsys: Any) -> None:
+    code, _, err = cli(capsys, "run", "hello", "--sandbox", ",,,")
+    assert code == 1 and "--sandbox ',,,' names no sandbox provider" in err, err
