@@ -75,34 +75,6 @@ def read_agent(name: str, folder: Path) -> AgentDefinition:
     )
 
 
-def find_agent(agent_id: str, version: int | None = None) -> AgentDefinition:
-    """The installed agent ``agent_id`` (name or alias), else the one ``a2a-agent put`` stored
-    (``version``, default the latest), read; MissingPluginError when neither has it.
-
-    Installed agents have no versions: ``version`` applies to stored ones (``put`` refuses an
-    installed agent's id, so an id is never both)."""
-    from agent_env.agents.stored import installed_agent, load_stored_agent, stored_record
-
-    source = installed_agent(agent_id)
-    if source is not None:
-        return read_agent(source.name, Path(source.path))
-    record = stored_record(agent_id, version)
-    if record is not None:
-        return load_stored_agent(record)
-    raise _missing_agent(agent_id)
-
-
-def _missing_agent(agent_id: str) -> UserError:
-    from agent_env.plugins.reporting import missing
-    from agent_env.runtime import current
-
-    error = missing(current().host, "agent", agent_id)
-    if str(error).startswith("no "):  # not a known plugin's: maybe the user meant their own
-        return type(error)(f"{error}; none is stored under that id either (agent-env "
-                           f"a2a-agent put --id {agent_id} --folder DIR stores one)")
-    return error
-
-
 def model_problem(model: str) -> str | None:
     """Why nobody would answer ``model``, or None: a ``<provider>:...`` name a plugin serves is
     answered by it; any other name needs the upstream ``[model] base_url``.

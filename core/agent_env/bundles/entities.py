@@ -90,6 +90,20 @@ class StoredEntities:
             return 0
 
 
+def stored_task(versioned: Any, task_id: str, version: int | None = None) -> Any:
+    """The stored task ``task_id`` (the latest unless ``version``); a UserError naming how to
+    store one when there is none."""
+    from agent_env.errors import UserError
+
+    record = versioned.get("tasks", task_id, version)
+    if record is None:
+        at = f" version {version}" if version else ""
+        raise UserError(f"no task '{task_id}'{at} is stored (agent-env task create FILE --id "
+                        f"{task_id} stores one; agent-env run and Task.from_bundle store a "
+                        "bundle's tasks)")
+    return record
+
+
 def entity_exists(versioned: Any) -> StoredEntities:
     """The ``stored`` check preflight takes for ids from outside a bundle."""
     return StoredEntities(versioned)

@@ -112,6 +112,22 @@ def preflight_steps(
     return rewritten, steps, [f"{label}: {p}" for p in problems]
 
 
+def preflight_stored(label: str, raw_steps: Sequence[Any], *, stored: bool = True,
+                     sandbox_chain: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Preflight steps from outside a bundle (a stored task, an eval's, code's): their ids must
+    be stored (``stored``); returns the steps as checked, or raises PreflightFailed."""
+    from agent_env.bundles.entities import entity_exists
+    from agent_env.stores import versioned_store
+
+    rewritten, _, problems = preflight_steps(
+        label, raw_steps, entity_names={}, registry=step_registry(),
+        stored=entity_exists(versioned_store()) if stored else None, sandbox_chain=sandbox_chain,
+    )
+    if problems:
+        raise PreflightFailed(label, problems)
+    return rewritten
+
+
 def _pinned_versions(raw_steps: Sequence[Any], registry: Mapping[str, type[Step]],
                      entity_names: Mapping[str, Mapping[str, str]],
                      stored: StoredEntities | None) -> dict[tuple[str, str], int]:

@@ -85,7 +85,7 @@ def get_agent(agent_id: str, version: int | None) -> None:
     """One agent's definition (its agent.toml, read), as JSON; a stored one's version too."""
     import attrs
 
-    from agent_env.agents import find_agent
+    from agent_env.agents.lookup import find_agent
     from agent_env.agents.stored import installed_agent, stored_record
     from agent_env.errors import UserError
 
@@ -138,7 +138,7 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
 
     The prompt's model is a scripted one answering a fixed text, so no upstream or key is
     needed; the agent passes when its reply carries that text."""
-    from agent_env.agents import find_agent
+    from agent_env.agents.lookup import find_agent
     from agent_env.cli.run_cmd import check_sandbox_chain, execute
     from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
     from agent_env.tasks.plan import TaskSpec
@@ -250,7 +250,8 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
     """Deploy an agent on its own; it stays up until its TTL or a2a-agent teardown."""
     import asyncio
 
-    from agent_env.agents import find_agent, model_problem
+    from agent_env.agents import model_problem
+    from agent_env.agents.lookup import find_agent
     from agent_env.errors import UserError
 
     definition = find_agent(agent_id)

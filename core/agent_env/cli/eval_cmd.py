@@ -206,9 +206,8 @@ def _requests(group: Group, sandbox: str | None,
     builder of each slot's request."""
     import attrs
 
-    from agent_env.bundles.entities import StoredArtifacts
-    from agent_env.bundles.plan import PreflightFailed
-    from agent_env.cli.task_cmd import _preflight, _stored_task
+    from agent_env.bundles.entities import StoredArtifacts, stored_task
+    from agent_env.bundles.plan import PreflightFailed, preflight_stored
     from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.session import RunRequest
@@ -219,9 +218,10 @@ def _requests(group: Group, sandbox: str | None,
         key = (slot.task_id, slot.task_version)
         if key in specs:
             continue
-        record = _stored_task(slot.task_id, slot.task_version)
+        record = stored_task(versioned_store(), slot.task_id, slot.task_version)
         try:
-            steps = _preflight(f"{record.id} v{record.version}", record.body["steps"], sandbox)
+            steps = preflight_stored(f"{record.id} v{record.version}", record.body["steps"],
+                                     sandbox_chain=option_chain(sandbox))
         except PreflightFailed as exc:
             problems += exc.problems
             steps = []
@@ -256,7 +256,7 @@ def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, 
     from agent_env.cli.run_cmd import check_models, check_sandbox_chain
 
     if agent_id:
-        from agent_env.agents import find_agent
+        from agent_env.agents.lookup import find_agent
 
         find_agent(agent_id)
     if model:

@@ -508,7 +508,7 @@ def run_bundle(
     chain = option_chain(sandbox)
     overrides = {key: value for key, value in (("model", model), ("agent", agent_id)) if value}
     if agent_id:
-        from agent_env.agents import find_agent
+        from agent_env.agents.lookup import find_agent
 
         find_agent(agent_id)  # an agent nobody ships is one Error: line before anything runs
     if model:

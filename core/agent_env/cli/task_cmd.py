@@ -59,29 +59,16 @@ def normalise_step(step: Any) -> Any:
 
 
 def _preflight(label: str, raw_steps: list[Any], sandbox: str | None = None) -> list[Any]:
-    from agent_env.bundles.entities import entity_exists
-    from agent_env.bundles.plan import PreflightFailed, preflight_steps, step_registry
-    from agent_env.stores import versioned_store
+    from agent_env.bundles.plan import preflight_stored
 
-    chain = option_chain(sandbox)
-    rewritten, _, problems = preflight_steps(
-        label, raw_steps, entity_names={}, registry=step_registry(),
-        stored=entity_exists(versioned_store()), sandbox_chain=chain,
-    )
-    if problems:
-        raise PreflightFailed(label, problems)
-    return rewritten
+    return preflight_stored(label, raw_steps, sandbox_chain=option_chain(sandbox))
 
 
 def _stored_task(task_id: str, version: int | None) -> Any:
+    from agent_env.bundles.entities import stored_task
     from agent_env.stores import versioned_store
 
-    record = versioned_store().get("tasks", task_id, version)
-    if record is None:
-        at = f" version {version}" if version else ""
-        raise UserError(f"no task '{task_id}'{at} is stored (agent-env task create FILE --id "
-                        f"{task_id} stores one)")
-    return record
+    return stored_task(versioned_store(), task_id, version)
 
 
 @click.group("task")

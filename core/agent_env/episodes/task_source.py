@@ -15,7 +15,6 @@ from typing import Any
 import attrs
 
 from agent_env._tuples import dict_tuple
-from agent_env.errors import UserError
 from agent_env.tasks.artifacts import ArtifactSource, MemoryArtifacts
 from agent_env.tasks.plan import TaskSpec
 
@@ -41,17 +40,11 @@ class Task:
     @classmethod
     def get(cls, task_id: str, version: int | None = None) -> Task:
         """A stored task (the latest version unless ``version``); preflighted."""
-        from agent_env.bundles.entities import StoredArtifacts
+        from agent_env.bundles.entities import StoredArtifacts, stored_task
         from agent_env.stores import object_store, versioned_store
 
         versioned = versioned_store()
-        record = versioned.get("tasks", task_id, version)
-        if record is None:
-            at = f" version {version}" if version else ""
-            raise UserError(
-                f"no task '{task_id}'{at} is stored (agent-env task create FILE --id {task_id} "
-                "stores one; agent-env run and Task.from_bundle store a bundle's tasks)"
-            )
+        record = stored_task(versioned, task_id, version)
         label = f"{record.id} v{record.version}"
         steps = _preflight(label, record.body.get("steps") or [], stored=True)
         name = str(record.body.get("name") or task_id.rsplit("/", 1)[-1])
@@ -95,14 +88,6 @@ class Task:
 
 
 def _preflight(label: str, raw_steps: list[Any], *, stored: bool) -> list[dict[str, Any]]:
-    from agent_env.bundles.entities import entity_exists
-    from agent_env.bundles.plan import PreflightFailed, preflight_steps, step_registry
-    from agent_env.stores import versioned_store
+    from agent_env.bundles.plan import preflight_stored
 
-    rewritten, _, problems = preflight_steps(
-        label, raw_steps, entity_names={}, registry=step_registry(),
-        stored=entity_exists(versioned_store()) if stored else None,
-    )
-    if problems:
-        raise PreflightFailed(label, problems)
-    return rewritten
+    return preflight_stored(label, raw_steps, stored=stored)

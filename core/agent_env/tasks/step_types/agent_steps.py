@@ -254,7 +254,7 @@ class DeployAgent(Step):
 
         ``agent-env run --agent ID`` (the run's ``agent`` metadata) replaces the step's own.
         """
-        from agent_env.agents import find_agent
+        from agent_env.agents.lookup import find_agent
         from agent_env.runtime import current
 
         override = ctx.metadata.get("agent")
