@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 
+from agent_env.plural import plural
+
 #: The folders that make a folder a bundle.
 BUNDLE_FOLDERS = ("envs", "agents", "artifacts", "skills", "tasks", "evals")
 
@@ -118,5 +120,5 @@ class Bundle:
         parts = []
         for noun, count in (("task", len(self.tasks)), ("eval", len(self.evals))):
             if count:
-                parts.append(f"{count} {noun}{'' if count == 1 else 's'}")
+                parts.append(plural(count, noun))
         return ", ".join(parts) or "empty"

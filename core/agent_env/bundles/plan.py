@@ -24,9 +24,9 @@ class PreflightFailed(UserError):
     """Everything wrong with a bundle or task, one problem per note line."""
 
     def __init__(self, where: str, problems: Sequence[str]) -> None:
-        count = len(problems)
-        noun = "problem" if count == 1 else "problems"
-        super().__init__(f"{where} has {count} {noun}; nothing was run:",
+        from agent_env.plural import plural
+
+        super().__init__(f"{where} has {plural(len(problems), 'problem')}; nothing was run:",
                          notes=[f"  {p}" for p in problems])
         self.problems = list(problems)
 

@@ -22,6 +22,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
+from agent_env.plural import plural
 
 SKILL = "skill"
 SKILL_FILE = "SKILL.md"
@@ -125,8 +126,7 @@ def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | No
         target.write_bytes(item.data)
         os.chmod(target, item.mode)
     echo(f"artifact {artifact_id} v{content.version}: wrote "
-               f"{len(content.files)} file{'' if len(content.files) == 1 else 's'} to "
-               f"{output_dir}")
+         f"{plural(len(content.files), 'file')} to {output_dir}")
 
 
 # -- file -----------------------------------------------------------------------------------------
@@ -181,9 +181,8 @@ def file_list(as_json: bool) -> None:
         echo("No artifacts are stored (agent-env artifact file put --id ID PATH stores "
                    "one).")
     for row in rows:
-        count = len(row["files"])
         echo(f"{row['id']}  v{row['version']}  {row['type']}  "
-                   f"{count} file{'' if count == 1 else 's'}")
+             f"{plural(len(row['files']), 'file')}")
 
 
 # -- skill ----------------------------------------------------------------------------------------

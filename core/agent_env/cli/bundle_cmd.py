@@ -22,6 +22,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, VERSION
 from agent_env.errors import UserError
+from agent_env.plural import plural
 
 #: The entity kinds a bundle has folders for, and those folders.
 FOLDERS = {"envs": "envs", "artifacts": "artifacts"}
@@ -223,6 +224,5 @@ def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | 
     _written(folder, write)
     counts = {kind: len(list((folder / sub).iterdir())) if (folder / sub).is_dir() else 0
               for kind, sub in (("task", "tasks"), ("env", "envs"), ("artifact", "artifacts"))}
-    echo(f"Wrote {folder}: " + ", ".join(f"{n} {k}{'' if n == 1 else 's'}"
-                                                for k, n in counts.items()))
+    echo(f"Wrote {folder}: " + ", ".join(plural(n, k) for k, n in counts.items()))
     echo(f"Run it with: agent-env run {folder}")

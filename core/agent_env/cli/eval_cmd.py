@@ -299,7 +299,7 @@ def _run_and_report(group: Group, executor: Any, output_dir: Path | None,
     from agent_env.cli.run_cmd import count_line
     from agent_env.evals.execute import LiveProgress, PlainProgress
     from agent_env.evals.report import summarise, summary_document, table_lines, write_output_dir
-    from agent_env.tasks.teardown import plural
+    from agent_env.plural import plural
 
     label = f"{group.kind} {group.subject_id}" + (
         f" v{group.subject_version}" if group.subject_version else "")

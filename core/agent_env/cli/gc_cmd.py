@@ -48,6 +48,7 @@ import attrs
 import click
 
 from agent_env.cli.console import echo
+from agent_env.plural import plural
 from agent_env.sandbox.ownership import (
     EXPIRES_LABEL,
     OWNER_LABEL,
@@ -326,12 +327,6 @@ def _parse_labels(values: tuple[str, ...]) -> dict[str, str]:
     return labels
 
 
-def _plural(count: int, noun: str = "sandbox") -> str:
-    from agent_env.tasks.teardown import plural
-
-    return plural(count, noun)
-
-
 @click.command("gc")
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before removing.")
@@ -366,8 +361,8 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         echo(f"Not asked: {note}", err=True)
     if kept:
         live = sum(1 for f in kept if f.live)
-        echo(f"Keeping {_plural(len(kept))}" + (f" ({live} of live runs)" if live else "")
-                   + ":")
+        of_live = f" ({live} of live runs)" if live else ""
+        echo(f"Keeping {plural(len(kept), 'sandbox')}{of_live}:")
         for item in kept:
             echo(item.line())
     if not leftovers and not stale and not dead and not temporary and not images \
@@ -376,28 +371,28 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
         return 0
     verb = "Would remove" if dry_run else "Removing"
     if temporary:
-        echo(f"{verb} {_plural(len(temporary), 'temporary file')} a killed writer left:")
+        echo(f"{verb} {plural(len(temporary), 'temporary file')} a killed writer left:")
         for path in temporary:
             echo(f"  {path}")
     if scratch:
-        echo(f"{verb} {_plural(len(scratch), 'scratch folder')} killed commands left:")
+        echo(f"{verb} {plural(len(scratch), 'scratch folder')} killed commands left:")
         for left in scratch:
             echo(f"  {left.folder or left.claim} ({left.why})")
     if images:
-        echo(f"{verb} {_plural(len(images), 'image')} killed builds left:")
+        echo(f"{verb} {plural(len(images), 'image')} killed builds left:")
         for line in images:
             echo(line)
     if dead:
         mark = "Would mark" if dry_run else "Marking"
-        echo(f"{mark} {_plural(len(dead), 'run')} abandoned:")
+        echo(f"{mark} {plural(len(dead), 'run')} abandoned:")
         for run in dead:
             echo(f"  {run.record.instance_id}: {run.reason}")
     if leftovers:
-        echo(f"{verb} {_plural(len(leftovers))}:")
+        echo(f"{verb} {plural(len(leftovers), 'sandbox')}:")
         for item in leftovers:
             echo(item.line())
     if stale:
-        echo(f"{verb} {_plural(len(stale), 'expired deployment')} no listing showed:")
+        echo(f"{verb} {plural(len(stale), 'expired deployment')} no listing showed:")
         for entry in stale:
             echo(f"  {entry.provider} {entry.sandbox_id} (deployed {entry.kind} "
                        f"{entry.instance_id}, expired at {_stamp(entry.expires_at)})")
@@ -433,15 +428,15 @@ def gc(dry_run: bool, yes: bool, label_values: tuple[str, ...]) -> int:
             ledger.remove(entry.instance_id)
     done = len(leftovers) - len(failed)
     if dead:
-        echo(f"Marked {_plural(marked, 'run')} abandoned.")
+        echo(f"Marked {plural(marked, 'run')} abandoned.")
     if temporary:
-        echo(f"Removed {_plural(len(temporary), 'temporary file')}.")
+        echo(f"Removed {plural(len(temporary), 'temporary file')}.")
     if scratch:
-        echo(f"Removed {_plural(len(scratch), 'scratch folder')}.")
+        echo(f"Removed {plural(len(scratch), 'scratch folder')}.")
     if images:
-        echo(f"Removed {_plural(len(removed_images), 'image')}.")
+        echo(f"Removed {plural(len(removed_images), 'image')}.")
     if leftovers:
-        echo(f"Removed {_plural(done)}.")
+        echo(f"Removed {plural(done, 'sandbox')}.")
     if stale:
-        echo(f"Removed {_plural(len(stale) - len(problems), 'expired deployment')}.")
+        echo(f"Removed {plural(len(stale) - len(problems), 'expired deployment')}.")
     return 1 if failed or problems else 0

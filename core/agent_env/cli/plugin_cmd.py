@@ -12,6 +12,7 @@ from agent_env.cli.console import echo
 from agent_env.errors import UserError
 from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED, get_host
 from agent_env.plugins.reporting import KIND_LABELS, find_row, package_rows, problems
+from agent_env.plural import plural
 
 FORMAT_VERSION = 1
 #: What a distribution written for the reference needs to extend agent-env.
@@ -32,7 +33,7 @@ def _summary(provides: list[dict[str, Any]]) -> str:
     for kind in order:
         if kind in counts:
             one, many = KIND_LABELS[kind]
-            parts.append(f"{counts[kind]} {one if counts[kind] == 1 else many}")
+            parts.append(plural(counts[kind], one, many))
     return ", ".join(parts) or "-"
 
 

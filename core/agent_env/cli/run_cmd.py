@@ -19,6 +19,7 @@ import click
 
 from agent_env.cli.console import echo, printable
 from agent_env.cli.params import ENTITY_ID
+from agent_env.plural import plural
 from agent_env.sandbox.chain import option_chain, split_chain
 
 if TYPE_CHECKING:
@@ -209,8 +210,6 @@ OUTCOME_WORDS = (("passed", "passed"), ("unscored", "unscored"),
 def count_line(results: Sequence[TaskResult]) -> str:
     """``3 runs: 1 passed, 1 failed, 1 infrastructure error (not scored)``: an error is counted
     apart from a failure, so an outage never reads as an agent that scored 0."""
-    from agent_env.tasks.teardown import plural
-
     parts = []
     for outcome, words in OUTCOME_WORDS:
         count = sum(1 for r in results if r.outcome == outcome)
@@ -252,8 +251,6 @@ def endpoint_lines(endpoints: Sequence[Any]) -> list[str]:
 
 
 def teardown_summary(teardown: Teardown, stopped: bool) -> None:
-    from agent_env.tasks.teardown import plural
-
     report = teardown.report()
     counts: dict[str, int] = {}
     for item in report.terminated:
@@ -350,8 +347,6 @@ async def _execute(
             if keep and up and state["code"] is None:
                 count = sum(1 for item in up if item.kind == "sandbox") or len(up)
                 noun = "sandbox" if any(i.kind == "sandbox" for i in up) else "thing"
-                from agent_env.tasks.teardown import plural
-
                 echo()
                 them = "it" if count == 1 else "them"
                 echo(f"Holding {plural(count, noun)} up; Ctrl-C tears {them} down.")
@@ -436,10 +431,6 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
     from agent_env.tasks.sandboxes import choose_provider, open_provider
 
     open_provider(choose_provider(list(chain)))
-
-
-def plural_problems(count: int) -> str:
-    return f"{count} problem" + ("" if count == 1 else "s")
 
 
 def model_problems(named: Sequence[tuple[str, str]]) -> list[str]:
@@ -530,7 +521,7 @@ def run_bundle(
 
             for need in needs:
                 echo(f"  {need}", err=True)
-            raise UserError(f"dry run: a real run would fail: {plural_problems(len(needs))} "
+            raise UserError(f"dry run: a real run would fail: {plural(len(needs), 'problem')} "
                             "(listed above); nothing was written or run")
     else:
         if chain:

@@ -21,6 +21,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
+from agent_env.plural import plural
 from agent_env.sandbox.chain import option_chain
 
 
@@ -125,7 +126,7 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
         record = _stored_task(task_id or "", version)
         label, steps = f"{record.id} v{record.version}", record.body["steps"]
     _preflight(label, steps, sandbox)
-    echo(f"ok: {label}: {len(steps)} step{'' if len(steps) == 1 else 's'}, no problems")
+    echo(f"ok: {label}: {plural(len(steps), 'step')}, no problems")
 
 
 @task.command("run")

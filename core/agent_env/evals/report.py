@@ -17,6 +17,7 @@ import attrs
 
 from agent_env.evals.groups import COMPLETED, Group, Slot
 from agent_env.evals.passk import pass_at_k
+from agent_env.plural import plural
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
@@ -152,7 +153,7 @@ def table_lines(group: Group, table: Sequence[TaskSummary]) -> list[str]:
     mean = means(group, table)
     parts = [f"mean score {_cell(mean['mean_score'])}",
              *(f"pass@{k} {_cell(mean[f'pass@{k}'])}" for k in ks)]
-    lines.append(f"Means over {len(table)} task{'' if len(table) == 1 else 's'}: "
+    lines.append(f"Means over {plural(len(table), 'task')}: "
                  + ", ".join(parts))
     short = [t.task_id for t in table if t.pass_at[ks[-1]] is None]
     if short:
@@ -160,7 +161,7 @@ def table_lines(group: Group, table: Sequence[TaskSummary]) -> list[str]:
                      f"{ks[-1]} completed runs (errors are not counted)")
     errors = sum(t.errors for t in table)
     if errors:
-        lines.append(f"  {errors} run{'' if errors == 1 else 's'} ended in an infrastructure "
+        lines.append(f"  {plural(errors, 'run')} ended in an infrastructure "
                      "error: not scored, left out of pass@k and the means")
     return lines
 

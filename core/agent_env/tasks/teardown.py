@@ -51,10 +51,6 @@ class TeardownReport:
         return sum(1 for item in self.terminated if item.kind == kind)
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}es" if noun.endswith(
-        ("s", "x", "ch")
-    ) else f"{count} {noun}s"
 
 
 class Teardown:

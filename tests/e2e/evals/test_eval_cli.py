@@ -108,7 +108,7 @@ BAD_INPUT = [
      "Error: --max-concurrency 0: give at least 1 run at a time"),
     (("task", "run-batch", "--id", "greets", "--seeds", "1", "--concurrency", "0"),
      "Error: --concurrency 0: give at least 1 run at a time"),
-    (("eval", "run", "--id", "smoke", "--retries", "-1"), "Error: --retries -1: give 0 or more"),
+    (("eval", "run", "--id", "smoke", "--retries", "-1"), "Error: --retries -1: give 0 to 100"),
     (("eval", "run", "--id", "smoke", "--model", "nobody:x"),
      "Error: --model: model provider 'nobody' is not known, and no upstream is configured: set "
      "[model] base_url (and api_key) in .agentenv/config.toml or AGENT_ENV_MODEL_BASE_URL, or "
