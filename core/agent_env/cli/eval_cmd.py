@@ -322,8 +322,9 @@ def _run_and_report(group: Group, executor: Any, output_dir: Path | None,
     if outcome.busy:
         echo(f"  {plural(outcome.busy, 'run')} made by another process resuming this group")
     if code is None:
-        complete = not missing and all(r.outcome in ("passed", "failed", "scored below 1",
-                                                     "unscored") for r in runs)
+        from agent_env.tasks.scores import COMPLETED
+
+        complete = not missing and all(r.outcome in COMPLETED for r in runs)
         code = EXIT_OK if complete else EXIT_FAILED
     document = summary_document(group, runs, code, missing)
     if output_dir is not None:

@@ -103,8 +103,7 @@ class ProgressPrinter:
 
 
     def task_finished(self, result: TaskResult) -> None:
-        outcome = "failed" if result.outcome == "failed" else result.outcome
-        echo(f"[{result.task.label}] {outcome} in {seconds(result.duration_seconds)}")
+        echo(f"[{result.task.label}] {result.outcome} in {seconds(result.duration_seconds)}")
 
     def note(self, task: Any, text: str) -> None:
         echo(f"[{task.label}] {text}")
@@ -198,7 +197,9 @@ def task_line(result: TaskResult) -> str:
 
 
 def is_success(result: TaskResult) -> bool:
-    return result.outcome in ("passed", "unscored")
+    from agent_env.tasks import scores  # not at CLI start: run_cmd is imported for --help
+
+    return result.outcome in scores.SUCCESS
 
 
 #: How the count line names each outcome, in the order it lists them.
@@ -220,12 +221,14 @@ def count_line(results: Sequence[TaskResult]) -> str:
 
 def run_json(result: TaskResult) -> dict[str, Any]:
     """One run as ``--json`` prints it."""
+    from agent_env.tasks import scores
+
     fatal = result.first_fatal
     return {
         "task": result.task.label, "task_id": result.task.id, "version": result.task.version,
         "instance_id": result.instance_id, "outcome": result.outcome,
-        "error_kind": ("infra" if result.outcome == "error" else "task"
-                       if result.outcome == "failed" else None),
+        "error_kind": ("infra" if result.outcome == scores.ERROR else "task"
+                       if result.outcome == scores.FAILED else None),
         "error": fatal.summary if fatal is not None and result.outcome in (
             "failed", "error") else None,
         "failed_step": fatal.step_id if fatal is not None and result.outcome in (
@@ -290,6 +293,7 @@ async def _execute(
     import signal
 
     from agent_env.stores import document_store
+    from agent_env.tasks import scores
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import Session
 
@@ -334,7 +338,7 @@ async def _execute(
             echo("Tasks:")
             for result in results:
                 echo(task_line(result))
-            if len(results) > 1 or any(r.outcome == "error" for r in results):
+            if len(results) > 1 or any(r.outcome == scores.ERROR for r in results):
                 echo(f"  {count_line(results)}")
             if eval_lines is not None:
                 lines = eval_lines(results)
@@ -545,12 +549,14 @@ def run_bundle(
     ]
 
     def eval_lines(results: list[TaskResult]) -> list[str]:
+        from agent_env.tasks import scores
+
         by_name = {r.task.id: r for r in results}
         ids = {t.entry.name: t.entry.id for t in plan.tasks}
         lines = []
         for planned in plan.evals:
             ran = [by_name[ids[n]] for n in planned.task_names if ids.get(n) in by_name]
-            passed = sum(1 for r in ran if r.outcome == "passed")
+            passed = sum(1 for r in ran if r.outcome == scores.PASSED)
             version = ledger.version("evals", planned.entry.id)
             lines.append(f"  {planned.entry.label} v{version}: {passed} of {len(ran)} passed")
         return lines

@@ -20,6 +20,7 @@ from agent_env.evals.groups import Group, GroupStore, Slot
 from agent_env.evals.report import EvalRun, result_from_record
 from agent_env.runners import Runner
 from agent_env.runners.local import LocalRunner as LocalRunner  # its home before runners
+from agent_env.tasks import scores
 from agent_env.tasks.session import RunRequest
 from agent_env.tasks.teardown import TeardownReport
 
@@ -82,7 +83,7 @@ class Executor:
         """Before a resume runs anything: every finished slot's stored result reads back."""
         for index, document in self.store.slot_documents(self.group).items():
             if document.get("state") == "done" and 0 <= index < len(self.group.slots):
-                from agent_env.evals.groups import COMPLETED
+                from agent_env.tasks.scores import COMPLETED
 
                 if document.get("outcome") in COMPLETED:
                     self.reuse(self.group.slots[index], document)
@@ -125,7 +126,7 @@ class Executor:
             result, report = await self.runner.run(self.build(slot))
             self._count_teardown(report)
             attempts.append(result.instance_id)
-            retry = (result.outcome == "error" and len(attempts) <= self.retries
+            retry = (result.outcome == scores.ERROR and len(attempts) <= self.retries
                      and self.stopping is None)
             record = self.instances.get(result.instance_id) if self.instances else None
             run = EvalRun(slot, result, record, tuple(attempts))
@@ -221,9 +222,9 @@ class LiveProgress(PlainProgress):
         if not retrying:
             self.done += 1
             self.fresh += 0 if run.reused else 1
-            self.failed += run.outcome not in ("passed", "unscored", "error")
-            self.errors += run.outcome == "error"
-        if retrying or run.outcome not in ("passed", "unscored"):
+            self.failed += run.outcome not in {*scores.SUCCESS, scores.ERROR}
+            self.errors += run.outcome == scores.ERROR
+        if retrying or run.outcome not in scores.SUCCESS:
             self.stream.write("\r\x1b[K")
             self.write(self.line(run, retrying))
         self.redraw()

@@ -22,11 +22,11 @@ from typing import Any
 import attrs
 
 from agent_env.errors import UserError
+from agent_env.tasks.scores import COMPLETED
 
 GROUPS, SLOTS = "eval_run_groups", "eval_run_slots"
 CLAIMED, DONE, RELEASED = "claimed", "done", "released"
 #: outcomes of a run that completed: its result stands and a resume reuses it
-COMPLETED = frozenset({"passed", "failed", "scored below 1", "unscored"})
 _ALPHABET = string.ascii_lowercase + string.digits
 
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.evals.groups import COMPLETED, Group, Slot
+from agent_env.evals.groups import Group, Slot
 from agent_env.evals.passk import pass_at_k
 from agent_env.plural import plural
+from agent_env.tasks.scores import COMPLETED, ERROR, FAILED, PASSED
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
@@ -43,7 +44,7 @@ class EvalRun:
         scores = self.result.scores
         if scores:
             return sum(scores.values()) / len(scores)
-        return 0.0 if self.outcome == "failed" else None
+        return 0.0 if self.outcome == FAILED else None
 
 
 def result_from_record(record: InstanceRecord, label: str) -> TaskResult:
@@ -76,7 +77,7 @@ def run_row(run: EvalRun) -> dict[str, Any]:
 
     record = run.record
     return {**run_json(run.result), "sample": run.slot.sample, "seed": run.slot.seed,
-            "score": run.score, "passed": run.outcome == "passed",
+            "score": run.score, "passed": run.outcome == PASSED,
             "started_at_utc": record.started_at_utc if record else None,
             "finished_at_utc": record.finished_at_utc if record else None,
             "model_usage": model_usage(record), "attempts": len(run.attempts),
@@ -112,11 +113,11 @@ def summarise(group: Group, runs: Sequence[EvalRun]) -> list[TaskSummary]:
     for task_id, version in keys:
         mine = [r for r in runs if (r.slot.task_id, r.slot.task_version) == (task_id, version)]
         done = [r for r in mine if r.outcome in COMPLETED]
-        passed = sum(1 for r in done if r.outcome == "passed")
+        passed = sum(1 for r in done if r.outcome == PASSED)
         scored = [s for s in (r.score for r in done) if s is not None]
         table.append(TaskSummary(
             task_id, version, len(mine), passed, len(done) - passed,
-            sum(1 for r in mine if r.outcome == "error"),
+            sum(1 for r in mine if r.outcome == ERROR),
             sum(scored) / len(scored) if scored else None,
             {k: pass_at_k(len(done), passed, k) if done else None for k in ks_for(group.k)}))
     return table

@@ -18,6 +18,10 @@ CANCELLED = "cancelled"
 ERROR = "error"
 UNSCORED = "unscored"
 SCORED_BELOW_1 = "scored below 1"
+#: outcomes of a run that completed: its result stands (a resumed eval reuses it)
+COMPLETED = frozenset({PASSED, FAILED, SCORED_BELOW_1, UNSCORED})
+#: outcomes a command reports as success (exit 0)
+SUCCESS = frozenset({PASSED, UNSCORED})
 
 
 @attrs.frozen
