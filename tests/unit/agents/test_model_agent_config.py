@@ -11,6 +11,7 @@ import pytest
 
 import agentenv_agents
 from agentenv_protocol.agent.extensions import ConfigState
+from agentenv_protocol.errors import AgentEnvError
 
 AGENT = Path(agentenv_agents.__file__).parent / "agents" / "model-agent" / "agent.py"
 
@@ -30,9 +31,9 @@ def model_agent_config() -> type:
 ])
 def test_bad_counts_and_durations_are_refused(body: dict, field: str) -> None:
     state = ConfigState(model_agent_config())
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(AgentEnvError) as refused:
         state.set(body)
-    assert getattr(refused.value, "status", None) == 400
+    assert refused.value.status == 400
     assert field in str(refused.value)
     assert state.readback() == {}  # nothing of it stuck
     state.set({"max_turns": 3, "timeout_seconds": 30})
