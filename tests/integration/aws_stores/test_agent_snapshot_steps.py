@@ -138,7 +138,7 @@ async def test_a_snapshot_artifact_is_staged_loaded_and_its_staging_removed(
     ctx = task_context(artifact)
     heir = await a2a_agent("heir", second, ctx)
     deployed_as(heir, monkeypatch)
-    with pytest.raises(StepError, match="is at version 3 in this run, not 2"):
+    with pytest.raises(StepError, match=r"has no version 2 here \(it is v3\)"):
         await DeployAgent(id="d", agent_name="heir",
                           agent_snapshot_files_artifact_id=artifact.id,
                           agent_snapshot_files_artifact_version=2).run(ctx)

@@ -214,7 +214,7 @@ async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up
     await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker").run(ctx)
     script = (HERE / "bundles" / "bump_check.py").read_bytes()
 
-    async def artifact(artifact_id: str) -> ArtifactContent:
+    async def artifact(artifact_id: str, version: int | None = None) -> ArtifactContent:
         return ArtifactContent(artifact_id, 1, "file", (ArtifactFile("verify.py", script),))
 
     ctx.artifact = artifact  # type: ignore[method-assign]
