@@ -60,10 +60,12 @@ async def _already_down() -> None:
 
 
 def _portable(report: TeardownReport) -> TeardownReport:
-    """The report without its close callables (sandbox objects holding a Docker client)."""
+    """The report without its callables (close and the gone probe hold sandbox objects with a
+    Docker client, which cannot travel back from the node)."""
     return TeardownReport(
-        terminated=tuple(attrs.evolve(i, close=_already_down) for i in report.terminated),
-        failed=tuple(attrs.evolve(i, close=_already_down) for i in report.failed))
+        terminated=tuple(attrs.evolve(i, close=_already_down, gone=None)
+                         for i in report.terminated),
+        failed=tuple(attrs.evolve(i, close=_already_down, gone=None) for i in report.failed))
 
 
 @ray.remote
