@@ -110,6 +110,9 @@ async def test_create_boots_one_vm_with_resources_labels_env_ttl_and_ports(fake_
     labels = dict(config.labels)
     assert f"pid={os.getpid()} " in labels.pop("agentenv.owner")  # for agent-env gc
     assert int(labels.pop("agentenv.expires")) > time.time()
+    from agent_env.sandbox.ownership import state_label
+
+    assert labels.pop("agentenv.state") == state_label()  # which state root's gc judges it
     assert labels == {"agentenv.run": "r1", "agentenv.mode": "vm"}
     assert (config.env, config.ttl_seconds) == ({"A": "1"}, 600)
     assert [p.guest for p in config.ports] == [8080]

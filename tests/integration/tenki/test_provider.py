@@ -68,6 +68,9 @@ async def test_create_asks_for_resources_ttl_labels_env_and_the_snapshot(
         owner = metadata.pop("agentenv.owner")  # who made it, so agent-env gc can judge it
         assert f"pid={os.getpid()} " in owner
         assert int(metadata.pop("agentenv.expires")) > time.time()
+        from agent_env.sandbox.ownership import state_label
+
+        assert metadata.pop("agentenv.state") == state_label()  # which root's gc judges it
         assert metadata == {"agentenv.run": "r1", "agentenv.mode": "vm"}
         assert dict(request.env) == {"A": "1"}
         assert request.allow_outbound is False
