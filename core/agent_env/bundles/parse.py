@@ -204,14 +204,15 @@ def collect_files(folder: Path, label: str, problems: list[str], *,
     for current, dirs, files in os.walk(folder, followlinks=False):
         here = os.path.relpath(current, folder)
         prefix = "" if here == "." else Path(here).as_posix() + "/"
-        for name in [*dirs, *files]:
+        dirs[:] = [d for d in dirs if not skip(d) and not excluded(prefix + d, True)]
+        files = [f for f in files if not skip(f)
+                 and not (ignore is not None and ignore.excludes(prefix + f))]
+        for name in [*dirs, *files]:  # what is left out is never read, so never judged
             shown = not_utf8_name(os.path.normpath(os.path.join(here, name)))
             if shown is not None:
                 problems.append(f"{label}: {shown} is not a UTF-8 file name (rename it)")
-        dirs[:] = sorted(d for d in dirs if not skip(d) and not_utf8_name(d) is None
-                         and not excluded(prefix + d, True))
-        files = [f for f in files if not_utf8_name(f) is None and not skip(f)
-                 and not (ignore is not None and ignore.excludes(prefix + f))]
+        dirs[:] = sorted(d for d in dirs if not_utf8_name(d) is None)
+        files = [f for f in files if not_utf8_name(f) is None]
         for name in list(dirs):
             full = os.path.join(current, name)
             if os.path.islink(full):
