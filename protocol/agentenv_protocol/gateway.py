@@ -87,7 +87,6 @@ from .clock import CLOCK_URI, ClockError, VirtualClock
 from .errors import AgentEnvError, ProtocolError, TransportError
 from .fast_lane import FastLane
 from .guard import (
-    BadBody,
     Limits,
     LineLog,
     guard_app,
@@ -642,22 +641,14 @@ class Gateway:
     async def dataplane_route(self, request: web.Request) -> web.Response:
         """``data/reset`` fans out to every child serving it; add/get go to the only one; a
         batch runs its calls in order (:mod:`.jsonrpc`)."""
-        body = await request.read()
-        try:
-            msg = loads_body(body)
-        except BadBody as exc:  # the exact reply the data-plane spec's error table gives
-            note_refused(request, 200, f"data plane: {exc}")
-            return json_response(jsonrpc.error(None, -32700, "parse error"))
-        return await jsonrpc.answer(msg, self._data_call)
+        return await jsonrpc.route(request, self._data_call)
 
     async def _data_call(self, msg: Any) -> dict[str, Any]:
         """One data-plane call, forwarded: its response object."""
-        if not isinstance(msg, dict):
-            return jsonrpc.error(None, -32600, "invalid request")
-        method = msg.get("method")
-        msg_id = msg.get("id")
-        if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return jsonrpc.error(msg_id, -32600, "invalid request")
+        checked = jsonrpc.envelope(msg)
+        if isinstance(checked, dict):
+            return checked
+        msg_id, method = checked
         targets = self._child_ops().get(method, [])
         if method not in self._operations():
             return jsonrpc.error(msg_id, -32601, f"method not found: {method}")

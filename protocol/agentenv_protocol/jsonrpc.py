@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .guard import BadBody, loads_body, note_refused
 from .mcp_http import json_response
 
 MAX_BATCH = 100
@@ -54,3 +55,27 @@ async def answer(msg: Any, call: Callable[[Any], Awaitable[dict[str, Any]]]) -> 
     if not replies:
         return web.Response(status=200)
     return json_response(replies)
+
+
+async def route(request: web.Request, call: Callable[[Any], Awaitable[dict[str, Any]]]
+                ) -> web.Response:
+    """``POST /agentenv``, read and answered: a body that is not usable JSON gets the parse
+    error the data plane's error table gives (HTTP 200, id null), anything else
+    :func:`answer`."""
+    try:
+        msg = loads_body(await request.read())
+    except BadBody as exc:
+        note_refused(request, 200, f"data plane: {exc}")
+        return json_response(error(None, -32700, "parse error"))
+    return await answer(msg, call)
+
+
+def envelope(msg: Any) -> tuple[Any, str] | dict[str, Any]:
+    """A call's ``(id, method)`` when it is a JSON-RPC 2.0 request object, else the
+    ``invalid request`` error to answer it with."""
+    if not isinstance(msg, dict):
+        return error(None, -32600, "invalid request")
+    method, msg_id = msg.get("method"), msg.get("id")
+    if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
+        return error(msg_id, -32600, "invalid request")
+    return msg_id, method

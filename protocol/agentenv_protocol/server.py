@@ -31,7 +31,7 @@ from .env import (
 )
 from .errors import AgentEnvError
 from .fast_lane import FastLane
-from .guard import BadBody, Limits, LineLog, guard_app, loads_body, note_refused, run_guarded
+from .guard import BadBody, Limits, LineLog, guard_app, loads_body, run_guarded
 from .mcp_http import Caller, McpEndpoint, error_response, json_response
 from .parts import PartError, part_to_wire, parts_from_wire
 from .schema import CoercionError, coerce, to_jsonable
@@ -158,22 +158,14 @@ class EnvServer:
     async def dataplane(self, request: web.Request) -> web.Response:
         """JSON-RPC 2.0 on ``POST /agentenv``: always HTTP 200, errors by code; a batch runs
         its calls in order (:mod:`.jsonrpc`)."""
-        body = await request.read()
-        try:
-            msg = loads_body(body)
-        except BadBody as exc:  # the exact reply the data-plane spec's error table gives
-            note_refused(request, 200, f"data plane: {exc}")
-            return json_response(jsonrpc.error(None, -32700, "parse error"))
-        return await jsonrpc.answer(msg, self._data_call)
+        return await jsonrpc.route(request, self._data_call)
 
     async def _data_call(self, msg: Any) -> dict[str, Any]:
         """One data-plane call's response object."""
-        if not isinstance(msg, dict):
-            return jsonrpc.error(None, -32600, "invalid request")
-        msg_id = msg.get("id")
-        method = msg.get("method")
-        if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return jsonrpc.error(msg_id, -32600, "invalid request")
+        checked = jsonrpc.envelope(msg)
+        if isinstance(checked, dict):
+            return checked
+        msg_id, method = checked
         handler = self.registry.data.get(method)
         if handler is None:
             return jsonrpc.error(msg_id, -32601, f"method not found: {method}")
