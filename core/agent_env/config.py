@@ -116,11 +116,11 @@ class Config:
 
     def sandbox_chain(self, *, agent: bool = False) -> list[str]:
         """The sandbox providers to try, in order (``[sandbox] default = "a,b"``)."""
+        from agent_env.sandbox.chain import split_chain
+
         section = self._table("sandbox")  # names only: no provider's secrets are needed
         key = "agent_default" if agent and section.get("agent_default") else "default"
         value = section.get(key)
-        from agent_env.sandbox.chain import split_chain
-
         chain = split_chain(str(value or "local"))
         if not chain:
             raise ConfigError(f"[sandbox] {key} = {value!r} names no sandbox provider; give "

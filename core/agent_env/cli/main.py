@@ -192,8 +192,9 @@ def _disk_problem(exc: BaseException) -> str | None:
         if isinstance(found, OSError) and found.errno in (errno.ENOSPC, errno.EDQUOT,
                                                           errno.EROFS):
             where = f" writing {found.filename}" if found.filename else ""
-            return (f"{found.strerror}{where}; free space there (or set AGENT_ENV_STATE_DIR to "
-                    "a folder on another disk) and run the command again")
+            fix = "make it writable" if found.errno == errno.EROFS else "free space there"
+            return (f"{found.strerror}{where}; {fix} (or set AGENT_ENV_STATE_DIR to a folder on "
+                    "another disk) and run the command again")
         if isinstance(found, sqlite3.OperationalError) and (
                 "disk is full" in str(found) or "readonly database" in str(found)
                 or ("disk I/O error" in str(found) and _state_disk_full())):

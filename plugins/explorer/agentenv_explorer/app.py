@@ -773,8 +773,8 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
                                  "its own page only (scheme, host and port)")
     if changes and not bearer:
         # a cookie alone never changes state: the page proves it is ours with the CSRF token
-        sent = request.headers.get(CSRF_HEADER, "")
-        if not hmac.compare_digest(sent.encode(), csrf_token(explorer.token).encode()):
+        sent = request.headers.get(CSRF_HEADER, "").encode("utf-8", "replace")
+        if not hmac.compare_digest(sent, csrf_token(explorer.token).encode()):
             raise api_error(403, f"a state change needs the {CSRF_HEADER} header the "
                                  "explorer's page sends, or Authorization: Bearer <token>")
     if request.content_length is not None and request.content_length > MAX_BODY:
