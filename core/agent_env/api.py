@@ -136,6 +136,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.stores", "object_store"),
     "write_stored_files": ("agent_env.bundles.entities", "write_stored_files"),
+    "is_inside": ("agent_env.bundles.parse", "is_inside"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
     "versioned_store": ("agent_env.stores", "versioned_store"),
     # runners (agent_env_runners): what a runner receives, returns and may reuse
@@ -163,6 +164,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.agents import AgentDefinition
     from agent_env.bundles.entities import write_stored_files
     from agent_env.bundles.jsonfile import MAX_FILE_BYTES as MAX_TASK_FILE_BYTES
+    from agent_env.bundles.parse import is_inside
     from agent_env.cli.gc_cmd import find_leftovers
     from agent_env.cli.gc_cmd import remove as remove_leftovers
     from agent_env.config import get_config

@@ -103,12 +103,20 @@ class OwnFileError(Exception):
     """A bundle file that may not be read: out of its folder, not a regular file, too big."""
 
 
+def is_inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` (which need not exist) is ``folder`` or lies under it, links
+    resolved: the one test of "does this stay in its folder" for bundle reads, conversion
+    outputs and copies."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def read_own(path: Path, folder: Path, cap: int = MAX_SMALL_FILE_BYTES) -> bytes:
     """``path``'s bytes, under the bundle's rules for every file it reads: it resolves inside
     ``folder`` (a symlink may not lead out), is a regular file (not a device or a FIFO) and
     holds at most ``cap`` bytes. Raises :class:`OwnFileError` saying which rule, or OSError."""
-    real, root = os.path.realpath(path), os.path.realpath(folder)
-    if real != root and not real.startswith(root + os.sep):
+    real = os.path.realpath(path)
+    if not is_inside(real, folder):
         raise OwnFileError(f"is a symlink out of its folder (to {real}); a bundle may only "
                            "hold its own files")
     if not stat.S_ISREG(os.stat(real).st_mode):
@@ -162,17 +170,16 @@ def not_utf8_name(name: str) -> str | None:
 def _context_ignore(folder: Path, label: str, problems: list[str], dockerfile: str) -> Any:
     """The build context's ``.dockerignore`` (with the Dockerfile and itself always kept, as
     the Docker CLI does), or None when it cannot be read (a problem says why)."""
-    from agent_env.images.context import DockerIgnore
+    from agent_env.images.context import DockerIgnore, dockerignore_lines
 
     path = folder / ".dockerignore"
     lines: list[str] = []
     if os.path.lexists(path):
         try:
-            text = read_own(path, folder).decode("utf-8-sig")
+            lines = dockerignore_lines(read_own(path, folder).decode("utf-8"))
         except (OwnFileError, OSError, UnicodeDecodeError) as exc:
             problems.append(f"{label}/.dockerignore: cannot be read ({exc})")
             return None
-        lines = [line.strip() for line in text.splitlines()]
     try:
         return DockerIgnore.parse([*lines, f"!{dockerfile}", "!.dockerignore"])
     except UserError as exc:

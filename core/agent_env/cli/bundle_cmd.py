@@ -41,13 +41,13 @@ def _format(name: str) -> Any:
 
 
 def _fresh_output(output: Path, source: Path | None = None) -> None:
+    from agent_env.bundles.parse import is_inside
+
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise UserError(f"{output} exists and is not empty: give a new folder")
-    if source is not None:
-        real, root = os.path.realpath(output), os.path.realpath(source)
-        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-            raise UserError(f"--output {output} is inside {source}: a conversion would read "
-                            "what it writes; give a folder outside it")
+    if source is not None and is_inside(output, source):
+        raise UserError(f"--output {output} is inside {source}: a conversion would read "
+                        "what it writes; give a folder outside it")
 
 
 @bundle.command("import")

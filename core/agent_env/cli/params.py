@@ -38,52 +38,37 @@ class EntityId(_Type):
         return text
 
 
-class Version(_Type):
-    """A version number: a whole number from 1 to ``MAX_VERSION``."""
+class WholeNumber(_Type):
+    """A whole number from 1 to ``highest``, written in digits; anything else (``1e30``,
+    ``-1``, 25 digits) is a usage error naming the option, before any store sees it."""
 
-    name = "version"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            number = value
-        else:
-            text = str(value).strip()
-            if not (text.isascii() and text.isdigit()) or len(text) > 19:
-                self.fail(f"{value!r} is not a version (a whole number from 1 to "
-                          f"{MAX_VERSION})", param, ctx)
-            number = int(text)
-        if not 1 <= number <= MAX_VERSION:
-            self.fail(f"{value!r} is not a version (a whole number from 1 to {MAX_VERSION})",
-                      param, ctx)
-        return number
-
-
-ENTITY_ID = EntityId()
-VERSION = Version()
-
-#: The longest a deployment may be asked to live (a year): an expiry must stay a date.
-MAX_TTL_SECONDS = 365 * 24 * 3600
-
-
-class TtlSeconds(_Type):
-    """How long a deployment lives: a whole number of seconds from 1 to a year (``1e30`` or
-    ``10**23`` would overflow the expiry date after the sandbox was made)."""
-
-    name = "seconds"
+    def __init__(self, name: str, highest: int, what: str) -> None:
+        self.name, self.highest, self.what = name, highest, what
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> int:
         text = str(value).strip()
-        number = value if isinstance(value, int) else (
-            int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else 0)
-        if not 1 <= number <= MAX_TTL_SECONDS:
-            self.fail(f"{value!r} is not a time to live (a whole number of seconds from 1 to "
-                      f"{MAX_TTL_SECONDS}, a year)", param, ctx)
+        if isinstance(value, int):
+            number = value
+        elif text.isascii() and text.isdigit() and len(text) <= len(str(self.highest)):
+            number = int(text)
+        else:
+            number = 0
+        if not 1 <= number <= self.highest:
+            self.fail(f"{value!r} is not {self.what}", param, ctx)
         return number
 
 
-TTL_SECONDS = TtlSeconds()
+#: The longest a deployment may be asked to live (a year): an expiry must stay a date.
+MAX_TTL_SECONDS = 365 * 24 * 3600
+
+ENTITY_ID = EntityId()
+VERSION = WholeNumber("version", MAX_VERSION,
+                      f"a version (a whole number from 1 to {MAX_VERSION})")
+#: ``1e30`` or ``10**23`` seconds would overflow the expiry date after the sandbox was made
+TTL_SECONDS = WholeNumber("seconds", MAX_TTL_SECONDS,
+                          f"a time to live (a whole number of seconds from 1 to "
+                          f"{MAX_TTL_SECONDS}, a year)")
 
 
 class OutputDir(_Type):

@@ -44,13 +44,19 @@ class ContextEntry:
     source: Path = attrs.field(eq=False, repr=False)
 
 
+def dockerignore_lines(text: str) -> list[str]:
+    """The patterns of a ``.dockerignore`` file's text (a UTF-8 byte-order mark, comments and
+    blanks dropped): one reading for the build and for the files a build context stores."""
+    lines = (line.strip() for line in text.removeprefix("\ufeff").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 def read_dockerignore(root: Path) -> list[str]:
-    """The patterns of ``root/.dockerignore`` (comments and blanks dropped)."""
+    """The patterns of ``root/.dockerignore``."""
     path = root / ".dockerignore"
     if not path.is_file():
         return []
-    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
+    return dockerignore_lines(path.read_text(encoding="utf-8"))
 
 
 # -- .dockerignore matching -----------------------------------------------------------------

@@ -277,6 +277,7 @@ class DockerSandbox(Sandbox):
         alias: str | None = None,
         extra_labels: dict[str, str] | None = None,
         host_options: dict[str, Any] | None = None,
+        memory_mb: int | None = None,
         private: bool = True,
         edge: bool = False,
         egress: bool = False,
@@ -289,11 +290,12 @@ class DockerSandbox(Sandbox):
         ``sealed``: the sealed network alone; a publishing container also joins the sealed
         network once it exists.
         ``egress`` also names the host ``host.docker.internal`` (a model upstream on the host).
+        ``memory_mb``: its memory limit (default: the sandbox's, :attr:`memory_mb`).
         """
         import docker.errors
 
         api = self.client.api
-        limit = f"{self.memory_mb}m"  # swap included: the limit is the limit
+        limit = f"{memory_mb or self.memory_mb}m"  # swap included: the limit is the limit
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
             init=True,
@@ -565,10 +567,6 @@ class DockerSandbox(Sandbox):
         if committed is not None and committed.source_image == spec.image:
             image = committed.ref
 
-        sized = {}
-        if spec.memory_mb:
-            sized = {"mem_limit": f"{spec.memory_mb}m", "memswap_limit": f"{spec.memory_mb}m"}
-
         def start() -> dict[int, str]:
             return self._create_started(
                 name, image, role="container",
@@ -576,7 +574,7 @@ class DockerSandbox(Sandbox):
                 env=dict(spec.env), publish=tuple(spec.publish), alias=spec.name,
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
                 private=spec.private, edge=spec.edge, egress=spec.egress,
-                sealed=spec.sealed, host_options=sized,
+                sealed=spec.sealed, memory_mb=spec.memory_mb,
             )
 
         if spec.sealed:

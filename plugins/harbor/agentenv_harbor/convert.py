@@ -43,7 +43,7 @@ from typing import Any
 
 import attrs
 
-from agent_env.api import MAX_TASK_FILE_BYTES, UserError
+from agent_env.api import MAX_TASK_FILE_BYTES, UserError, is_inside
 
 TEMPLATES = Path(__file__).parent / "templates"
 SHELL_FILE = "agentenv_harbor_shell.py"
@@ -166,12 +166,6 @@ def read_text(path: Path) -> str:
         raise UserError(f"{path}: not UTF-8 text (save it as UTF-8)") from None
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` (which need not exist) is ``folder`` or lies under it, links resolved."""
-    real, root = os.path.realpath(path), os.path.realpath(folder)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
 #: a step field naming a folder of the bundle: one plain name, never a path
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -182,7 +176,7 @@ def _bundle_folder(bundle: Path, kind: str, name: object) -> Path | None:
     if not isinstance(name, str) or not _FOLDER_NAME.fullmatch(name) or ".." in name:
         return None
     folder = bundle / kind / name
-    if folder.is_symlink() or not _inside(folder, bundle / kind):
+    if folder.is_symlink() or not is_inside(folder, bundle / kind):
         return None
     return folder
 
