@@ -59,29 +59,45 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ConfigError": ("agent_env.errors", "ConfigError"),
     "MissingPluginError": ("agent_env.errors", "MissingPluginError"),
     "get_logger": ("agent_env.logs", "get_logger"),
+    "missing_contribution": ("agent_env.plugins.reporting", "missing"),
+    "ACTIVE": ("agent_env.plugins.discovery", "ACTIVE"),
     # the runtime and settings
     "Runtime": ("agent_env.runtime", "Runtime"),
     "current": ("agent_env.runtime", "current"),
     "build_settings": ("agent_env.settings", "build"),
+    "read_toml": ("agent_env.config", "read_toml"),
     # steps
     "Step": ("agent_env.tasks.steps", "Step"),
     "StepError": ("agent_env.tasks.steps", "StepError"),
     "InfraError": ("agent_env.tasks.steps", "InfraError"),
     "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
+    "RunChoices": ("agent_env.tasks.steps", "RunChoices"),
     "TaskContext": ("agent_env.tasks.context", "TaskContext"),
     "ScoreRow": ("agent_env.tasks.scores", "ScoreRow"),
     "AGGREGATORS": ("agent_env.tasks.scores", "AGGREGATORS"),
     "open_provider": ("agent_env.tasks.sandboxes", "open_provider"),
-    # agents: what an agent type returns and reads
-    "Agent": ("agent_env.tasks.step_types.agent_steps", "Agent"),
-    "AgentReply": ("agent_env.tasks.step_types.agent_steps", "AgentReply"),
+    "TaskSpec": ("agent_env.tasks.plan", "TaskSpec"),
+    "ArtifactContent": ("agent_env.tasks.artifacts", "ArtifactContent"),
+    "ArtifactFile": ("agent_env.tasks.artifacts", "ArtifactFile"),
+    "MemoryArtifacts": ("agent_env.tasks.artifacts", "MemoryArtifacts"),
+    # agents: the contract agent types, agent steps and the episode API share
+    "Agent": ("agent_env.agents", "Agent"),
+    "AgentReply": ("agent_env.agents", "AgentReply"),
+    "Usage": ("agent_env.agents", "Usage"),
+    "AgentSetup": ("agent_env.agents", "AgentSetup"),
+    "AgentDefinition": ("agent_env.agents", "AgentDefinition"),
+    "AgentType": ("agent_env.agents", "AgentType"),
+    "AGENT_FILE": ("agent_env.agents", "AGENT_FILE"),
+    "DEFAULT_AGENT_TYPE": ("agent_env.agents", "DEFAULT_AGENT_TYPE"),
+    "DEFAULT_AGENT_NAME": ("agent_env.agents", "DEFAULT_AGENT_NAME"),
+    "AGENT_ERROR": ("agent_env.agents", "AGENT_ERROR"),
+    "INFRA_ERROR": ("agent_env.agents", "INFRA_ERROR"),
+    "DEPLOYS": ("agent_env.agents", "DEPLOYS"),
+    "PROMPTS": ("agent_env.agents", "PROMPTS"),
+    "READS_REPLY": ("agent_env.agents", "READS_REPLY"),
+    "find_reply": ("agent_env.agents", "find_reply"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
-    "Usage": ("agent_env.tasks.step_types.agent_steps", "Usage"),
-    "AgentSetup": ("agent_env.tasks.step_types.agent_steps", "AgentSetup"),
-    "DeployAgent": ("agent_env.tasks.step_types.agent_steps", "DeployAgent"),
-    "PromptAgent": ("agent_env.tasks.step_types.agent_steps", "PromptAgent"),
-    "AgentDefinition": ("agent_env.agents", "AgentDefinition"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
     # deployments that outlive their command (env deploy, a2a-agent deploy)
     "Deployment": ("agent_env.deployments", "Deployment"),
@@ -89,6 +105,18 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "deployments": ("agent_env.deployments", "deployments"),
     "tear_down_deployment": ("agent_env.deployments", "tear_down"),
     "DEPLOYMENT_LABEL": ("agent_env.deployments", "DEPLOYMENT_LABEL"),
+    "utc_now": ("agent_env.deployments", "utc_now"),
+    # commands a plugin adds (agent_env_cli): output, option types, running tasks, deployments
+    "echo": ("agent_env.cli.console", "echo"),
+    "ENTITY_ID": ("agent_env.cli.params", "ENTITY_ID"),
+    "VERSION": ("agent_env.cli.params", "VERSION"),
+    "TTL_SECONDS": ("agent_env.cli.params", "TTL_SECONDS"),
+    "option_chain": ("agent_env.sandbox.chain", "option_chain"),
+    "check_sandbox_chain": ("agent_env.cli.run_cmd", "check_sandbox_chain"),
+    "run_tasks": ("agent_env.cli.run_cmd", "execute"),
+    "list_deployed": ("agent_env.cli.deployed", "list_kind"),
+    "get_deployed": ("agent_env.cli.deployed", "get_kind"),
+    "teardown_deployed": ("agent_env.cli.deployed", "teardown_kind"),
     # sandboxes
     "SandboxProvider": ("agent_env.sandbox.base", "SandboxProvider"),
     "Sandbox": ("agent_env.sandbox.base", "Sandbox"),
@@ -136,6 +164,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.stores", "object_store"),
     "write_stored_files": ("agent_env.bundles.entities", "write_stored_files"),
+    "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
+    "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
+    "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
     "versioned_store": ("agent_env.stores", "versioned_store"),
@@ -161,13 +192,37 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time names load lazily
     # ruff cannot read the computed __all__, so it would call these re-exports unused
-    from agent_env.agents import AgentDefinition
+    from agent_env.agents import (
+        AGENT_ERROR,
+        AGENT_FILE,
+        DEFAULT_AGENT_NAME,
+        DEFAULT_AGENT_TYPE,
+        DEPLOYS,
+        INFRA_ERROR,
+        PROMPTS,
+        READS_REPLY,
+        Agent,
+        AgentDefinition,
+        AgentReply,
+        AgentSetup,
+        AgentType,
+        Usage,
+        find_reply,
+    )
     from agent_env.bundles.entities import write_stored_files
+    from agent_env.bundles.file_entities import folder_files, put_files_entity, stored_folder
     from agent_env.bundles.jsonfile import MAX_FILE_BYTES as MAX_TASK_FILE_BYTES
     from agent_env.bundles.parse import is_inside
+    from agent_env.cli.console import echo
+    from agent_env.cli.deployed import get_kind as get_deployed
+    from agent_env.cli.deployed import list_kind as list_deployed
+    from agent_env.cli.deployed import teardown_kind as teardown_deployed
     from agent_env.cli.gc_cmd import find_leftovers
     from agent_env.cli.gc_cmd import remove as remove_leftovers
-    from agent_env.config import get_config
+    from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
+    from agent_env.cli.run_cmd import check_sandbox_chain
+    from agent_env.cli.run_cmd import execute as run_tasks
+    from agent_env.config import get_config, read_toml
     from agent_env.contributions import (
         AgentSource,
         BundleSource,
@@ -175,7 +230,13 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         ModelProvider,
         StoreBackend,
     )
-    from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, Deployments, deployments
+    from agent_env.deployments import (
+        DEPLOYMENT_LABEL,
+        Deployment,
+        Deployments,
+        deployments,
+        utc_now,
+    )
     from agent_env.deployments import tear_down as tear_down_deployment
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.evals.passk import pass_at_k
@@ -183,6 +244,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.images import hermetic
     from agent_env.images import plan as image_plan
     from agent_env.logs import get_logger
+    from agent_env.plugins.discovery import ACTIVE
+    from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext
     from agent_env.runners.local import LocalRunner
     from agent_env.runtime import Runtime, current
@@ -199,7 +262,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         SandboxUnsupported,
         build_with_progress,
     )
-    from agent_env.sandbox.chain import split_chain
+    from agent_env.sandbox.chain import option_chain, split_chain
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
     from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
     from agent_env.scratch import owned_scratch
@@ -231,21 +294,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.stores.secrets import bundle_value
     from agent_env.task import EpisodeSpec, Task
+    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.engine import TaskResult
+    from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.sandboxes import choose_provider, open_provider
     from agent_env.tasks.scores import AGGREGATORS, ScoreRow
     from agent_env.tasks.session import RunRequest
-    from agent_env.tasks.step_types.agent_steps import (
-        Agent,
-        AgentReply,
-        AgentSetup,
-        DeployAgent,
-        PromptAgent,
-        Usage,
-    )
-    from agent_env.tasks.steps import InfraError, PreflightView, Step, StepError
+    from agent_env.tasks.steps import InfraError, PreflightView, RunChoices, Step, StepError
     from agent_env.tasks.teardown import TeardownReport
 
 

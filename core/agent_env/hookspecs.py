@@ -106,9 +106,9 @@ def agent_env_agent_types() -> list[type]:
 
     Each class has a class attribute ``name`` (the ``type`` an ``agent.toml`` names, ``"a2a"``
     by default) and an ``async deploy(ctx, step, setup, source)`` that brings the agent up
-    through the sandbox contract and returns the :class:`~agent_env.tasks.step_types.
-    agent_steps.Agent` that ``prompt_agent`` talks to. Called the first time a task deploys an
-    agent that no outside player stands in for.
+    through the sandbox contract and returns the :class:`~agent_env.agents.Agent` that prompt
+    steps talk to: the contract is :class:`agent_env.agents.AgentType`. Called the first time
+    a task deploys an agent that no outside player stands in for.
     """
 
 

@@ -107,3 +107,4 @@ def stored_task(versioned: Any, task_id: str, version: int | None = None) -> Any
 def entity_exists(versioned: Any) -> StoredEntities:
     """The ``stored`` check preflight takes for ids from outside a bundle."""
     return StoredEntities(versioned)
+

@@ -37,6 +37,8 @@ class PlannedTask:
     spec: TaskSpec
     #: kind -> entity ids its steps name (what the ledger must write first)
     references: dict[str, frozenset[str]]
+    #: its steps as preflight checked them
+    steps: tuple[Step, ...] = ()
 
 
 @attrs.frozen
@@ -113,19 +115,21 @@ def preflight_steps(
 
 
 def preflight_stored(label: str, raw_steps: Sequence[Any], *, stored: bool = True,
-                     sandbox_chain: Sequence[str] | None = None) -> list[dict[str, Any]]:
+                     sandbox_chain: Sequence[str] | None = None,
+                     ) -> tuple[list[dict[str, Any]], list[Step]]:
     """Preflight steps from outside a bundle (a stored task, an eval's, code's): their ids must
-    be stored (``stored``); returns the steps as checked, or raises PreflightFailed."""
+    be stored (``stored``); returns the steps as checked (raw and built), or raises
+    PreflightFailed."""
     from agent_env.bundles.entities import entity_exists
     from agent_env.stores import versioned_store
 
-    rewritten, _, problems = preflight_steps(
+    rewritten, steps, problems = preflight_steps(
         label, raw_steps, entity_names={}, registry=step_registry(),
         stored=entity_exists(versioned_store()) if stored else None, sandbox_chain=sandbox_chain,
     )
     if problems:
         raise PreflightFailed(label, problems)
-    return rewritten
+    return rewritten, steps
 
 
 def _pinned_versions(raw_steps: Sequence[Any], registry: Mapping[str, type[Step]],
@@ -172,7 +176,7 @@ def plan_bundle(
         )
         problems.extend(found)
         spec = TaskSpec(entry.id, entry.label, tuple(rewritten))
-        planned.append(PlannedTask(entry, spec, references(steps)))
+        planned.append(PlannedTask(entry, spec, references(steps), tuple(steps)))
     if problems:
         raise PreflightFailed(str(bundle.folder), _unique(problems))
     return BundlePlan(bundle, tuple(planned), tuple(evals))

@@ -15,7 +15,6 @@ CORE_COMMANDS = {
     "run": "agent_env.cli.run_cmd:run",
     "task": "agent_env.cli.task_cmd:task",
     "gc": "agent_env.cli.gc_cmd:gc",
-    "a2a-agent": "agent_env.cli.agent_cmd:a2a_agent",
     "eval": "agent_env.cli.eval_cmd:eval_group",
     "env": "agent_env.cli.env_cmd:env",
     "artifact": "agent_env.cli.artifact_cmd:artifact",

@@ -27,6 +27,7 @@ from agent_env.sandbox.chain import option_chain
 if TYPE_CHECKING:
     from agent_env.evals.groups import Group, Slot
     from agent_env.tasks.session import RunRequest
+    from agent_env.tasks.steps import RunChoices
 
 EXIT_OK, EXIT_FAILED, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
 DEFAULT_CONCURRENCY = 4
@@ -200,34 +201,39 @@ def parse_seeds(text: str) -> list[int]:
 # -- running a group ------------------------------------------------------------------------------
 
 
-def _requests(group: Group, sandbox: str | None,
+def _requests(group: Group, sandbox: str | None, choices: RunChoices,
               overrides: Mapping[str, str]) -> Callable[[Slot], RunRequest]:
-    """Preflight every task version the group runs (all problems in one error), then a
-    builder of each slot's request."""
+    """Preflight every task version the group runs (all problems in one error), check what
+    they need (``Step.needs``), then a builder of each slot's request."""
     import attrs
 
     from agent_env.bundles.entities import StoredArtifacts, stored_task
     from agent_env.bundles.plan import PreflightFailed, preflight_stored
+    from agent_env.cli.run_cmd import check_needs
     from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.session import RunRequest
 
     specs: dict[tuple[str, int], TaskSpec] = {}
+    checked: list[tuple[str, Any]] = []
     problems: list[str] = []
     for slot in group.slots:
         key = (slot.task_id, slot.task_version)
         if key in specs:
             continue
         record = stored_task(versioned_store(), slot.task_id, slot.task_version)
+        label = f"{record.id} v{record.version}"
         try:
-            steps = preflight_stored(f"{record.id} v{record.version}", record.body["steps"],
-                                     sandbox_chain=option_chain(sandbox))
+            steps, built = preflight_stored(label, record.body["steps"],
+                                            sandbox_chain=option_chain(sandbox))
+            checked.append((label, built))
         except PreflightFailed as exc:
             problems += exc.problems
             steps = []
         specs[key] = TaskSpec(record.id, record.id, tuple(steps), record.version)
     if problems:
         raise PreflightFailed(f"{group.kind} {group.subject_id}", problems)
+    check_needs(checked, choices)
     artifacts = StoredArtifacts(versioned_store(), object_store())
 
     def build(slot: Slot) -> RunRequest:
@@ -240,7 +246,7 @@ def _requests(group: Group, sandbox: str | None,
             metadata["eval_id"] = group.subject_id
         if slot.seed:
             metadata["seed"] = dict(slot.seed)
-        return RunRequest(spec, artifacts, metadata)
+        return RunRequest(spec, artifacts, metadata, choices)
 
     return build
 
@@ -253,20 +259,14 @@ def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, 
     import contextlib
     import json
 
-    from agent_env.cli.run_cmd import check_models, check_sandbox_chain
+    from agent_env.cli.run_cmd import check_sandbox_chain
+    from agent_env.tasks.steps import RunChoices
 
-    if agent_id:
-        from agent_env.agents.lookup import find_agent
-
-        find_agent(agent_id)
-    if model:
-        check_models([("--model", model)])
     chain = option_chain(sandbox)
     if chain:
         check_sandbox_chain(chain)
-    overrides = {key: value for key, value in (("model", model), ("agent", agent_id),
-                                               ("judge_model", judge_model)) if value}
-    build = _requests(group, sandbox, overrides)
+    overrides = {"judge_model": judge_model} if judge_model else {}
+    build = _requests(group, sandbox, RunChoices(model=model, agent=agent_id), overrides)
     from agent_env.evals.execute import Executor
     from agent_env.runners import RunnerContext, open_runner
     from agent_env.stores import document_store

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.records import FailureRecord
     from agent_env.tasks.session import RunRequest
-    from agent_env.tasks.steps import Step
+    from agent_env.tasks.steps import RunChoices, Step
     from agent_env.tasks.teardown import Teardown
 
 EXIT_OK, EXIT_FAILED, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
@@ -437,20 +437,13 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
     open_provider(choose_provider(list(chain)))
 
 
-def model_problems(named: Sequence[tuple[str, str]]) -> list[str]:
-    """Every model named that nobody would answer (no plugin's provider, no upstream)."""
-    from agent_env.agents import model_problem
-
-    return [f"{where}: {problem}" for where, model in named
-            if (problem := model_problem(model)) is not None]
-
-
-def check_models(named: Sequence[tuple[str, str]]) -> None:
-    """Before anything is written or run: every model named has someone to answer it (a
-    plugin's provider, or the configured upstream); one ``Error:`` line otherwise."""
+def check_needs(tasks: Sequence[tuple[str, Sequence[Any]]], choices: RunChoices) -> None:
+    """Before anything is written or run: what the tasks' steps need is there (a model someone
+    answers, an agent someone ships: ``Step.needs``); one ``Error:`` line otherwise."""
     from agent_env.errors import UserError
+    from agent_env.tasks.plan import run_needs
 
-    problems = model_problems(named)
+    problems = run_needs(tasks, choices)
     if problems:
         raise UserError(problems[0])
 
@@ -467,11 +460,11 @@ def sandbox_problems(plan: Any, chain: Sequence[str] | None) -> list[str]:
         chains[tuple(chain)] = "--sandbox"
     else:
         for task in plan.tasks:
-            for raw in task.spec.raw_steps:
-                wanted = raw.get("sandbox_type")
+            for step in task.steps:
+                wanted = getattr(step, "sandbox_type", None)
                 if isinstance(wanted, str) and wanted.strip():
                     key = tuple(split_chain(wanted))
-                    chains.setdefault(key, f"{task.entry.label}: step '{raw.get('id')}'")
+                    chains.setdefault(key, f"{task.entry.label}: step '{step.id}'")
         chains.setdefault(tuple(get_config().sandbox_chain()), "[sandbox] default")
     problems = []
     for providers, where in chains.items():
@@ -499,27 +492,21 @@ def run_bundle(
     from agent_env.bundles.plan import plan_bundle
     from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.session import RunRequest
+    from agent_env.tasks.steps import RunChoices
 
     chain = option_chain(sandbox)
-    overrides = {key: value for key, value in (("model", model), ("agent", agent_id)) if value}
-    if agent_id:
-        from agent_env.agents.lookup import find_agent
-
-        find_agent(agent_id)  # an agent nobody ships is one Error: line before anything runs
-    if model:
-        check_models([("--model", model)])
+    choices = RunChoices(model=model, agent=agent_id)
     location = locate(text)
     bundle, problems = parse_bundle(location.folder, location.id_root)
     versioned = versioned_store()
     plan = plan_bundle(bundle, parse_problems=problems, task_names=tasks,
                        eval_names=eval_names, sandbox_chain=chain,
                        stored=entity_exists(versioned))
-    step_models = [] if model else [  # a model a prompt step names, that nobody would answer
-        (f"{t.entry.label}: step '{raw.get('id')}'", str(raw["model"]))
-        for t in plan.tasks for raw in t.spec.raw_steps
-        if raw.get("type") == "prompt_agent" and raw.get("model")]
+    checked = [(t.entry.label, t.steps) for t in plan.tasks]
     if dry_run:  # what a real run would need, every problem at once
-        needs = model_problems(step_models) + sandbox_problems(plan, chain)
+        from agent_env.tasks.plan import run_needs
+
+        needs = run_needs(checked, choices) + sandbox_problems(plan, chain)
         if needs:
             from agent_env.errors import UserError
 
@@ -530,7 +517,7 @@ def run_bundle(
     else:
         if chain:
             check_sandbox_chain(chain)
-        check_models(step_models)
+        check_needs(checked, choices)
     objects = object_store()
     ledger = Ledger(versioned, objects, dry_run=dry_run).write_plan(plan)
     for line in ledger.lines:
@@ -544,7 +531,7 @@ def run_bundle(
     artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
     requests = [
         RunRequest(attrs.evolve(t.spec, version=ledger.version("tasks", t.entry.id)), artifacts,
-                   metadata=overrides)
+                   choices=choices)
         for t in plan.tasks
     ]
 

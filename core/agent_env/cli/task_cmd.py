@@ -60,6 +60,11 @@ def normalise_step(step: Any) -> Any:
 
 
 def _preflight(label: str, raw_steps: list[Any], sandbox: str | None = None) -> list[Any]:
+    """The steps as preflight checked them (raw), or PreflightFailed."""
+    return _checked(label, raw_steps, sandbox)[0]
+
+
+def _checked(label: str, raw_steps: list[Any], sandbox: str | None = None) -> tuple[Any, Any]:
     from agent_env.bundles.plan import preflight_stored
 
     return preflight_stored(label, raw_steps, sandbox_chain=option_chain(sandbox))
@@ -147,14 +152,16 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
         seeds: tuple[str, ...], keep: bool, k: int, model: str | None) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import StoredArtifacts
-    from agent_env.cli.run_cmd import execute
+    from agent_env.cli.run_cmd import check_needs, execute
     from agent_env.stores import document_store, object_store, versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import RunRequest
+    from agent_env.tasks.steps import RunChoices
 
     record = _stored_task(task_id, version)
-    steps = _preflight(f"{record.id} v{record.version}", record.body["steps"], sandbox)
+    label = f"{record.id} v{record.version}"
+    steps, checked = _checked(label, record.body["steps"], sandbox)
     seed = {}
     for item in seeds:
         key, sep, value = item.partition("=")
@@ -174,15 +181,12 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
                          max_concurrency=DEFAULT_CONCURRENCY, retries=1, output_dir=output_dir,
                          model=model, agent_id=None, sandbox=sandbox, as_json=False,
                          resume_hint=None)
-    if model:
-        from agent_env.cli.run_cmd import check_models
-
-        check_models([("--model", model)])
+    choices = RunChoices(model=model)
+    check_needs([(label, checked)], choices)
     spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
     metadata: dict[str, Any] = {"seed": seed} if seed else {}
-    if model:
-        metadata["model"] = model
-    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), metadata)
+    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), metadata,
+                         choices)
     chain = option_chain(sandbox)
     results, code = execute([request], keep=keep, sandbox_chain=chain)
     if output_dir is not None:

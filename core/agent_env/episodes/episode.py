@@ -1,8 +1,9 @@
 """One episode: a task run in the background whose trainer agents are played through turns.
 
-The run is the engine's (:func:`agent_env.tasks.engine.run_task`), with ``deploy_agent`` stood in
-for: a trainer's agent gets an :class:`~agent_env.episodes.turns.OutsideAgent`, so its prompts
-become turns handed out by :meth:`Episode.next_turn`. The run is recorded like any other
+The run is the engine's (:func:`agent_env.tasks.engine.run_task`), with a trainer's agent played
+from outside: the step that deploys it asks :meth:`EpisodeContext.outside_agent` first and gets
+an :class:`~agent_env.episodes.turns.OutsideAgent`, so its prompts become turns handed out by
+:meth:`Episode.next_turn`. The run is recorded like any other
 (``agent-env task get-instance <episode.id>``) and torn down when it ends, whatever happens.
 
 Waiting is safe to cancel: ``next_turn()``, ``result()`` and ``abandon()`` wait on the run without
@@ -16,17 +17,15 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from agent_env.episodes import last_resort
 from agent_env.episodes.errors import EpisodeError, EpisodeFailed
 from agent_env.episodes.turns import ABANDONED, OPEN, OutsideAgent, Turn
 from agent_env.tasks import records, scores
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.step_types.agent_steps import Agent, AgentSetup, DeployAgent
 from agent_env.tasks.teardown import Teardown, TeardownReport
 
 if TYPE_CHECKING:
+    from agent_env.agents import Agent, AgentSetup
     from agent_env.episodes.group import EpisodeGroup
     from agent_env.episodes.pool import EnvPool
     from agent_env.episodes.spec import EpisodeSpec
@@ -52,16 +51,11 @@ class EpisodeContext(TaskContext):
         if self.committed_images and sandbox.can_commit:
             sandbox.start_from_committed(self.committed_images)
 
-
-@attrs.define(kw_only=True)
-class EpisodeDeployAgent(DeployAgent):
-    """``deploy_agent`` in an episode: a trainer's agent is played from outside, no container."""
-
-    async def start(self, ctx: TaskContext, setup: AgentSetup) -> Agent:
-        episode = getattr(ctx, "episode", None)
-        if episode is not None and self.agent_name in episode.trainer_agents:
-            return OutsideAgent(episode, setup)
-        return await super().start(ctx, setup)
+    def outside_agent(self, setup: AgentSetup) -> Agent | None:
+        """A trainer's agent is played from outside, through turns: nothing is deployed."""
+        if setup.name in self.episode.trainer_agents:
+            return OutsideAgent(self.episode, setup)
+        return None
 
 
 class _WatchedRecords:

@@ -10,17 +10,13 @@ already took. Everything of that kind is reported in one :class:`EpisodeError`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
+from agent_env.agents import DEPLOYS, PROMPTS, READS_REPLY, AgentPrompt, agent_role
 from agent_env.episodes.errors import EpisodeError
 from agent_env.tasks.plan import descendants, effective_dependencies
-from agent_env.tasks.step_types.agent_steps import (
-    AgentPromptResponseVerifier,
-    DeployAgent,
-    PromptAgent,
-)
 from agent_env.tasks.steps import Step
 
 
@@ -44,7 +40,22 @@ class EpisodePlan:
 
 def prompted_agents(steps: Sequence[Step]) -> list[str]:
     """The agents ``prompt_agent`` steps address, in task order."""
-    return list(dict.fromkeys(s.agent_name for s in steps if isinstance(s, PromptAgent)))
+    return list(dict.fromkeys(p.agent_name for p in _prompts(steps)))
+
+
+def _prompts(steps: Sequence[Step]) -> list[AgentPrompt]:
+    """The steps that prompt an agent (they have an :class:`AgentPrompt`'s fields)."""
+    return [cast(AgentPrompt, s) for s in steps if agent_role(s) == PROMPTS]
+
+
+def _agent_steps(steps: Sequence[Step], *roles: str) -> list[Any]:
+    """The steps playing one of ``roles`` towards an agent (each has ``agent_name``)."""
+    return [s for s in steps if agent_role(s) in roles]
+
+
+def _deployers(steps: Sequence[Step]) -> dict[str, Any]:
+    """agent name -> the step that deploys it."""
+    return {s.agent_name: s for s in _agent_steps(steps, DEPLOYS)}
 
 
 def check_arguments(seed: Any, turn_timeout: Any) -> None:
@@ -82,13 +93,13 @@ def plan_episode(
                              + "; ".join(problems))
         error.notes = [f"  {p}" for p in problems]
         raise error
-    deployed = {s.agent_name: s for s in steps if isinstance(s, DeployAgent)}
+    deployed = _deployers(steps)
     prompts = tuple(
         Prompt(s.agent_name, s.id, s.text,
                s.system_prompt if s.system_prompt is not None
                else deployed[s.agent_name].system_prompt,
                float(turn_timeout or s.timeout_seconds))
-        for s in steps if isinstance(s, PromptAgent) and s.agent_name in chosen
+        for s in _prompts(steps) if s.agent_name in chosen
     )
     return EpisodePlan(tuple(chosen), prompts)
 
@@ -99,12 +110,12 @@ def _problems(steps: Sequence[Step], chosen: Sequence[str],
         if name not in prompted:
             yield f"trainer_agents names '{name}', which the task doesn't prompt (it prompts " \
                   f"{list(prompted)})"
-    deployed = {s.agent_name for s in steps if isinstance(s, DeployAgent)}
+    deployed = set(_deployers(steps))
     for name in chosen:
         if name in prompted and name not in deployed:
             yield f"agent '{name}' is prompted but no deploy_agent step deploys it"
-    turns = {s.id: s.agent_name for s in steps
-             if isinstance(s, DeployAgent | PromptAgent) and s.agent_name in chosen}
+    turns = {s.id: s.agent_name for s in _agent_steps(steps, DEPLOYS, PROMPTS)
+             if s.agent_name in chosen}
     deps = effective_dependencies(steps)
     for step in steps:
         config = step.retry_config
@@ -118,7 +129,7 @@ def _problems(steps: Sequence[Step], chosen: Sequence[str],
                    f"'{replayed[0]}' of agent '{turns[replayed[0]]}' (an outside player's turn "
                    "can't be replayed)")
     for step in steps:
-        if isinstance(step, DeployAgent | PromptAgent | AgentPromptResponseVerifier):
+        if agent_role(step) in (DEPLOYS, PROMPTS, READS_REPLY):
             continue
         agent = getattr(step, "agent_name", None)  # not ``name``: the loops above bind a str
         if agent in chosen and not getattr(step, "sandbox_name", None):

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agent_env.episodes.episode import SPEC_LABEL, Episode, EpisodeDeployAgent
+from agent_env.episodes.episode import SPEC_LABEL, Episode
 from agent_env.episodes.errors import EpisodeError
 from agent_env.episodes.fork import FORK_CHOICES, WarmEnv
 from agent_env.episodes.group import EpisodeGroup
@@ -131,7 +131,6 @@ class EpisodeSpec:
         from agent_env.tasks.engine import build_steps
 
         registry: dict[str, type[Step]] = dict(runtime.host.registry("step_type"))
-        registry["deploy_agent"] = EpisodeDeployAgent
         if "deploy_env" in registry:
             # classes hash by identity; attrs' __hash__ = None on instances misleads mypy
             registry["deploy_env"] = episode_env_step_type(

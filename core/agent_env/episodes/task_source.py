@@ -90,4 +90,4 @@ class Task:
 def _preflight(label: str, raw_steps: list[Any], *, stored: bool) -> list[dict[str, Any]]:
     from agent_env.bundles.plan import preflight_stored
 
-    return preflight_stored(label, raw_steps, stored=stored)
+    return preflight_stored(label, raw_steps, stored=stored)[0]

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from agent_env.agents import AgentPrompt, AgentReply, AgentSetup
 from agent_env.episodes.errors import EpisodeError
-from agent_env.tasks.step_types.agent_steps import AgentReply, AgentSetup, PromptAgent
 from agent_env.tasks.steps import StepError
 from agentenv_protocol.wire import ROLE_HEADER, ROLE_META_KEY, SESSION_META_KEY
 
@@ -59,7 +59,7 @@ class OutsideAgent:
         return {"agent_name": self.name, "played_by": "outside", "role": self.setup.role,
                 "env_ids": list(self.setup.envs), "sandbox_name": self.setup.sandbox_name}
 
-    async def prompt(self, step: PromptAgent, timeout: float) -> AgentReply:
+    async def prompt(self, step: AgentPrompt, timeout: float) -> AgentReply:
         timeout = float(self.desk.turn_timeout or timeout)
         system_prompt = step.system_prompt if step.system_prompt is not None \
             else self.setup.system_prompt

@@ -79,7 +79,7 @@ class RubricsVerifier(Step):
     def _subject(self, ctx: TaskContext) -> str:
         if self.text is not None:
             return self.text
-        from agent_env.tasks.step_types.agent_steps import find_reply
+        from agent_env.agents import find_reply
 
         reply = find_reply(ctx, str(self.prompt_id))
         if reply is None:

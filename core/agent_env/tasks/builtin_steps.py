@@ -19,11 +19,6 @@ CORE_STEP_TYPES = {
     "aggregate_verifiers": f"{_STEPS}.verify_steps:AggregateVerifiers",
     "teardown_sandboxes": f"{_STEPS}.sandbox_steps:TeardownSandboxes",
     "run_code": f"{_STEPS}.code_steps:RunCode",
-    "deploy_agent": f"{_STEPS}.agent_steps:DeployAgent",
-    "prompt_agent": f"{_STEPS}.agent_steps:PromptAgent",
-    "snapshot_agent_state": f"{_STEPS}.agent_steps:SnapshotAgentState",
-    "agent_prompt_response_verifier": f"{_STEPS}.agent_steps:AgentPromptResponseVerifier",
-    "verify_agent_card": f"{_STEPS}.agent_steps:VerifyAgentCard",
     "run_container_unit_tests_verifier":
         "agent_env.evals.verifiers:RunContainerUnitTestsVerifier",
     "collect_artifacts": "agent_env.evals.verifiers:CollectArtifacts",

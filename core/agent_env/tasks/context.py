@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env.tasks.records import storage_problem, unstorable_scalar
 from agent_env.tasks.scores import ScoreRow, Verification, aggregate
-from agent_env.tasks.steps import StepError
+from agent_env.tasks.steps import RunChoices, StepError
 from agent_env.tasks.teardown import Close, Endpoint, Teardown, TeardownItem
 
 if TYPE_CHECKING:
+    from agent_env.agents import Agent, AgentSetup
     from agent_env.sandbox.base import Sandbox, SandboxSpec
     from agent_env.tasks.artifacts import ArtifactContent, ArtifactSource
     from agent_env.tasks.steps import Step
@@ -40,6 +41,7 @@ class TaskContext:
         metadata: dict[str, Any] | None = None,
         sandbox_chain: Sequence[str] | None = None,
         labels: dict[str, str] | None = None,
+        choices: RunChoices | None = None,
     ) -> None:
         self.task_id = task_id
         self.instance_id = instance_id
@@ -47,6 +49,8 @@ class TaskContext:
         self.teardown = teardown if teardown is not None else Teardown()
         #: Free-form run metadata (``seed``...); recorded with secrets stripped.
         self.metadata: dict[str, Any] = dict(metadata or {})
+        #: What the run's caller chose for every step (``--model``, ``--agent``).
+        self.choices = choices if choices is not None else RunChoices()
         #: ``--sandbox``: when set, it replaces every step's own ``sandbox_type``.
         self.sandbox_chain: list[str] | None = list(sandbox_chain) if sandbox_chain else None
         self.labels = {"agentenv.run": instance_id, **(labels or {})}
@@ -129,6 +133,12 @@ class TaskContext:
         return True if item is None else await self.teardown.close(item)
 
     # -- envs, agents, teardown --------------------------------------------------------------
+
+    def outside_agent(self, setup: AgentSetup) -> Agent | None:
+        """Who plays ``setup.name`` from outside AgentEnv, or None: a deploying step asks first
+        and deploys nothing when someone does (the episode API's trainers, see
+        :mod:`agent_env.episodes`)."""
+        return None
 
     def add_env(self, env_id: str, deployment: Any, *, close: Close | None = None) -> None:
         """Register a deployed env by id (``close`` takes it down at teardown).

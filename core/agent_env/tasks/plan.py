@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from agent_env._tuples import dict_tuple
-from agent_env.tasks.steps import PreflightView, Step, structure_step
+from agent_env.tasks.steps import PreflightView, RunChoices, Step, structure_step
 
 
 @attrs.frozen
@@ -25,6 +25,22 @@ class TaskSpec:
     label: str
     raw_steps: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple)
     version: int | None = None
+
+
+def run_needs(tasks: Sequence[tuple[str, Sequence[Step]]], choices: RunChoices) -> list[str]:
+    """What a real run of ``tasks`` (label, checked steps) would find missing: every step's
+    :meth:`~agent_env.tasks.steps.Step.needs`, labelled, and a choice no step uses. A problem
+    with a choice itself (``--model ...``) is listed once."""
+    from agent_env.agents import DEPLOYS, agent_role
+
+    problems: list[str] = []
+    for label, steps in tasks:
+        for step in steps:
+            problems.extend(need if need.startswith("--") else f"{label}: step '{step.id}': {need}"
+                            for need in step.needs(choices))
+    if choices.agent and not any(agent_role(s) == DEPLOYS for _, steps in tasks for s in steps):
+        problems.append(f"--agent {choices.agent}: no step of this run deploys an agent")
+    return list(dict.fromkeys(problems))
 
 
 def step_label(raw: Any, position: int) -> str:

@@ -24,6 +24,7 @@ from agent_env.tasks.context import TaskContext
 from agent_env.tasks.engine import TaskObserver, TaskResult, run_task
 from agent_env.tasks.plan import TaskSpec
 from agent_env.tasks.records import InstanceRecord, InstanceStore
+from agent_env.tasks.steps import RunChoices
 from agent_env.tasks.teardown import Teardown, TeardownReport
 
 if TYPE_CHECKING:
@@ -34,11 +35,13 @@ MAX_PARALLEL_TASKS = 4
 
 @attrs.frozen
 class RunRequest:
-    """One task to run, where its artifacts come from and its metadata (``seed``...)."""
+    """One task to run, where its artifacts come from, the caller's choices (``--model``,
+    ``--agent``) and its metadata (``seed``...)."""
 
     spec: TaskSpec
     artifacts: ArtifactSource
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
+    choices: RunChoices = attrs.field(factory=RunChoices)
 
 
 class Session:
@@ -137,8 +140,9 @@ class Session:
             instance_id=records.new_instance_id(request.spec.id),
             artifacts=request.artifacts,
             teardown=self.teardown,
-            metadata=dict(request.metadata),
+            metadata={**request.metadata, **request.choices.recorded()},
             sandbox_chain=self.sandbox_chain,
+            choices=request.choices,
         )
         if self.cancel_reason is not None:
             ctx.metadata["cancel_reason"] = self.cancel_reason

@@ -83,6 +83,22 @@ class PreflightView:
         return entity_id in self.entities.get(kind, frozenset())
 
 
+@attrs.frozen
+class RunChoices:
+    """What the caller of a run chose for every task in it (``--model``, ``--agent``): a step
+    that uses one takes it over its own (``model`` of a prompt, the agent a deploy brings up).
+    A typed field of the run request and of :class:`TaskContext` (``ctx.choices``), and kept
+    in the run's record (metadata ``model``/``agent``)."""
+
+    model: str | None = None
+    agent: str | None = None
+
+    def recorded(self) -> dict[str, str]:
+        """What the run's record keeps of them (the choices made)."""
+        return {key: value for key, value in (("model", self.model), ("agent", self.agent))
+                if value}
+
+
 @attrs.define(kw_only=True)
 class Step:
     """A step of a task. Subclasses add fields (their JSON keys) and implement :meth:`run`."""
@@ -98,6 +114,10 @@ class Step:
     #: field (``{"artifact_version": "artifact_id"}``). Preflight refuses a version the run
     #: cannot load; :meth:`pinned` gives it to ``run``, and the loaded version is recorded.
     version_fields: ClassVar[dict[str, str]] = {}
+    #: What the step does to the agent its ``agent_name`` names, if any (``deploys``,
+    #: ``prompts``, ``reads_reply``: see :mod:`agent_env.agents`); the episode API reads it to
+    #: stand a trainer in for that agent.
+    agent_role: ClassVar[str | None] = None
 
     id: str
     depends_on: list[str] | None = None
@@ -116,6 +136,14 @@ class Step:
         moment the task starts (a verifier loading its script's imports while the env
         deploys). Best effort: whatever it raises is logged and ignored, it is cancelled
         when the task ends, and ``run`` must not depend on it having finished."""
+
+    def needs(self, choices: RunChoices) -> list[str]:
+        """What a real run of this step would find missing that the task file cannot show (a
+        model nobody answers, an agent nobody ships), given the run's ``choices``. Asked with
+        the runtime up, after preflight and before anything is written; ``--dry-run`` lists
+        every one. A problem about a choice itself starts with its option (``--model ...``)
+        and is said once for the whole run. Default: nothing."""
+        return []
 
     def check(self, view: PreflightView) -> list[str]:
         """Extra preflight problems (messages without the ``step 'x':`` prefix)."""

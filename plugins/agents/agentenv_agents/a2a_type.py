@@ -797,7 +797,7 @@ class A2aAgentType:
                                                   f"agents/{source.name}", say)
         settings = _model_settings()
         # the run's --model, else [model] name, else the folder's default
-        model = (ctx.metadata.get("model") or settings.get("name")
+        model = (ctx.choices.model or settings.get("name")
                  or source.metadata.get("default_model") or None)
         token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         ctx.register_secret(token)

@@ -1,5 +1,7 @@
-"""The agents plugin's hooks: the ``a2a`` agent type, the shipped ``model-agent``,
-``claude-code`` and ``codex`` agents, the ``scripted_model`` step and the ``agents-smoke``,
+"""The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
+``snapshot_agent_state``, ``agent_prompt_response_verifier``, ``verify_agent_card``,
+``scripted_model``), the ``a2a-agent`` command, the ``a2a`` agent type, the shipped
+``model-agent``, ``claude-code`` and ``codex`` agents and the ``agents-smoke``,
 ``claude-code-smoke`` and ``codex-smoke`` bundles.
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
@@ -9,8 +11,12 @@ Cheap to import on purpose (the CLI imports every plugin at start): the agent ty
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_env.api import AgentSource, BundleSource, Lazy, ModelProvider, hookimpl
+
+if TYPE_CHECKING:
+    import click
 
 HERE = Path(__file__).parent
 AGENTS = HERE / "agents"
@@ -36,9 +42,27 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("codex-smoke", BUNDLES / "codex-smoke")]
 
 
+#: step type -> "module:class", imported when a task uses it
+STEP_TYPES = {
+    "deploy_agent": "agentenv_agents.steps:DeployAgent",
+    "prompt_agent": "agentenv_agents.steps:PromptAgent",
+    "snapshot_agent_state": "agentenv_agents.steps:SnapshotAgentState",
+    "agent_prompt_response_verifier": "agentenv_agents.steps:AgentPromptResponseVerifier",
+    "verify_agent_card": "agentenv_agents.steps:VerifyAgentCard",
+    "scripted_model": "agentenv_agents.model_steps:ScriptedModel",
+}
+
+
 @hookimpl
 def agent_env_step_types() -> list[Lazy]:
-    return [Lazy("scripted_model", "agentenv_agents.model_steps:ScriptedModel")]
+    return [Lazy(name, target) for name, target in STEP_TYPES.items()]
+
+
+@hookimpl
+def agent_env_cli(cli: click.Group) -> None:
+    from agentenv_agents.cli import a2a_agent
+
+    cli.add_command(a2a_agent, "a2a-agent")
 
 
 @hookimpl

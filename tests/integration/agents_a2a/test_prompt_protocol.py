@@ -10,9 +10,9 @@ from typing import Any
 import attrs
 import pytest
 
-from agent_env.tasks.step_types.agent_steps import PromptAgent
 from agent_env.tasks.steps import StepError
 from agentenv_agents.a2a_type import A2aAgent
+from agentenv_agents.steps import PromptAgent
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     TRAJECTORY_V1,

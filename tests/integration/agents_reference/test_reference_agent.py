@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.step_types.agent_steps import (
+from agent_env.tasks.steps import StepError
+from agentenv_agents.steps import (
     AgentPromptResponseVerifier,
     DeployAgent,
     PromptAgent,
     read_trajectory,
 )
-from agent_env.tasks.steps import StepError
 from agentenv_mcp_env.steps import DeployEnv
 
 pytestmark = pytest.mark.docker

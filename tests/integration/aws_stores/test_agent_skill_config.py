@@ -14,10 +14,10 @@ import aiohttp
 import pytest
 
 from agent_env.stores.filesystem import FilesystemObjectStore
-from agent_env.tasks.step_types.agent_steps import DeployAgent
 from agent_env.tasks.steps import PreflightView, StepError, structure_step
 from agentenv_agents.a2a_type import post_ok
 from agentenv_agents.skill_config import give_skills
+from agentenv_agents.steps import DeployAgent
 from agentenv_aws_stores.s3 import S3ObjectStore
 from agentenv_protocol.agent import (
     SKILL_CONFIG_V1,

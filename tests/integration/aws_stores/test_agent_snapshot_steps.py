@@ -20,8 +20,8 @@ from agent_env.api import StepError
 from agent_env.runtime import Runtime, use
 from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.step_types.agent_steps import DeployAgent, SnapshotAgentState
 from agentenv_agents.a2a_type import A2aAgent, ModelGatewayHandle
+from agentenv_agents.steps import DeployAgent, SnapshotAgentState
 from agentenv_protocol.agent import create_app
 from agentenv_protocol.testing import RunningServer, serve_app
 

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from agent_env.task import Episode, EpisodeError, EpisodeFailed, EpisodeSpec, Task, TurnTools
-from agent_env.tasks.step_types.agent_steps import read_trajectory
+from agentenv_agents.steps import read_trajectory
 
 from .conftest import EXAMPLE
 

@@ -14,9 +14,9 @@ from typing import Any
 import attrs
 import pytest
 
+from agent_env.agents import AgentSetup
 from agent_env.episodes.turns import Turn
 from agent_env.task import EpisodeError
-from agent_env.tasks.step_types.agent_steps import AgentSetup
 from agentenv_protocol import AgentEnvEnvironment, AgentEnvError, ToolContext, environment_card
 from agentenv_protocol import tool as env_tool
 from agentenv_protocol.testing import serve_env, serve_gateway

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import pytest
 
-from agent_env.agents import read_agent
+from agent_env.agents import AgentReply
 from agent_env.contributions import AgentSource, Lazy
 from agent_env.errors import MissingPluginError, UserError
 from agent_env.hookspecs import hookimpl
@@ -16,7 +16,9 @@ from agent_env.plugins import BUILTIN_PLUGINS, PluginHost, PluginRecord
 from agent_env.runtime import Runtime, use
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.step_types.agent_steps import AgentReply, DeployAgent, PromptAgent
+from agent_env.tasks.steps import RunChoices
+from agentenv_agents.definitions import read_agent
+from agentenv_agents.steps import DeployAgent, PromptAgent
 
 DEPLOYED: list[tuple[str, str, dict[str, str]]] = []
 
@@ -157,7 +159,7 @@ async def test_run_overrides_replace_the_steps_agent_and_model(tmp_path: Path) -
     host.records.append(record)
     host._register(record, Toy())
     ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts(),
-                      metadata={"agent": "echoer", "model": "from-the-cli"})
+                      choices=RunChoices(agent="echoer", model="from-the-cli"))
     with use(Runtime(host=host)):  # the step names another agent and model: the run's win
         await DeployAgent(id="d", agent_name="eve", a2a_agent_id="shouter").run(ctx)
         await PromptAgent(id="p", agent_name="eve", prompt="hi", model="from-step").run(ctx)

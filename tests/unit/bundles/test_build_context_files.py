@@ -99,7 +99,7 @@ def test_agent_put_honours_the_dockerignore_of_its_own_dockerfile(
     (folder / "Dockerfile").rename(folder / "agent.Dockerfile")
     (folder / "agent.toml").write_text('type = "a2a"\ndockerfile = "agent.Dockerfile"\n')
     (folder / ".dockerignore").write_text("*.Dockerfile\nsecret.json\n")
-    from agent_env.agents.stored import agent_files
+    from agentenv_agents.stored import agent_files
 
     files = agent_files("a", folder, None, tmp_path)
     assert "secret.json" not in [f.path for f in files]

@@ -98,11 +98,11 @@ def test_a_setting_that_is_not_a_finite_number_is_refused(value) -> None:
 def test_a_utf8_byte_order_mark_is_read_past_in_every_toml_file(tmp_path: Path) -> None:
     """Issue 31, class 18: a BOM (as some editors save) made TOML files fail with "Empty key"
     while JSON files took it; every TOML file is now read through one reader."""
-    from agent_env.agents import read_agent
     from agent_env.bundles.model import local_id_root
     from agent_env.bundles.parse import parse_bundle
     from agent_env.config import read_toml
     from agent_env.evals.entity import read_eval_file
+    from agentenv_agents.definitions import read_agent
 
     bom = "\ufeff"
     config = tmp_path / "config.toml"

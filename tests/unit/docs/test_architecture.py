@@ -61,10 +61,27 @@ def test_every_hookspec_has_its_row_with_the_exact_signature() -> None:
         assert (params, returns) == signature(name), name
 
 
+def _short_name(host: PluginHost, module: str) -> str:
+    """``core`` for a built-in plugin module, else its first-party plugin's short name."""
+    from agent_env.plugins.catalog import FIRST_PARTY
+
+    record = next(r for r in host.records if r.name == module)
+    if record.builtin:
+        return "core"
+    found = [p.short_name for p in FIRST_PARTY if p.distribution == record.distribution]
+    return found[0] if found else record.distribution
+
+
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_who_implements_it_is_true(hook: str, host: PluginHost) -> None:
+    """The row lists every plugin that implements the hook, each with exactly the names it
+    contributes: no contribution can go unlisted."""
     cell = rows()[hook][2]
-    for plugin, names in implementers(cell).items():
+    listed = implementers(cell)
+    impls = {i.plugin_name for i in getattr(host.pm.hook, hook).get_hookimpls()}
+    implementing = {_short_name(host, m) for m in impls if any(r.name == m for r in host.records)}
+    assert implementing == set(listed), f"{hook}: implemented by {sorted(implementing)}"
+    for plugin, names in listed.items():
         if plugin == "core":
             modules = {r.name for r in host.records if r.builtin}
         else:
@@ -77,4 +94,4 @@ def test_who_implements_it_is_true(hook: str, host: PluginHost) -> None:
         if names:
             contributed = {c.name for c in host.all_contributions()
                            if c.kind == kind and c.plugin in modules}
-            assert set(names) <= contributed, f"{plugin} does not contribute {names} ({hook})"
+            assert set(names) == contributed, f"{plugin} contributes {sorted(contributed)} ({hook})"

@@ -11,15 +11,14 @@ from agent_env.errors import UserError
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.plan import check_steps
-from agent_env.tasks.step_types.agent_steps import (
-    AGENT_STEP_TYPES,
+from agent_env.tasks.steps import StepError
+from agentenv_agents.steps import (
     AgentPromptResponseVerifier,
     DeployAgent,
     PromptAgent,
 )
-from agent_env.tasks.steps import StepError
 
-REGISTRY = {cls.type: cls for cls in AGENT_STEP_TYPES}
+REGISTRY = {cls.type: cls for cls in (DeployAgent, PromptAgent, AgentPromptResponseVerifier)}
 
 
 def context() -> TaskContext:

@@ -11,7 +11,7 @@ import pytest
 
 from agent_env.task import Episode, EpisodeError, EpisodeFailed, EpisodeSpec, Task, Turn
 from agent_env.tasks.records import MemoryInstances
-from agent_env.tasks.step_types.agent_steps import read_trajectory
+from agentenv_agents.steps import read_trajectory
 
 
 def greet_steps(*, slow: float = 0.0, prompts: int = 1, sandbox: bool = False) -> list[dict]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_env.tasks.step_types.agent_steps import PromptAgent, trajectory_key
 from agent_env.tasks.steps import PreflightView, structure_step
+from agentenv_agents.steps import PromptAgent, trajectory_key
 
 VIEW = PreflightView(step_ids=frozenset({"p"}))
 

@@ -2,11 +2,11 @@
 
 An agent lives in ``ctx.agents[agent_name]`` as an object with ``async prompt(step, timeout)``
 returning an :class:`AgentReply`. Who answers is not these steps' business: the episode machinery
-(:mod:`agent_env.episodes`) stands in a player from outside AgentEnv (a training loop), so a
-prompt becomes a turn of that player. Without one, ``deploy_agent`` deploys the agent folder
-``a2a_agent_id`` names (``[agents] default`` when it names none), through the agent type its
-``agent.toml`` names (``agent_env_agent_types``); with neither, it fails saying so (never a
-made-up success).
+(:mod:`agent_env.episodes`) stands in a player from outside AgentEnv (a training loop:
+``TaskContext.outside_agent``), so a prompt becomes a turn of that player. Without one,
+``deploy_agent`` deploys the agent folder ``a2a_agent_id`` names (``[agents] default`` when it names
+none), through the agent type its ``agent.toml`` names (``agent_env_agent_types``); with neither, it
+fails saying so (never a made-up success).
 
 ``prompt_agent`` records ``{prompt_id, agent_name, prompt, response, model, a2a_context_id,
 tool_call_count, usage, error_type, error_message, agent_trajectory_object_key,
@@ -29,98 +29,48 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env._tuples import dict_tuple
-from agent_env.tasks.scores import AGGREGATORS, ScoreRow
-from agent_env.tasks.steps import InfraError, PreflightView, Step, StepError
+from agent_env.api import (
+    AGENT_ERROR,
+    AGGREGATORS,
+    DEFAULT_AGENT_NAME,
+    DEPLOYS,
+    INFRA_ERROR,
+    PROMPTS,
+    READS_REPLY,
+    Agent,
+    AgentSetup,
+    InfraError,
+    PreflightView,
+    RunChoices,
+    ScoreRow,
+    Step,
+    StepError,
+    find_reply,
+)
 
 if TYPE_CHECKING:
-    from agent_env.sandbox.base import Sandbox
-    from agent_env.tasks.context import TaskContext
+    from agent_env.api import TaskContext
 
-#: The agent a step means when it names none (as in the reference's task files).
-DEFAULT_AGENT_NAME = "agent"
+__all__ = ["AGENT_ERROR", "DEFAULT_AGENT_NAME", "AgentPromptResponseVerifier", "DeployAgent",
+           "PromptAgent", "SnapshotAgentState", "VerifyAgentCard", "find_reply"]
+
 DEFAULT_PROMPT_TIMEOUT = 600.0
 RESPONSE_CHECKS = ("response_contains", "response_regex_present")
 #: Criteria other verifiers check; a shared criteria list keeps them as skipped rows here.
 SANDBOX_CHECKS = ("probe_file_exists", "probe_dir_exists", "probe_file_contains",
                   "bash_cmd_succeeds")
-
-
-AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
 TRAJECTORY_PREFIX = "prompt_agent_trajectories"
-
-
-@attrs.frozen
-class Usage:
-    """What one prompt cost: the agent's tool calls, and the model calls and tokens (counted by
-    AgentEnv's model gateway when the agent uses it, else as the agent reported them)."""
-
-    tool_calls: int = 0
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
-
-
-@attrs.frozen
-class AgentReply:
-    """What an agent answered to one prompt, and the tool calls it made on the way.
-
-    ``error_type`` is set when the agent says it failed the prompt: ``agent_error`` (its own
-    doing: recorded and scored 0) or ``infra_error`` (the run ends as ``error``).
-    """
-
-    response: str
-    trajectory: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple, factory=tuple)
-    usage: Usage = Usage()
-    error_type: str | None = None
-    error_message: str | None = None
-    model: str | None = None
-    #: The A2A conversation it answered in (A2A agents), recorded as ``a2a_context_id``.
-    context_id: str | None = None
-    #: Every model call the agent made for this prompt, in full (request, response, tokens),
-    #: as its model gateway recorded them; kept in the object store beside the trajectory.
-    model_calls: tuple[dict[str, Any], ...] = attrs.field(converter=dict_tuple, factory=tuple)
-
-
-class Agent(Protocol):
-    """An agent as the steps see it, whoever plays it."""
-
-    name: str
-
-    async def prompt(self, step: PromptAgent, timeout: float) -> AgentReply:
-        """Answer ``step.prompt`` within ``timeout`` seconds (StepError otherwise)."""
-        ...
-
-    def describe(self) -> dict[str, Any]:
-        """What the run record keeps of this agent."""
-        ...
-
-
-@attrs.frozen
-class AgentSetup:
-    """Everything ``deploy_agent`` resolved for an agent before anyone plays it."""
-
-    name: str
-    role: str | None
-    system_prompt: str | None
-    #: env id -> the deployment an earlier ``deploy_env`` made (its gateway URL and headers)
-    envs: dict[str, Any]
-    #: The sandbox the agent works in (its ``bash`` tool), when the step names one.
-    sandbox: Sandbox | None = attrs.field(default=None, eq=False)
-    sandbox_name: str | None = None
-    description: str | None = None
 
 
 def default_agent_id() -> str | None:
     """The agent a ``deploy_agent`` step without ``a2a_agent_id`` deploys (``[agents] default``)."""
-    from agent_env.config import get_config
+    from agent_env.api import current
 
-    value = get_config().section("agents").get("default")
+    value = current().config.section("agents").get("default")
     return str(value) if value else None
 
 
@@ -133,6 +83,7 @@ class DeployAgent(Step):
     """Bring up an agent that uses the tools of ``env_ids`` as ``role``."""
 
     type = "deploy_agent"
+    agent_role = DEPLOYS
     entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts"}
     version_fields = {"agent_snapshot_files_artifact_version": "agent_snapshot_files_artifact_id"}
 
@@ -219,6 +170,20 @@ class DeployAgent(Step):
             problems.append("env_ids names an env twice")
         return problems
 
+    def needs(self, choices: RunChoices) -> list[str]:
+        """The agent this step would deploy must be installed or stored."""
+        from agent_env.api import UserError
+        from agentenv_agents.lookup import find_agent
+
+        agent_id = choices.agent or self.a2a_agent_id or default_agent_id()
+        if agent_id is None:
+            return []  # only an outside player can play it: said when the step runs
+        try:
+            find_agent(agent_id, None if choices.agent else self.a2a_agent_version)
+        except UserError as exc:
+            return [f"--agent: {exc}" if choices.agent else str(exc)]
+        return []
+
     def _changelog_problems(self, view: PreflightView) -> list[str]:
         source, position = self.agent_changelog_object_url, \
             self.agent_changelog_toolcall_position_exclusive
@@ -254,10 +219,10 @@ class DeployAgent(Step):
 
         ``agent-env run --agent ID`` (the run's ``agent`` metadata) replaces the step's own.
         """
-        from agent_env.agents.lookup import find_agent
-        from agent_env.runtime import current
+        from agent_env.api import current
+        from agentenv_agents.lookup import find_agent
 
-        override = ctx.metadata.get("agent")
+        override = ctx.choices.agent
         agent_id = override or self.a2a_agent_id or default_agent_id()
         if agent_id is None:
             raise StepError(
@@ -274,7 +239,7 @@ class DeployAgent(Step):
 
     async def run(self, ctx: TaskContext) -> None:
         setup = self.setup(ctx)
-        agent = await self.start(ctx, setup)
+        agent = ctx.outside_agent(setup) or await self.start(ctx, setup)
         loaded = None
         if self.agent_snapshot_step or self.agent_snapshot_files_artifact_id:
             load = getattr(agent, "load_snapshot", None)
@@ -323,6 +288,7 @@ class PromptAgent(Step):
     """Send an agent a prompt and record its reply and trajectory."""
 
     type = "prompt_agent"
+    agent_role = PROMPTS
 
     #: The prompt's text; or ``parts`` (A2A parts, e.g. ``{"kind": "text", "text": ...}``).
     prompt: str = ""
@@ -367,6 +333,16 @@ class PromptAgent(Step):
         return {key: getattr(self, key) for key in AGENT_CONFIG_KEYS
                 if getattr(self, key) is not None}
 
+    def needs(self, choices: RunChoices) -> list[str]:
+        """The model this prompt would ask for must have someone to answer it."""
+        from agentenv_agents.definitions import model_problem
+
+        model = choices.model or self.model
+        problem = model_problem(model) if model else None
+        if problem is None:
+            return []
+        return [f"--model: {problem}" if choices.model else problem]
+
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if self.timeout_seconds <= 0:
@@ -386,8 +362,8 @@ class PromptAgent(Step):
     async def run(self, ctx: TaskContext) -> None:
         agent = deployed_agent(ctx, self.agent_name)
         started = time.monotonic()
-        model = ctx.metadata.get("model")  # `agent-env run --model`: replaces the step's own
-        step = attrs.evolve(self, model=str(model)) if model else self
+        model = ctx.choices.model  # `agent-env run --model`: replaces the step's own
+        step = attrs.evolve(self, model=model) if model else self
         reply = await agent.prompt(step, float(self.timeout_seconds))
         ctx.outputs[self.id] = {
             "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.text,
@@ -459,7 +435,7 @@ def _prefix_problems(field: str, prefix: str | None) -> list[str]:
     """Whether ``prefix`` (an object-store key prefix, None for the default) is a valid one."""
     if prefix is None:
         return []
-    from agent_env.stores.base import InvalidObjectKey, validate_key
+    from agent_env.api import InvalidObjectKey, validate_key
 
     try:
         validate_key(prefix.rstrip("/") + "/x")
@@ -530,7 +506,7 @@ def store_trajectory(ctx: TaskContext, prompt_id: str, agent_name: str,
         return None
     import json
 
-    from agent_env.runtime import current
+    from agent_env.api import current
 
     key = trajectory_key(ctx.instance_id, prompt_id, agent_name, prefix, name)
     data = json.dumps(ctx.strip_secrets(list(trajectory)), default=str).encode()
@@ -543,19 +519,10 @@ def read_trajectory(key: str) -> list[dict[str, Any]]:
     """A stored prompt trajectory (see :func:`store_trajectory`)."""
     import json
 
-    from agent_env.runtime import current
+    from agent_env.api import current
 
     events: list[dict[str, Any]] = json.loads(current().store("object").get(key))
     return events
-
-
-def find_reply(ctx: TaskContext, prompt_id: str) -> dict[str, Any] | None:
-    """The recorded reply to ``prompt_id`` (a prompt_agent output), if any."""
-    for output in ctx.outputs.values():
-        if isinstance(output, dict) and output.get("prompt_id") == prompt_id \
-                and "response" in output:
-            return output
-    return None
 
 
 def _regex_flags(names: Any) -> int:
@@ -572,6 +539,7 @@ class AgentPromptResponseVerifier(Step):
     """Score the reply to one prompt with string and regex checks."""
 
     type = "agent_prompt_response_verifier"
+    agent_role = READS_REPLY
 
     prompt_id: str
     criteria: list[dict[str, Any]] = attrs.field(factory=list)
@@ -702,7 +670,3 @@ def _score(index: int, criterion: dict[str, Any], response: str) -> ScoreRow:
                         skipped=True, weight=weight, criterion=criterion)
     return ScoreRow(index, 1.0 if passed else 0.0, passed, why, weight=weight,
                     criterion=criterion)
-
-
-#: What the core's builtin plugin registers.
-AGENT_STEP_TYPES: tuple[type[Step], ...] = (DeployAgent, PromptAgent, AgentPromptResponseVerifier)

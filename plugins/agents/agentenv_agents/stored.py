@@ -15,13 +15,23 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from agent_env.agents import AGENT_FILE, AgentDefinition, read_agent
-from agent_env.errors import UserError
+from agent_env.api import (
+    AGENT_FILE,
+    AgentDefinition,
+    UserError,
+    current,
+    folder_files,
+    missing_contribution,
+    put_files_entity,
+    stored_folder,
+    versioned_store,
+)
+
+from .definitions import read_agent
 
 KIND = "agents"
 #: The ledger's file-entity ``type`` for agents.
@@ -36,8 +46,6 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
 
     With only ``image_ref``, the folder is ``scratch`` holding a generated ``agent.toml``.
     """
-    from agent_env.bundles.parse import collect_files
-
     if folder is None and not image_ref:
         raise UserError("give --folder DIR (an agent.toml and its Dockerfile) or --image-ref "
                         "IMAGE")
@@ -55,47 +63,30 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
     elif not folder.is_dir():
         raise UserError(f"--folder {folder}: not a folder")
     definition = read_agent(agent_id, folder)  # a bad agent.toml: its one-line error
-    from agent_env.plugins.reporting import missing
-    from agent_env.runtime import current
-
     host = current().host
     if definition.type not in host.registry("agent_type"):  # never store what cannot run
-        raise missing(host, "agent_type", definition.type)
-    problems: list[str] = []
-    files = collect_files(folder, str(folder), problems, build_context=True,
-                          dockerfile=definition.dockerfile)
+        raise missing_contribution(host, "agent_type", definition.type)
+    files = folder_files(folder, dockerfile=definition.dockerfile)
     if definition.type == "a2a" and not definition.image and not any(
             f.path == definition.dockerfile for f in files):
-        problems.append(f"{folder}: has no {definition.dockerfile} (an a2a agent without "
+        raise UserError(f"{folder}: has no {definition.dockerfile} (an a2a agent without "
                         "image = in its agent.toml is built from one)")
-    if problems:
-        raise UserError("; ".join(problems))
-    return sorted(files, key=lambda f: f.path)
+    return files
 
 
 def put_agent(agent_id: str, folder: Path | None, image_ref: str | None) -> Any:
     """Store the agent as the next version of ``agent_id`` (unchanged: the same version);
     returns the ledger line."""
-    from agent_env.bundles.ledger import Ledger
-    from agent_env.bundles.model import ArtifactEntry
-    from agent_env.stores import object_store, versioned_store
-
     if installed_agent(agent_id) is not None:
         raise UserError(f"'{agent_id}' is an installed agent's id (a2a-agent list): store "
                         "yours under another id")
     with tempfile.TemporaryDirectory(prefix="agent-env-agent-put-") as scratch:
         files = agent_files(agent_id, folder, image_ref, Path(scratch))
-        entry = ArtifactEntry(agent_id.rsplit("/", 1)[-1], agent_id, ENTITY_TYPE,
-                              f"agent {agent_id}", tuple(files))
-        ledger = Ledger(versioned_store(), object_store())
-        ledger.write_files_entity(KIND, entry)
-    return ledger.lines[-1]
+        return put_files_entity(KIND, agent_id, ENTITY_TYPE, f"agent {agent_id}", files)
 
 
 def installed_agent(agent_id: str) -> Any:
     """The installed agent source (name or alias) ``agent_id``, or None."""
-    from agent_env.runtime import current
-
     for contribution in current().host.contributions("agent"):
         source = contribution.obj
         if contribution.status == "active" and agent_id in (source.name, *source.aliases):
@@ -106,8 +97,6 @@ def installed_agent(agent_id: str) -> Any:
 def stored_record(agent_id: str, version: int | None = None) -> Any:
     """The stored agent's record, or None when nothing is stored under that id; a version the
     agent does not have is a UserError naming its latest."""
-    from agent_env.stores import versioned_store
-
     store = versioned_store()
     record = store.get(KIND, agent_id, version)
     if record is None and version is not None:
@@ -120,33 +109,11 @@ def stored_record(agent_id: str, version: int | None = None) -> Any:
 
 def load_stored_agent(record: Any) -> AgentDefinition:
     """The stored version as a definition whose folder holds its files (laid out once)."""
-    from agent_env.bundles.entities import write_stored_files
-    from agent_env.config import get_config
-    from agent_env.stores import object_store
-
-    folder = get_config().state_root / KIND / record.content_hash
-    if not folder.is_dir():
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f".{record.content_hash}-", dir=folder.parent))
-        try:
-            try:
-                write_stored_files(object_store(), record.body.get("files") or {}, partial,
-                                   f"agent {record.id} v{record.version}")
-            except ValueError as exc:
-                raise UserError(str(exc)) from None
-            try:
-                partial.rename(folder)
-            except OSError:  # another process laid it out first: theirs is the same content
-                pass
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return read_agent(record.id, folder)
+    return read_agent(record.id, stored_folder(KIND, record))
 
 
 def stored_rows() -> list[dict[str, Any]]:
     """One row per stored agent (its latest version), for ``a2a-agent list``."""
-    from agent_env.stores import versioned_store
-
     store = versioned_store()
     rows = []
     for agent_id in store.list_ids(KIND):

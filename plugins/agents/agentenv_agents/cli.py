@@ -1,5 +1,5 @@
 """``agent-env a2a-agent``: the agents plugins ship (``agent_env_agents``), the agents users
-register (``put``: versioned entities, see :mod:`agent_env.agents.stored`), and agents deployed
+register (``put``: versioned entities, see :mod:`.stored`), and agents deployed
 on their own.
 
 ``validate`` runs a task that deploys the agent, scores its A2A card (``verify_agent_card``)
@@ -19,15 +19,13 @@ from typing import Any
 
 import click
 
-from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
-from agent_env.sandbox.chain import option_chain
+from agent_env.api import ENTITY_ID, TTL_SECONDS, VERSION, echo, option_chain
 
 
 def _rows() -> list[dict[str, Any]]:
-    from agent_env.plugins import ACTIVE, get_host
+    from agent_env.api import ACTIVE, current
 
-    host = get_host()
+    host = current().host
     rows = []
     for contribution in host.contributions("agent"):
         if contribution.status != ACTIVE:
@@ -51,8 +49,8 @@ def a2a_agent() -> None:
 def list_agents(as_json: bool) -> None:
     """Every installed agent (id, the plugin that ships it, its agent type), then every stored
     one (id, latest version)."""
-    from agent_env.agents import read_agent
-    from agent_env.agents.stored import stored_rows
+    from .definitions import read_agent
+    from .stored import stored_rows
 
     rows = _rows()
     stored = stored_rows()
@@ -85,9 +83,10 @@ def get_agent(agent_id: str, version: int | None) -> None:
     """One agent's definition (its agent.toml, read), as JSON; a stored one's version too."""
     import attrs
 
-    from agent_env.agents.lookup import find_agent
-    from agent_env.agents.stored import installed_agent, stored_record
-    from agent_env.errors import UserError
+    from agent_env.api import UserError
+
+    from .lookup import find_agent
+    from .stored import installed_agent, stored_record
 
     installed = installed_agent(agent_id) is not None
     if version is not None and installed:
@@ -114,7 +113,7 @@ def get_agent(agent_id: str, version: int | None) -> None:
 def put(click_ctx: click.Context, agent_id: str, folder: Path | None, image_ref: str | None,
         then_validate: bool) -> int:
     """Store an agent as the next version of ID (unchanged sources: the same version)."""
-    from agent_env.agents.stored import put_agent
+    from .stored import put_agent
 
     line = put_agent(agent_id, folder, image_ref)
     echo(str(line))
@@ -138,11 +137,17 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
 
     The prompt's model is a scripted one answering a fixed text, so no upstream or key is
     needed; the agent passes when its reply carries that text."""
-    from agent_env.agents.lookup import find_agent
-    from agent_env.cli.run_cmd import check_sandbox_chain, execute
-    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
-    from agent_env.tasks.plan import TaskSpec
-    from agent_env.tasks.session import RunRequest
+    from agent_env.api import (
+        ArtifactContent,
+        ArtifactFile,
+        MemoryArtifacts,
+        RunRequest,
+        TaskSpec,
+        check_sandbox_chain,
+        run_tasks,
+    )
+
+    from .lookup import find_agent
 
     definition = find_agent(agent_id, version)  # not there: one line before anything runs
     script = {"name": VALIDATE_SCRIPT, "turns": [{"text": VALIDATE_REPLY}]}
@@ -165,7 +170,7 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
     chain = option_chain(sandbox)
     if chain:
         check_sandbox_chain(chain)
-    _, code = execute([RunRequest(spec, artifacts, {})], sandbox_chain=chain)
+    _, code = run_tasks([RunRequest(spec, artifacts, {})], sandbox_chain=chain)
     return code
 
 
@@ -175,7 +180,7 @@ DEFAULT_TTL_SECONDS = 7200  # the reference's default
 
 
 def _env_vars(values: tuple[str, ...]) -> dict[str, str]:
-    from agent_env.errors import UserError
+    from agent_env.api import UserError
 
     out = {}
     for value in values:
@@ -194,17 +199,24 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
     import datetime as dt
     import secrets
 
-    from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
-    from agent_env.errors import UserError
-    from agent_env.tasks.artifacts import MemoryArtifacts
-    from agent_env.tasks.context import TaskContext
-    from agent_env.tasks.step_types.agent_steps import DeployAgent
-    from agent_env.tasks.steps import StepError
+    from agent_env.api import (
+        DEPLOYMENT_LABEL,
+        Deployment,
+        MemoryArtifacts,
+        RunChoices,
+        StepError,
+        TaskContext,
+        UserError,
+        deployments,
+        utc_now,
+    )
+
+    from .steps import DeployAgent
 
     instance_id = f"{agent_id}-{secrets.token_hex(4)}"
     ctx = TaskContext(task_id=f"a2a-agent deploy {agent_id}", instance_id=instance_id,
                       artifacts=MemoryArtifacts(), sandbox_chain=chain,
-                      metadata={"model": model} if model else None,
+                      choices=RunChoices(model=model),
                       labels={DEPLOYMENT_LABEL: instance_id})
     ctx.note_sink = lambda line: echo(line, err=True)
     step = DeployAgent(id="deploy", agent_name=agent_id, a2a_agent_id=agent_id,
@@ -250,9 +262,10 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
     """Deploy an agent on its own; it stays up until its TTL or a2a-agent teardown."""
     import asyncio
 
-    from agent_env.agents import model_problem
-    from agent_env.agents.lookup import find_agent
-    from agent_env.errors import UserError
+    from agent_env.api import UserError
+
+    from .definitions import model_problem
+    from .lookup import find_agent
 
     definition = find_agent(agent_id)
     env_vars = _env_vars(env_var)
@@ -260,7 +273,7 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
         raise UserError(f"--model: {problem}")
     chain = option_chain(sandbox)
     if chain:
-        from agent_env.cli.run_cmd import check_sandbox_chain
+        from agent_env.api import check_sandbox_chain
 
         check_sandbox_chain(chain)  # a provider that cannot be used: one line, nothing started
     entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model,
@@ -286,9 +299,9 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_instances(as_json: bool) -> None:
     """Agents deployed on their own, with their expiry; expired ones say so."""
-    from agent_env.cli.deployed import list_kind
+    from agent_env.api import list_deployed
 
-    list_kind("agent", as_json, "a2a")
+    list_deployed("agent", as_json, "a2a")
 
 
 @a2a_agent.command("get-instance")
@@ -296,9 +309,9 @@ def list_instances(as_json: bool) -> None:
               help="The instance id deploy printed.")
 def get_instance(instance_id: str) -> None:
     """Print one deployed agent as JSON (its token is not stored, so not shown)."""
-    from agent_env.cli.deployed import get_kind
+    from agent_env.api import get_deployed
 
-    get_kind("agent", instance_id)
+    get_deployed("agent", instance_id)
 
 
 @a2a_agent.command("teardown")
@@ -306,6 +319,6 @@ def get_instance(instance_id: str) -> None:
 @click.option("--all", "everything", is_flag=True, help="Every deployed agent.")
 def teardown(instance_id: str | None, everything: bool) -> int:
     """Remove a deployed agent (its containers and sandbox) now; idempotent."""
-    from agent_env.cli.deployed import teardown_kind
+    from agent_env.api import teardown_deployed
 
-    return teardown_kind("agent", instance_id, everything)
+    return teardown_deployed("agent", instance_id, everything)

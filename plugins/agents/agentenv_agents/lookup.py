@@ -1,15 +1,16 @@
 """Finding an agent by id: an installed one (a plugin's ``agent_env_agents``), else one that
 ``a2a-agent put`` stored. Its own module because it reads both the folder format
-(:mod:`agent_env.agents`) and the store (:mod:`agent_env.agents.stored`), which the store's
+(:mod:`.definitions`) and the store (:mod:`.stored`), which the store's
 module itself builds on."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agent_env.agents import AgentDefinition, read_agent
-from agent_env.agents.stored import installed_agent, load_stored_agent, stored_record
-from agent_env.errors import UserError
+from agent_env.api import AgentDefinition, UserError, current, missing_contribution
+
+from .definitions import read_agent
+from .stored import installed_agent, load_stored_agent, stored_record
 
 
 def find_agent(agent_id: str, version: int | None = None) -> AgentDefinition:
@@ -28,10 +29,7 @@ def find_agent(agent_id: str, version: int | None = None) -> AgentDefinition:
 
 
 def _missing_agent(agent_id: str) -> UserError:
-    from agent_env.plugins.reporting import missing
-    from agent_env.runtime import current
-
-    error = missing(current().host, "agent", agent_id)
+    error = missing_contribution(current().host, "agent", agent_id)
     if str(error).startswith("no "):  # not a known plugin's: maybe the user meant their own
         return type(error)(f"{error}; none is stored under that id either (agent-env "
                            f"a2a-agent put --id {agent_id} --folder DIR stores one)")

@@ -1,52 +1,32 @@
 """Agent definitions: the folders plugins ship through ``agent_env_agents``, read on use.
 
-An agent folder holds an ``agent.toml`` and what its type needs (a Dockerfile for ``a2a``).
-The kernel reads only the common keys below; the agent type (``agent_env_agent_types``) reads
-the rest of the folder. Keys follow the reference's ``agent.toml``: ``image`` (a prebuilt image
-instead of building the folder), ``[default_env_vars]``, ``[metadata]`` (``default_model``,
-``min_disk_size_gb``, ``takes_credentials``); ``type`` is ours (default ``a2a``).
-"""
+An agent folder holds an ``agent.toml`` and what its type needs (a Dockerfile for ``a2a``). The
+common keys below are read here (into the kernel's ``AgentDefinition``); the agent type
+(``agent_env_agent_types``) reads the rest of the folder. Keys follow the reference's
+``agent.toml``: ``image`` (a prebuilt image instead of building the folder), ``[default_env_vars]``,
+``[metadata]`` (``default_model``, ``min_disk_size_gb``, ``takes_credentials``); ``type`` is ours
+(default ``a2a``). """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import attrs
+from agent_env.api import (
+    AGENT_FILE,
+    DEFAULT_AGENT_TYPE,
+    AgentDefinition,
+    UserError,
+    current,
+    read_toml,
+)
 
-from agent_env.errors import UserError
-
-AGENT_FILE = "agent.toml"
-DEFAULT_AGENT_TYPE = "a2a"
 KNOWN_KEYS = {"type", "image", "dockerfile", "description", "default_env_vars", "metadata",
               "config"}
 KNOWN_METADATA = {"default_model", "min_disk_size_gb", "takes_credentials"}
 
 
-@attrs.frozen
-class AgentDefinition:
-    """One agent folder, read: who deploys it (``type``) and the settings every type shares."""
-
-    name: str
-    folder: Path
-    type: str = DEFAULT_AGENT_TYPE
-    image: str | None = None
-    dockerfile: str = "Dockerfile"
-    description: str = ""
-    default_env_vars: dict[str, str] = attrs.field(factory=dict)
-    metadata: dict[str, Any] = attrs.field(factory=dict)
-    #: The type's own settings (``[config]``), checked by the type.
-    config: dict[str, Any] = attrs.field(factory=dict)
-
-    @property
-    def takes_credentials(self) -> bool:
-        return bool(self.metadata.get("takes_credentials", True))
-
-
 def read_agent(name: str, folder: Path) -> AgentDefinition:
     """Read ``folder/agent.toml``; a UserError names the file and what to fix."""
-    from agent_env.config import read_toml
-
     path = folder / AGENT_FILE
     if not path.is_file():
         raise UserError(f"agent '{name}' has no {AGENT_FILE} in {folder}")
@@ -81,8 +61,6 @@ def model_problem(model: str) -> str | None:
 
     A name like ``llama3:8b`` (an upstream's own colon) is fine once an upstream is configured.
     """
-    from agent_env.runtime import current
-
     runtime = current()
     providers = sorted(runtime.host.registry("model_provider"))
     prefix = model.split(":", 1)[0] if ":" in model else None
