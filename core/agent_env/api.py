@@ -72,6 +72,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "InfraError": ("agent_env.tasks.steps", "InfraError"),
     "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
     "RunChoices": ("agent_env.tasks.steps", "RunChoices"),
+    "ChoiceProblem": ("agent_env.tasks.steps", "ChoiceProblem"),
     "TaskContext": ("agent_env.tasks.context", "TaskContext"),
     "ScoreRow": ("agent_env.tasks.scores", "ScoreRow"),
     "AGGREGATORS": ("agent_env.tasks.scores", "AGGREGATORS"),
@@ -96,6 +97,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "PROMPTS": ("agent_env.agents", "PROMPTS"),
     "READS_REPLY": ("agent_env.agents", "READS_REPLY"),
     "find_reply": ("agent_env.agents", "find_reply"),
+    "model_problem": ("agent_env.models", "model_problem"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
@@ -244,6 +246,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.images import hermetic
     from agent_env.images import plan as image_plan
     from agent_env.logs import get_logger
+    from agent_env.models import model_problem
     from agent_env.plugins.discovery import ACTIVE
     from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext
@@ -302,7 +305,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.tasks.sandboxes import choose_provider, open_provider
     from agent_env.tasks.scores import AGGREGATORS, ScoreRow
     from agent_env.tasks.session import RunRequest
-    from agent_env.tasks.steps import InfraError, PreflightView, RunChoices, Step, StepError
+    from agent_env.tasks.steps import (
+        ChoiceProblem,
+        InfraError,
+        PreflightView,
+        RunChoices,
+        Step,
+        StepError,
+    )
     from agent_env.tasks.teardown import TeardownReport
 
 

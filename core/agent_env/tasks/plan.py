@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from agent_env._tuples import dict_tuple
-from agent_env.tasks.steps import PreflightView, RunChoices, Step, structure_step
+from agent_env.tasks.steps import ChoiceProblem, PreflightView, RunChoices, Step, structure_step
 
 
 @attrs.frozen
@@ -30,13 +30,17 @@ class TaskSpec:
 def run_needs(tasks: Sequence[tuple[str, Sequence[Step]]], choices: RunChoices) -> list[str]:
     """What a real run of ``tasks`` (label, checked steps) would find missing: every step's
     :meth:`~agent_env.tasks.steps.Step.needs`, labelled, and a choice no step uses. A problem
-    with a choice itself (``--model ...``) is listed once."""
+    with a choice itself (:class:`~agent_env.tasks.steps.ChoiceProblem`) is listed once."""
     from agent_env.agents import DEPLOYS, agent_role
+    from agent_env.models import model_problem
 
     problems: list[str] = []
+    if choices.model and (problem := model_problem(choices.model)):
+        problems.append(f"--model: {problem}")
     for label, steps in tasks:
         for step in steps:
-            problems.extend(need if need.startswith("--") else f"{label}: step '{step.id}': {need}"
+            problems.extend(need if isinstance(need, ChoiceProblem)
+                            else f"{label}: step '{step.id}': {need}"
                             for need in step.needs(choices))
     if choices.agent and not any(agent_role(s) == DEPLOYS for _, steps in tasks for s in steps):
         problems.append(f"--agent {choices.agent}: no step of this run deploys an agent")

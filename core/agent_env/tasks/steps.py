@@ -83,6 +83,13 @@ class PreflightView:
         return entity_id in self.entities.get(kind, frozenset())
 
 
+class ChoiceProblem(str):
+    """A :meth:`Step.needs` problem with a choice of the run itself (``--agent nosuch``), not
+    with the step: said once for the whole run, without the step's label."""
+
+    __slots__ = ()
+
+
 @attrs.frozen
 class RunChoices:
     """What the caller of a run chose for every task in it (``--model``, ``--agent``): a step
@@ -141,8 +148,8 @@ class Step:
         """What a real run of this step would find missing that the task file cannot show (a
         model nobody answers, an agent nobody ships), given the run's ``choices``. Asked with
         the runtime up, after preflight and before anything is written; ``--dry-run`` lists
-        every one. A problem about a choice itself starts with its option (``--model ...``)
-        and is said once for the whole run. Default: nothing."""
+        every one. A problem with a choice itself is a :class:`ChoiceProblem`, said once for
+        the whole run. Default: nothing."""
         return []
 
     def check(self, view: PreflightView) -> list[str]:

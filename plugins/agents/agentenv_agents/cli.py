@@ -262,9 +262,8 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
     """Deploy an agent on its own; it stays up until its TTL or a2a-agent teardown."""
     import asyncio
 
-    from agent_env.api import UserError
+    from agent_env.api import UserError, model_problem
 
-    from .definitions import model_problem
     from .lookup import find_agent
 
     definition = find_agent(agent_id)

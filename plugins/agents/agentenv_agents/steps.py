@@ -43,6 +43,7 @@ from agent_env.api import (
     READS_REPLY,
     Agent,
     AgentSetup,
+    ChoiceProblem,
     InfraError,
     PreflightView,
     RunChoices,
@@ -181,7 +182,7 @@ class DeployAgent(Step):
         try:
             find_agent(agent_id, None if choices.agent else self.a2a_agent_version)
         except UserError as exc:
-            return [f"--agent: {exc}" if choices.agent else str(exc)]
+            return [ChoiceProblem(exc) if choices.agent else str(exc)]
         return []
 
     def _changelog_problems(self, view: PreflightView) -> list[str]:
@@ -334,14 +335,12 @@ class PromptAgent(Step):
                 if getattr(self, key) is not None}
 
     def needs(self, choices: RunChoices) -> list[str]:
-        """The model this prompt would ask for must have someone to answer it."""
-        from agentenv_agents.definitions import model_problem
+        """The model this prompt asks for must have someone to answer it (a ``--model`` in
+        its place is the kernel's to check)."""
+        from agent_env.api import model_problem
 
-        model = choices.model or self.model
-        problem = model_problem(model) if model else None
-        if problem is None:
-            return []
-        return [f"--model: {problem}" if choices.model else problem]
+        problem = model_problem(self.model) if self.model and not choices.model else None
+        return [problem] if problem else []
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
