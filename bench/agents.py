@@ -305,9 +305,9 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
     from agent_env.bundles.parse import parse_bundle
     from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.context import TaskContext
+    from agent_env.tasks.step_types.env_steps import DeployEnv
     from agentenv_agents.model_steps import ScriptedModel
     from agentenv_agents.steps import DeployAgent, PromptAgent
-    from agentenv_mcp_env.steps import DeployEnv
 
     os.environ["AGENT_ENV_STATE_DIR"] = str(workdir / "state-agents-side-by-side")
     runtime.reset()

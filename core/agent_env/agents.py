@@ -25,6 +25,7 @@ import attrs
 from agent_env._tuples import dict_tuple
 
 if TYPE_CHECKING:
+    from agent_env.env_types import EnvDeployment
     from agent_env.sandbox.base import Sandbox
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.steps import Step
@@ -108,7 +109,7 @@ class AgentSetup:
     role: str | None
     system_prompt: str | None
     #: env id -> the deployment an earlier ``deploy_env`` made (see :mod:`agent_env.env_types`)
-    envs: dict[str, Any]
+    envs: dict[str, EnvDeployment]
     #: The sandbox the agent works in (its ``bash`` tool), when the step names one.
     sandbox: Sandbox | None = attrs.field(default=None, eq=False)
     sandbox_name: str | None = None

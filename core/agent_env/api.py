@@ -81,6 +81,14 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ArtifactContent": ("agent_env.tasks.artifacts", "ArtifactContent"),
     "ArtifactFile": ("agent_env.tasks.artifacts", "ArtifactFile"),
     "MemoryArtifacts": ("agent_env.tasks.artifacts", "MemoryArtifacts"),
+    # env types (agent_env_env_types): the contract, and the stored env a type deploys
+    "EnvType": ("agent_env.env_types", "EnvType"),
+    "EnvDeployment": ("agent_env.env_types", "EnvDeployment"),
+    "EnvSource": ("agent_env.env_types", "EnvSource"),
+    "DEFAULT_TTL_SECONDS": ("agent_env.env_types", "DEFAULT_TTL_SECONDS"),
+    "DEFAULT_READY_TIMEOUT": ("agent_env.env_types", "DEFAULT_READY_TIMEOUT"),
+    "load_env_source": ("agent_env.env_types", "load_env_source"),
+    "write_env_files": ("agent_env.env_types", "write_env_files"),
     # agents: the contract agent types, agent steps and the episode API share
     "Agent": ("agent_env.agents", "Agent"),
     "AgentReply": ("agent_env.agents", "AgentReply"),
@@ -240,6 +248,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         utc_now,
     )
     from agent_env.deployments import tear_down as tear_down_deployment
+    from agent_env.env_types import (
+        DEFAULT_READY_TIMEOUT,
+        DEFAULT_TTL_SECONDS,
+        EnvDeployment,
+        EnvSource,
+        EnvType,
+        load_env_source,
+        write_env_files,
+    )
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.evals.passk import pass_at_k
     from agent_env.hookspecs import hookimpl

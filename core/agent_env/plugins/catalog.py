@@ -39,7 +39,6 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         {
             "env_type": ("mcp_server",),
             "step_type": (
-                "deploy_env",
                 "env_outcome_verifier",
                 "reset_env",
                 "verify_env_card",

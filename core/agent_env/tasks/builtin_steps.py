@@ -14,6 +14,7 @@ _STEPS = "agent_env.tasks.step_types"
 #: step type -> "module:class"
 CORE_STEP_TYPES = {
     "deploy_sandbox": f"{_STEPS}.sandbox_steps:DeploySandbox",
+    "deploy_env": f"{_STEPS}.env_steps:DeployEnv",
     "load_artifact": f"{_STEPS}.artifact_steps:LoadArtifact",
     "verify_sandbox": f"{_STEPS}.verify_steps:VerifySandbox",
     "aggregate_verifiers": f"{_STEPS}.verify_steps:AggregateVerifiers",

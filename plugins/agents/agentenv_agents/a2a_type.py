@@ -2,8 +2,8 @@
 
 What one deployment is, inside the sandbox contract (any provider that runs containers):
 
-* the sandbox: the one of the first env in ``env_ids`` (so the agent reaches that env's gateway
-  by container name, ``http://gateway:18765/mcp``, with that deployment's bearer token), or, with
+* the sandbox: the one of the first env in ``env_ids`` (so the agent reaches that env at its
+  ``internal_url``, with that deployment's bearer token: the env-type contract), or, with
   no env, a fresh VM-like sandbox of its own (``agent-<name>``, torn down with the run);
 * the model gateway, container ``model-gateway`` (one per sandbox, its image built once from
   :mod:`agentenv_agents.gateway_server` and its modules): it serves the scripted model
@@ -76,9 +76,6 @@ AGENT_PORT = 8000
 MODEL_GATEWAY_PORT = 4000
 MODEL_GATEWAY_CONTAINER = "model-gateway"
 MODEL_GATEWAY_IMAGE = "agentenv-model-gateway"
-#: Where an env's gateway listens on its sandbox's private network (mcp_env's deployment).
-ENV_GATEWAY_CONTAINER = "gateway"
-ENV_GATEWAY_PORT = 18765
 DEFAULT_READY_TIMEOUT = 120.0
 POLL_INTERVAL = 0.2
 #: Consecutive failed polls after which the agent counts as gone (then its state is checked).
@@ -762,7 +759,7 @@ class A2aAgentType:
         container = f"agent-{_slug(step.agent_name)}"  # also its own sandbox's name
         sandbox = None
         if step.env_ids:
-            sandbox = getattr(envs[step.env_ids[0]], "sandbox", None)
+            sandbox = envs[step.env_ids[0]].sandbox
             if sandbox is None:
                 raise StepError(f"env '{step.env_ids[0]}' was not deployed in a sandbox an "
                                 "agent can join")
@@ -859,24 +856,22 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
             if not _has_extension(card, "mcp-config"):
                 raise StepError(f"agent '{agent.name}' takes no MCP servers (its card has no "
                                 "mcp-config extension), but the step gives it envs")
-            first = getattr(envs[step.env_ids[0]], "sandbox", None)
+            first = envs[step.env_ids[0]].sandbox
             added: set[int] = set()  # envs deployed together share one gateway: added once
             for env_id, deployment in envs.items():
-                if getattr(deployment, "sandbox", None) is not first:
+                if deployment.sandbox is not first:
                     raise StepError(f"agent '{agent.name}': env '{env_id}' runs in another "
                                     "sandbox than the first env's; an agent reaches the envs "
                                     "of one sandbox (deploy them together with with_envs)")
                 if id(deployment) in added:
                     continue
                 added.add(id(deployment))
-                token = getattr(deployment, "token", None)
-                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                headers = dict(deployment.headers)
                 if setup.role:
                     headers["AgentEnv-Role"] = setup.role
-                name = _slug(getattr(deployment, "environment_name", None)
-                             or env_id.rsplit("/", 1)[-1])
+                name = _slug(deployment.environment_name or env_id.rsplit("/", 1)[-1])
                 await post_ok(http, f"{agent.url}/ext/mcp-config", {
-                    "url": f"http://{ENV_GATEWAY_CONTAINER}:{ENV_GATEWAY_PORT}/mcp",
+                    "url": f"{deployment.internal_url}/mcp",
                     "headers": headers, "name": name}, agent.name)
         supported = _supported_config(card)
         config: dict[str, Any] = {}

@@ -37,14 +37,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from agent_env.api import InfraError, build_with_progress
+from agent_env.api import (
+    DEFAULT_READY_TIMEOUT,
+    DEFAULT_TTL_SECONDS,
+    EnvSource,
+    EnvType,
+    InfraError,
+    build_with_progress,
+    write_env_files,
+)
 from agentenv_mcp_env.gateway_image import (
     GATEWAY_PORT,
     IMAGE_NAME,
     gateway_command,
     write_gateway_context,
 )
-from agentenv_mcp_env.sources import EnvSource, scratch_folder, write_build_context
+from agentenv_mcp_env.sources import scratch_folder
 
 if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
@@ -52,8 +60,6 @@ if TYPE_CHECKING:
 ENV_PORT = 18765
 ENV_CONTAINER = "env"
 GATEWAY_CONTAINER = "gateway"
-DEFAULT_TTL_SECONDS = 3 * 3600
-DEFAULT_READY_TIMEOUT = 120.0
 LOG_LINES = 30
 ENV_LABEL = "agentenv.env"
 INSTANCE_LABEL = "agentenv.env_instance"
@@ -116,8 +122,19 @@ class GatewayDeployment:
         return f"{self.capability_url}/mcp"
 
     @property
+    def internal_url(self) -> str:
+        """The gateway as a container in the same sandbox reaches it (by container name)."""
+        return f"http://{GATEWAY_CONTAINER}:{GATEWAY_PORT}"
+
+    @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+    def step_output(self) -> dict[str, Any]:
+        """``deploy_env``'s output: where it is, its tools and the image of each server."""
+        return {"instance_id": self.instance_id, "url": self.url,
+                "expires_at": self.expires_at, "tools": list(self.tools),
+                "images": {s.env_id: s.image for s in self.servers}}
 
     def describe(self) -> dict[str, Any]:
         """What the run record keeps: everything but the token."""
@@ -171,7 +188,7 @@ def _quiet(line: str) -> None:
     pass
 
 
-class McpServerEnv:
+class McpServerEnv(EnvType):
     """An env that serves MCP (and the agentenv data plane) from a Docker build context.
 
     ``companions`` are more envs deployed behind the same gateway (``deploy_env``'s
@@ -183,14 +200,8 @@ class McpServerEnv:
 
     def __init__(self, source: EnvSource, artifacts: Any,
                  companions: Sequence[EnvSource] = ()) -> None:
-        self.source = source
-        self.artifacts = artifacts
+        super().__init__(source, artifacts)
         self.companions = tuple(companions)
-
-    @classmethod
-    def from_spec(cls, source: EnvSource, artifacts: Any) -> McpServerEnv:
-        """The env type for a stored env; ``artifacts`` is where its files are read from."""
-        return cls(source, artifacts)
 
     def with_companions(self, sources: Sequence[EnvSource]) -> McpServerEnv:
         return type(self)(self.source, self.artifacts, sources)
@@ -217,7 +228,7 @@ class McpServerEnv:
             say(f"envs/{source.name}: image {source.image} (given)")
             return str(source.image)
         with scratch_folder("agent-env-env-") as env_dir:
-            await asyncio.to_thread(write_build_context, self.artifacts, source, env_dir)
+            await asyncio.to_thread(write_env_files, self.artifacts, source, env_dir)
             return await build_with_progress(sandbox, str(env_dir), source.name,
                                              {ENV_LABEL: source.id}, f"envs/{source.name}", say)
 
@@ -244,8 +255,13 @@ class McpServerEnv:
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         progress: Progress | None = None,
     ) -> GatewayDeployment:
-        """Run the env servers and their gateway in ``sandbox`` and wait until they are ready."""
+        """Run the env servers and their gateway in ``sandbox`` and wait until they are ready
+        (``[plugins.agentenv-framework-mcp-env] progress = false`` drops the image lines)."""
         from agent_env.api import ContainerSpec
+        from agentenv_mcp_env.settings import mcp_env_settings
+
+        if not mcp_env_settings().progress:
+            progress = None
 
         started = time.time()
         instance_id = new_instance_id(self.source.id)

@@ -1,4 +1,5 @@
-"""mcp_env's hook implementations: the ``mcp_server`` env type, its steps and two bundles.
+"""mcp_env's hook implementations: the ``mcp_server`` env type, its verify steps and two
+bundles.
 
 Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """
@@ -14,7 +15,6 @@ BUNDLES = Path(__file__).parent / "bundles"
 
 
 STEPS = {
-    "deploy_env": "DeployEnv",
     "env_outcome_verifier": "EnvOutcomeVerifier",
     "reset_env": "ResetEnv",
     "verify_env_card": "VerifyEnvCard",

@@ -1,12 +1,6 @@
-"""mcp_env's step types: deploy a stored env, verify it from a script, and protocol checks.
+"""mcp_env's step types: verify a deployed MCP env from a script, reset it, protocol checks.
 
-* ``deploy_env``: the env's type (``mcp_server`` here) deploys it into a fresh VM-like sandbox.
-  ``sandbox_type`` names the provider; ``local`` (what the reference's task files say, meaning
-  "this machine") is read as ``docker`` for env deploys, since envs are container images and the
-  local folder sandbox cannot run them. So a reference bundle runs unchanged. Ours:
-  ``with_envs`` deploys more envs of the bundle behind the same gateway (one tool namespace; a
-  tool name two of them serve refuses the deploy). Each image's line (``envs/echo: image
-  agentenv/echo:<hash> (cached)``, or its build output) is printed as progress.
+(``deploy_env`` is the kernel's: it hands an ``mcp_server`` env to :class:`.McpServerEnv`.)
 * ``env_outcome_verifier``: loads a file artifact's ``verify.py`` and awaits its
   ``verify(mcp_url)`` in this process (the official ``mcp`` client is a dependency of this
   plugin, so the scripts' imports resolve, and a script written for mcp 1.x runs on 2.x too: see
@@ -33,22 +27,13 @@ import attrs
 
 from agent_env.api import AGGREGATORS, InfraError, PreflightView, ScoreRow, Step, StepError
 from agentenv_mcp_env.deployment import (
-    DEFAULT_READY_TIMEOUT,
-    DEFAULT_TTL_SECONDS,
     GatewayDeployment,
 )
-from agentenv_mcp_env.settings import mcp_env_settings
 
 if TYPE_CHECKING:
     from agent_env.api import TaskContext
 
-#: Provider names read differently for env deploys (see the module docstring).
-ENV_PROVIDER_ALIASES = {"local": "docker"}
 DEFAULT_VERIFY_TIMEOUT = 300.0
-
-
-def _quiet(line: str) -> None:
-    """Progress nobody asked for."""
 
 
 def _aggregator_problems(name: str) -> list[str]:
@@ -57,99 +42,11 @@ def _aggregator_problems(name: str) -> list[str]:
     return [f"score_aggregator '{name}' is not known (known: {', '.join(AGGREGATORS)})"]
 
 
-def env_provider_chain(ctx: TaskContext, sandbox_type: str | None) -> list[str]:
-    """The providers to try for an env: the run's chain with ``local`` read as ``docker``."""
-    chain = [ENV_PROVIDER_ALIASES.get(name, name) for name in ctx.provider_chain(sandbox_type)]
-    return list(dict.fromkeys(chain))
-
-
 def deployment(ctx: TaskContext, env_id: str) -> GatewayDeployment:
     found = ctx.env(env_id)
     if not isinstance(found, GatewayDeployment):
         raise StepError(f"env '{env_id}' was not deployed behind a gateway")
     return found
-
-
-@attrs.define(kw_only=True)
-class DeployEnv(Step):
-    """Deploy a stored env (its type decides how) in a sandbox of its own."""
-
-    type = "deploy_env"
-    entity_fields = {"env_id": "envs", "with_envs": "envs"}
-    version_fields = {"env_version": "env_id"}
-
-    env_id: str
-    env_version: int | None = None
-    #: Ours: more envs deployed behind the same gateway (their latest stored versions).
-    with_envs: list[str] = attrs.field(factory=list)
-    sandbox_type: str | None = None
-    ttl_seconds: int | None = None
-    cpu: float | None = None
-    memory_mb: int | None = None
-    #: Ours: how long the env may take to become ready (default 120 s).
-    ready_timeout_seconds: float | None = None
-
-    def check(self, view: PreflightView) -> list[str]:
-        problems = super().check(view)
-        if self.ttl_seconds is not None and self.ttl_seconds <= 0:
-            problems.append("ttl_seconds must be positive")
-        if self.ready_timeout_seconds is not None and self.ready_timeout_seconds <= 0:
-            problems.append("ready_timeout_seconds must be positive")
-        if isinstance(self.with_envs, str) or not all(
-                isinstance(e, str) for e in self.with_envs):
-            problems.append("with_envs must be a list of env ids")
-        elif self.env_id in self.with_envs or len(set(self.with_envs)) < len(self.with_envs):
-            problems.append("with_envs must name other envs, each once")
-        return problems
-
-    async def run(self, ctx: TaskContext) -> None:
-        from agent_env.api import SandboxSpec, choose_provider, current, open_provider
-        from agentenv_mcp_env.sources import load_env_source
-
-        source = await asyncio.to_thread(load_env_source, ctx.artifacts, self.env_id,
-                                         self.env_version)
-        env_type: Any = current().host.registry("env_type").get(source.type)
-        if env_type is None:
-            raise StepError(f"env '{self.env_id}' has type '{source.type}', which no installed "
-                            "plugin provides")
-        env = env_type.from_spec(source, ctx.artifacts)
-        if self.with_envs:
-            companions = await asyncio.gather(*(
-                asyncio.to_thread(load_env_source, ctx.artifacts, env_id)
-                for env_id in self.with_envs))
-            other = [c.id for c in companions if c.type != source.type]
-            if other or not hasattr(env, "with_companions"):
-                raise StepError(f"with_envs: envs behind one gateway must all be of type "
-                                f"'{source.type}' and it must support companions "
-                                f"(not: {', '.join(other) or source.type})")
-            env = env.with_companions(companions)
-        ttl = int(self.ttl_seconds or DEFAULT_TTL_SECONDS)
-        name = f"env-{source.name}"
-        spec = SandboxSpec(
-            name=name, mode="vm", cpu=self.cpu, memory_mb=self.memory_mb, ttl_seconds=ttl,
-            labels={**ctx.labels, "agentenv.step": self.id},
-        )
-        if name in ctx.sandboxes:
-            raise StepError(f"env '{self.env_id}' is already deployed in this task")
-        provider = open_provider(choose_provider(env_provider_chain(ctx, self.sandbox_type)))
-        sandbox = await provider.create(spec)
-        ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
-        try:
-            deployed = await env.deploy(
-                ctx, sandbox, ttl_seconds=ttl,
-                ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
-                progress=ctx.note if mcp_env_settings().progress else _quiet,
-            )
-        except BaseException:
-            await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
-            raise
-        for env_id in (self.env_id, *self.with_envs):
-            ctx.add_env(env_id, deployed)
-        ctx.outputs[self.id] = {
-            "instance_id": deployed.instance_id, "url": deployed.url,
-            "expires_at": deployed.expires_at, "tools": list(deployed.tools),
-            "images": {s.env_id: s.image for s in deployed.servers},
-        }
 
 
 #: A script line importing the official ``mcp`` package (``import mcp``, ``from mcp.x import``).

@@ -18,10 +18,10 @@ import pytest
 
 from agent_env import runtime
 from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import InfraError
 from agentenv_agents.model_steps import ScriptedModel
 from agentenv_agents.steps import DeployAgent, PromptAgent, read_trajectory
-from agentenv_mcp_env.steps import DeployEnv
 
 pytestmark = pytest.mark.docker
 TEXT = "agents smoke 7431"

@@ -18,10 +18,10 @@ import pytest
 from agent_env.sandbox.base import ContainerSpec, SandboxSpec
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.sandboxes import open_provider
+from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import PreflightView, StepError, structure_step
 from agentenv_agents.model_steps import ScriptedModel
 from agentenv_agents.steps import DeployAgent, PromptAgent
-from agentenv_mcp_env.steps import DeployEnv
 
 pytestmark = pytest.mark.docker
 TEXT = "agents smoke 7431"  # what the smoke bundle's scripted model expects

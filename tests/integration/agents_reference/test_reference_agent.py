@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import StepError
 from agentenv_agents.steps import (
     AgentPromptResponseVerifier,
@@ -27,7 +28,6 @@ from agentenv_agents.steps import (
     PromptAgent,
     read_trajectory,
 )
-from agentenv_mcp_env.steps import DeployEnv
 
 pytestmark = pytest.mark.docker
 AGENT_ID = "reference-test-agent"

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import StepError
 from agentenv_agents.model_steps import SCRIPTS
 from agentenv_agents.plugin import BUNDLES
 from agentenv_agents.steps import DeployAgent, PromptAgent
-from agentenv_mcp_env.steps import DeployEnv
 
 pytestmark = pytest.mark.docker
 CLIS = {"claude-code": "claude", "codex": "codex"}

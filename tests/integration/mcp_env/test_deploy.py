@@ -18,16 +18,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from agent_env.env_types import env_provider_chain
 from agent_env.tasks.context import TaskContext
+from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import InfraError, StepError
 from agentenv_mcp_env.deployment import GatewayDeployment
-from agentenv_mcp_env.steps import (
-    DeployEnv,
-    ResetEnv,
-    VerifyEnvCard,
-    VerifyEnvCoreProtocol,
-    env_provider_chain,
-)
+from agentenv_mcp_env.steps import ResetEnv, VerifyEnvCard, VerifyEnvCoreProtocol
 
 pytestmark = pytest.mark.docker
 HERE = Path(__file__).parent
@@ -125,9 +121,9 @@ async def test_env_that_crashes_fails_at_once_with_its_exit_code_and_logs(
     step = DeployEnv(id="deploy", env_id=ids["crash"], sandbox_type="docker",
                      ready_timeout_seconds=60)
     # Build the images first, so the time measured below is the readiness wait alone.
+    from agent_env.env_types import load_env_source
     from agent_env.sandbox.base import SandboxSpec
     from agentenv_mcp_env.deployment import McpServerEnv
-    from agentenv_mcp_env.sources import load_env_source
 
     warm = await ctx.create_sandbox(SandboxSpec(name="warm", mode="vm"), "docker")
     await McpServerEnv(load_env_source(ctx.artifacts, ids["crash"]), ctx.artifacts) \

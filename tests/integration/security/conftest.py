@@ -35,7 +35,7 @@ async def deployed_vault(build_state_root: Path, docker_client: Any,
                          run_id: str) -> AsyncIterator[Any]:
     """The ``vault`` env deployed by ``deploy_env`` on the docker provider (its defaults)."""
     from agent_env.tasks.context import TaskContext
-    from agentenv_mcp_env.steps import DeployEnv
+    from agent_env.tasks.step_types.env_steps import DeployEnv
 
     ids, artifacts = store_bundle_envs("secure")
     ctx = TaskContext(task_id="@test/secure/t", instance_id=run_id, artifacts=artifacts)

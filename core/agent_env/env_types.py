@@ -1,0 +1,158 @@
+"""The env-type contract: how an env of one ``type`` deploys, and what a deployed env exposes.
+
+A bundle's ``envs/<name>/`` folder is stored as a versioned entity (kind ``envs``) whose
+``env.toml`` names its ``type``. The kernel's ``deploy_env`` step loads that
+:class:`EnvSource`, looks the type up in the env-type registry (``agent_env_env_types``),
+creates a VM-like sandbox through the sandbox-provider contract and hands both to
+:meth:`EnvType.deploy`. What comes back is an :class:`EnvDeployment`: agents and verifiers use
+its URL, token, sandbox and internal URL without knowing which plugin deployed it.
+
+So a new env type is one class: subclass :class:`EnvType`, give it a ``name`` and a
+``deploy``, and return it from ``agent_env_env_types``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import attrs
+
+from agent_env.tasks.steps import StepError
+
+if TYPE_CHECKING:
+    from agent_env.sandbox.base import Sandbox
+    from agent_env.tasks.context import TaskContext
+
+#: The type of an env whose ``env.toml`` names none (as bundles written for one MCP server
+#: per env expect).
+DEFAULT_ENV_TYPE = "mcp_server"
+#: Provider names read differently for env deploys: envs are container images, and the local
+#: folder sandbox cannot run them, so "this machine" (``local``) means its Docker.
+ENV_PROVIDER_ALIASES = {"local": "docker"}
+DEFAULT_TTL_SECONDS = 3 * 3600
+DEFAULT_READY_TIMEOUT = 120.0
+
+Progress = Callable[[str], None]
+
+
+@attrs.frozen
+class EnvSource:
+    """A stored env at one version: its settings and file table (path -> meta)."""
+
+    id: str
+    version: int
+    name: str
+    type: str
+    environment_name: str | None
+    image: str | None
+    files: dict[str, dict[str, Any]] = attrs.field(factory=dict, repr=False)
+
+
+class EnvDeployment(Protocol):
+    """What a deployed env exposes, whichever env type deployed it."""
+
+    env_id: str
+    instance_id: str
+    #: What clients call it (an MCP server's name).
+    environment_name: str
+    #: Its base URL as this machine reaches it (no token in it).
+    url: str
+    #: The bearer token its clients send (never recorded).
+    token: str
+    expires_at: str
+    #: The sandbox it runs in (agents deployed beside it join it).
+    sandbox: Sandbox | None
+
+    @property
+    def mcp_url(self) -> str:
+        """An MCP URL that needs no headers (the token travels in it)."""
+        ...
+
+    @property
+    def internal_url(self) -> str:
+        """Its base URL as a container in the same sandbox reaches it."""
+        ...
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a client sends with every request (the bearer token)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the run record keeps: everything but the token."""
+        ...
+
+    def step_output(self) -> dict[str, Any]:
+        """What ``deploy_env`` records as its output (``url``, ``instance_id``...)."""
+        ...
+
+
+class EnvType:
+    """Base of the classes ``agent_env_env_types`` contributes: one per env ``type``."""
+
+    #: The ``type`` an ``env.toml`` names.
+    name: ClassVar[str] = ""
+
+    def __init__(self, source: EnvSource, artifacts: Any) -> None:
+        self.source = source
+        self.artifacts = artifacts
+
+    @classmethod
+    def from_spec(cls, source: EnvSource, artifacts: Any) -> EnvType:
+        """The env ``source`` names, its files read through ``artifacts``' stores."""
+        return cls(source, artifacts)
+
+    def with_companions(self, sources: Sequence[EnvSource]) -> EnvType:
+        """The env with ``sources`` deployed beside it (``deploy_env``'s ``with_envs``)."""
+        raise StepError(f"with_envs: envs of type '{self.name}' cannot share a deployment")
+
+    async def deploy(self, ctx: TaskContext, sandbox: Sandbox, *, ttl_seconds: int,
+                     ready_timeout: float, progress: Progress) -> EnvDeployment:
+        """Bring the env up in ``sandbox`` (a fresh VM-like one; the run tears it down) and wait
+        until it answers within ``ready_timeout``; ``progress`` takes lines for people."""
+        raise NotImplementedError(f"env type '{self.name}' does not implement deploy()")
+
+
+def env_stores(artifacts: Any) -> tuple[Any, Any]:
+    """The versioned and object stores: the run's own (``StoredArtifacts``), else the config's."""
+    versioned = getattr(artifacts, "versioned", None)
+    objects = getattr(artifacts, "objects", None)
+    if versioned is None or objects is None:
+        from agent_env.stores import object_store, versioned_store
+
+        versioned, objects = versioned_store(), object_store()
+    return versioned, objects
+
+
+def load_env_source(artifacts: Any, env_id: str, version: int | None = None) -> EnvSource:
+    """The stored env ``env_id`` (latest, or ``version``); StepError when it is not stored."""
+    versioned, _ = env_stores(artifacts)
+    record = versioned.get("envs", env_id, version)
+    if record is None:
+        at = f" v{version}" if version else ""
+        raise StepError(f"no env '{env_id}'{at} is stored")
+    body = record.body
+    return EnvSource(
+        env_id, record.version, str(body.get("name") or env_id.rsplit("/", 1)[-1]),
+        str(body.get("type") or DEFAULT_ENV_TYPE), body.get("environment_name"),
+        body.get("image"), dict(body.get("files") or {}),
+    )
+
+
+def write_env_files(artifacts: Any, source: EnvSource, folder: Path) -> None:
+    """Write ``source``'s files under ``folder`` with their modes (a build context)."""
+    from agent_env.bundles.entities import write_stored_files
+
+    _, objects = env_stores(artifacts)
+    try:
+        write_stored_files(objects, source.files, folder, f"env {source.id}")
+    except ValueError as exc:
+        raise StepError(str(exc)) from None
+
+
+def env_provider_chain(ctx: TaskContext, sandbox_type: str | None) -> list[str]:
+    """The providers to try for an env: the run's chain with ``local`` read as ``docker``."""
+    chain = [ENV_PROVIDER_ALIASES.get(name, name) for name in ctx.provider_chain(sandbox_type)]
+    return list(dict.fromkeys(chain))
