@@ -29,9 +29,19 @@ Groups, in the order a plugin author meets them:
 * stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
   ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
   ``bundle_value``, ``object_store``, ``versioned_store``;
-* agents: ``Agent`` (what an agent type's ``deploy`` returns), ``AgentReply`` and its ``Usage``,
-  ``AgentSetup``,
-  ``DeployAgent``, ``PromptAgent``, ``AgentDefinition`` (an agent folder, read);
+* env types: the contract ``EnvType`` and ``EnvDeployment`` (see :mod:`agent_env.env_types`),
+  the stored ``EnvSource`` a type deploys (``load_env_source``, ``write_env_files``) and the
+  deploy defaults;
+* agents: the contract agent types, agent steps and the episode API share (see
+  :mod:`agent_env.agents`): ``Agent``, ``AgentReply``, ``Usage``, ``AgentSetup``,
+  ``AgentDefinition``, ``AgentType``, the step roles and ``find_reply``; ``model_problem``
+  (who answers a model name); ``RunChoices``/``ChoiceProblem`` (``--model``/``--agent``, what
+  ``Step.needs`` is given);
+* commands a plugin adds (``agent_env_cli``): ``echo``, the option types ``ENTITY_ID``,
+  ``VERSION``, ``TTL_SECONDS``, ``option_chain``, ``check_sandbox_chain``, ``run_tasks`` (run
+  requests with progress and a summary, as ``agent-env run`` does), ``list_deployed``,
+  ``get_deployed``, ``teardown_deployed``; stored folders: ``folder_files``,
+  ``put_files_entity``, ``stored_folder``;
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``,

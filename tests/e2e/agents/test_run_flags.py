@@ -70,3 +70,26 @@ def test_a_prompt_steps_own_model_is_checked_too(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("Error: tasks/smoke.json: step 'ask': model 'gpt-4o' goes "
                                   "to the model upstream, and no upstream is configured")
+
+
+def test_the_kernel_runs_without_the_agents_plugin(tmp_path: Path) -> None:
+    """Agents are a plugin: turned off, hello still runs, its steps and command are gone, and
+    an --agent nothing would deploy is one line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ENV_")}
+    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
+    off = [str(AGENT_ENV), "-p", "no:agentenv-framework-agents"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*off, *args], capture_output=True, text=True, env=env,
+                              timeout=120, cwd=tmp_path)
+
+    hello = cli("run", "hello")
+    assert hello.returncode == 0, hello.stderr
+    assert "passed" in hello.stdout
+    assert cli("a2a-agent", "list").returncode == 2  # no such command
+    shown = cli("plugin", "show", "agentenv-framework")
+    assert "deploy_env" in shown.stdout and "deploy_agent" not in shown.stdout
+    unused = cli("run", "hello", "--agent", "model-agent")
+    assert unused.returncode == 1
+    assert unused.stderr.strip() == ("Error: --agent model-agent: no step of this run deploys "
+                                     "an agent")
