@@ -303,7 +303,7 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.step_types.env_steps import DeployEnv
     from agentenv_agents.model_steps import ScriptedModel

@@ -102,7 +102,7 @@ def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False
             from agent_env.bundles.entities import StoredArtifacts
             from agent_env.runners import RunnerContext
             from agent_env.runners.local import LocalRunner
-            from agent_env.stores import document_store, object_store, versioned_store
+            from agent_env.runtime import document_store, object_store, versioned_store
             from agent_env.tasks.plan import TaskSpec
             from agent_env.tasks.records import StoredInstances
             from agent_env.tasks.session import RunRequest

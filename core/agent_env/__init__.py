@@ -15,7 +15,7 @@ _LAZY = {
     "BundleSource": "agent_env.contributions",
     "RunEvent": "agent_env.events",
     "UserError": "agent_env.errors",
-    "configure": "agent_env.config",
+    "configure": "agent_env.runtime",
 }
 
 __all__ = sorted(_LAZY)

@@ -182,14 +182,14 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Sort": ("agent_env.stores.base", "Sort"),
     "query": ("agent_env.stores.query", None),
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
-    "object_store": ("agent_env.stores", "object_store"),
+    "object_store": ("agent_env.runtime", "object_store"),
     "write_stored_files": ("agent_env.bundles.entities", "write_stored_files"),
     "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
     "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
-    "versioned_store": ("agent_env.stores", "versioned_store"),
+    "versioned_store": ("agent_env.runtime", "versioned_store"),
     # runners (agent_env_runners): what a runner receives, returns and may reuse
     "RunnerContext": ("agent_env.runners", "RunnerContext"),
     "LocalRunner": ("agent_env.runners.local", "LocalRunner"),
@@ -197,8 +197,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "TaskResult": ("agent_env.tasks.engine", "TaskResult"),
     "TeardownReport": ("agent_env.tasks.teardown", "TeardownReport"),
     "StoredInstances": ("agent_env.tasks.records", "StoredInstances"),
-    "document_store": ("agent_env.stores", "document_store"),
-    "get_config": ("agent_env.config", "get_config"),
+    "document_store": ("agent_env.runtime", "document_store"),
+    "get_config": ("agent_env.runtime", "get_config"),
     "find_leftovers": ("agent_env.cli.gc_cmd", "find_leftovers"),
     "remove_leftovers": ("agent_env.cli.gc_cmd", "remove"),
     "owner_label": ("agent_env.sandbox.ownership", "owner_label"),
@@ -242,7 +242,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
     from agent_env.cli.run_cmd import check_sandbox_chain
     from agent_env.cli.run_cmd import execute as run_tasks
-    from agent_env.config import get_config, read_toml
+    from agent_env.config import read_toml
     from agent_env.contributions import (
         AgentSource,
         BundleSource,
@@ -278,7 +278,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext
     from agent_env.runners.local import LocalRunner
-    from agent_env.runtime import Runtime, current
+    from agent_env.runtime import (
+        Runtime,
+        current,
+        document_store,
+        get_config,
+        object_store,
+        versioned_store,
+    )
     from agent_env.sandbox.base import (
         DEFAULT_MEMORY_MB,
         CommittedImage,
@@ -297,7 +304,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
     from agent_env.scratch import owned_scratch
     from agent_env.settings import build as build_settings
-    from agent_env.stores import document_store, object_store, query, versioned_store
+    from agent_env.stores import query
     from agent_env.stores.base import (
         MAX_KEY_BYTES,
         MAX_VERSION,

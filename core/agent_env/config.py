@@ -79,6 +79,9 @@ class Config:
     sources: dict[str, str]
     warnings: tuple[str, ...] = ()
     raw: dict[str, Any] = attrs.field(factory=dict)  # before references were resolved
+    #: The secret store ``secret:`` references are read from (the runtime that loaded this
+    #: config gives its own; None: this config cannot resolve them).
+    secrets: Callable[[], Any] | None = attrs.field(default=None, eq=False, repr=False)
 
     def _table(self, name: str) -> dict[str, Any]:
         value = self.data.get(name, {})
@@ -99,10 +102,10 @@ class Config:
         takes (stores, model, runner, sandbox providers, plugin tables)."""
         if not has_secret_reference(value):
             return value
-        from agent_env.runtime import current
-
-        secrets = current().store("secret", self)
-        return resolve_secrets(value, secrets.get, where=where)
+        if self.secrets is None:
+            raise ConfigError(f"[{where}] uses secret: references, which only a config loaded "
+                              "by a runtime (agent_env.runtime.current().config) can resolve")
+        return resolve_secrets(value, self.secrets().get, where=where)
 
     def store(self, kind: str) -> StoreChoice:
         """Which backend serves ``kind`` (``document``/``object``/``image``/``secret``)."""
@@ -268,22 +271,6 @@ def _parse_reason(exc: Exception) -> str:
 
 # -- merging ------------------------------------------------------------------------------
 
-def configure(**sections: Any) -> None:
-    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``.
-
-    Applies to the current runtime (:mod:`agent_env.runtime`); stores and providers opened
-    under the old config are closed.
-    """
-    from agent_env.runtime import current
-
-    current().configure(**sections)
-
-
-def get_config() -> Config:
-    """The config in effect for the current runtime (loaded once per runtime)."""
-    from agent_env.runtime import current
-
-    return current().config
 
 
 def load_config(

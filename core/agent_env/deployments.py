@@ -111,7 +111,7 @@ class Deployments:
 
 def deployments() -> Deployments:
     """The ledger over the config's document store."""
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
 
     return Deployments(document_store())
 

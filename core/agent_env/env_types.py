@@ -120,7 +120,7 @@ def env_stores(artifacts: Any) -> tuple[Any, Any]:
     versioned = getattr(artifacts, "versioned", None)
     objects = getattr(artifacts, "objects", None)
     if versioned is None or objects is None:
-        from agent_env.stores import object_store, versioned_store
+        from agent_env.runtime import object_store, versioned_store
 
         versioned, objects = versioned_store(), object_store()
     return versioned, objects

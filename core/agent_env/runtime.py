@@ -8,7 +8,10 @@ in module globals, so two runtimes with different configs can live in one traini
 makes ``other`` current for that code, its threads of asyncio tasks included.
 
 The CLI and most programs never see this: they use the process's default runtime, which
-:func:`current` creates on first use. :func:`reset` is the one reset tests need.
+:func:`current` creates on first use. :func:`reset` is the one reset tests need. This module is
+the one way to the runtime: the config, plugin and store modules below it never reach up, and
+the short forms at the end (``get_config()``, ``get_host()``, ``object_store()``...) are only
+``current().config``, ``current().host`` and ``current().store(kind)``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from agent_env.config import Config
     from agent_env.plugins import PluginHost
     from agent_env.sandbox.base import SandboxProvider
+    from agent_env.stores.base import DocumentStore, ImageStore, ObjectStore, SecretStore
+    from agent_env.stores.versioned import VersionedStore
 
 
 @attrs.define(eq=False)
@@ -55,7 +60,8 @@ class Runtime:
             if self._config is None:
                 from agent_env.config import load_config
 
-                self._config = load_config(overrides=self.overrides)
+                config = load_config(overrides=self.overrides)
+                self._config = attrs.evolve(config, secrets=lambda: self.store("secret"))
                 for warning in self._config.warnings:
                     sys.stderr.write(f"warning: {warning}\n")
             return self._config
@@ -196,3 +202,58 @@ def reset() -> None:
         old, _DEFAULT = _DEFAULT, None
     if old is not None:
         old.close()
+
+
+# -- short forms of current()'s attributes ---------------------------------------------------
+
+
+def configure(**sections: Any) -> None:
+    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``.
+
+    Applies to the current runtime; stores and providers opened under the old config are
+    closed.
+    """
+    current().configure(**sections)
+
+
+def get_config() -> Config:
+    """The current runtime's config (loaded once per runtime)."""
+    return current().config
+
+
+def get_host() -> PluginHost:
+    """The current runtime's plugin host, loaded and configured on first use."""
+    return current().host
+
+
+def open_store(kind: str, config: Config | None = None) -> Any:
+    """The store ``config`` (default: the current runtime's) selects for ``kind``, built once
+    per runtime, so every part of a run shares one connection pool per store."""
+    return current().store(kind, config)
+
+
+def document_store(config: Config | None = None) -> DocumentStore:
+    store: DocumentStore = open_store("document", config)
+    return store
+
+
+def object_store(config: Config | None = None) -> ObjectStore:
+    store: ObjectStore = open_store("object", config)
+    return store
+
+
+def image_store(config: Config | None = None) -> ImageStore:
+    store: ImageStore = open_store("image", config)
+    return store
+
+
+def secret_store(config: Config | None = None) -> SecretStore:
+    store: SecretStore = open_store("secret", config)
+    return store
+
+
+def versioned_store(config: Config | None = None) -> VersionedStore:
+    """Versioned entities on the configured document store."""
+    from agent_env.stores.versioned import VersionedStore
+
+    return VersionedStore(document_store(config))

@@ -25,7 +25,8 @@ RECORDS = "scratch"
 
 
 def _records() -> Path:
-    from agent_env.config import ensure_private_dir, get_config
+    from agent_env.config import ensure_private_dir
+    from agent_env.runtime import get_config
 
     return ensure_private_dir(get_config().state_root / RECORDS)
 

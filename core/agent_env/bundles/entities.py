@@ -49,7 +49,7 @@ class StoredArtifacts:
 
 
 def _reopen_stored_artifacts(pins: dict[str, int]) -> StoredArtifacts:
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     return StoredArtifacts(versioned_store(), object_store(), pins)
 

@@ -31,7 +31,7 @@ def put_files_entity(kind: str, entity_id: str, entity_type: str, label: str,
     ``kind`` (unchanged content: the same version); returns the ledger line."""
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     entry = ArtifactEntry(entity_id.rsplit("/", 1)[-1], entity_id, entity_type, label,
                           tuple(files))
@@ -47,8 +47,7 @@ def stored_folder(kind: str, record: Any) -> Path:
     import tempfile
 
     from agent_env.errors import UserError
-    from agent_env.runtime import current
-    from agent_env.stores import object_store
+    from agent_env.runtime import current, object_store
 
     folder = current().config.state_root / kind / record.content_hash
     if not folder.is_dir():

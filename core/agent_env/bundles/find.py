@@ -38,7 +38,7 @@ class BundleLocation:
 
 def installed_bundles() -> list[InstalledBundle]:
     """The bundles plugins ship, sorted by name (nothing in them is read)."""
-    from agent_env.plugins import get_host
+    from agent_env.runtime import get_host
 
     host = get_host()
     found = []

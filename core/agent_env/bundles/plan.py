@@ -55,7 +55,7 @@ class BundlePlan:
 
 
 def step_registry() -> Mapping[str, type[Step]]:
-    from agent_env.plugins import get_host
+    from agent_env.runtime import get_host
 
     return get_host().registry("step_type")
 
@@ -80,8 +80,8 @@ def preflight_steps(
     sandbox_chain: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Step], list[str]]:
     """Rewrite entity names to ids, check the steps; returns (raw steps, steps, problems)."""
-    from agent_env.plugins import get_host
     from agent_env.plugins.reporting import missing as missing_plugin
+    from agent_env.runtime import get_host
 
     rewritten = []
     for raw in raw_steps:
@@ -121,7 +121,7 @@ def preflight_stored(label: str, raw_steps: Sequence[Any], *, stored: bool = Tru
     be stored (``stored``); returns the steps as checked (raw and built), or raises
     PreflightFailed."""
     from agent_env.bundles.entities import entity_exists
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     rewritten, steps, problems = preflight_steps(
         label, raw_steps, entity_names={}, registry=step_registry(),
@@ -185,8 +185,8 @@ def plan_bundle(
 def _env_type_problems(bundle: Bundle) -> list[str]:
     """An env whose type no installed plugin provides would fail only once the run has
     written entities and started sandboxes: say so now, with the plugin that provides it."""
-    from agent_env.plugins import get_host
     from agent_env.plugins.reporting import missing
+    from agent_env.runtime import get_host
 
     host = get_host()
     types = host.registry("env_type")

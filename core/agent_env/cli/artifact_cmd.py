@@ -69,7 +69,7 @@ def _collect(paths: tuple[Path, ...]) -> list[Any]:
 def _put(artifact_id: str, kind: str, files: list[Any]) -> None:
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     if not artifact_id.strip() or any(c.isspace() for c in artifact_id):
         raise UserError(f"--id {artifact_id!r}: an artifact id has no spaces")
@@ -106,7 +106,7 @@ def safe_targets(output_dir: Path, paths: list[str]) -> dict[str, Path]:
 
 def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | None) -> None:
     from agent_env.bundles.entities import StoredArtifacts
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     versioned = versioned_store()
     record = versioned.get("artifacts", artifact_id, version)
@@ -164,7 +164,7 @@ def file_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def file_list(as_json: bool) -> None:
     """Every stored artifact: id, latest version, type, files."""
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     store = versioned_store()
     rows: list[dict[str, Any]] = []

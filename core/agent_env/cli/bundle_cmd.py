@@ -115,7 +115,7 @@ class _Writer:
 
     def __init__(self, root: Path) -> None:
         from agent_env.bundles.plan import step_registry
-        from agent_env.stores import object_store, versioned_store
+        from agent_env.runtime import object_store, versioned_store
 
         self.root = root
         self.versioned = versioned_store()

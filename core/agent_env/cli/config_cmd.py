@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.config import get_config, mask
+from agent_env.config import mask
+from agent_env.runtime import get_config
 
 
 @click.group()

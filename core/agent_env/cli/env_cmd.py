@@ -34,7 +34,7 @@ DEFAULT_TTL_SECONDS = 10800  # the reference's default
 
 
 def _stored_env(env_id: str, version: int | None) -> Any:
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     record = versioned_store().get("envs", env_id, version)
     if record is None:
@@ -87,8 +87,8 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.plan import step_registry
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
+    from agent_env.runtime import object_store, versioned_store
     from agent_env.sandbox.base import SandboxError
-    from agent_env.stores import object_store, versioned_store
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.steps import StepError, structure_step
 
@@ -277,7 +277,7 @@ def put(click_ctx: click.Context, env_id: str, dockerfile: Path | None, context:
         image_ref: str | None, environment_name: str | None, then_validate: bool) -> int:
     """Store a build context as the next version of env ID (unchanged: the same version)."""
     from agent_env.bundles.ledger import Ledger
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     if not env_id.strip() or any(c.isspace() for c in env_id):
         raise UserError(f"--id {env_id!r}: an env id has no spaces")
@@ -300,7 +300,7 @@ def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
     """Deploy the env, check its card (tool schemas) and core protocol, tear it down."""
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.cli.run_cmd import execute
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.session import RunRequest
 

@@ -47,7 +47,7 @@ def eval_group() -> None:
 def create(file: Path, eval_id: str) -> None:
     """Store FILE (JSON or TOML: the tasks) as the next version of eval ID."""
     from agent_env.evals.entity import put_eval, read_eval_file
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     parsed = read_eval_file(file)
     record, created, reason = put_eval(versioned_store(), eval_id, parsed.tasks, parsed.type)
@@ -62,7 +62,7 @@ def create(file: Path, eval_id: str) -> None:
 def add_tasks(file: Path, eval_id: str, version: int | None) -> None:
     """Add FILE's tasks to eval ID, as its next version (tasks already in it are kept once)."""
     from agent_env.evals.entity import get_eval, put_eval, read_eval_file, stored_tasks
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     parsed = read_eval_file(file)
     versioned = versioned_store()
@@ -82,7 +82,7 @@ def get(eval_id: str, version: int | None) -> None:
     import json
 
     from agent_env.evals.entity import get_eval
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     record = get_eval(versioned_store(), eval_id, version)
     echo(json.dumps({"id": record.id, "version": record.version, "type": record.body.get("type"),
@@ -119,7 +119,7 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
     """Run every task of eval ID k times and report pass@k."""
     from agent_env.evals.entity import get_eval, stored_tasks
     from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
-    from agent_env.stores import document_store, versioned_store
+    from agent_env.runtime import document_store, versioned_store
 
     check_counts(k=k, concurrency=max_concurrency, retries=retries)
     groups = GroupStore(document_store())
@@ -210,7 +210,7 @@ def _requests(group: Group, sandbox: str | None, choices: RunChoices,
     from agent_env.bundles.entities import StoredArtifacts, stored_task
     from agent_env.bundles.plan import PreflightFailed, preflight_stored
     from agent_env.cli.run_cmd import check_needs
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.session import RunRequest
 
@@ -269,7 +269,7 @@ def run_group(group: Group, groups: Any, *, resume: bool, max_concurrency: int, 
     build = _requests(group, sandbox, RunChoices(model=model, agent=agent_id), overrides)
     from agent_env.evals.execute import Executor
     from agent_env.runners import RunnerContext, open_runner
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
     from agent_env.tasks.records import StoredInstances
 
     instances = StoredInstances(document_store())

@@ -199,7 +199,7 @@ def _local_verdict(sandbox: Any, now: float) -> Found:
 
 def listing_providers() -> dict[str, Any]:
     """Registered provider classes that implement ``list_sandboxes``."""
-    from agent_env.plugins import get_host
+    from agent_env.runtime import get_host
     from agent_env.sandbox.base import SandboxProvider
 
     registry = get_host().registry("sandbox_provider")
@@ -262,7 +262,7 @@ async def remove(leftovers: list[Found]) -> list[tuple[Found, str]]:
 def _stale_temporary_files() -> list[Path]:
     """The object store's temporary files whose writer is gone, where the store can tell
     (the local one; a cloud store's unfinished uploads are its own to expire)."""
-    from agent_env.stores import object_store
+    from agent_env.runtime import object_store
 
     finder = getattr(object_store(), "stale_temporary_files", None)
     return list(finder()) if finder is not None else []
@@ -275,7 +275,7 @@ async def build_leftovers(*, dry_run: bool, older_than: float = BUILD_LEFTOVER_A
     import asyncio
 
     from agent_env.errors import UserError
-    from agent_env.plugins import get_host
+    from agent_env.runtime import get_host
     from agent_env.sandbox.base import SandboxProvider
     from agent_env.tasks.sandboxes import open_provider
 
@@ -305,7 +305,7 @@ async def build_leftovers(*, dry_run: bool, older_than: float = BUILD_LEFTOVER_A
 def _dead_runs(labels: dict[str, str]) -> tuple[Any, list[Any]]:
     """The run records gc would mark ``abandoned``: with ``--label``, only a run the labels
     name (``agentenv.run=ID``), and none for other labels (records carry no labels)."""
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
     from agent_env.tasks.records import StoredInstances, dead_runs
 
     instances = StoredInstances(document_store())

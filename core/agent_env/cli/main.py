@@ -46,7 +46,7 @@ class AgentEnvGroup(click.Group):
         if self._extended:
             return
         self._extended = True
-        from agent_env.plugins import get_host
+        from agent_env.runtime import get_host
 
         get_host().extend_cli(self)
 
@@ -173,7 +173,7 @@ def _state_disk_full() -> bool:
     """Whether the disk under the state root has no space left (SQLite reports a full disk
     as a disk I/O error when it cannot make its journal files)."""
     try:
-        from agent_env.config import get_config
+        from agent_env.runtime import get_config
 
         found = os.statvfs(get_config().state_root)
     except Exception:  # a check for a message: never a second error

@@ -292,7 +292,7 @@ async def _execute(
     import contextlib
     import signal
 
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
     from agent_env.tasks import scores
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import Session
@@ -452,8 +452,8 @@ def sandbox_problems(plan: Any, chain: Sequence[str] | None) -> list[str]:
     """What a real run would find unusable: each distinct provider chain its steps ask for
     (``--sandbox``, a step's ``sandbox_type``, else the configured default), checked for a
     usable provider (Docker daemon reachable, API key set...)."""
-    from agent_env.config import get_config
     from agent_env.errors import UserError
+    from agent_env.runtime import get_config
 
     chains: dict[tuple[str, ...], str] = {}
     if chain:
@@ -490,7 +490,7 @@ def run_bundle(
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
     from agent_env.bundles.plan import plan_bundle
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
     from agent_env.tasks.session import RunRequest
     from agent_env.tasks.steps import RunChoices
 

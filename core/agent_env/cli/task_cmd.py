@@ -72,7 +72,7 @@ def _checked(label: str, raw_steps: list[Any], sandbox: str | None = None) -> tu
 
 def _stored_task(task_id: str, version: int | None) -> Any:
     from agent_env.bundles.entities import stored_task
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     return stored_task(versioned_store(), task_id, version)
 
@@ -89,7 +89,7 @@ def task() -> None:
 def create(file: Path, task_id: str) -> None:
     """Store FILE (a JSON array of steps) as the next version of task ID."""
     from agent_env.bundles.ledger import steps_reason
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     steps = _preflight(str(file), _read_task_file(file))
     store = versioned_store()
@@ -153,7 +153,7 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.cli.run_cmd import check_needs, execute
-    from agent_env.stores import document_store, object_store, versioned_store
+    from agent_env.runtime import document_store, object_store, versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import RunRequest
@@ -224,7 +224,7 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
     """Run a stored task once per seed (metadata seed {"seed": N}, so <seed> in a step is N)."""
     from agent_env.cli.eval_cmd import check_counts, parse_seeds, run_group
     from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
 
     check_counts(concurrency=concurrency, retries=retries, concurrency_option="--concurrency")
     numbers = parse_seeds(seeds)
@@ -242,7 +242,7 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
 @click.argument("instance_id")
 def get_instance(instance_id: str) -> None:
     """Print an instance record (status, scores, completed steps, failures, context)."""
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
     from agent_env.tasks.records import StoredInstances
 
     found = StoredInstances(document_store()).get(instance_id)

@@ -142,7 +142,7 @@ class EpisodeSpec:
             raise EpisodeError(f"max_envs={max_envs} is less than the {needed} envs one episode "
                                f"of task '{task.name}' deploys")
         if instances is None:
-            from agent_env.stores import document_store
+            from agent_env.runtime import document_store
             from agent_env.tasks.records import StoredInstances
 
             instances = StoredInstances(document_store())

@@ -41,7 +41,7 @@ class Task:
     def get(cls, task_id: str, version: int | None = None) -> Task:
         """A stored task (the latest version unless ``version``); preflighted."""
         from agent_env.bundles.entities import StoredArtifacts, stored_task
-        from agent_env.stores import object_store, versioned_store
+        from agent_env.runtime import object_store, versioned_store
 
         versioned = versioned_store()
         record = stored_task(versioned, task_id, version)
@@ -59,7 +59,7 @@ class Task:
         from agent_env.bundles.ledger import Ledger
         from agent_env.bundles.parse import parse_bundle
         from agent_env.bundles.plan import plan_bundle
-        from agent_env.stores import object_store, versioned_store
+        from agent_env.runtime import object_store, versioned_store
 
         text = str(bundle)
         if isinstance(bundle, Path) and not text.startswith((".", "/", "~")):

@@ -77,7 +77,8 @@ class ProtocolWheel:
 
 
 def default_cache_dir() -> Path:
-    from agent_env.config import ensure_private_dir, get_config
+    from agent_env.config import ensure_private_dir
+    from agent_env.runtime import get_config
 
     return ensure_private_dir(get_config().state_root / "images" / "wheels")
 

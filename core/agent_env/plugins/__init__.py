@@ -67,7 +67,6 @@ __all__ = [
     "Contribution",
     "PluginHost",
     "PluginRecord",
-    "get_host",
 ]
 
 TablesSource = Callable[[], dict[str, dict[str, Any]]]
@@ -366,10 +365,3 @@ class PluginHost:
         """Deliver a run event to every observer; an observer's error is logged, never raised."""
         self.configure()
         self.pm.hook.agent_env_run_event(event=event)
-
-
-def get_host() -> PluginHost:
-    """The current runtime's plugin host, loaded and configured on first use."""
-    from agent_env.runtime import current
-
-    return current().host

@@ -239,7 +239,7 @@ def restore(before: dict[str, Installed]) -> None:
 
 def _uses(provides: list[dict[str, str]]) -> list[str]:
     """What in the config or the stored tasks still uses any of ``provides``."""
-    from agent_env.config import get_config
+    from agent_env.runtime import get_config
 
     config = get_config()
     uses = []
@@ -261,7 +261,7 @@ def _uses(provides: list[dict[str, str]]) -> list[str]:
 
 def _stored_task_uses(step_types: set[str], providers: set[str]) -> list[str]:
     """Stored tasks (latest versions) whose steps name one of these step types or providers."""
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     store = versioned_store()
     uses = []
@@ -281,8 +281,8 @@ def _stored_task_uses(step_types: set[str], providers: set[str]) -> list[str]:
 def remove(names: list[str], *, force: bool = False, assume_yes: bool = False) -> None:
     """Uninstall plugin distributions; blocked while config or stored tasks use them."""
     refuse_externally_managed()
-    from agent_env.plugins import get_host
     from agent_env.plugins.reporting import find_row, package_rows
+    from agent_env.runtime import get_host
 
     rows = package_rows(get_host())
     distributions = []

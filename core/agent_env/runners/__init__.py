@@ -87,15 +87,15 @@ def max_concurrency(config: Config | None = None) -> int:
 
 
 def known_runners() -> list[str]:
-    from agent_env.plugins import get_host
+    from agent_env.runtime import get_host
 
     return sorted(get_host().registry(RUNNER_KIND))
 
 
 def runner_class(name: str) -> Any:
     """The runner class ``name``; an unknown name is a one-line error naming the known ones."""
-    from agent_env.plugins import get_host
     from agent_env.plugins.catalog import provider_of
+    from agent_env.runtime import get_host
 
     host = get_host()
     if name not in host.registry(RUNNER_KIND):
@@ -125,7 +125,7 @@ def open_runner(context: RunnerContext, *, name: str | None = None,
 
 def _section(config: Config | None) -> dict[str, Any]:
     if config is None:
-        from agent_env.config import get_config
+        from agent_env.runtime import get_config
 
         config = get_config()
     return config.section("runner")

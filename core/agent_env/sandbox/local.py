@@ -258,7 +258,7 @@ class LocalSandboxProvider(SandboxProvider):
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         if root is None:
-            from agent_env.config import get_config
+            from agent_env.runtime import get_config
 
             root = get_config().state_root / "sandboxes" / "local"
         self.root = Path(root)

@@ -137,7 +137,7 @@ def local_owner_state(pid: Any, created: float) -> OwnerState:
 
 def state_label() -> str:
     """This process's state root, as the ``agentenv.state`` label names it (its real path)."""
-    from agent_env.config import get_config
+    from agent_env.runtime import get_config
 
     return os.path.realpath(get_config().state_root)
 

@@ -87,7 +87,7 @@ class TaskContext:
             from agent_env.sandbox.chain import split_chain
 
             return split_chain(sandbox_type)
-        from agent_env.config import get_config
+        from agent_env.runtime import get_config
 
         return get_config().sandbox_chain()
 

@@ -108,7 +108,7 @@ def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -
 
 def _emit(kind: str, ctx: TaskContext, **fields: Any) -> None:
     from agent_env.events import RunEvent
-    from agent_env.plugins import get_host
+    from agent_env.runtime import get_host
 
     event = RunEvent(kind, ctx.instance_id, ctx.task_id, records.utc_now(), **fields)
     get_host().emit(event)
@@ -125,7 +125,7 @@ async def run_task(
 ) -> TaskResult:
     """Run ``task`` in ``ctx``; returns its result (also on cancellation), never tears down."""
     if registry is None:
-        from agent_env.plugins import get_host
+        from agent_env.runtime import get_host
 
         registry = get_host().registry("step_type")
     observer = observer or TaskObserver()

@@ -17,8 +17,8 @@ def open_provider(name: str) -> SandboxProvider:
 
 def choose_provider(chain: list[str]) -> str:
     """The first provider of ``chain`` that is installed and usable on this host."""
-    from agent_env.plugins import get_host
     from agent_env.plugins.reporting import missing
+    from agent_env.runtime import get_host
 
     host = get_host()
     reasons = []

@@ -126,7 +126,7 @@ def test_bad_input_is_one_line(stored, monkeypatch) -> None:
         assert result.returncode == 1 and result.stderr.strip() == message, result.stderr
     # nothing was run or recorded: no run group, no instance beyond the set-up's one
     from agent_env import runtime
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
 
     monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(stored.state))
     runtime.reset()

@@ -39,7 +39,7 @@ async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     bundle, problems = parse_bundle(BUNDLES / "claude-code-smoke", "@test/claude-code-smoke")
     assert problems == []

@@ -66,7 +66,7 @@ async def play_group(spec: EpisodeSpec, n: int, warm_text: str, fork: str = "aut
 
 
 def record(episode_id: str) -> Any:
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
     from agent_env.tasks.records import StoredInstances
 
     return StoredInstances(document_store()).get(episode_id)

@@ -47,7 +47,7 @@ class Scripted(Step):
 
 @pytest.fixture
 def stores(state_root: Path) -> tuple[GroupStore, StoredInstances]:
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
 
     Scripted.calls.clear()
     return GroupStore(document_store()), StoredInstances(document_store())
@@ -117,7 +117,7 @@ async def test_a_resume_reuses_completed_runs_and_reruns_errors(stores) -> None:
 async def test_two_processes_never_run_one_slot_twice(stores) -> None:
     group, build = make(6, {}, tasks=2)
     stores[0].create(group)
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
 
     other = GroupStore(document_store())  # a second owner, as another process would be
     first = executor(group, build, stores, concurrency=2)
@@ -152,7 +152,7 @@ async def test_a_corrupt_stored_result_stops_a_resume_before_it_runs(stores) -> 
     groups, _ = stores
     groups.create(group)
     await executor(group, build, stores).run()
-    from agent_env.stores import document_store
+    from agent_env.runtime import document_store
 
     docs = document_store()
     instance = groups.slot_documents(group)[0]["instance_id"]

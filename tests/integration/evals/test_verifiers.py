@@ -67,7 +67,7 @@ async def test_a_reward_file_decides_and_a_bad_one_is_an_error_row(state_root: P
 
 
 async def test_collect_artifacts_copies_files_into_the_object_store(state_root: Path) -> None:
-    from agent_env.stores import object_store
+    from agent_env.runtime import object_store
 
     make = unit_tests("mkdir -p out/logs && echo hi > out/a.txt && echo log > out/logs/b.txt")
     collect = {"id": "collect", "type": "collect_artifacts", "sandbox_name": "box",

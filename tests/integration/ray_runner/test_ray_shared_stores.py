@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from aws_moto import CREDENTIALS, REGION, start_moto
 
-from agent_env.runtime import reset
-from agent_env.stores import document_store
+from agent_env.runtime import document_store, reset
 from agent_env.tasks.records import StoredInstances
 
 HELLO = Path(__file__).parents[3] / "core/agent_env/bundles/shipped/hello"

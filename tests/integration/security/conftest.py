@@ -20,7 +20,7 @@ def store_bundle_envs(name: str) -> tuple[dict[str, str], Any]:
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     bundle, problems = parse_bundle(HERE / "bundles" / name, f"@test/{name}")
     assert problems == []

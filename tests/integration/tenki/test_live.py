@@ -20,14 +20,14 @@ LIVE_KEY = os.environ.get("TENKI_API_KEY")
 def test_live_tenki_deploys_echo_and_answers_a_tool_call(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from agent_env import config
+    from agent_env import runtime
     from agent_env.cli.run_cmd import run_bundle
 
     settings = {"api_key": LIVE_KEY}
     for key, variable in (("base_url", "TENKI_BASE_URL"), ("snapshot_id", "TENKI_SNAPSHOT_ID")):
         if os.environ.get(variable):
             settings[key] = os.environ[variable]
-    config.configure(sandbox={"providers": {"tenki": {"config": settings}}})
+    runtime.configure(sandbox={"providers": {"tenki": {"config": settings}}})
     code = run_bundle("echo-mcp", sandbox="tenki")
     out = capsys.readouterr()
     assert code == 0, out.out + out.err

@@ -16,10 +16,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 def test_echo_mcp_deploys_answers_and_is_torn_down(
     fake_tensorlake: FakeTensorlake, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent_env import config
+    from agent_env import runtime
     from agent_env.cli.run_cmd import run_bundle
 
-    config.configure(sandbox={"providers": {"tensorlake": {"config": {
+    runtime.configure(sandbox={"providers": {"tensorlake": {"config": {
         "api_key": API_KEY, "api_url": fake_tensorlake.url,
     }}}})
     code = run_bundle("echo-mcp", sandbox="tensorlake")

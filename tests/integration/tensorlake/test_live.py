@@ -20,7 +20,7 @@ LIVE_KEY = os.environ.get("TENSORLAKE_API_KEY")
 def test_live_tensorlake_deploys_echo_and_answers_a_tool_call(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from agent_env import config
+    from agent_env import runtime
     from agent_env.cli.run_cmd import run_bundle
 
     settings = {"api_key": LIVE_KEY}
@@ -28,7 +28,7 @@ def test_live_tensorlake_deploys_echo_and_answers_a_tool_call(
         settings["api_url"] = os.environ["TENSORLAKE_API_URL"]
     if os.environ.get("AGENTENV_TENSORLAKE_IMAGE"):
         settings["image"] = os.environ["AGENTENV_TENSORLAKE_IMAGE"]
-    config.configure(sandbox={"providers": {"tensorlake": {"config": settings}}})
+    runtime.configure(sandbox={"providers": {"tensorlake": {"config": settings}}})
     code = run_bundle("echo-mcp", sandbox="tensorlake")
     out = capsys.readouterr()
     assert code == 0, out.out + out.err

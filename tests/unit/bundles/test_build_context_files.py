@@ -81,7 +81,7 @@ def test_env_put_stores_no_ignored_file(state_root: Path, tmp_path: Path, capsys
     folder = context_folder(tmp_path / "ctx")
     assert cli(capsys, "env", "mcp-server", "put", "--id", "web", "--context", str(folder),
                "--environment-name", "web")[0] == 0
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     record = versioned_store().get("envs", "web")
     assert sorted(record.body["files"]) == KEPT

@@ -56,7 +56,7 @@ def test_file_put_get_round_trip_and_unchanged_is_reused(state_root: Path, tmp_p
 def test_get_never_writes_outside_the_output_dir(state_root: Path, tmp_path: Path,
                                                  capsys: Any, bad: str) -> None:
     from agent_env.bundles.ledger import blob_key
-    from agent_env.stores import object_store, versioned_store
+    from agent_env.runtime import object_store, versioned_store
 
     key = blob_key("0" * 64)
     object_store().put(key, b"payload")
@@ -102,7 +102,7 @@ def test_skill_put_get_and_bad_input(state_root: Path, tmp_path: Path, capsys: A
 def test_bundle_init_round_trip_runs_unchanged(state_root: Path, tmp_path: Path,
                                                capsys: Any) -> None:
     assert cli(capsys, "run", str(HELLO))[0] == 0
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     (task_id,) = versioned_store().list_ids("tasks")
     folder = tmp_path / "exported"
@@ -148,7 +148,7 @@ def test_env_bad_input_is_one_line(state_root: Path, tmp_path: Path, capsys: Any
     empty.mkdir()
     code, _, err = cli(capsys, "env", "mcp-server", "put", "--id", "x", "--context", str(empty))
     assert code != 0 and "has no Dockerfile" in err
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     assert versioned_store().list_versions("envs", "echo")[-1].version == 1
     assert versioned_store().latest_version("envs", "x") == 0
@@ -198,7 +198,7 @@ def test_ledger_and_gc_keep_live_deployments_and_remove_expired(state_root: Path
 def test_bundle_init_from_an_eval_runs_its_tasks(state_root: Path, tmp_path: Path,
                                                  capsys: Any) -> None:
     from agent_env.evals.entity import EvalTask, put_eval
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     assert cli(capsys, "run", str(HELLO))[0] == 0
     (task_id,) = versioned_store().list_ids("tasks")
@@ -259,7 +259,7 @@ def test_gc_removes_an_expired_deployment_no_listing_shows(state_root: Path) -> 
 
 
 def test_put_bad_input_writes_nothing(state_root: Path, tmp_path: Path, capsys: Any) -> None:
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     a, b = tmp_path / "a", tmp_path / "b"
     for folder in (a, b):

@@ -52,8 +52,8 @@ def test_precedence_default_file_env_code(tmp_path: Path, monkeypatch) -> None:
     write_config(tmp_path, '[stores]\nobject = "from-file"\ndocument = "from-file"\n')
     monkeypatch.setenv("AGENT_ENV_OBJECT_STORE", "from-env")
     monkeypatch.setenv("AGENT_ENV_DOCUMENT_STORE", "from-env")
-    cfg.configure(stores={"document": "from-code"})
-    config = cfg.get_config()
+    runtime.configure(stores={"document": "from-code"})
+    config = runtime.get_config()
     assert config.store("object").backend == "from-env"
     assert config.store("document").backend == "from-code"
     assert config.store("secret").backend == "local"

@@ -113,7 +113,7 @@ def test_task_get_of_nothing_stored_says_how_to_store_one() -> None:
 
 
 def test_task_get_reads_what_task_create_stored() -> None:
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     steps = [deploy("alice"), ask("alice")]
     versioned_store().put("tasks", "my-task", {"name": "my-task", "steps": steps})

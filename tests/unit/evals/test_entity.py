@@ -42,7 +42,7 @@ def test_toml_files(tmp_path: Path) -> None:
 
 
 def test_versions_follow_the_ledger_rules(state_root: Path) -> None:
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     versioned = versioned_store()
     versioned.put("tasks", "a", {"steps": []})
@@ -58,7 +58,7 @@ def test_versions_follow_the_ledger_rules(state_root: Path) -> None:
 
 
 def test_a_missing_task_or_version_writes_nothing(state_root: Path) -> None:
-    from agent_env.stores import versioned_store
+    from agent_env.runtime import versioned_store
 
     versioned = versioned_store()
     versioned.put("tasks", "a", {"steps": []})

@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[3]
 
 KNOWN = {
     frozenset({"agent_env.runners.local", "agent_env.tasks.session"}),
-    frozenset({"agent_env.config", "agent_env.plugins", "agent_env.runtime", "agent_env.stores"}),
     frozenset({"agentenv_agents.a2a_type", "agentenv_agents.model_steps"}),
     frozenset({"agentenv_protocol.env", "agentenv_protocol.server"}),
     frozenset({"agentenv_protocol.agent.app", "agentenv_protocol.agent.changelog",

@@ -9,9 +9,9 @@ import pytest
 
 from agent_env.config import load_config
 from agent_env.errors import UserError
-from agent_env.plugins import get_host
 from agent_env.runners import RunnerContext, max_concurrency, open_runner, runner_name
 from agent_env.runners.local import LocalRunner
+from agent_env.runtime import get_host
 
 
 def config_file(tmp_path: Path, text: str) -> Path:

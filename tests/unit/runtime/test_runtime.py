@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from agent_env import config, runtime
-from agent_env.runtime import Runtime, current, use
-from agent_env.stores import document_store, object_store
+from agent_env import runtime
+from agent_env.runtime import Runtime, current, document_store, object_store, use
 
 
 def test_two_runtimes_keep_their_own_config_and_stores(tmp_path: Path) -> None:
@@ -18,7 +17,7 @@ def test_two_runtimes_keep_their_own_config_and_stores(tmp_path: Path) -> None:
         object_store().put("k", b"one")
         with use(two):
             object_store().put("k", b"two")
-            assert config.get_config() is two.config
+            assert runtime.get_config() is two.config
         assert object_store().get("k") == b"one"
     assert (tmp_path / "a").is_dir() and (tmp_path / "b").is_dir()
     assert two.store("object").get("k") == b"two"
@@ -52,7 +51,7 @@ def test_configure_closes_what_the_old_config_built(tmp_path: Path) -> None:
 
 
 def test_reset_forgets_the_default_runtime_and_its_overrides(state_root: Path) -> None:
-    config.configure(stores={"document": "nosuch"})
+    runtime.configure(stores={"document": "nosuch"})
     before = current()
     assert before.config.store("document").backend == "nosuch"
     runtime.reset()

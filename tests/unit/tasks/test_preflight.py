@@ -1,6 +1,6 @@
 """Preflight finds every problem of a task at once."""
 
-from agent_env.plugins import get_host
+from agent_env.runtime import get_host
 from agent_env.tasks.plan import check_steps
 
 
