@@ -3,8 +3,8 @@
 Each slot is claimed (see :mod:`agent_env.evals.groups`), run through the runner seam, retried
 while it ends in ``error`` (up to ``retries`` more times, each a new instance) and recorded.
 :class:`Runner` is the seam, the selected runner of :mod:`agent_env.runners` (``local``: each
-request in its own :class:`~agent_env.tasks.session.Session` here, torn down as soon as it
-ends, so a long eval never holds more than M runs' sandboxes).
+request run here by the engine and torn down as soon as it ends, so a long eval never holds
+more than M runs' sandboxes).
 """
 
 from __future__ import annotations

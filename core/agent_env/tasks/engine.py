@@ -187,6 +187,21 @@ async def run_task(
     return result
 
 
+def never_started(task: TaskSpec, ctx: TaskContext,
+                  instances: InstanceStore | None) -> TaskResult:
+    """Record a run cancelled before its first step (``ctx.metadata["cancel_reason"]`` says
+    why) and return its result."""
+    now = records.utc_now()
+    reason = ctx.metadata.get("cancel_reason")
+    record = InstanceRecord(ctx.instance_id, task.id, task.version, records.CANCELLED, now,
+                            now, scores.CANCELLED, cancel_reason=reason,
+                            duration_seconds=0.0, context=ctx.snapshot())
+    if instances is not None:
+        instances.save(record)
+    return TaskResult(task, ctx.instance_id, scores.CANCELLED, {}, [], [], 0.0,
+                      cancel_reason=reason)
+
+
 def _report_failed() -> None:
     from agent_env.logs import get_logger
 

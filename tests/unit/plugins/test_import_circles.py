@@ -17,7 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 KNOWN = {
-    frozenset({"agent_env.runners.local", "agent_env.tasks.session"}),
     frozenset({"agentenv_agents.a2a_type", "agentenv_agents.model_steps"}),
     frozenset({"agentenv_protocol.env", "agentenv_protocol.server"}),
     frozenset({"agentenv_protocol.agent.app", "agentenv_protocol.agent.changelog",
