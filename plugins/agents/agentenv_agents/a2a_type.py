@@ -256,17 +256,26 @@ def run_gateways(ctx: TaskContext) -> list[ModelGatewayHandle]:
     return [v for v in ctx.state.values() if isinstance(v, ModelGatewayHandle)]
 
 
+#: Where a run keeps the scripts its ``scripted_model`` steps set up (``ctx.state``).
+SCRIPTS_STATE = "agentenv_agents.scripts"
+
+
+def run_scripts(ctx: TaskContext) -> dict[str, Any]:
+    """Script name -> parsed script, for this run: what its ``scripted_model`` steps set up
+    (run state, gone with the run)."""
+    scripts: dict[str, Any] = ctx.state.setdefault(SCRIPTS_STATE, {})
+    return scripts
+
+
 async def load_run_scripts(ctx: TaskContext, handle: ModelGatewayHandle) -> None:
     """Load every scripted model this run has set up into ``handle`` (the ones it lacks).
 
     Agents load the script a prompt names on first use; a judge (``rubrics_verifier``, in the
     kernel) cannot, so every script is loaded up front, whichever came first, the gateway or
     the ``scripted_model`` step."""
-    from agentenv_agents.model_steps import SCRIPTS
-
     async with handle.lock:
-        for (instance, name), data in list(SCRIPTS.items()):
-            if instance == ctx.instance_id and name not in handle.loaded:
+        for name, data in list(run_scripts(ctx).items()):
+            if name not in handle.loaded:
                 await handle.load_script(name, data)
 
 
@@ -710,9 +719,7 @@ async def post_ok(http: Any, url: str, body: dict[str, Any], name: str, *,
 async def load_script(ctx: TaskContext, name: str, env_ids: list[str]) -> Any:
     """The scripted model's script ``name``: what a ``scripted_model`` step of this run set up,
     else a stored artifact of that id."""
-    from agentenv_agents.model_steps import SCRIPTS
-
-    found = SCRIPTS.get((ctx.instance_id, name))
+    found = run_scripts(ctx).get(name)
     if found is not None:
         return found
     try:

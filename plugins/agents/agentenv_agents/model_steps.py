@@ -15,7 +15,7 @@ gateway of the run, those up now and those started later, so a judge
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -24,8 +24,6 @@ from agent_env.api import PreflightView, Step, StepError
 if TYPE_CHECKING:
     from agent_env.api import TaskContext
 
-#: (run instance, script name) -> the parsed script.
-SCRIPTS: dict[tuple[str, str], Any] = {}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -50,20 +48,20 @@ class ScriptedModel(Step):
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
-        from agentenv_agents.a2a_type import load_run_scripts, parse_script, run_gateways
+        from agentenv_agents.a2a_type import (
+            load_run_scripts,
+            parse_script,
+            run_gateways,
+            run_scripts,
+        )
 
         artifact = await ctx.artifact(self.script_artifact_id)
         data = parse_script(artifact, self.model_name)
-        key = (ctx.instance_id, self.model_name)
-        if key in SCRIPTS:
+        scripts = run_scripts(ctx)
+        if self.model_name in scripts:
             raise StepError(f"a scripted model named '{self.model_name}' is already set up "
                             "in this task")
-        SCRIPTS[key] = data
-
-        async def forget() -> None:
-            SCRIPTS.pop(key, None)
-
-        ctx.on_teardown("scripted-model", f"scripted model {self.model_name}", forget)
+        scripts[self.model_name] = data
         for handle in run_gateways(ctx):
             await load_run_scripts(ctx, handle)
         ctx.outputs[self.id] = {"model": f"scripted:{self.model_name}",

@@ -42,7 +42,8 @@ ACCESS_DENIED_CODES = frozenset(
 )
 
 _CLIENT_LOCK = threading.Lock()  # botocore's loaders are not safe to build clients in parallel
-_SESSIONS: dict[tuple[str | None, int], Any] = {}
+#: Where the runtime keeps this plugin's boto3 sessions (``current().state``).
+SESSIONS_STATE = "agentenv_aws_stores.sessions"
 #: Every live :class:`AwsClient`, so a forked child can give each a fresh lock and client.
 _HOLDERS: weakref.WeakSet[AwsClient] = weakref.WeakSet()
 
@@ -105,11 +106,16 @@ class AwsSettings:
             read_timeout=self.read_timeout,
             **config,
         )
+        from agent_env.api import current
+
         with _CLIENT_LOCK:
+            # one per profile and process, kept by the runtime (reset() forgets them): a new
+            # session reloads every service model
+            sessions = current().state.setdefault(SESSIONS_STATE, {})
             key = (self.profile, os.getpid())
-            session = _SESSIONS.get(key)
-            if session is None:  # one per profile: a new session reloads every service model
-                session = _SESSIONS[key] = boto3.session.Session(profile_name=self.profile)
+            session = sessions.get(key)
+            if session is None:
+                session = sessions[key] = boto3.session.Session(profile_name=self.profile)
             region = self.region or session.region_name
             if region is None:
                 raise UserError(

@@ -28,10 +28,9 @@ LISTING_TTL = 1.0
 POST_TIMEOUT = 1.0
 DRAIN_AT_EXIT = 2.0
 
-_lock = threading.Lock()
-_queue: queue.Queue[tuple[list[tuple[str, str]], bytes]] = queue.Queue()
-_thread: threading.Thread | None = None
-_listing: tuple[float, list[tuple[str, str]]] = (0.0, [])
+#: Where the runtime keeps its publisher (``current().state``): each runtime has its own state
+#: root, so its own explorers, and ``reset()`` forgets it.
+PUBLISHER_STATE = "agentenv_explorer.live"
 
 
 def notes_folder() -> Path:
@@ -63,71 +62,99 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def explorers() -> list[tuple[str, str]]:
-    """(url, token) of every explorer serving now (the notes of live processes)."""
-    global _listing
-    now = time.monotonic()
-    if now - _listing[0] < LISTING_TTL:
-        return _listing[1]
-    found = []
-    try:
-        notes = sorted(notes_folder().glob(NOTE_GLOB))
-    except OSError:
-        notes = []
-    for note in notes:
+class Publisher:
+    """The events of one runtime on their way to its explorers: a queue, one daemon thread
+    that posts them, and a short-lived listing of the explorers' notes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.lock = threading.Lock()
+        self.queue: queue.Queue[tuple[list[tuple[str, str]], bytes]] = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.listing: tuple[float, list[tuple[str, str]]] = (0.0, [])
+
+    def explorers(self) -> list[tuple[str, str]]:
+        """(url, token) of every explorer serving now (the notes of live processes)."""
+        now = time.monotonic()
+        if now - self.listing[0] < LISTING_TTL:
+            return self.listing[1]
+        found = []
         try:
-            data = json.loads(note.read_text())
-            url, token, pid = str(data["url"]), str(data["token"]), int(data["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if not _alive(pid):
-            note.unlink(missing_ok=True)  # an explorer that died without cleaning up
-            continue
-        found.append((url, token))
-    _listing = (now, found)
-    return found
+            notes = sorted(self.folder.glob(NOTE_GLOB))
+        except OSError:
+            notes = []
+        for note in notes:
+            try:
+                data = json.loads(note.read_text())
+                url, token, pid = str(data["url"]), str(data["token"]), int(data["pid"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if not _alive(pid):
+                note.unlink(missing_ok=True)  # an explorer that died without cleaning up
+                continue
+            found.append((url, token))
+        self.listing = (now, found)
+        return found
+
+    def publish(self, event: Any) -> None:
+        """Queue ``event`` (a ``RunEvent``) for every explorer up; returns at once."""
+        targets = self.explorers()
+        if not targets:
+            return
+        import attrs
+
+        payload = json.dumps(attrs.asdict(event), default=str).encode()
+        self.queue.put((targets, payload))
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._deliver,
+                                               name="agentenv-explorer-events", daemon=True)
+                self.thread.start()
+                atexit.register(self.drain)
+
+    def _deliver(self) -> None:
+        import urllib.error
+        import urllib.request
+
+        while True:
+            targets, payload = self.queue.get()
+            try:
+                for url, token in targets:
+                    request = urllib.request.Request(
+                        f"{url}/api/v1/events", data=payload, method="POST",
+                        headers={"Content-Type": "application/json",
+                                 "Authorization": f"Bearer {token}"})
+                    try:
+                        with urllib.request.urlopen(request, timeout=POST_TIMEOUT):
+                            pass
+                    except (OSError, urllib.error.URLError):
+                        pass  # that explorer stopped or is busy: its page still polls
+            finally:
+                self.queue.task_done()
+
+    def drain(self) -> None:
+        """Give queued events a moment to arrive (at exit, so ``run_finished`` does)."""
+        deadline = time.monotonic() + DRAIN_AT_EXIT
+        while self.queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def publisher() -> Publisher:
+    """The current runtime's publisher, made on first use."""
+    from agent_env.api import current
+
+    state = current().state
+    found = state.get(PUBLISHER_STATE)
+    if found is None:
+        found = state[PUBLISHER_STATE] = Publisher(notes_folder())
+    return found  # type: ignore[no-any-return]
+
+
+def explorers() -> list[tuple[str, str]]:
+    """(url, token) of every explorer serving now, as the current runtime sees them."""
+    return publisher().explorers()
 
 
 def publish(event: Any) -> None:
-    """Queue ``event`` (a ``RunEvent``) for every explorer up; returns at once."""
-    global _thread
-    targets = explorers()
-    if not targets:
-        return
-    import attrs
-
-    payload = json.dumps(attrs.asdict(event), default=str).encode()
-    _queue.put((targets, payload))
-    with _lock:
-        if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(target=_deliver, name="agentenv-explorer-events",
-                                       daemon=True)
-            _thread.start()
-            atexit.register(_drain)
-
-
-def _deliver() -> None:
-    import urllib.error
-    import urllib.request
-
-    while True:
-        targets, payload = _queue.get()
-        try:
-            for url, token in targets:
-                request = urllib.request.Request(
-                    f"{url}/api/v1/events", data=payload, method="POST",
-                    headers={"Content-Type": "application/json",
-                             "Authorization": f"Bearer {token}"})
-                try:
-                    with urllib.request.urlopen(request, timeout=POST_TIMEOUT):
-                        pass
-                except (OSError, urllib.error.URLError):
-                    pass  # that explorer stopped or is busy: its page still polls
-        finally:
-            _queue.task_done()
-
-
-def _drain() -> None:
-    deadline = time.monotonic() + DRAIN_AT_EXIT
-    while _queue.unfinished_tasks and time.monotonic() < deadline:
-        time.sleep(0.02)
+    """Queue ``event`` for every explorer of the current runtime; returns at once."""
+    publisher().publish(event)

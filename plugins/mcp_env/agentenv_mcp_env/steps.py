@@ -79,7 +79,9 @@ async def preload_mcp_client() -> None:
     await asyncio.get_running_loop().run_in_executor(None, load)
 
 
-_FREEZE_REGISTERED: list[bool] = []
+#: Set in the runtime's state once the exit handler is registered (another runtime registering
+#: it again is harmless: freezing twice is freezing).
+FREEZE_STATE = "agentenv_mcp_env.freeze_at_exit"
 
 
 def _freeze_objects_at_exit() -> None:
@@ -91,12 +93,15 @@ def _freeze_objects_at_exit() -> None:
     cyclic garbage left at exit is not collected, which the interpreter never promised to
     finalise anyway. Registered first, so it runs after every other exit handler.
     """
-    if not _FREEZE_REGISTERED:
+    from agent_env.api import current
+
+    state = current().state
+    if not state.get(FREEZE_STATE):
         import atexit
         import gc
 
         atexit.register(gc.freeze)
-        _FREEZE_REGISTERED.append(True)
+        state[FREEZE_STATE] = True
 
 
 @attrs.define(kw_only=True)

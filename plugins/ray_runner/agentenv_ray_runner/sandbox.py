@@ -107,17 +107,21 @@ class SandboxHost:
             await sandbox.terminate()
 
 
+#: Where the runtime keeps :class:`SandboxHost` as a Ray actor class (``current().state``).
+REMOTE_HOST_STATE = "agentenv_ray_runner.remote_host"
+
+
 def _remote_host() -> Any:
-    """:class:`SandboxHost` as a Ray actor class (made on first use: ``ray`` is imported then)."""
-    global _REMOTE_HOST
-    if _REMOTE_HOST is None:
+    """:class:`SandboxHost` as a Ray actor class, made on first use (``ray`` is imported then)
+    and kept by the runtime."""
+    from agent_env.api import current
+
+    state = current().state
+    if REMOTE_HOST_STATE not in state:
         import ray
 
-        _REMOTE_HOST = ray.remote(SandboxHost)
-    return _REMOTE_HOST
-
-
-_REMOTE_HOST: Any = None
+        state[REMOTE_HOST_STATE] = ray.remote(SandboxHost)
+    return state[REMOTE_HOST_STATE]
 
 
 class RaySandbox(Sandbox):

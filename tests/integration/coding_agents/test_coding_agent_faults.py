@@ -22,7 +22,7 @@ import pytest
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import StepError
-from agentenv_agents.model_steps import SCRIPTS
+from agentenv_agents.a2a_type import run_scripts
 from agentenv_agents.plugin import BUNDLES
 from agentenv_agents.steps import DeployAgent, PromptAgent
 
@@ -50,8 +50,6 @@ async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext
     artifacts = StoredArtifacts(versioned_store(), object_store())
     ctx = TaskContext(task_id="@test/coding-agents/t", instance_id=run_id, artifacts=artifacts)
     yield ctx, ids
-    for key in [k for k in SCRIPTS if k[0] == run_id]:
-        SCRIPTS.pop(key, None)
     report = await ctx.teardown.run()
     assert report.failed == ()
 
@@ -59,7 +57,7 @@ async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext
 async def deploy(ctx: TaskContext, ids: dict[str, str], agent: str,
                  scripts: dict[str, Any]) -> None:
     for name, script in scripts.items():  # what a scripted_model step registers
-        SCRIPTS[(ctx.instance_id, name)] = script
+        run_scripts(ctx)[name] = script
     await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
     await DeployAgent(id="agent", agent_name=agent, a2a_agent_id=agent,
                       env_ids=[ids["echo"]]).run(ctx)

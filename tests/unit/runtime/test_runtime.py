@@ -73,3 +73,19 @@ def test_a_provider_without_its_own_from_config_is_checked_against_its_construct
             "sandbox provider (known: ")
     else:
         raise AssertionError("an unknown key of the local provider was accepted")
+
+
+def test_plugin_state_lives_in_its_runtime_and_reset_forgets_it(tmp_path: Path) -> None:
+    """What plugins keep between calls (the explorer's event publisher, the model scripts of
+    a run...) is runtime state: another runtime has its own, and reset() drops the default's."""
+    from agentenv_explorer.live import publisher
+
+    first = publisher()
+    assert publisher() is first
+    other = Runtime()
+    other.configure(state={"root": str(tmp_path / "other")})
+    with use(other):
+        assert publisher() is not first
+        assert publisher().folder == tmp_path / "other" / "explorer"
+    runtime.reset()
+    assert publisher() is not first
