@@ -187,6 +187,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
     "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
+    "put_env": ("agent_env.bundles.file_entities", "put_env"),
+    "stored_env": ("agent_env.bundles.file_entities", "stored_env"),
+    "stored_artifacts": ("agent_env.bundles.file_entities", "stored_artifacts"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
     "versioned_store": ("agent_env.runtime", "versioned_store"),
@@ -230,7 +233,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         find_reply,
     )
     from agent_env.bundles.entities import write_stored_files
-    from agent_env.bundles.file_entities import folder_files, put_files_entity, stored_folder
+    from agent_env.bundles.file_entities import (
+        folder_files,
+        put_env,
+        put_files_entity,
+        stored_artifacts,
+        stored_env,
+        stored_folder,
+    )
     from agent_env.bundles.jsonfile import MAX_FILE_BYTES as MAX_TASK_FILE_BYTES
     from agent_env.bundles.parse import is_inside
     from agent_env.cli.console import echo

@@ -22,6 +22,8 @@ import attrs
 from agent_env.tasks.steps import StepError
 
 if TYPE_CHECKING:
+    import click
+
     from agent_env.sandbox.base import Sandbox
     from agent_env.tasks.context import TaskContext
 
@@ -88,6 +90,16 @@ class EnvDeployment(Protocol):
         """What ``deploy_env`` records as its output (``url``, ``instance_id``...)."""
         ...
 
+    def urls(self) -> dict[str, str]:
+        """Its addresses by name (``env deploy`` prints them and the deployments ledger
+        keeps them): ``{"mcp": ..., "gateway": ...}`` for an MCP env."""
+        ...
+
+    def client_configs(self) -> list[tuple[str, str, Any]]:
+        """Ready-to-paste client configs as (key, title, config): ``env deploy`` prints each
+        under its title (``--json``: under its key). They hold the token: never stored."""
+        ...
+
 
 class EnvType:
     """Base of the classes ``agent_env_env_types`` contributes: one per env ``type``."""
@@ -107,6 +119,12 @@ class EnvType:
     def with_companions(self, sources: Sequence[EnvSource]) -> EnvType:
         """The env with ``sources`` deployed beside it (``deploy_env``'s ``with_envs``)."""
         raise StepError(f"with_envs: envs of type '{self.name}' cannot share a deployment")
+
+    @classmethod
+    def command(cls) -> click.Group | None:
+        """Commands this env type adds under ``agent-env env`` (``mcp-server put``...);
+        looked up only when ``env`` runs one or lists them."""
+        return None
 
     async def deploy(self, ctx: TaskContext, sandbox: Sandbox, *, ttl_seconds: int,
                      ready_timeout: float, progress: Progress) -> EnvDeployment:

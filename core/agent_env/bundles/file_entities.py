@@ -66,3 +66,97 @@ def stored_folder(kind: str, record: Any) -> Path:
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return folder
+
+
+# -- envs registered from a build context (``env <type> put``) ------------------------------------
+
+
+def env_entry(env_id: str, env_type: str, context: Path | None, dockerfile: Path | None,
+              image_ref: str | None, environment_name: str | None) -> Any:
+    """The env as the ledger stores it, from a Docker build context (or a prebuilt image);
+    every problem raised at once, as one UserError."""
+    from agent_env.bundles.model import BundleFile, EnvEntry
+    from agent_env.bundles.parse import _CARD, _sha256, collect_files
+    from agent_env.errors import UserError
+
+    if context is None and dockerfile is not None:
+        context = dockerfile.parent
+    problems: list[str] = []
+    files: list[BundleFile] = []
+    if context is not None:
+        if not context.is_dir():
+            raise UserError(f"--context {context}: not a folder")
+        named = "Dockerfile"
+        if dockerfile is not None and dockerfile.resolve().is_relative_to(context.resolve()):
+            named = dockerfile.resolve().relative_to(context.resolve()).as_posix()
+        files = collect_files(context, str(context), problems, build_context=True,
+                              dockerfile=named)
+        if dockerfile is not None:
+            root, full = context.resolve(), dockerfile.resolve()
+            if not full.is_relative_to(root):
+                raise UserError(f"--dockerfile {dockerfile} is outside --context {context}: "
+                                "put it in the build context")
+            if not full.is_file():
+                raise UserError(f"--dockerfile {dockerfile}: no such file")
+            relative = full.relative_to(root).as_posix()
+            if relative != "Dockerfile":  # the build reads ./Dockerfile: store it there
+                stat = full.stat()
+                files = [f for f in files if f.path != "Dockerfile"]
+                files.append(BundleFile("Dockerfile", full, _sha256(full), stat.st_size,
+                                        0o644))
+        if not any(f.path == "Dockerfile" for f in files):
+            problems.append(f"{context}: has no Dockerfile (give --dockerfile)")
+    elif not image_ref:
+        raise UserError("give --context DIR (a Docker build context) or --image-ref IMAGE")
+    if problems:
+        raise UserError("; ".join(problems))
+    name = environment_name
+    if not name:
+        cards = {m for f in files if f.path.endswith(".py")
+                 for m in _CARD.findall(f.source.read_text(encoding="utf-8", errors="replace"))}
+        if len(cards) == 1:
+            name = cards.pop()
+    return EnvEntry(env_id.rsplit("/", 1)[-1], env_id, env_type, f"env {env_id}",
+                    context or Path("."), tuple(sorted(files, key=lambda f: f.path)),
+                    image_ref, name)
+
+
+def put_env(env_id: str, env_type: str, context: Path | None, dockerfile: Path | None,
+            image_ref: str | None, environment_name: str | None) -> list[Any]:
+    """Store a build context as the next version of env ``env_id`` of ``env_type`` (unchanged:
+    the same version); returns the ledger lines."""
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.errors import UserError
+    from agent_env.runtime import object_store, versioned_store
+
+    if not env_id.strip() or any(c.isspace() for c in env_id):
+        raise UserError(f"--id {env_id!r}: an env id has no spaces")
+    entry = env_entry(env_id, env_type, context, dockerfile, image_ref, environment_name)
+    ledger = Ledger(versioned_store(), object_store())
+    ledger.write_files_entity("envs", entry)
+    return list(ledger.lines)
+
+
+def stored_artifacts() -> Any:
+    """Artifacts (and envs) read from the configured stores, at their latest versions."""
+    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.runtime import object_store, versioned_store
+
+    return StoredArtifacts(versioned_store(), object_store())
+
+
+def stored_env(env_id: str, version: int | None = None) -> Any:
+    """The stored env ``env_id`` (the latest unless ``version``); a UserError naming the
+    versions there are, or how to store one."""
+    from agent_env.errors import UserError
+    from agent_env.runtime import versioned_store
+
+    record = versioned_store().get("envs", env_id, version)
+    if record is None:
+        latest = versioned_store().latest_version("envs", env_id) if version else 0
+        if latest:
+            raise UserError(f"env '{env_id}' has no version {version} (the latest is "
+                            f"v{latest})")
+        raise UserError(f"no env '{env_id}' is stored (agent-env env mcp-server put --id "
+                        f"{env_id} --context DIR stores one)")
+    return record

@@ -130,6 +130,21 @@ class GatewayDeployment:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
+    def urls(self) -> dict[str, str]:
+        """The MCP endpoint and the gateway (the deployments ledger keeps them)."""
+        return {"mcp": f"{self.url}/mcp", "gateway": self.url}
+
+    def client_configs(self) -> list[tuple[str, str, Any]]:
+        """MCP client configs that reach this env with its token (printed, never stored)."""
+        mcp_url = f"{self.url}/mcp"
+        return [
+            ("mcp_client_config", "MCP client config (mcpServers, streamable HTTP: Claude "
+             "Code .mcp.json, Cursor):", client_config(self.environment_name, mcp_url,
+                                                       self.token)),
+            ("claude_desktop_config", "Claude Desktop (claude_desktop_config.json, through "
+             "npx mcp-remote):", desktop_config(self.environment_name, mcp_url, self.token)),
+        ]
+
     def step_output(self) -> dict[str, Any]:
         """``deploy_env``'s output: where it is, its tools and the image of each server."""
         return {"instance_id": self.instance_id, "url": self.url,
@@ -147,6 +162,26 @@ class GatewayDeployment:
             "servers": [attrs.asdict(server) for server in self.servers],
             "sandbox": sandbox_record(self.sandbox) if self.sandbox is not None else None,
         }
+
+
+def _server_key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "env"
+
+
+def client_config(name: str, mcp_url: str, token: str) -> dict[str, Any]:
+    """The ``mcpServers`` block of clients that speak streamable HTTP themselves (Claude Code's
+    ``.mcp.json``, Cursor, VS Code): the URL and the bearer header."""
+    return {"mcpServers": {_server_key(name): {
+        "type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {token}"}}}}
+
+
+def desktop_config(name: str, mcp_url: str, token: str) -> dict[str, Any]:
+    """The same for Claude Desktop, whose config runs local commands only: the ``mcp-remote``
+    bridge (npx) with the header passed through a variable, as its README shows."""
+    return {"mcpServers": {_server_key(name): {
+        "command": "npx",
+        "args": ["mcp-remote", mcp_url, "--header", "Authorization:${AUTH_HEADER}"],
+        "env": {"AUTH_HEADER": f"Bearer {token}"}}}}
 
 
 def sandbox_record(sandbox: Sandbox) -> dict[str, Any]:
@@ -202,6 +237,13 @@ class McpServerEnv(EnvType):
                  companions: Sequence[EnvSource] = ()) -> None:
         super().__init__(source, artifacts)
         self.companions = tuple(companions)
+
+    @classmethod
+    def command(cls) -> Any:
+        """``agent-env env mcp-server put/validate``."""
+        from agentenv_mcp_env.cli import mcp_server
+
+        return mcp_server
 
     def with_companions(self, sources: Sequence[EnvSource]) -> McpServerEnv:
         return type(self)(self.source, self.artifacts, sources)

@@ -11,6 +11,7 @@ import pytest
 
 from agent_env.config import load_config
 from agent_env.errors import ConfigError
+from agent_env.runtime import current
 from agent_env.stores import build_store
 from agentenv_aws_stores.dynamodb import DynamoDocumentStore
 from agentenv_aws_stores.ecr import EcrImageStore
@@ -51,7 +52,7 @@ def config_from(tmp_path: Path, text: str, **environ: str) -> Any:
 
 def build(config: Any, kind: str) -> Any:
     choice = config.store(kind)
-    return build_store(kind, choice.backend, choice.settings, config=config)
+    return build_store(kind, choice.backend, choice.settings, config=config, runtime=current())
 
 
 def test_backends_are_chosen_by_name_with_resolved_credentials(tmp_path: Path) -> None:
