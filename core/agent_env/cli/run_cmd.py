@@ -1,6 +1,6 @@
 """``agent-env run [BUNDLE]``: list installed bundles, or run a bundle's evals or tasks.
 
-Output (tasks.md section 4): one ledger line per entity, progress lines per step, a ``Tasks:``
+Output: one ledger line per entity, progress lines per step, a ``Tasks:``
 (and ``Evals:``) summary, then what teardown did, last. Beyond the reference: with more than
 one run, or any run that infrastructure failed, a count line keeps ``error`` (infrastructure,
 not scored) apart from ``failed``; ``--json`` prints the runs and counts on stdout. Exit codes:

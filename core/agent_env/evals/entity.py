@@ -1,4 +1,4 @@
-"""Evals as versioned entities: a list of ``{task_id, task_version | null}`` (tasks.md section 7).
+"""Evals as versioned entities: a list of ``{task_id, task_version | null}``.
 
 An eval file (``eval create`` / ``eval add-tasks``) is JSON or TOML: a list of entries, or an
 object with ``tasks`` (and optional ``type``). An entry is a stored task id, or

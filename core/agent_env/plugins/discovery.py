@@ -128,8 +128,9 @@ def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint]]:
             entry_point
 
 
-#: The reference framework's entry-point groups (cli.md): a distribution exposing only these
-#: was written for it, and is never loaded here; ``plugin list`` shows it as ``foreign``.
+#: The entry-point groups of the framework AgentEnv is modelled on: a distribution exposing
+#: only these was written for it, and is never loaded here; ``plugin list`` shows it as
+#: ``foreign``.
 REFERENCE_GROUPS = tuple(f"agent_env.{name}" for name in (
     "envs", "task_steps", "sandbox_providers", "env_providers", "state_providers", "artifacts",
     "explorer_plugins", "cli_plugins", "cli_root_options", "bundles"))

@@ -29,6 +29,7 @@ import hashlib
 import re
 import shlex
 import tempfile
+from typing import Any
 
 from agent_env.images.plan import BUILD_DIGEST_LABEL, plan_build, split_tag, write_build_tar
 from agent_env.sandbox.base import ContainerSpec, ExecResult, Sandbox, SandboxError
@@ -67,10 +68,26 @@ class DockerHostSandbox(Sandbox, abc.ABC):
     """A sandbox whose ``mode="vm"`` containers run on a Docker daemon inside it."""
 
     mode: str = "vm"
+    #: Set once ``docker`` answered: later calls do not probe again.
+    _docker_ready: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "mode": self.mode}
+
+    async def ensure_docker(self) -> None:
+        """Make sure ``docker`` answers inside the sandbox: probed once, and when it does not
+        answer, :meth:`start_docker` makes it (or says why it cannot)."""
+        if self._docker_ready:
+            return
+        probe = await self.exec("docker info >/dev/null 2>&1")
+        if probe.exit_code != 0:
+            await self.start_docker()
+        self._docker_ready = True
 
     @abc.abstractmethod
-    async def ensure_docker(self) -> None:
-        """Make sure ``docker`` answers inside the sandbox (install or start it if needed)."""
+    async def start_docker(self) -> None:
+        """Install or start Docker in the sandbox after the first probe found none; raise
+        :class:`~agent_env.sandbox.base.SandboxUnsupported` naming the setting that fixes it."""
 
     @property
     def container_prefix(self) -> str:

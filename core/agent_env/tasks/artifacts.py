@@ -12,7 +12,7 @@ from typing import Protocol
 
 import attrs
 
-#: Artifact types (tasks.md section 1).
+#: Artifact types: a file artifact (its files, one version) or a universe of them.
 FILE = "file"
 FILE_UNIVERSE = "file_artifact_universe"
 DOCKER_IMAGE = "docker_image"

@@ -1,6 +1,6 @@
 """A task's steps: checked all at once (preflight), scheduled as a DAG, seeded.
 
-Scheduling rules (tasks.md section 2): when no step declares ``depends_on`` the steps form a
+Scheduling rules: when no step declares ``depends_on`` the steps form a
 strict chain; when some do, a step without ``depends_on`` waits for every earlier step; a step
 may only depend on earlier steps.
 """

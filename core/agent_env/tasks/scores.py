@@ -1,7 +1,8 @@
 """Scores: result rows, the three aggregators, reported scores and a run's outcome.
 
 A verifier step writes one :class:`Verification` under its ``verifier_id``; the run reports
-``{step_id: score}`` and an outcome, both as the reference computes them (tasks.md section 3).
+``{step_id: score}`` and an outcome (:func:`outcome`: cancelled, else error, else failed, else
+unscored when no verifier scored, else passed when every score is 1, else scored below 1).
 """
 
 from __future__ import annotations

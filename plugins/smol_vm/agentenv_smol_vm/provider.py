@@ -118,10 +118,6 @@ class SmolVmSandbox(DockerHostSandbox):
         self.id = str(machine.name)
         self.mode = mode
         self.gone = False
-        self._docker_ready = False
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mode": self.mode}
 
     async def exec(
         self,
@@ -178,16 +174,11 @@ class SmolVmSandbox(DockerHostSandbox):
             if "not found" not in str(exc).lower():
                 raise SandboxError(f"cannot delete microVM {self.id}: {exc}") from None
 
-    async def ensure_docker(self) -> None:
-        if self._docker_ready:
-            return
-        probe = await self.exec("docker info >/dev/null 2>&1")
-        if probe.exit_code != 0:
-            raise SandboxUnsupported(
-                f"microVM {self.id} has no working Docker daemon; set image in {CONFIG_TABLE} "
-                f"to a guest image with Docker (default {DEFAULT_IMAGE})"
-            )
-        self._docker_ready = True
+    async def start_docker(self) -> None:
+        raise SandboxUnsupported(
+            f"microVM {self.id} has no working Docker daemon; set image in {CONFIG_TABLE} "
+            f"to a guest image with Docker (default {DEFAULT_IMAGE})"
+        )
 
     async def build_image(self, context: str, tag: str, *, labels: dict[str, str]) -> str:
         """Build on the host, hand the image over as a ``docker save`` archive, load it."""

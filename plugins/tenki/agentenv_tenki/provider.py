@@ -69,10 +69,6 @@ class TenkiSandbox(DockerHostSandbox):
         self.handle = handle
         self.id = str(handle.id)
         self.mode = mode
-        self._docker_ready = False
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mode": self.mode}
 
     async def exec(
         self,
@@ -146,20 +142,15 @@ class TenkiSandbox(DockerHostSandbox):
         except (SessionNotFoundError, SessionTerminatedError, InvalidStateError):
             pass  # already gone
 
-    async def ensure_docker(self) -> None:
-        """Docker answers in the session, installed and started here the first time."""
-        if self._docker_ready:
-            return
-        probe = await self.exec("docker info >/dev/null 2>&1")
-        if probe.exit_code != 0:
-            installed = await self.exec(self.install_docker_script, timeout=900)
-            if installed.exit_code != 0:
-                raise SandboxUnsupported(
-                    f"could not install Docker in tenki sandbox {self.id} "
-                    f"(exit {installed.exit_code}: {installed.stderr.strip()[-300:]}); set "
-                    f"snapshot_id in {CONFIG_TABLE} to a snapshot that has Docker"
-                )
-        self._docker_ready = True
+    async def start_docker(self) -> None:
+        """Docker is installed and started in the session (a snapshot with it skips this)."""
+        installed = await self.exec(self.install_docker_script, timeout=900)
+        if installed.exit_code != 0:
+            raise SandboxUnsupported(
+                f"could not install Docker in tenki sandbox {self.id} "
+                f"(exit {installed.exit_code}: {installed.stderr.strip()[-300:]}); set "
+                f"snapshot_id in {CONFIG_TABLE} to a snapshot that has Docker"
+            )
 
 
 def _text(data: Any) -> str:

@@ -80,11 +80,9 @@ class TensorlakeSandbox(DockerHostSandbox):
         self.id = sandbox_id
         self.mode = mode
         self.image = image
-        self._docker_ready = False
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "provider": self.provider_name, "mode": self.mode,
-                "image": self.image}
+        return {**super().describe(), "image": self.image}
 
     async def exec(
         self,
@@ -172,25 +170,20 @@ class TensorlakeSandbox(DockerHostSandbox):
                 raise SandboxError(f"cannot terminate tensorlake sandbox {self.id}: {exc}") \
                     from None
 
-    async def ensure_docker(self) -> None:
-        """The image's Docker daemon answers (started here if the image did not start it)."""
-        if self._docker_ready:
-            return
-        probe = await self.exec("docker info >/dev/null 2>&1")
-        if probe.exit_code != 0:
-            started = await self.exec(
-                "command -v dockerd >/dev/null || exit 3; "
-                "(nohup dockerd >/var/log/dockerd.log 2>&1 &); "
-                f"for i in $(seq {DOCKER_WAIT_SECONDS * 2}); do "
-                "docker info >/dev/null 2>&1 && exit 0; sleep 0.5; done; exit 4"
+    async def start_docker(self) -> None:
+        """The image's Docker daemon, started here when the image did not start it."""
+        started = await self.exec(
+            "command -v dockerd >/dev/null || exit 3; "
+            "(nohup dockerd >/var/log/dockerd.log 2>&1 &); "
+            f"for i in $(seq {DOCKER_WAIT_SECONDS * 2}); do "
+            "docker info >/dev/null 2>&1 && exit 0; sleep 0.5; done; exit 4"
+        )
+        if started.exit_code != 0:
+            raise SandboxUnsupported(
+                f"tensorlake sandbox {self.id} (image {self.image}) has no working Docker "
+                f"daemon, so it cannot run env containers; set image in {CONFIG_TABLE} "
+                f"to a Docker-capable image (the default is {DEFAULT_IMAGE})"
             )
-            if started.exit_code != 0:
-                raise SandboxUnsupported(
-                    f"tensorlake sandbox {self.id} (image {self.image}) has no working Docker "
-                    f"daemon, so it cannot run env containers; set image in {CONFIG_TABLE} "
-                    f"to a Docker-capable image (the default is {DEFAULT_IMAGE})"
-                )
-        self._docker_ready = True
 
 
 class TensorlakeSandboxProvider(SandboxProvider):

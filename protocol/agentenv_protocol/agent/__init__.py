@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on first use
     from .app import create_app, serve
+    from .cli_process import CliRun
     from .framework import (
         AGENT_CONFIG_V1,
         MCP_CONFIG_V1,
@@ -67,6 +68,7 @@ _EXPORTS = {
     "TaskResult": "models",
     "TaskRequest": "models",
     "TrajectoryWriter": "trajectory",
+    "CliRun": "cli_process",
     "create_app": "app",
     "serve": "app",
 }
@@ -83,6 +85,7 @@ __all__ = [
     "AgentSkill",
     "AgentSpec",
     "Artifact",
+    "CliRun",
     "McpServer",
     "Progress",
     "Skill",

@@ -24,12 +24,8 @@ its assistant messages. A CLI that exits non-zero or ends without a ``result`` f
 
 from __future__ import annotations
 
-import asyncio
-import collections
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import tempfile
 import uuid
@@ -46,6 +42,7 @@ from agentenv_protocol.agent import (
     AgentConfig,
     AgentEnvAgent,
     AgentIdentity,
+    CliRun,
     TaskRequest,
     TaskResult,
     a2a_agent,
@@ -53,7 +50,6 @@ from agentenv_protocol.agent import (
 
 TRAJECTORY_FORMAT = "claude-code-stream-json/1"
 CLI = os.environ.get("CLAUDE_CLI", "claude")
-STDERR_LINES = 20
 #: Where the CLI looks for personal skills (``~/.claude/skills/<name>/SKILL.md``).
 SKILLS_DIR = Path.home() / ".claude" / "skills"
 #: Variables that keep the CLI to the model gateway: no telemetry, update checks or error
@@ -193,65 +189,6 @@ def install_skills(skills: dict[str, Any], root: Path) -> None:
             target = folder / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-
-
-@attrs.define
-class CliRun:
-    """One CLI process: its stdout read as JSON lines, the last stderr lines kept for errors.
-    Cancelling the prompt kills the whole process group (the CLI's own children too)."""
-
-    process: asyncio.subprocess.Process
-    stderr: collections.deque[str] = attrs.field(
-        factory=lambda: collections.deque(maxlen=STDERR_LINES))
-    drain: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def start(cls, args: list[str], stdin_text: str, env: dict[str, str],
-                    cwd: Path) -> CliRun:
-        process = await asyncio.create_subprocess_exec(
-            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, cwd=str(cwd), start_new_session=True,
-            limit=64 * 1024 * 1024)
-        run = cls(process)
-        run.drain = asyncio.create_task(run._read_stderr())
-        assert process.stdin is not None
-        process.stdin.write(stdin_text.encode())
-        with contextlib.suppress(ConnectionError):
-            await process.stdin.drain()
-        process.stdin.close()
-        return run
-
-    async def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        async for line in self.process.stderr:
-            self.stderr.append(line.decode("utf-8", "replace").rstrip())
-
-    async def events(self) -> Any:
-        assert self.process.stdout is not None
-        async for raw in self.process.stdout:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line:
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = None
-            yield event if isinstance(event, dict) else {"type": "agentenv.unparsed",
-                                                         "line": line[:4000]}
-
-    async def wait(self) -> int:
-        code = await self.process.wait()
-        if self.drain is not None:
-            await self.drain
-        return code
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-
-    def stderr_tail(self) -> str:
-        lines = [line for line in self.stderr if line.strip()]
-        return ("\n--- last stderr lines of the CLI ---\n" + "\n".join(lines)) if lines else ""
 
 
 if __name__ == "__main__":
