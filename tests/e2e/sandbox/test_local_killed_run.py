@@ -3,7 +3,6 @@ from another process) ends the command's processes, not only the sandbox's folde
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -66,9 +65,16 @@ async def test_a_reused_pid_is_left_alone(tmp_path: Path) -> None:
     sandbox = await LocalSandboxProvider(tmp_path / "local").create(SandboxSpec(name="reuse"))
     records = sandbox.folder / "processes"
     records.mkdir()
-    (records / str(os.getpid())).write_text("1", encoding="ascii")  # not our start time
-    await sandbox.terminate()
-    assert process_start(os.getpid()) is not None
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert process_start(bystander.pid) not in (None, 1)
+        (records / str(bystander.pid)).write_text("1", encoding="ascii")  # not its start time
+        await sandbox.terminate()
+        time.sleep(0.2)  # a SIGKILL would have landed by now
+        assert bystander.poll() is None, "terminate killed a process the sandbox never ran"
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 async def test_processes_that_leave_the_commands_group_end_with_the_sandbox(

@@ -21,6 +21,7 @@ from agentenv_protocol import (
     extension,
     tool,
 )
+from agentenv_protocol.errors import TransportError
 from agentenv_protocol.testing import (
     RunningServer,
     free_port,
@@ -88,9 +89,10 @@ async def test_token_required_everywhere(echo_gateway: RunningServer) -> None:
     async with aiohttp.ClientSession() as http, http.post(
             gw.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"}) as r:
         assert r.status == 401
-    with pytest.raises(Exception):  # noqa: B017 - any transport error will do
+    with pytest.raises(TransportError) as refused:  # a client without the token
         async with McpClient(gw.url + "/mcp"):
             pass
+    assert refused.value.status == 401
 
 
 async def test_gateway_body_cap(echo_server: RunningServer) -> None:
