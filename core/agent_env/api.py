@@ -22,15 +22,14 @@ Groups, in the order a plugin author meets them:
   ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
   ``PathOutsideSandbox``, ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``,
   ``hermetic_context``, ``ownership_labels``;
-* deployments that outlive their command: ``Deployment``, ``Deployments``, ``deployments``
-  (the ledger), ``tear_down_deployment``, ``DEPLOYMENT_LABEL`` (see
-  :mod:`agent_env.deployments`);
+* deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
+  ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
 * images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
 * stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
   ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
   ``bundle_value``, ``object_store``, ``versioned_store``;
 * env types: the contract ``EnvType`` and ``EnvDeployment`` (see :mod:`agent_env.env_types`),
-  the stored ``EnvSource`` a type deploys (``load_env_source``, ``write_env_files``) and the
+  the stored ``EnvSource`` a type deploys (``write_env_files`` lays its files out) and the
   deploy defaults;
 * agents: the contract agent types, agent steps and the episode API share (see
   :mod:`agent_env.agents`): ``Agent``, ``AgentReply``, ``Usage``, ``AgentSetup``,
@@ -97,7 +96,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "EnvSource": ("agent_env.env_types", "EnvSource"),
     "DEFAULT_TTL_SECONDS": ("agent_env.env_types", "DEFAULT_TTL_SECONDS"),
     "DEFAULT_READY_TIMEOUT": ("agent_env.env_types", "DEFAULT_READY_TIMEOUT"),
-    "load_env_source": ("agent_env.env_types", "load_env_source"),
     "write_env_files": ("agent_env.env_types", "write_env_files"),
     # agents: the contract agent types, agent steps and the episode API share
     "Agent": ("agent_env.agents", "Agent"),
@@ -121,9 +119,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
     # deployments that outlive their command (env deploy, a2a-agent deploy)
     "Deployment": ("agent_env.deployments", "Deployment"),
-    "Deployments": ("agent_env.deployments", "Deployments"),
     "deployments": ("agent_env.deployments", "deployments"),
-    "tear_down_deployment": ("agent_env.deployments", "tear_down"),
     "DEPLOYMENT_LABEL": ("agent_env.deployments", "DEPLOYMENT_LABEL"),
     "utc_now": ("agent_env.deployments", "utc_now"),
     # commands a plugin adds (agent_env_cli): output, option types, running tasks, deployments
@@ -183,7 +179,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "query": ("agent_env.stores.query", None),
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "object_store": ("agent_env.runtime", "object_store"),
-    "write_stored_files": ("agent_env.bundles.entities", "write_stored_files"),
     "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
     "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
@@ -202,8 +197,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "StoredInstances": ("agent_env.tasks.records", "StoredInstances"),
     "document_store": ("agent_env.runtime", "document_store"),
     "get_config": ("agent_env.runtime", "get_config"),
-    "find_leftovers": ("agent_env.cli.gc_cmd", "find_leftovers"),
-    "remove_leftovers": ("agent_env.cli.gc_cmd", "remove"),
+    "find_leftovers": ("agent_env.sandbox.leftovers", "find_leftovers"),
+    "remove_leftovers": ("agent_env.sandbox.leftovers", "remove"),
     "owner_label": ("agent_env.sandbox.ownership", "owner_label"),
     "OWNER_LABEL": ("agent_env.sandbox.ownership", "OWNER_LABEL"),
     # the episode API
@@ -232,7 +227,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         Usage,
         find_reply,
     )
-    from agent_env.bundles.entities import write_stored_files
     from agent_env.bundles.file_entities import (
         folder_files,
         put_env,
@@ -247,8 +241,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.cli.deployed import get_kind as get_deployed
     from agent_env.cli.deployed import list_kind as list_deployed
     from agent_env.cli.deployed import teardown_kind as teardown_deployed
-    from agent_env.cli.gc_cmd import find_leftovers
-    from agent_env.cli.gc_cmd import remove as remove_leftovers
     from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
     from agent_env.cli.run_cmd import check_sandbox_chain
     from agent_env.cli.run_cmd import execute as run_tasks
@@ -263,18 +255,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.deployments import (
         DEPLOYMENT_LABEL,
         Deployment,
-        Deployments,
         deployments,
         utc_now,
     )
-    from agent_env.deployments import tear_down as tear_down_deployment
     from agent_env.env_types import (
         DEFAULT_READY_TIMEOUT,
         DEFAULT_TTL_SECONDS,
         EnvDeployment,
         EnvSource,
         EnvType,
-        load_env_source,
         write_env_files,
     )
     from agent_env.errors import ConfigError, MissingPluginError, UserError
@@ -311,6 +300,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.sandbox.chain import option_chain, split_chain
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
+    from agent_env.sandbox.leftovers import find_leftovers
+    from agent_env.sandbox.leftovers import remove as remove_leftovers
     from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
     from agent_env.scratch import owned_scratch
     from agent_env.settings import build as build_settings

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent_env.cli.gc_cmd import find_leftovers, remove
 from agent_env.sandbox.base import SandboxSpec
+from agent_env.sandbox.leftovers import find_leftovers, remove
 from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, owner_state, parse_owner
 from agentenv_docker_env.sandbox import DockerSandboxProvider
 

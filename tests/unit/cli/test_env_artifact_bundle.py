@@ -170,8 +170,8 @@ def _deployment(instance: str, expires_in: float, sandbox: str = "sb-1") -> Any:
 
 
 def test_ledger_and_gc_keep_live_deployments_and_remove_expired(state_root: Path) -> None:
-    from agent_env.cli.gc_cmd import Found, apply_deployments, stale_records
     from agent_env.deployments import deployments
+    from agent_env.sandbox.leftovers import Found, apply_deployments, stale_records
 
     ledger = deployments()
     ledger.add(_deployment("live-1", 600, "sb-live"))
@@ -244,8 +244,8 @@ def test_gc_removes_an_expired_deployment_no_listing_shows(state_root: Path) -> 
 
     import attrs
 
-    from agent_env.cli.gc_cmd import remove_stale, stale_records
     from agent_env.deployments import deployments
+    from agent_env.sandbox.leftovers import remove_stale, stale_records
 
     ledger = deployments()
     ledger.add(attrs.evolve(_deployment("gone-2", -5, "ae-no-such-sandbox"), provider="local"))
