@@ -23,7 +23,7 @@ from run_children import Run, gc, names, owned_by
 
 pytestmark = pytest.mark.docker
 
-SLOW = Path(__file__).parents[2] / "integration" / "agents_a2a" / "bundles" / "slow"
+SLOW = Path(__file__).parents[2] / "integration" / "agents" / "a2a" / "bundles" / "slow"
 TASK = [
     {"id": "deploy", "type": "deploy_env", "env_id": "slow", "sandbox_type": "docker"},
     {"id": "model", "type": "scripted_model", "script_artifact_id": "wait_script"},

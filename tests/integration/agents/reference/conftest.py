@@ -2,7 +2,7 @@
 
 The agent folder is contributed the way any plugin ships agents, through ``agent_env_agents``,
 by a small test plugin registered on the test's runtime (its own state root). The echo env comes
-from the shipped agents-smoke bundle, stored with the agents_a2a tests' helper.
+from the shipped agents-smoke bundle, stored with the agents/a2a tests' helper.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from agent_env.tasks.context import TaskContext
 HERE = Path(__file__).parent
 AGENT_ID = "reference-test-agent"
 AGENT_FOLDER = HERE / "reference_agent"
-SLOW_BUNDLE = HERE.parent / "agents_a2a" / "bundles" / "slow"
+SLOW_BUNDLE = HERE.parent / "a2a" / "bundles" / "slow"
 
 
 def _a2a_helpers() -> Any:
-    """The agents_a2a tests' conftest (``store_smoke_bundle``), loaded from its file: test
+    """The agents/a2a tests' conftest (``store_smoke_bundle``), loaded from its file: test
     folders are not packages, and that one is not on ``pythonpath``."""
     spec = importlib.util.spec_from_file_location(
-        "agents_a2a_conftest", HERE.parent / "agents_a2a" / "conftest.py")
+        "agents_a2a_conftest", HERE.parent / "a2a" / "conftest.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -54,7 +54,7 @@ def reference_runtime(build_state_root: Path) -> runtime.Runtime:
     current = runtime.current()
     host = current.host
     record = PluginRecord("reference_agent_fixture", "agentenv-tests", "0",
-                          "tests.integration.agents_reference.conftest")
+                          "tests.integration.agents.reference.conftest")
     host.records.append(record)
     host._register(record, ReferenceAgentPlugin())  # as the agent-type unit tests do
     assert any(c.name == AGENT_ID and c.status == "active"

@@ -79,7 +79,7 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
     assert seen is not None, "the run ended before its agent container was seen"
     agent_env_vars, networks = seen
     # sealed: on the sandbox's sealed network alone (what it can reach there is probed in
-    # tests/integration/agents_a2a/test_sealed_network.py)
+    # tests/integration/agents/a2a/test_sealed_network.py)
     assert len(networks) == 1 and next(iter(networks)).endswith("-sealed"), networks
     assert not [v for v in agent_env_vars if KEY in v]
     assert any(v.startswith("AGENTENV_MODEL_BASE_URL=http://model-gateway:") for v in

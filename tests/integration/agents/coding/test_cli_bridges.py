@@ -1,7 +1,7 @@
 """The claude-code and codex agents' bridges to their CLIs, without Docker (local processes and
 files): the command lines they build, the Codex config they write, and what they make of a CLI
 that misbehaves (a FAKE CLI, a shell script standing in for the real one, which the Docker tests
-in ``tests/integration/coding_agents`` and ``tests/e2e/coding_agents`` run)."""
+in ``tests/integration/agents/coding`` and ``tests/e2e/coding_agents`` run)."""
 
 from __future__ import annotations
 
