@@ -524,8 +524,8 @@ def run_bundle(
         echo(str(line))
     if dry_run:
         for task in plan.tasks:
-            ids = ", ".join(str(s.get("id")) for s in task.spec.raw_steps)
-            echo(f"[{task.entry.label}] would run {len(task.spec.raw_steps)} steps: {ids}")
+            ids = ", ".join(step.id for step in task.steps)
+            echo(f"[{task.entry.label}] would run {len(task.steps)} steps: {ids}")
         echo("Dry run: nothing was written or run.")
         return EXIT_OK
     artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
