@@ -1,4 +1,8 @@
-"""Run events delivered to observers through ``agent_env_run_event``."""
+"""Run events delivered to observers through ``agent_env_run_event``.
+
+``detail`` carries what a display needs: ``label`` (the task as people name it) on every event,
+``position``/``total`` on step events, ``fatal`` on a failed step, ``text`` on a ``note`` (a
+progress line a step sent with ``ctx.note``, secrets masked)."""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import Any
 
 import attrs
 
-EVENT_KINDS = ("run_started", "run_finished", "step_started", "step_finished")
+EVENT_KINDS = ("run_started", "run_finished", "step_started", "step_finished", "note")
 
 
 @attrs.frozen

@@ -193,7 +193,10 @@ def agent_env_cli(cli: click.Group) -> None:
 
 @hookspec
 def agent_env_run_event(event: RunEvent) -> None:
-    """Observe a run as it happens: run started/finished, step started/finished.
+    """Observe a run as it happens: run started/finished, step started/finished, and the
+    progress lines steps send (``note``); ``event.detail`` carries the task's ``label`` and a
+    step's ``position``/``total`` (see :mod:`agent_env.events`). The CLI's progress display is
+    such an observer (the built-in terminal reporter).
 
     Called synchronously from the run's event loop for every event, in pluggy's order, so an
     observer must be quick (queue work elsewhere). An exception raised by an outside plugin is

@@ -17,26 +17,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agent_env.cli.console import echo, printable
+from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID
+from agent_env.cli.progress import seconds
 from agent_env.plural import plural
 from agent_env.sandbox.chain import option_chain, split_chain
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
-    from agent_env.tasks.records import FailureRecord
     from agent_env.tasks.session import RunRequest
-    from agent_env.tasks.steps import RunChoices, Step
+    from agent_env.tasks.steps import RunChoices
     from agent_env.tasks.teardown import Teardown
 
 EXIT_OK, EXIT_FAILED, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
 LISTING_FOOTER = "Run one with agent-env run NAME. To change one, copy its folder and run the copy."
 
 
-
-
-def seconds(value: float) -> str:
-    return f"{value:.1f}s"
 
 
 # -- the listing --------------------------------------------------------------------------------
@@ -77,117 +73,6 @@ def print_listing() -> None:
             echo(indent + "aliases: " + ", ".join(bundle.aliases))
     echo()
     echo(LISTING_FOOTER)
-
-
-# -- progress -------------------------------------------------------------------------------------
-
-
-class ProgressPrinter:
-    """Plain progress lines (the same on a terminal and in a pipe, so logs diff cleanly)."""
-
-    def step_started(self, task: Any, position: int, total: int, step: Step) -> None:
-        echo(f"[{task.label}] step {position}/{total} {step.id} ({step.type})")
-
-    def step_finished(
-        self, task: Any, position: int, total: int, step: Step, took: float,
-        failure: FailureRecord | None,
-    ) -> None:
-        if failure is None:
-            echo(f"[{task.label}] step {position}/{total} {step.id} done in {seconds(took)}")
-            return
-        tolerated = "" if failure.is_fatal else " (tolerated)"
-        echo(f"[{task.label}] step {position}/{total} {step.id} failed in {seconds(took)}"
-             f"{tolerated}: {failure.summary}")
-        echo(f"error: {task.label}: step '{step.id}' ({step.type}) failed: {failure.summary}",
-             err=True)
-
-
-    def task_finished(self, result: TaskResult) -> None:
-        echo(f"[{result.task.label}] {result.outcome} in {seconds(result.duration_seconds)}")
-
-    def note(self, task: Any, text: str) -> None:
-        echo(f"[{task.label}] {text}")
-
-    def close(self) -> None:
-        """Nothing to clean up for plain lines."""
-
-
-class LiveProgress(ProgressPrinter):
-    """On a terminal: the same lines, plus one status line that shows what is running now.
-
-    The status line (running steps with their elapsed time) is redrawn in place by a small
-    thread, and erased before every permanent line, so what stays on screen is exactly what a
-    pipe would get.
-    """
-
-    def __init__(self, stream: Any = None) -> None:
-        import threading
-
-        self.stream = stream or sys.stdout
-        self.running: dict[tuple[str, str], tuple[str, float]] = {}
-        self.lock = threading.Lock()
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._redraw_loop, daemon=True)
-        self.thread.start()
-
-    def _status(self) -> str:
-        import shutil
-        import time
-
-        now = time.monotonic()
-        parts = [f"{label} {seconds(now - started)}" for label, started in self.running.values()]
-        width = shutil.get_terminal_size((100, 20)).columns - 1
-        text = "running: " + ", ".join(parts) if parts else ""
-        return text[:width]
-
-    def _redraw_loop(self) -> None:
-        while not self.stopped.wait(0.2):
-            with self.lock:
-                if self.running:
-                    self.stream.write("\r\x1b[K" + printable(self._status()))
-                    self.stream.flush()
-
-    def _line(self, text: str) -> None:
-        with self.lock:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            echo(text)
-
-    def step_started(self, task: Any, position: int, total: int, step: Step) -> None:
-        import time
-
-        with self.lock:
-            self.running[(task.label, step.id)] = (f"[{task.label}] {step.id}", time.monotonic())
-        self._line(f"[{task.label}] step {position}/{total} {step.id} ({step.type})")
-
-    def step_finished(
-        self, task: Any, position: int, total: int, step: Step, took: float,
-        failure: FailureRecord | None,
-    ) -> None:
-        with self.lock:
-            self.running.pop((task.label, step.id), None)
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-        super().step_finished(task, position, total, step, took, failure)
-
-    def note(self, task: Any, text: str) -> None:
-        self._line(f"[{task.label}] {text}")
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=1)
-        with self.lock:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
-def progress_for_stdout() -> ProgressPrinter:
-    """Live status on a terminal (unless TERM=dumb); plain lines in a pipe."""
-    import os
-
-    if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
-        return LiveProgress()
-    return ProgressPrinter()
 
 
 def task_line(result: TaskResult) -> str:
@@ -292,18 +177,14 @@ async def _execute(
     import contextlib
     import signal
 
+    from agent_env.cli.progress import progress_for_stdout
+    from agent_env.cli.reporter import reporting
     from agent_env.runtime import document_store
     from agent_env.tasks import scores
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import Session
 
-    progress = progress_for_stdout()
-    # ProgressPrinter has every TaskObserver method but cannot derive from that class (in
-    # tasks.engine, which this module must not import at CLI start); TaskObserver as a Protocol
-    # would remove this ignore, and warn_unused_ignores will say so
-    session = Session(instances=StoredInstances(document_store()),
-                      observer=progress,  # type: ignore[arg-type]
-                      sandbox_chain=sandbox_chain)
+    session = Session(instances=StoredInstances(document_store()), sandbox_chain=sandbox_chain)
     loop = asyncio.get_running_loop()
     state: dict[str, Any] = {"signals": 0, "code": None, "teardown": None}
     hold = asyncio.Event()
@@ -330,10 +211,8 @@ async def _execute(
     try:
         results: list[TaskResult] = []
         try:
-            try:
+            with reporting(progress_for_stdout()):
                 results = await session.run_all(requests)
-            finally:
-                progress.close()
             echo()
             echo("Tasks:")
             for result in results:

@@ -31,6 +31,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "agent_env.tasks.builtin_steps",
     "agent_env.bundles.shipped",
     "agent_env.runners.builtin",
+    "agent_env.cli.reporter",
 )
 
 # Statuses shown by ``agent-env plugin list``; reasons are stable codes for ``--json``.

@@ -25,7 +25,7 @@ from agent_env.errors import UserError
 
 if TYPE_CHECKING:
     from agent_env.config import Config
-    from agent_env.tasks.engine import TaskObserver, TaskResult
+    from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.records import InstanceStore
     from agent_env.tasks.session import RunRequest
     from agent_env.tasks.teardown import Teardown, TeardownReport
@@ -41,17 +41,15 @@ DEFAULT_MAX_CONCURRENCY = 4
 class RunnerContext:
     """What every runner is opened with: where records go and which sandboxes to use.
 
-    ``teardown`` and ``observer`` matter only to runs executed in this process (the ``local``
-    runner): a shared teardown keeps what the runs brought up until its owner tears it down
-    (``--keep``); None means each run tears itself down as it ends. The observer is told about
-    steps and progress notes as they happen.
+    ``teardown`` matters only to runs executed in this process (the ``local`` runner): a shared
+    teardown keeps what the runs brought up until its owner tears it down (``--keep``); None
+    means each run tears itself down as it ends.
     """
 
     instances: InstanceStore | None
     sandbox_chain: Sequence[str] | None = None
     registry: Mapping[str, type] | None = None
     teardown: Teardown | None = None
-    observer: TaskObserver | None = None
 
 
 class Runner(Protocol):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from agent_env.runners import RunnerContext
     from agent_env.tasks.context import TaskContext
-    from agent_env.tasks.engine import TaskObserver, TaskResult
+    from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.records import InstanceStore
     from agent_env.tasks.session import RunRequest
     from agent_env.tasks.teardown import Teardown, TeardownReport
@@ -30,13 +30,11 @@ class LocalRunner:
     def __init__(self, instances: InstanceStore | None, *,
                  sandbox_chain: Sequence[str] | None = None,
                  registry: Mapping[str, type] | None = None,
-                 teardown: Teardown | None = None,
-                 observer: TaskObserver | None = None) -> None:
+                 teardown: Teardown | None = None) -> None:
         self.instances = instances
         self.sandbox_chain = sandbox_chain
         self.registry = registry
         self.teardown = teardown
-        self.observer = observer
         #: the runs in flight, by context (cancel reaches each)
         self.active: dict[TaskContext, asyncio.Task[object]] = {}
         self.cancel_reason: str | None = None
@@ -45,8 +43,7 @@ class LocalRunner:
     def from_config(cls, *, context: RunnerContext) -> LocalRunner:
         """``local`` takes no ``[runner.config]`` settings."""
         return cls(context.instances, sandbox_chain=context.sandbox_chain,
-                   registry=context.registry, teardown=context.teardown,
-                   observer=context.observer)
+                   registry=context.registry, teardown=context.teardown)
 
     async def run(self, request: RunRequest) -> tuple[TaskResult, TeardownReport]:
         from agent_env.tasks import records
@@ -74,7 +71,7 @@ class LocalRunner:
         try:
             try:
                 result = await run_task(request.spec, ctx, registry=self.registry,
-                                        observer=self.observer, instances=self.instances)
+                                        instances=self.instances)
             except asyncio.CancelledError:  # cancelled before its first step
                 result = never_started(request.spec, ctx, self.instances)
         finally:

@@ -10,9 +10,9 @@ retry-from step and everything depending on it) and dispatches it again, up to
 
 Whatever happens once the run started, its record is written again at the end: a step whose
 outputs no store can hold fails with :class:`~agent_env.tasks.steps.UnstorableValue`; an
-exception from the engine's own machinery (an observer, a run-event hook, the record's
-snapshot) ends the run as ``error`` naming it; a store that refuses the final record gets one
-without the context. Only then does a non-``Exception`` (``SystemExit``...) go on up, so the
+exception from the engine's own machinery (a run-event hook, the record's snapshot) ends the
+run as ``error`` naming it; a store that refuses the final record gets one without the
+context. Only then does a non-``Exception`` (``SystemExit``...) go on up, so the
 caller's ``finally`` tears down.
 """
 
@@ -66,25 +66,6 @@ class TaskResult:
         return self.outcome
 
 
-class TaskObserver:
-    """Told about progress (the CLI prints it); every method is optional."""
-
-    def step_started(self, task: TaskSpec, position: int, total: int, step: Step) -> None:
-        pass
-
-    def step_finished(
-        self, task: TaskSpec, position: int, total: int, step: Step, seconds: float,
-        failure: FailureRecord | None,
-    ) -> None:
-        pass
-
-    def task_finished(self, result: TaskResult) -> None:
-        pass
-
-    def note(self, task: TaskSpec, text: str) -> None:
-        """A progress line a step sent with ``ctx.note`` (image builds, waits...)."""
-
-
 def is_infra(exc: BaseException) -> bool:
     """Whether a step's exception was infrastructure's doing (an ``error`` run, not a failure)."""
     from agent_env.sandbox.base import SandboxError
@@ -119,7 +100,6 @@ async def run_task(
     ctx: TaskContext,
     *,
     registry: Mapping[str, type[Step]] | None = None,
-    observer: TaskObserver | None = None,
     instances: InstanceStore | None = None,
     emit: Callable[..., None] = _emit,
 ) -> TaskResult:
@@ -128,9 +108,9 @@ async def run_task(
         from agent_env.runtime import get_host
 
         registry = get_host().registry("step_type")
-    observer = observer or TaskObserver()
-    if ctx.note_sink is None:
-        ctx.note_sink = lambda text: observer.note(task, text)
+    if ctx.note_sink is None:  # a step's progress line is a run event like the others
+        ctx.note_sink = lambda text: emit("note", ctx, detail={"label": task.label,
+                                                                "text": text})
     steps = build_steps(task, registry, ctx.metadata.get("seed"))
     started_wall, started = records.utc_now(), time.monotonic()
     record = InstanceRecord(ctx.instance_id, task.id, task.version, records.RUNNING, started_wall,
@@ -138,11 +118,11 @@ async def run_task(
     record.context = ctx.snapshot()
     if instances is not None:
         instances.save(record)
-    run = _DagRun(task, steps, ctx, observer, emit)
+    run = _DagRun(task, steps, ctx, emit)
     cancelled = False
     crash: BaseException | None = None
     try:
-        emit("run_started", ctx)
+        emit("run_started", ctx, detail={"label": task.label})
         run.start_preparing()
         await run.execute()
     except asyncio.CancelledError:
@@ -172,17 +152,14 @@ async def run_task(
     record.retried_failures, record.cancel_reason = run.retried, result.cancel_reason
     record.duration_seconds = round(duration, 3)
     if instances is not None:
-        _save_final(instances, record, ctx, task, observer)
+        _save_final(instances, record, ctx)
     if crash is not None and not isinstance(crash, Exception):
         raise crash  # SystemExit and the like go on, the record written first
     error = result.first_fatal.summary if result.first_fatal else None
     try:
-        observer.task_finished(result)
+        emit("run_finished", ctx, outcome=outcome, duration_seconds=duration, error=error,
+             detail={"label": task.label})
     except Exception:  # the run is over and recorded: a watcher failing changes nothing
-        _report_failed()
-    try:
-        emit("run_finished", ctx, outcome=outcome, duration_seconds=duration, error=error)
-    except Exception:
         _report_failed()
     return result
 
@@ -214,8 +191,7 @@ def _owner() -> str:
     return owner_label()
 
 
-def _save_final(instances: InstanceStore, record: InstanceRecord, ctx: TaskContext,
-                task: TaskSpec, observer: TaskObserver) -> None:
+def _save_final(instances: InstanceStore, record: InstanceRecord, ctx: TaskContext) -> None:
     """Write the run's end; a store refusing it gets the record without its context, so the run
     never stays ``running`` for want of an output."""
     try:
@@ -228,18 +204,18 @@ def _save_final(instances: InstanceStore, record: InstanceRecord, ctx: TaskConte
     try:
         instances.save(record)
     except Exception as exc:  # the store is down: gc marks the record abandoned later
-        observer.note(task, f"could not record the run's end: {type(exc).__name__}: {exc}")
+        ctx.note(f"could not record the run's end: {type(exc).__name__}: {exc}")
 
 
 class _DagRun:
     """The dispatch loop of one task run."""
 
     def __init__(
-        self, task: TaskSpec, steps: Sequence[Step], ctx: TaskContext, observer: TaskObserver,
+        self, task: TaskSpec, steps: Sequence[Step], ctx: TaskContext,
         emit: Callable[..., None],
     ) -> None:
         self.task, self.steps, self.ctx = task, list(steps), ctx
-        self.observer, self.emit = observer, emit
+        self.emit = emit
         self.by_id = {step.id: step for step in steps}
         self.position = {step.id: i for i, step in enumerate(steps, start=1)}
         self.deps = effective_dependencies(steps)
@@ -360,9 +336,9 @@ class _DagRun:
         self.running.clear()
 
     async def _run_one(self, step: Step) -> FailureRecord | None:
-        position, total = self.position[step.id], len(self.steps)
-        self.observer.step_started(self.task, position, total, step)
-        self.emit("step_started", self.ctx, step_id=step.id, step_type=step.type)
+        where = {"label": self.task.label, "position": self.position[step.id],
+                 "total": len(self.steps)}
+        self.emit("step_started", self.ctx, step_id=step.id, step_type=step.type, detail=where)
         started_wall, started = records.utc_now(), time.monotonic()
         failure = None
         try:
@@ -387,10 +363,10 @@ class _DagRun:
         self.timings[step.id] = {"step_id": step.id, "started_at_utc": started_wall,
                                  "duration_seconds": round(seconds, 3),
                                  "outcome": "failed" if failure else "completed"}
-        self.observer.step_finished(self.task, position, total, step, seconds, failure)
         self.emit(
             "step_finished", self.ctx, step_id=step.id, step_type=step.type,
             outcome="failed" if failure else "completed", duration_seconds=seconds,
             error=failure.summary if failure else None,
+            detail={**where, "fatal": failure.is_fatal} if failure else where,
         )
         return failure

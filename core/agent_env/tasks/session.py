@@ -22,7 +22,7 @@ import attrs
 from agent_env.tasks import records
 from agent_env.tasks.artifacts import ArtifactSource
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.engine import TaskObserver, TaskResult, never_started
+from agent_env.tasks.engine import TaskResult, never_started
 from agent_env.tasks.plan import TaskSpec
 from agent_env.tasks.records import InstanceStore
 from agent_env.tasks.steps import RunChoices
@@ -50,16 +50,14 @@ class Session:
         self,
         *,
         instances: InstanceStore | None,
-        observer: TaskObserver | None = None,
         sandbox_chain: Sequence[str] | None = None,
         max_parallel: int | None = None,
         registry: Mapping[str, type] | None = None,
         runner: Runner | None = None,
     ) -> None:
         """``runner``: the runner runs go to; None opens ``[runner] impl`` with this session's
-        teardown and observer."""
+        teardown."""
         self.instances = instances
-        self.observer = observer or TaskObserver()
         self.sandbox_chain = list(sandbox_chain) if sandbox_chain else None
         if max_parallel is None:
             from agent_env.runners import max_concurrency
@@ -78,8 +76,7 @@ class Session:
 
         if self.runner is None:
             self.runner = open_runner(RunnerContext(
-                self.instances, self.sandbox_chain, self.registry, teardown=self.teardown,
-                observer=self.observer))
+                self.instances, self.sandbox_chain, self.registry, teardown=self.teardown))
         runner = self.runner
         if self.cancel_reason is not None:
             runner.cancel(self.cancel_reason)
@@ -103,8 +100,8 @@ class Session:
                 return self._never_started(request)
             result, report = await runner.run(request)
         self.runner_reports.append(report)
-        if getattr(runner, "observer", None) is not self.observer:
-            self.observer.task_finished(result)  # runs here told it themselves
+        if getattr(runner, "teardown", None) is not self.teardown:
+            _ran_elsewhere(result)  # runs here told their observers themselves
         return result
 
     def _never_started(self, request: RunRequest) -> TaskResult:
@@ -115,3 +112,16 @@ class Session:
                                     "cancel_reason": self.cancel_reason},
                           choices=request.choices)
         return never_started(request.spec, ctx, self.instances)
+
+
+def _ran_elsewhere(result: TaskResult) -> None:
+    """Tell this machine's run-event observers how a run another runner ran ended (its own
+    events were emitted where it ran)."""
+    from agent_env.events import RunEvent
+    from agent_env.runtime import current
+
+    current().host.emit(RunEvent(
+        "run_finished", result.instance_id, result.task.id, records.utc_now(),
+        outcome=result.outcome, duration_seconds=result.duration_seconds,
+        error=result.first_fatal.summary if result.first_fatal else None,
+        detail={"label": result.task.label, "ran_elsewhere": True}))

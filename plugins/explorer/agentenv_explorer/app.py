@@ -38,6 +38,7 @@ import attrs
 from aiohttp import web
 
 from agent_env.api import MAX_VERSION
+from agentenv_explorer.live import LIVE_KINDS
 
 API = "/api/v1"
 INSTANCES = "task_instances"
@@ -78,7 +79,7 @@ class AgentRow:
 
 
 #: What a posted run event may hold (``agent_env.events.RunEvent``'s fields).
-EVENT_KINDS = frozenset({"run_started", "run_finished", "step_started", "step_finished"})
+EVENT_KINDS = LIVE_KINDS
 EVENT_FIELDS = ("kind", "instance_id", "task_id", "timestamp_utc", "step_id", "step_type",
                 "outcome", "error", "duration_seconds")
 #: events a page that reads slowly may fall behind by before the oldest are dropped

@@ -23,6 +23,8 @@ from typing import Any
 
 FOLDER = "explorer"
 NOTE_GLOB = "live-*.json"
+#: The run events a live page shows (a step's progress ``note`` lines stay in the terminal).
+LIVE_KINDS = frozenset({"run_started", "run_finished", "step_started", "step_finished"})
 #: how long a listing of the notes is reused (a run emits a few events per step)
 LISTING_TTL = 1.0
 POST_TIMEOUT = 1.0
@@ -98,6 +100,8 @@ class Publisher:
 
     def publish(self, event: Any) -> None:
         """Queue ``event`` (a ``RunEvent``) for every explorer up; returns at once."""
+        if event.kind not in LIVE_KINDS:
+            return
         targets = self.explorers()
         if not targets:
             return

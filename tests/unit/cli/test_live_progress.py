@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import sys
 import time
-from types import SimpleNamespace
 
-from agent_env.cli.run_cmd import LiveProgress, ProgressPrinter
+from agent_env.cli.progress import LiveProgress, ProgressPrinter
+from agent_env.events import RunEvent
 
 
 def _final_screen(text: str) -> list[str]:
@@ -20,11 +20,12 @@ def _final_screen(text: str) -> list[str]:
 
 
 def _play(printer: ProgressPrinter) -> None:
-    task = SimpleNamespace(label="tasks/t.json")
-    step = SimpleNamespace(id="wait", type="verify_sandbox")
-    printer.step_started(task, 1, 1, step)
+    where = {"label": "tasks/t.json", "position": 1, "total": 1}
+    step = {"step_id": "wait", "step_type": "verify_sandbox", "detail": where}
+    printer.event(RunEvent("step_started", "t-1", "t", "now", **step))
     time.sleep(0.5)  # long enough for the status line to be drawn at least once
-    printer.step_finished(task, 1, 1, step, 0.5, None)
+    printer.event(RunEvent("step_finished", "t-1", "t", "now", outcome="completed",
+                           duration_seconds=0.5, **step))
     printer.close()
 
 

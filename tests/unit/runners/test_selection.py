@@ -90,6 +90,7 @@ def test_session_hands_runs_to_a_non_local_runner() -> None:
 
     class Spec:
         id = "t1"
+        label = "tasks/t1.json"
 
     session = Session(instances=None, runner=Recording(), max_parallel=2)  # type: ignore[arg-type]
     results = asyncio.run(session.run_all([RunRequest(Spec(), None)]))  # type: ignore[arg-type]
