@@ -244,9 +244,8 @@ def _requests(group: Group, sandbox: str | None, choices: RunChoices,
         metadata["run_group_id"] = group.group_id
         if group.kind == "eval":
             metadata["eval_id"] = group.subject_id
-        if slot.seed:
-            metadata["seed"] = dict(slot.seed)
-        return RunRequest(spec, artifacts, metadata, choices)
+        return RunRequest(spec, artifacts, metadata, choices,
+                          dict(slot.seed) if slot.seed else None)
 
     return build
 

@@ -184,9 +184,8 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     choices = RunChoices(model=model)
     check_needs([(label, checked)], choices)
     spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
-    metadata: dict[str, Any] = {"seed": seed} if seed else {}
-    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), metadata,
-                         choices)
+    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), {}, choices,
+                         seed or None)
     chain = option_chain(sandbox)
     results, code = execute([request], keep=keep, sandbox_chain=chain)
     if output_dir is not None:

@@ -90,12 +90,10 @@ class Episode:
         }}
         if group is not None:
             metadata["episode"]["group"] = group.id
-        if spec.seed:
-            metadata["seed"] = dict(spec.seed)
         self.ctx = EpisodeContext(
             task_id=spec.task.id, instance_id=self.id, artifacts=spec.task.artifacts,
             teardown=Teardown(), metadata=metadata, sandbox_chain=spec.sandbox_chain,
-            labels={SPEC_LABEL: spec.id},
+            labels={SPEC_LABEL: spec.id}, seed=spec.seed,
         )
         self.ctx.episode = self
         #: Every turn opened so far, in order.
@@ -288,7 +286,7 @@ class Episode:
         """
         if self.abandon_reason is None and self.state != FINISHED and not self._run_done():
             self.abandon_reason = str(reason)
-            self.ctx.metadata["cancel_reason"] = self.abandon_reason
+            self.ctx.cancel_reason = self.abandon_reason
             for turn in self.turns:
                 turn.close(ABANDONED)
             if self._run is not None:

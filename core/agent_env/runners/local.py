@@ -59,9 +59,10 @@ class LocalRunner:
             metadata={**request.metadata, **request.choices.recorded()},
             sandbox_chain=self.sandbox_chain,
             choices=request.choices,
+            seed=request.seed,
         )
         if self.cancel_reason is not None:
-            ctx.metadata["cancel_reason"] = self.cancel_reason
+            ctx.cancel_reason = self.cancel_reason
             return never_started(request.spec, ctx, self.instances), TeardownReport()
         # run here, in the caller's task (not a new one: a SystemExit a step or observer
         # raises must unwind through the caller, whose teardown then runs); cancel() cancels it
@@ -83,7 +84,7 @@ class LocalRunner:
     def cancel(self, reason: str) -> None:
         self.cancel_reason = reason
         for ctx, task in list(self.active.items()):
-            ctx.metadata["cancel_reason"] = reason
+            ctx.cancel_reason = reason
             task.cancel()
 
     async def close(self) -> None:

@@ -8,7 +8,7 @@ Steps bring things up through it so that the caller's teardown always finds them
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_env.tasks.records import storage_problem, unstorable_scalar
@@ -42,6 +42,7 @@ class TaskContext:
         sandbox_chain: Sequence[str] | None = None,
         labels: dict[str, str] | None = None,
         choices: RunChoices | None = None,
+        seed: Mapping[str, Any] | None = None,
     ) -> None:
         self.task_id = task_id
         self.instance_id = instance_id
@@ -51,6 +52,13 @@ class TaskContext:
         self.metadata: dict[str, Any] = dict(metadata or {})
         #: What the run's caller chose for every step (``--model``, ``--agent``).
         self.choices = choices if choices is not None else RunChoices()
+        #: ``<name>`` -> value, replaced in every string of every step (``--seed``); kept in
+        #: the record's metadata too.
+        self.seed: dict[str, Any] = dict(seed or {})
+        if self.seed:
+            self.metadata["seed"] = dict(self.seed)
+        #: Why the run was cancelled (``Ctrl-C``, ``SIGTERM``, an episode abandoned), once it is.
+        self.cancel_reason: str | None = None
         #: ``--sandbox``: when set, it replaces every step's own ``sandbox_type``.
         self.sandbox_chain: list[str] | None = list(sandbox_chain) if sandbox_chain else None
         self.labels = {"agentenv.run": instance_id, **(labels or {})}

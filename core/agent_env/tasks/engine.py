@@ -111,7 +111,7 @@ async def run_task(
     if ctx.note_sink is None:  # a step's progress line is a run event like the others
         ctx.note_sink = lambda text: emit("note", ctx, detail={"label": task.label,
                                                                 "text": text})
-    steps = build_steps(task, registry, ctx.metadata.get("seed"))
+    steps = build_steps(task, registry, ctx.seed)
     started_wall, started = records.utc_now(), time.monotonic()
     record = InstanceRecord(ctx.instance_id, task.id, task.version, records.RUNNING, started_wall,
                             owner=_owner())
@@ -141,7 +141,7 @@ async def run_task(
     duration = time.monotonic() - started
     result = TaskResult(
         task, ctx.instance_id, outcome, reported, run.failures, run.completed_in_order(),
-        duration, run.retried, ctx.metadata.get("cancel_reason") if cancelled else None,
+        duration, run.retried, ctx.cancel_reason if cancelled else None,
     )
     record.status = (records.CANCELLED if cancelled else records.FAILED if failed
                      else records.COMPLETED)
@@ -166,10 +166,10 @@ async def run_task(
 
 def never_started(task: TaskSpec, ctx: TaskContext,
                   instances: InstanceStore | None) -> TaskResult:
-    """Record a run cancelled before its first step (``ctx.metadata["cancel_reason"]`` says
-    why) and return its result."""
+    """Record a run cancelled before its first step (``ctx.cancel_reason`` says why) and return
+    its result."""
     now = records.utc_now()
-    reason = ctx.metadata.get("cancel_reason")
+    reason = ctx.cancel_reason
     record = InstanceRecord(ctx.instance_id, task.id, task.version, records.CANCELLED, now,
                             now, scores.CANCELLED, cancel_reason=reason,
                             duration_seconds=0.0, context=ctx.snapshot())

@@ -37,12 +37,14 @@ MAX_PARALLEL_TASKS = 4
 @attrs.frozen
 class RunRequest:
     """One task to run, where its artifacts come from, the caller's choices (``--model``,
-    ``--agent``) and its metadata (``seed``...)."""
+    ``--agent``), its seed and free-form metadata for its record (``run_group_id``...)."""
 
     spec: TaskSpec
     artifacts: ArtifactSource
     metadata: Mapping[str, Any] = attrs.field(factory=dict)
     choices: RunChoices = attrs.field(factory=RunChoices)
+    #: ``<name>`` -> value, replaced in every string of every step.
+    seed: Mapping[str, Any] | None = None
 
 
 class Session:
@@ -108,9 +110,9 @@ class Session:
         ctx = TaskContext(task_id=request.spec.id,
                           instance_id=records.new_instance_id(request.spec.id),
                           artifacts=request.artifacts,
-                          metadata={**request.metadata, **request.choices.recorded(),
-                                    "cancel_reason": self.cancel_reason},
-                          choices=request.choices)
+                          metadata={**request.metadata, **request.choices.recorded()},
+                          choices=request.choices, seed=request.seed)
+        ctx.cancel_reason = self.cancel_reason
         return never_started(request.spec, ctx, self.instances)
 
 

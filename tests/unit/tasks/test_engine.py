@@ -188,7 +188,7 @@ async def test_retry_gives_up_after_max_retries():
 
 
 async def test_seed_replaces_placeholders_in_every_string():
-    context = ctx(metadata={"seed": {"name": "world", "n": 3}})
+    context = ctx(seed={"name": "world", "n": 3})
     await run(spec({"id": "a", "text": "hello <name> <n> <other>"}), context)
     assert LOG[0] == "start hello world 3 <other>"
 
