@@ -184,7 +184,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
     "put_env": ("agent_env.bundles.file_entities", "put_env"),
     "stored_env": ("agent_env.bundles.file_entities", "stored_env"),
-    "stored_artifacts": ("agent_env.bundles.file_entities", "stored_artifacts"),
+    "stored_artifacts": ("agent_env.bundles.entities", "stored_artifacts"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
     "versioned_store": ("agent_env.runtime", "versioned_store"),
@@ -227,11 +227,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         Usage,
         find_reply,
     )
+    from agent_env.bundles.entities import stored_artifacts
     from agent_env.bundles.file_entities import (
         folder_files,
         put_env,
         put_files_entity,
-        stored_artifacts,
         stored_env,
         stored_folder,
     )

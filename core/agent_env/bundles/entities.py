@@ -28,7 +28,7 @@ class StoredArtifacts:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled to run elsewhere (a runner's worker on another node): only the pins travel,
         and the other side reads from its own configured stores, which must be the same."""
-        return (_reopen_stored_artifacts, (self.pins,))
+        return (stored_artifacts, (self.pins,))
 
     def load_now(self, artifact_id: str, version: int | None = None) -> ArtifactContent:
         wanted = version if version is not None else self.pins.get(artifact_id)
@@ -48,7 +48,9 @@ class StoredArtifacts:
         return self._cache[key]
 
 
-def _reopen_stored_artifacts(pins: dict[str, int]) -> StoredArtifacts:
+def stored_artifacts(pins: Mapping[str, int] | None = None) -> StoredArtifacts:
+    """Artifacts (and envs) read from the configured stores: at ``pins``' versions, else the
+    latest."""
     from agent_env.runtime import object_store, versioned_store
 
     return StoredArtifacts(versioned_store(), object_store(), pins)

@@ -137,14 +137,6 @@ def put_env(env_id: str, env_type: str, context: Path | None, dockerfile: Path |
     return list(ledger.lines)
 
 
-def stored_artifacts() -> Any:
-    """Artifacts (and envs) read from the configured stores, at their latest versions."""
-    from agent_env.bundles.entities import StoredArtifacts
-    from agent_env.runtime import object_store, versioned_store
-
-    return StoredArtifacts(versioned_store(), object_store())
-
-
 def stored_env(env_id: str, version: int | None = None) -> Any:
     """The stored env ``env_id`` (the latest unless ``version``); a UserError naming the
     versions there are, or how to store one."""

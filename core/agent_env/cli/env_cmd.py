@@ -75,10 +75,9 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     import datetime as dt
     import secrets
 
-    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.bundles.entities import stored_artifacts
     from agent_env.bundles.plan import step_registry
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
-    from agent_env.runtime import object_store, versioned_store
     from agent_env.sandbox.base import SandboxError
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.steps import StepError, structure_step
@@ -90,7 +89,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     slug = re.sub(r"[^a-z0-9-]+", "-", record.id.rsplit("/", 1)[-1].lower()).strip("-")
     deploy_id = f"{slug or 'env'}-{''.join(secrets.choice(alphabet) for _ in range(8))}"
     ctx = TaskContext(task_id=f"env deploy {record.id}", instance_id=deploy_id,
-                      artifacts=StoredArtifacts(versioned_store(), object_store()),
+                      artifacts=stored_artifacts(),
                       sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
     ctx.note_sink = lambda line: echo(line, err=True)
     step = structure_step(step_class, {"id": "deploy", "type": "deploy_env",

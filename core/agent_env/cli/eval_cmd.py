@@ -207,10 +207,10 @@ def _requests(group: Group, sandbox: str | None, choices: RunChoices,
     they need (``Step.needs``), then a builder of each slot's request."""
     import attrs
 
-    from agent_env.bundles.entities import StoredArtifacts, stored_task
+    from agent_env.bundles.entities import stored_artifacts, stored_task
     from agent_env.bundles.plan import PreflightFailed, preflight_stored
     from agent_env.cli.run_cmd import check_needs
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import versioned_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.session import RunRequest
 
@@ -234,7 +234,7 @@ def _requests(group: Group, sandbox: str | None, choices: RunChoices,
     if problems:
         raise PreflightFailed(f"{group.kind} {group.subject_id}", problems)
     check_needs(checked, choices)
-    artifacts = StoredArtifacts(versioned_store(), object_store())
+    artifacts = stored_artifacts()
 
     def build(slot: Slot) -> RunRequest:
         spec = attrs.evolve(specs[(slot.task_id, slot.task_version)],

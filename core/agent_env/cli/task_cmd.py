@@ -151,9 +151,9 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
         seeds: tuple[str, ...], keep: bool, k: int, model: str | None) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
-    from agent_env.bundles.entities import StoredArtifacts
+    from agent_env.bundles.entities import stored_artifacts
     from agent_env.cli.run_cmd import check_needs, execute
-    from agent_env.runtime import document_store, object_store, versioned_store
+    from agent_env.runtime import document_store
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import RunRequest
@@ -184,7 +184,7 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     choices = RunChoices(model=model)
     check_needs([(label, checked)], choices)
     spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
-    request = RunRequest(spec, StoredArtifacts(versioned_store(), object_store()), {}, choices,
+    request = RunRequest(spec, stored_artifacts(), {}, choices,
                          seed or None)
     chain = option_chain(sandbox)
     results, code = execute([request], keep=keep, sandbox_chain=chain)
