@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 
-from agent_env.tasks.steps import StepError
+# light on purpose: `agent-env env` reads DEFAULT_TTL_SECONDS at CLI start, so the step and
+# store modules are imported where they are used
 
 if TYPE_CHECKING:
     import click
@@ -118,6 +119,8 @@ class EnvType:
 
     def with_companions(self, sources: Sequence[EnvSource]) -> EnvType:
         """The env with ``sources`` deployed beside it (``deploy_env``'s ``with_envs``)."""
+        from agent_env.tasks.steps import StepError
+
         raise StepError(f"with_envs: envs of type '{self.name}' cannot share a deployment")
 
     @classmethod
@@ -146,6 +149,8 @@ def env_stores(artifacts: Any) -> tuple[Any, Any]:
 
 def load_env_source(artifacts: Any, env_id: str, version: int | None = None) -> EnvSource:
     """The stored env ``env_id`` (latest, or ``version``); StepError when it is not stored."""
+    from agent_env.tasks.steps import StepError
+
     versioned, _ = env_stores(artifacts)
     record = versioned.get("envs", env_id, version)
     if record is None:
@@ -162,6 +167,7 @@ def load_env_source(artifacts: Any, env_id: str, version: int | None = None) -> 
 def write_env_files(artifacts: Any, source: EnvSource, folder: Path) -> None:
     """Write ``source``'s files under ``folder`` with their modes (a build context)."""
     from agent_env.bundles.entities import write_stored_files
+    from agent_env.tasks.steps import StepError
 
     _, objects = env_stores(artifacts)
     try:

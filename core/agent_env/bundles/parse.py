@@ -23,10 +23,10 @@ from agent_env.bundles.model import (
     EvalEntry,
     TaskEntry,
 )
+from agent_env.env_types import DEFAULT_ENV_TYPE
 from agent_env.errors import UserError
 from agent_env.tasks.artifacts import DOCKER_IMAGE, FILE, FILE_UNIVERSE
 
-DEFAULT_ENV_TYPE = "mcp_server"
 _CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
 
 

@@ -26,7 +26,9 @@ from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
 from agent_env.errors import UserError
 from agent_env.sandbox.chain import option_chain
 
-DEFAULT_TTL_SECONDS = 10800  # the reference's default
+#: ``env deploy``'s default TTL: the env-type contract's (``agent_env.env_types``), written out
+#: so that CLI start does not import the contract; a unit test holds the two equal.
+DEFAULT_TTL_SECONDS = 10800
 
 
 class EnvGroup(click.Group):

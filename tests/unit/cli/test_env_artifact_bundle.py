@@ -304,3 +304,12 @@ def test_bundle_init_writes_the_envs_a_task_deploys(state_root: Path, tmp_path: 
     code, out, err = cli(capsys, "run", str(folder), "--dry-run")
     assert code == 0, out + err
     assert "[tasks/smoke.json] would run 2 steps: deploy, echoes" in out
+
+
+def test_env_deploy_defaults_to_the_env_type_contracts_ttl() -> None:
+    """``env deploy`` writes its default TTL out (CLI start must not import the contract);
+    it is the one every deploy_env uses."""
+    from agent_env.cli.env_cmd import DEFAULT_TTL_SECONDS
+    from agent_env.env_types import DEFAULT_TTL_SECONDS as CONTRACT_TTL
+
+    assert DEFAULT_TTL_SECONDS == CONTRACT_TTL
