@@ -46,21 +46,11 @@ class LocalRunner:
                    registry=context.registry, teardown=context.teardown)
 
     async def run(self, request: RunRequest) -> tuple[TaskResult, TeardownReport]:
-        from agent_env.tasks import records
-        from agent_env.tasks.context import TaskContext
         from agent_env.tasks.engine import never_started, run_task
-        from agent_env.tasks.teardown import Teardown, TeardownReport
+        from agent_env.tasks.teardown import TeardownReport
 
-        ctx = TaskContext(
-            task_id=request.spec.id,
-            instance_id=records.new_instance_id(request.spec.id),
-            artifacts=request.artifacts,
-            teardown=self.teardown if self.teardown is not None else Teardown(),
-            metadata={**request.metadata, **request.choices.recorded()},
-            sandbox_chain=self.sandbox_chain,
-            choices=request.choices,
-            seed=request.seed,
-        )
+        # no shared teardown: the context makes its own, run down below
+        ctx = request.context(teardown=self.teardown, sandbox_chain=self.sandbox_chain)
         if self.cancel_reason is not None:
             ctx.cancel_reason = self.cancel_reason
             return never_started(request.spec, ctx, self.instances), TeardownReport()

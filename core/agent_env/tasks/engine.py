@@ -87,12 +87,16 @@ def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -
     return steps
 
 
-def _emit(kind: str, ctx: TaskContext, **fields: Any) -> None:
+def emit_event(kind: str, instance_id: str, task_id: str, **fields: Any) -> None:
+    """Deliver one run event, stamped now, to every ``agent_env_run_event`` observer."""
     from agent_env.events import RunEvent
     from agent_env.runtime import get_host
 
-    event = RunEvent(kind, ctx.instance_id, ctx.task_id, records.utc_now(), **fields)
-    get_host().emit(event)
+    get_host().emit(RunEvent(kind, instance_id, task_id, records.utc_now(), **fields))
+
+
+def _emit(kind: str, ctx: TaskContext, **fields: Any) -> None:
+    emit_event(kind, ctx.instance_id, ctx.task_id, **fields)
 
 
 async def run_task(

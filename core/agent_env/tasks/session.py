@@ -22,7 +22,7 @@ import attrs
 from agent_env.tasks import records
 from agent_env.tasks.artifacts import ArtifactSource
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.engine import TaskResult, never_started
+from agent_env.tasks.engine import TaskResult, emit_event, never_started
 from agent_env.tasks.plan import TaskSpec
 from agent_env.tasks.records import InstanceStore
 from agent_env.tasks.steps import RunChoices
@@ -45,6 +45,17 @@ class RunRequest:
     choices: RunChoices = attrs.field(factory=RunChoices)
     #: ``<name>`` -> value, replaced in every string of every step.
     seed: Mapping[str, Any] | None = None
+
+    def context(self, *, teardown: Teardown | None = None,
+                sandbox_chain: Sequence[str] | None = None) -> TaskContext:
+        """A fresh context for one run of this request (a new instance id), its choices and
+        seed typed and recorded in its metadata."""
+        return TaskContext(
+            task_id=self.spec.id, instance_id=records.new_instance_id(self.spec.id),
+            artifacts=self.artifacts, teardown=teardown,
+            metadata={**self.metadata, **self.choices.recorded()},
+            sandbox_chain=sandbox_chain, choices=self.choices, seed=self.seed,
+        )
 
 
 class Session:
@@ -107,11 +118,7 @@ class Session:
         return result
 
     def _never_started(self, request: RunRequest) -> TaskResult:
-        ctx = TaskContext(task_id=request.spec.id,
-                          instance_id=records.new_instance_id(request.spec.id),
-                          artifacts=request.artifacts,
-                          metadata={**request.metadata, **request.choices.recorded()},
-                          choices=request.choices, seed=request.seed)
+        ctx = request.context()
         ctx.cancel_reason = self.cancel_reason
         return never_started(request.spec, ctx, self.instances)
 
@@ -119,11 +126,7 @@ class Session:
 def _ran_elsewhere(result: TaskResult) -> None:
     """Tell this machine's run-event observers how a run another runner ran ended (its own
     events were emitted where it ran)."""
-    from agent_env.events import RunEvent
-    from agent_env.runtime import current
-
-    current().host.emit(RunEvent(
-        "run_finished", result.instance_id, result.task.id, records.utc_now(),
-        outcome=result.outcome, duration_seconds=result.duration_seconds,
-        error=result.first_fatal.summary if result.first_fatal else None,
-        detail={"label": result.task.label, "ran_elsewhere": True}))
+    emit_event("run_finished", result.instance_id, result.task.id,
+               outcome=result.outcome, duration_seconds=result.duration_seconds,
+               error=result.first_fatal.summary if result.first_fatal else None,
+               detail={"label": result.task.label, "ran_elsewhere": True})
