@@ -128,8 +128,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "VERSION": ("agent_env.cli.params", "VERSION"),
     "TTL_SECONDS": ("agent_env.cli.params", "TTL_SECONDS"),
     "option_chain": ("agent_env.sandbox.chain", "option_chain"),
-    "check_sandbox_chain": ("agent_env.cli.run_cmd", "check_sandbox_chain"),
-    "run_tasks": ("agent_env.cli.run_cmd", "execute"),
+    "check_sandbox_chain": ("agent_env.runs", "check_sandbox_chain"),
+    "run_tasks": ("agent_env.runs", "run_tasks"),
     "list_deployed": ("agent_env.cli.deployed", "list_kind"),
     "get_deployed": ("agent_env.cli.deployed", "get_kind"),
     "teardown_deployed": ("agent_env.cli.deployed", "teardown_kind"),
@@ -242,8 +242,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.cli.deployed import list_kind as list_deployed
     from agent_env.cli.deployed import teardown_kind as teardown_deployed
     from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
-    from agent_env.cli.run_cmd import check_sandbox_chain
-    from agent_env.cli.run_cmd import execute as run_tasks
     from agent_env.config import read_toml
     from agent_env.contributions import (
         AgentSource,
@@ -277,6 +275,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext
     from agent_env.runners.local import LocalRunner
+    from agent_env.runs import check_sandbox_chain, run_tasks
     from agent_env.runtime import (
         Runtime,
         current,

@@ -2,7 +2,12 @@
 
 ``detail`` carries what a display needs: ``label`` (the task as people name it) on every event,
 ``position``/``total`` on step events, ``fatal`` on a failed step, ``text`` on a ``note`` (a
-progress line a step sent with ``ctx.note``, secrets masked)."""
+progress line a step sent with ``ctx.note``, secrets masked).
+
+A group of runs (an eval, a batch) adds ``slot_started`` (``instance_id`` empty: the run has
+none yet) and ``slot_finished`` for each of its slots, with ``detail`` ``described`` (the
+outcome with its scores), ``attempts`` (runs so far), ``retrying`` (an infrastructure error run
+again) and ``reused`` (a resumed group's finished run)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from typing import Any
 
 import attrs
 
-EVENT_KINDS = ("run_started", "run_finished", "step_started", "step_finished", "note")
+EVENT_KINDS = ("run_started", "run_finished", "step_started", "step_finished", "note",
+               "slot_started", "slot_finished")
 
 
 @attrs.frozen

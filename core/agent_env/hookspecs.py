@@ -193,8 +193,9 @@ def agent_env_cli(cli: click.Group) -> None:
 
 @hookspec
 def agent_env_run_event(event: RunEvent) -> None:
-    """Observe a run as it happens: run started/finished, step started/finished, and the
-    progress lines steps send (``note``); ``event.detail`` carries the task's ``label`` and a
+    """Observe a run as it happens: run started/finished, step started/finished, the
+    progress lines steps send (``note``), and a group's slots started/finished (an eval's
+    runs, retries included); ``event.detail`` carries the task's ``label`` and a
     step's ``position``/``total`` (see :mod:`agent_env.events`). The CLI's progress display is
     such an observer (the built-in terminal reporter).
 

@@ -129,6 +129,35 @@ class Runtime:
                 self._stores[key] = store
             return store
 
+    @property
+    def document_store(self) -> DocumentStore:
+        """The configured document store (instance records, versioned entities, groups)."""
+        store: DocumentStore = self.store("document")
+        return store
+
+    @property
+    def object_store(self) -> ObjectStore:
+        """The configured object store (artifact files, trajectories, snapshots)."""
+        store: ObjectStore = self.store("object")
+        return store
+
+    @property
+    def image_store(self) -> ImageStore:
+        store: ImageStore = self.store("image")
+        return store
+
+    @property
+    def secret_store(self) -> SecretStore:
+        store: SecretStore = self.store("secret")
+        return store
+
+    @property
+    def versioned_store(self) -> VersionedStore:
+        """Versioned entities (tasks, evals, artifacts, envs, agents) on the document store."""
+        from agent_env.stores.versioned import VersionedStore
+
+        return VersionedStore(self.document_store)
+
     def provider(self, name: str) -> SandboxProvider:
         """Sandbox provider ``name``, built once from ``[sandbox.providers.<name>.config]``."""
         with self._lock:

@@ -1,9 +1,9 @@
 """The terminal reporter: a built-in plugin that prints runs as they happen, from the public run
 events (``agent_env_run_event``), as pytest's terminal reporter is a plugin of pytest.
 
-It prints only while a command has made a printer active (:func:`reporting`, which ``agent-env
-run`` and ``task run`` use); runs started elsewhere (the episode API, an eval's runs, a
-runner's workers) print nothing through it. The printer lives in the runtime's state, so two
+It prints only while a command has made a printer active (:func:`reporting`, which the run
+path, :mod:`agent_env.runs`, uses for ``run``, ``task run`` and a group's runs); runs started
+elsewhere (the episode API, a runner's workers) print nothing through it. The printer lives in the runtime's state, so two
 runtimes report apart.
 """
 

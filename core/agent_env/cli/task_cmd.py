@@ -152,8 +152,8 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
         seeds: tuple[str, ...], keep: bool, k: int, model: str | None) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import stored_artifacts
-    from agent_env.cli.run_cmd import check_needs, execute
-    from agent_env.runtime import document_store
+    from agent_env.runs import check_ready, run_tasks
+    from agent_env.runtime import current
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import RunRequest
@@ -162,6 +162,8 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     record = _stored_task(task_id, version)
     label = f"{record.id} v{record.version}"
     steps, checked = _checked(label, record.body["steps"], sandbox)
+    chain = option_chain(sandbox)
+    choices = RunChoices(model=model)
     seed = {}
     for item in seeds:
         key, sep, value = item.partition("=")
@@ -169,28 +171,22 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
             raise click.BadParameter(f"expected K=V, got {item!r}", param_hint="--seed")
         seed[key] = value
     if k != 1:
-        from agent_env.cli.eval_cmd import DEFAULT_CONCURRENCY, check_counts, run_group
-        from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
+        from agent_env.evals.groups import Group, Slot, new_group_id
+        from agent_env.runs import check_counts
 
         check_counts(k=k)
         if keep:
             raise UserError("--keep holds one run's sandboxes up; use it without --k")
         slots = tuple(Slot(i, record.id, record.version, i + 1, seed or None) for i in range(k))
         group = Group(new_group_id(), "task", record.id, record.version, k, slots)
-        return run_group(group, GroupStore(document_store()), resume=False,
-                         max_concurrency=DEFAULT_CONCURRENCY, retries=1, output_dir=output_dir,
-                         model=model, agent_id=None, sandbox=sandbox, as_json=False,
-                         resume_hint=None)
-    choices = RunChoices(model=model)
-    check_needs([(label, checked)], choices)
+        return _run_group(group, output_dir=output_dir, choices=choices, chain=chain)
+    check_ready([(label, checked)], choices, chain)
     spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
-    request = RunRequest(spec, stored_artifacts(), {}, choices,
-                         seed or None)
-    chain = option_chain(sandbox)
-    results, code = execute([request], keep=keep, sandbox_chain=chain)
+    request = RunRequest(spec, stored_artifacts(), {}, choices, seed or None)
+    results, code = run_tasks([request], keep=keep, sandbox_chain=chain)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
-        stored = StoredInstances(document_store())
+        stored = StoredInstances(current().document_store)
         for result in results:
             instance = stored.get(result.instance_id)
             if instance is not None:
@@ -199,6 +195,19 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
                 path.write_text(json.dumps(instance.to_json(), indent=2, default=str) + "\n")
                 echo(f"Wrote {path}")
     return code
+
+
+def _run_group(group: Any, *, output_dir: Path | None, choices: Any, chain: Any,
+               concurrency: int | None = None, retries: int = 1, as_json: bool = False) -> int:
+    """A stored task's runs as one group (``--k``, ``run-batch``): not resumable by id."""
+    from agent_env.evals.groups import GroupStore
+    from agent_env.runs import DEFAULT_CONCURRENCY, run_group
+    from agent_env.runtime import current
+
+    return run_group(group, GroupStore(current().document_store), resume=False,
+                     max_concurrency=concurrency or DEFAULT_CONCURRENCY, retries=retries,
+                     output_dir=output_dir, choices=choices, sandbox_chain=chain,
+                     as_json=as_json, resume_hint=None)
 
 
 @task.command("run-batch")
@@ -221,9 +230,9 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
               output_dir: Path | None, model: str | None, sandbox: str | None,
               as_json: bool) -> int:
     """Run a stored task once per seed (metadata seed {"seed": N}, so <seed> in a step is N)."""
-    from agent_env.cli.eval_cmd import check_counts, parse_seeds, run_group
-    from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
-    from agent_env.runtime import document_store
+    from agent_env.evals.groups import Group, Slot, new_group_id
+    from agent_env.runs import check_counts, parse_seeds
+    from agent_env.tasks.steps import RunChoices
 
     check_counts(concurrency=concurrency, retries=retries, concurrency_option="--concurrency")
     numbers = parse_seeds(seeds)
@@ -231,10 +240,9 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
     slots = tuple(Slot(i, record.id, record.version, i + 1, {"seed": str(n)})
                   for i, n in enumerate(numbers))
     group = Group(new_group_id(), "batch", record.id, record.version, 1, slots)
-    return run_group(group, GroupStore(document_store()), resume=False,
-                     max_concurrency=concurrency, retries=retries, output_dir=output_dir,
-                     model=model, agent_id=None, sandbox=sandbox, as_json=as_json,
-                     resume_hint=None)
+    return _run_group(group, output_dir=output_dir, choices=RunChoices(model=model),
+                      chain=option_chain(sandbox), concurrency=concurrency, retries=retries,
+                      as_json=as_json)
 
 
 @task.command("get-instance")

@@ -4,15 +4,15 @@ Each slot is claimed (see :mod:`agent_env.evals.groups`), run through the runner
 while it ends in ``error`` (up to ``retries`` more times, each a new instance) and recorded.
 :class:`Runner` is the seam, the selected runner of :mod:`agent_env.runners` (``local``: each
 request run here by the engine and torn down as soon as it ends, so a long eval never holds
-more than M runs' sandboxes).
+more than M runs' sandboxes). Each slot's start and end are run events (``slot_started``,
+``slot_finished``), which the terminal reporter prints.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -21,19 +21,12 @@ from agent_env.evals.report import EvalRun, result_from_record
 from agent_env.runners import Runner
 from agent_env.runners.local import LocalRunner as LocalRunner  # its home before runners
 from agent_env.tasks import scores
+from agent_env.tasks.engine import emit_event
 from agent_env.tasks.session import RunRequest
 from agent_env.tasks.teardown import TeardownReport
 
 #: how often a slot another process holds is looked at again
 POLL_SECONDS = 0.2
-
-
-class Progress(Protocol):
-    def started(self, slot: Slot) -> None: ...
-
-    def finished(self, run: EvalRun, retrying: bool = False) -> None: ...
-
-    def close(self) -> None: ...
 
 
 @attrs.define
@@ -51,11 +44,10 @@ class Outcome:
 class Executor:
     def __init__(self, group: Group, store: GroupStore, runner: Runner,
                  build: Callable[[Slot], RunRequest], instances: Any, *,
-                 max_concurrency: int, retries: int, progress: Progress | None = None) -> None:
+                 max_concurrency: int, retries: int) -> None:
         self.group, self.store, self.runner, self.build = group, store, runner, build
         self.instances = instances
         self.max_concurrency, self.retries = max_concurrency, retries
-        self.progress: Progress = progress or PlainProgress(len(group.slots), lambda _: None)
         self.stopping: str | None = None
         self.outcome = Outcome([])
 
@@ -108,7 +100,7 @@ class Executor:
                 if claim.state == "done":
                     run = self.reuse(slot, claim.document)
                     self.outcome.runs.append(run)
-                    self.progress.finished(run)
+                    self._finished(run)
                     return
                 if claim.state == "mine":
                     await self._run_claimed(slot)
@@ -122,7 +114,8 @@ class Executor:
     async def _run_claimed(self, slot: Slot) -> None:
         attempts: list[str] = []
         while True:
-            self.progress.started(slot)
+            emit_event("slot_started", "", slot.task_id,
+                       detail={"label": slot.label, "group": self.group.group_id})
             result, report = await self.runner.run(self.build(slot))
             self._count_teardown(report)
             attempts.append(result.instance_id)
@@ -130,7 +123,7 @@ class Executor:
                      and self.stopping is None)
             record = self.instances.get(result.instance_id) if self.instances else None
             run = EvalRun(slot, result, record, tuple(attempts))
-            self.progress.finished(run, retrying=retry)
+            self._finished(run, retrying=retry)
             if not retry:
                 break
         if result.outcome == "cancelled":
@@ -140,97 +133,16 @@ class Executor:
         self.store.finish(self.group, slot, result.instance_id, result.outcome, attempts)
         self.outcome.runs.append(run)
 
+    def _finished(self, run: EvalRun, retrying: bool = False) -> None:
+        """Tell the run-event observers (the terminal reporter, ...) a slot's run ended."""
+        result = run.result
+        emit_event("slot_finished", result.instance_id, run.slot.task_id, outcome=run.outcome,
+                   duration_seconds=result.duration_seconds,
+                   detail={"label": run.slot.label, "group": self.group.group_id,
+                           "described": result.describe(), "attempts": len(run.attempts),
+                           "retrying": retrying, "reused": run.reused})
+
     def _count_teardown(self, report: TeardownReport) -> None:
         for item in report.terminated:
             self.outcome.torn_down[item.kind] = self.outcome.torn_down.get(item.kind, 0) + 1
         self.outcome.teardown_failed += [f"{i.label}: {i.error}" for i in report.failed]
-
-
-# -- progress -------------------------------------------------------------------------------------
-
-
-class PlainProgress:
-    """One line per finished run (a pipe, a log file)."""
-
-    def __init__(self, total: int, write: Callable[[str], None]) -> None:
-        self.total, self.write = total, write
-        self.done = 0
-
-    def started(self, slot: Slot) -> None:
-        pass
-
-    def line(self, run: EvalRun, retrying: bool) -> str:
-        how = run.result.describe()
-        took = f"{run.result.duration_seconds:.1f}s"
-        if retrying:
-            return f"[{run.slot.label}] {how}, {took}; retrying (attempt {len(run.attempts) + 1})"
-        reused = " (reused)" if run.reused else ""
-        return (f"[{run.slot.label}] {how}, {took}{reused} ({self.done}/{self.total}, "
-                f"instance {run.result.instance_id})")
-
-    def finished(self, run: EvalRun, retrying: bool = False) -> None:
-        if not retrying:
-            self.done += 1
-        self.write(self.line(run, retrying))
-
-    def close(self) -> None:
-        pass
-
-
-class LiveProgress(PlainProgress):
-    """On a terminal: one status line redrawn in place (done, running, failed, errors, ETA);
-    runs that did not pass leave a permanent line above it."""
-
-    def __init__(self, total: int, write: Callable[[str], None], stream: Any) -> None:
-        super().__init__(total, write)
-        self.stream = stream
-        self.running = 0
-        self.failed = 0
-        self.errors = 0
-        self.fresh = 0
-        self.started_at = time.monotonic()
-        self.ticker: asyncio.Task[None] | None = None
-
-    def status(self) -> str:
-        import shutil
-
-        elapsed = time.monotonic() - self.started_at
-        left = self.total - self.done
-        eta = f", ETA {elapsed / self.fresh * left:.0f}s" if self.fresh and left else ""
-        text = (f"{self.done}/{self.total} done, {self.running} running, {self.failed} failed, "
-                f"{self.errors} errors, {elapsed:.0f}s{eta}")
-        return text[: shutil.get_terminal_size((100, 20)).columns - 1]
-
-    def redraw(self) -> None:
-        self.stream.write("\r\x1b[K" + self.status())
-        self.stream.flush()
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(0.5)
-            self.redraw()
-
-    def started(self, slot: Slot) -> None:
-        if self.ticker is None:
-            self.ticker = asyncio.ensure_future(self._tick())
-        self.running += 1
-        self.redraw()
-
-    def finished(self, run: EvalRun, retrying: bool = False) -> None:
-        if not run.reused:
-            self.running -= 1
-        if not retrying:
-            self.done += 1
-            self.fresh += 0 if run.reused else 1
-            self.failed += run.outcome not in {*scores.SUCCESS, scores.ERROR}
-            self.errors += run.outcome == scores.ERROR
-        if retrying or run.outcome not in scores.SUCCESS:
-            self.stream.write("\r\x1b[K")
-            self.write(self.line(run, retrying))
-        self.redraw()
-
-    def close(self) -> None:
-        if self.ticker is not None:
-            self.ticker.cancel()
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()

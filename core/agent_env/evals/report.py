@@ -73,7 +73,7 @@ def model_usage(record: InstanceRecord | None) -> dict[str, float]:
 
 def run_row(run: EvalRun) -> dict[str, Any]:
     """One JSONL row: ``agent-env run --json``'s run plus the slot, times, usage and attempts."""
-    from agent_env.cli.run_cmd import run_json
+    from agent_env.tasks.summary import run_json
 
     record = run.record
     return {**run_json(run.result), "sample": run.slot.sample, "seed": run.slot.seed,
@@ -170,7 +170,7 @@ def table_lines(group: Group, table: Sequence[TaskSummary]) -> list[str]:
 def summary_document(group: Group, runs: Sequence[EvalRun], exit_code: int,
                      missing: int) -> dict[str, Any]:
     """What ``--json`` prints and ``summary.json`` holds."""
-    from agent_env.cli.run_cmd import summary_json
+    from agent_env.tasks.summary import summary_json
 
     table = summarise(group, runs)
     return {"group_id": group.group_id, "kind": group.kind, "id": group.subject_id,

@@ -18,7 +18,7 @@ from cli_runner import cli
 ])
 def test_counts_over_their_bound_are_one_line(state_root: Path, capsys: Any, args: tuple[str, ...],
                                               why: str) -> None:
-    from agent_env.cli.eval_cmd import MAX_K
+    from agent_env.runs import MAX_K
 
     assert MAX_K == 10_000
     if args[0] == "task":  # task run reads its task first: store one
@@ -32,8 +32,8 @@ def test_counts_over_their_bound_are_one_line(state_root: Path, capsys: Any, arg
 
 
 def test_a_group_of_too_many_runs_is_refused_before_its_slots_exist() -> None:
-    from agent_env.cli.eval_cmd import check_group_size
     from agent_env.errors import UserError
+    from agent_env.runs import check_group_size
 
     check_group_size(10, 10_000)
     with pytest.raises(UserError, match=r"11 tasks x --k 10000 = 110,000 runs: at most 100,000"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from agent_env.cli.run_cmd import endpoint_lines
+from agent_env.runs import endpoint_lines
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.teardown import Teardown

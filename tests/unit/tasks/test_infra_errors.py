@@ -6,7 +6,6 @@ from typing import Any, ClassVar
 
 import attrs
 
-from agent_env.cli.run_cmd import count_line, run_json, summary_json
 from agent_env.sandbox.base import SandboxError
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
@@ -15,6 +14,7 @@ from agent_env.tasks.plan import TaskSpec
 from agent_env.tasks.records import InstanceRecord, MemoryInstances
 from agent_env.tasks.scores import ScoreRow
 from agent_env.tasks.steps import InfraError, Step, StepError
+from agent_env.tasks.summary import count_line, run_json, summary_json
 
 
 @attrs.define(kw_only=True)
