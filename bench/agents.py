@@ -303,7 +303,7 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.step_types.env_steps import DeployEnv
     from agentenv_agents.model_steps import ScriptedModel
@@ -314,7 +314,7 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
     bundle, problems = parse_bundle(_smoke_bundle(), "@bench/agents-smoke")
     if problems:
         raise RuntimeError(f"agents-smoke does not parse: {problems}")
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     for env in bundle.envs:
         ledger.write_files_entity("envs", env)
     for artifact in bundle.artifacts:
@@ -322,7 +322,7 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
     ids = {e.name: e.id for e in bundle.envs} | {a.name: a.id for a in bundle.artifacts}
     ctx = TaskContext(task_id="@bench/agents-smoke/side-by-side",
                       instance_id=f"bench-{uuid.uuid4().hex[:8]}",
-                      artifacts=StoredArtifacts(versioned_store(), object_store()))
+                      artifacts=StoredArtifacts(current().versioned_store, current().object_store))
     names = [f"agent{n}" for n in range(SIDE_BY_SIDE)]
     one: list[float] = []
     eight: list[float] = []

@@ -102,7 +102,7 @@ def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False
             from agent_env.bundles.entities import StoredArtifacts
             from agent_env.runners import RunnerContext
             from agent_env.runners.local import LocalRunner
-            from agent_env.runtime import document_store, object_store, versioned_store
+            from agent_env.runtime import current
             from agent_env.tasks.plan import TaskSpec
             from agent_env.tasks.records import StoredInstances
             from agent_env.tasks.session import RunRequest
@@ -111,8 +111,9 @@ def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False
             steps = json.loads((HELLO / "tasks/hello.json").read_text())
             steps[1]["artifact_id"] = "@local/agentenv-framework/hello/greeting"
             request = RunRequest(TaskSpec("bench-hello", "bench-hello", tuple(steps), 1),
-                                 StoredArtifacts(versioned_store(), object_store()), {})
-            instances = StoredInstances(document_store())
+                                 StoredArtifacts(current().versioned_store,
+                                                 current().object_store), {})
+            instances = StoredInstances(current().document_store)
             local_times = asyncio.run(_run_times(LocalRunner(instances), request, runs))
             ray_runner = RayRunner.from_config(context=RunnerContext(instances),
                                                address=cluster.address)

@@ -27,7 +27,7 @@ Groups, in the order a plugin author meets them:
 * images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
 * stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
   ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
-  ``bundle_value``, ``object_store``, ``versioned_store``;
+  ``bundle_value`` (the stores themselves: ``current().object_store``...);
 * env types: the contract ``EnvType`` and ``EnvDeployment`` (see :mod:`agent_env.env_types`),
   the stored ``EnvSource`` a type deploys (``write_env_files`` lays its files out) and the
   deploy defaults;
@@ -44,7 +44,7 @@ Groups, in the order a plugin author meets them:
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``,
-  ``document_store``, ``get_config``, and leftover reaping by label (``find_leftovers``,
+  and leftover reaping by label (``find_leftovers``,
   ``remove_leftovers``, ``owner_label``, ``OWNER_LABEL``);
 * the episode API: ``EpisodeSpec``, ``Task``.
 """
@@ -178,7 +178,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Sort": ("agent_env.stores.base", "Sort"),
     "query": ("agent_env.stores.query", None),
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
-    "object_store": ("agent_env.runtime", "object_store"),
     "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
     "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
@@ -187,7 +186,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "stored_artifacts": ("agent_env.bundles.entities", "stored_artifacts"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
-    "versioned_store": ("agent_env.runtime", "versioned_store"),
     # runners (agent_env_runners): what a runner receives, returns and may reuse
     "RunnerContext": ("agent_env.runners", "RunnerContext"),
     "LocalRunner": ("agent_env.runners.local", "LocalRunner"),
@@ -195,8 +193,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "TaskResult": ("agent_env.tasks.engine", "TaskResult"),
     "TeardownReport": ("agent_env.tasks.teardown", "TeardownReport"),
     "StoredInstances": ("agent_env.tasks.records", "StoredInstances"),
-    "document_store": ("agent_env.runtime", "document_store"),
-    "get_config": ("agent_env.runtime", "get_config"),
     "find_leftovers": ("agent_env.sandbox.leftovers", "find_leftovers"),
     "remove_leftovers": ("agent_env.sandbox.leftovers", "remove"),
     "owner_label": ("agent_env.sandbox.ownership", "owner_label"),
@@ -276,14 +272,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.runners import RunnerContext
     from agent_env.runners.local import LocalRunner
     from agent_env.runs import check_sandbox_chain, run_tasks
-    from agent_env.runtime import (
-        Runtime,
-        current,
-        document_store,
-        get_config,
-        object_store,
-        versioned_store,
-    )
+    from agent_env.runtime import Runtime, current
     from agent_env.sandbox.base import (
         DEFAULT_MEMORY_MB,
         CommittedImage,

@@ -111,9 +111,9 @@ class Deployments:
 
 def deployments() -> Deployments:
     """The ledger over the config's document store."""
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
 
-    return Deployments(document_store())
+    return Deployments(current().document_store)
 
 
 async def tear_down(ledger: Deployments, deployment: Deployment) -> bool:

@@ -141,9 +141,9 @@ def env_stores(artifacts: Any) -> tuple[Any, Any]:
     versioned = getattr(artifacts, "versioned", None)
     objects = getattr(artifacts, "objects", None)
     if versioned is None or objects is None:
-        from agent_env.runtime import object_store, versioned_store
+        from agent_env.runtime import current
 
-        versioned, objects = versioned_store(), object_store()
+        versioned, objects = current().versioned_store, current().object_store
     return versioned, objects
 
 

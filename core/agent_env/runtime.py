@@ -9,9 +9,9 @@ makes ``other`` current for that code, its threads of asyncio tasks included.
 
 The CLI and most programs never see this: they use the process's default runtime, which
 :func:`current` creates on first use. :func:`reset` is the one reset tests need. This module is
-the one way to the runtime: the config, plugin and store modules below it never reach up, and
-the short forms at the end (``get_config()``, ``get_host()``, ``object_store()``...) are only
-``current().config``, ``current().host`` and ``current().store(kind)``.
+the one way to the runtime: ``current()`` and its attributes (``config``, ``host``,
+``document_store``, ``object_store``, ``versioned_store``...); the config, plugin and store
+modules below it never reach up.
 """
 
 from __future__ import annotations
@@ -233,56 +233,11 @@ def reset() -> None:
         old.close()
 
 
-# -- short forms of current()'s attributes ---------------------------------------------------
+# -- from code ----------------------------------------------------------------------------------
 
 
 def configure(**sections: Any) -> None:
-    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``.
-
-    Applies to the current runtime; stores and providers opened under the old config are
-    closed.
-    """
+    """Override config from code, highest precedence: ``configure(stores={"object": "s3"})``
+    (``agent_env.configure``). Applies to the current runtime; stores and providers opened
+    under the old config are closed."""
     current().configure(**sections)
-
-
-def get_config() -> Config:
-    """The current runtime's config (loaded once per runtime)."""
-    return current().config
-
-
-def get_host() -> PluginHost:
-    """The current runtime's plugin host, loaded and configured on first use."""
-    return current().host
-
-
-def open_store(kind: str, config: Config | None = None) -> Any:
-    """The store ``config`` (default: the current runtime's) selects for ``kind``, built once
-    per runtime, so every part of a run shares one connection pool per store."""
-    return current().store(kind, config)
-
-
-def document_store(config: Config | None = None) -> DocumentStore:
-    store: DocumentStore = open_store("document", config)
-    return store
-
-
-def object_store(config: Config | None = None) -> ObjectStore:
-    store: ObjectStore = open_store("object", config)
-    return store
-
-
-def image_store(config: Config | None = None) -> ImageStore:
-    store: ImageStore = open_store("image", config)
-    return store
-
-
-def secret_store(config: Config | None = None) -> SecretStore:
-    store: SecretStore = open_store("secret", config)
-    return store
-
-
-def versioned_store(config: Config | None = None) -> VersionedStore:
-    """Versioned entities on the configured document store."""
-    from agent_env.stores.versioned import VersionedStore
-
-    return VersionedStore(document_store(config))

@@ -26,9 +26,9 @@ RECORDS = "scratch"
 
 def _records() -> Path:
     from agent_env.config import ensure_private_dir
-    from agent_env.runtime import get_config
+    from agent_env.runtime import current
 
-    return ensure_private_dir(get_config().state_root / RECORDS)
+    return ensure_private_dir(current().config.state_root / RECORDS)
 
 
 @contextmanager

@@ -51,9 +51,9 @@ class StoredArtifacts:
 def stored_artifacts(pins: Mapping[str, int] | None = None) -> StoredArtifacts:
     """Artifacts (and envs) read from the configured stores: at ``pins``' versions, else the
     latest."""
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
-    return StoredArtifacts(versioned_store(), object_store(), pins)
+    return StoredArtifacts(current().versioned_store, current().object_store, pins)
 
 
 def write_stored_files(objects: Any, files: Mapping[str, Mapping[str, Any]], folder: Path,

@@ -31,11 +31,11 @@ def put_files_entity(kind: str, entity_id: str, entity_type: str, label: str,
     ``kind`` (unchanged content: the same version); returns the ledger line."""
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     entry = ArtifactEntry(entity_id.rsplit("/", 1)[-1], entity_id, entity_type, label,
                           tuple(files))
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity(kind, entry)
     return ledger.lines[-1]
 
@@ -47,7 +47,7 @@ def stored_folder(kind: str, record: Any) -> Path:
     import tempfile
 
     from agent_env.errors import UserError
-    from agent_env.runtime import current, object_store
+    from agent_env.runtime import current
 
     folder = current().config.state_root / kind / record.content_hash
     if not folder.is_dir():
@@ -55,7 +55,7 @@ def stored_folder(kind: str, record: Any) -> Path:
         partial = Path(tempfile.mkdtemp(prefix=f".{record.content_hash}-", dir=folder.parent))
         try:
             try:
-                write_stored_files(object_store(), record.body.get("files") or {}, partial,
+                write_stored_files(current().object_store, record.body.get("files") or {}, partial,
                                    f"{kind} {record.id} v{record.version}")
             except ValueError as exc:
                 raise UserError(str(exc)) from None
@@ -127,12 +127,12 @@ def put_env(env_id: str, env_type: str, context: Path | None, dockerfile: Path |
     the same version); returns the ledger lines."""
     from agent_env.bundles.ledger import Ledger
     from agent_env.errors import UserError
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     if not env_id.strip() or any(c.isspace() for c in env_id):
         raise UserError(f"--id {env_id!r}: an env id has no spaces")
     entry = env_entry(env_id, env_type, context, dockerfile, image_ref, environment_name)
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity("envs", entry)
     return list(ledger.lines)
 
@@ -141,11 +141,11 @@ def stored_env(env_id: str, version: int | None = None) -> Any:
     """The stored env ``env_id`` (the latest unless ``version``); a UserError naming the
     versions there are, or how to store one."""
     from agent_env.errors import UserError
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    record = versioned_store().get("envs", env_id, version)
+    record = current().versioned_store.get("envs", env_id, version)
     if record is None:
-        latest = versioned_store().latest_version("envs", env_id) if version else 0
+        latest = current().versioned_store.latest_version("envs", env_id) if version else 0
         if latest:
             raise UserError(f"env '{env_id}' has no version {version} (the latest is "
                             f"v{latest})")

@@ -38,9 +38,9 @@ class BundleLocation:
 
 def installed_bundles() -> list[InstalledBundle]:
     """The bundles plugins ship, sorted by name (nothing in them is read)."""
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    host = get_host()
+    host = current().host
     found = []
     for contribution in host.contributions("bundle"):
         if contribution.status != "active":

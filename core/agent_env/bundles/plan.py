@@ -55,9 +55,9 @@ class BundlePlan:
 
 
 def step_registry() -> Mapping[str, type[Step]]:
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    return get_host().registry("step_type")
+    return current().host.registry("step_type")
 
 
 def references(steps: Sequence[Step]) -> dict[str, frozenset[str]]:
@@ -81,7 +81,7 @@ def preflight_steps(
 ) -> tuple[list[dict[str, Any]], list[Step], list[str]]:
     """Rewrite entity names to ids, check the steps; returns (raw steps, steps, problems)."""
     from agent_env.plugins.reporting import missing as missing_plugin
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
     rewritten = []
     for raw in raw_steps:
@@ -98,7 +98,7 @@ def preflight_steps(
                     if isinstance(item, str) and item not in known.get(kind, set()) and \
                             stored(kind, item):
                         known.setdefault(kind, set()).add(item)
-    host = get_host()
+    host = current().host
     providers = frozenset(host.registry("sandbox_provider"))
     versions = _pinned_versions(rewritten, registry, entity_names, stored)
     steps, problems = check_steps(
@@ -121,11 +121,12 @@ def preflight_stored(label: str, raw_steps: Sequence[Any], *, stored: bool = Tru
     be stored (``stored``); returns the steps as checked (raw and built), or raises
     PreflightFailed."""
     from agent_env.bundles.entities import entity_exists
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     rewritten, steps, problems = preflight_steps(
         label, raw_steps, entity_names={}, registry=step_registry(),
-        stored=entity_exists(versioned_store()) if stored else None, sandbox_chain=sandbox_chain,
+        stored=entity_exists(current().versioned_store) if stored else None,
+        sandbox_chain=sandbox_chain,
     )
     if problems:
         raise PreflightFailed(label, problems)
@@ -186,9 +187,9 @@ def _env_type_problems(bundle: Bundle) -> list[str]:
     """An env whose type no installed plugin provides would fail only once the run has
     written entities and started sandboxes: say so now, with the plugin that provides it."""
     from agent_env.plugins.reporting import missing
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    host = get_host()
+    host = current().host
     types = host.registry("env_type")
     return [f"{env.label}: {missing(host, 'env_type', env.type).message}"
             for env in bundle.envs if env.type not in types]

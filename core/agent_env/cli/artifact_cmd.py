@@ -69,13 +69,13 @@ def _collect(paths: tuple[Path, ...]) -> list[Any]:
 def _put(artifact_id: str, kind: str, files: list[Any]) -> None:
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     if not artifact_id.strip() or any(c.isspace() for c in artifact_id):
         raise UserError(f"--id {artifact_id!r}: an artifact id has no spaces")
     entry = ArtifactEntry(artifact_id.rsplit("/", 1)[-1], artifact_id, kind,
                           f"artifact {artifact_id}", tuple(files))
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity("artifacts", entry)
     for line in ledger.lines:
         echo(line)
@@ -106,9 +106,9 @@ def safe_targets(output_dir: Path, paths: list[str]) -> dict[str, Path]:
 
 def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | None) -> None:
     from agent_env.bundles.entities import StoredArtifacts
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
-    versioned = versioned_store()
+    versioned = current().versioned_store
     record = versioned.get("artifacts", artifact_id, version)
     if record is None:
         at = f" version {version}" if version else ""
@@ -118,7 +118,7 @@ def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | No
         raise UserError(f"artifact '{artifact_id}' is a {record.body.get('type')} artifact, "
                         f"not a {kind} (use: agent-env artifact file get)")
     targets = safe_targets(output_dir, list(record.body.get("files", {})))
-    content = StoredArtifacts(versioned, object_store(), {artifact_id: record.version}) \
+    content = StoredArtifacts(versioned, current().object_store, {artifact_id: record.version}) \
         .load_now(artifact_id)
     for item in content.files:
         target = targets[item.path]
@@ -164,9 +164,9 @@ def file_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def file_list(as_json: bool) -> None:
     """Every stored artifact: id, latest version, type, files."""
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    store = versioned_store()
+    store = current().versioned_store
     rows: list[dict[str, Any]] = []
     for artifact_id in store.list_ids("artifacts"):
         record = store.get("artifacts", artifact_id)

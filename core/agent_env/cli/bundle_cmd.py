@@ -115,11 +115,11 @@ class _Writer:
 
     def __init__(self, root: Path) -> None:
         from agent_env.bundles.plan import step_registry
-        from agent_env.runtime import object_store, versioned_store
+        from agent_env.runtime import current
 
         self.root = root
-        self.versioned = versioned_store()
-        self.objects = object_store()
+        self.versioned = current().versioned_store
+        self.objects = current().object_store
         self.registry = step_registry()
         self.names: dict[tuple[str, str], str] = {}
         self.taken: dict[str, set[str]] = {kind: set() for kind in FOLDERS}

@@ -9,7 +9,7 @@ import click
 
 from agent_env.cli.console import echo
 from agent_env.config import mask
-from agent_env.runtime import get_config
+from agent_env.runtime import current
 
 
 @click.group()
@@ -21,7 +21,7 @@ def config() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def show_config(as_json: bool) -> None:
     """The file in effect, each section's source and values (secrets masked)."""
-    cfg = get_config()
+    cfg = current().config
     shown = mask(cfg.raw)
     if as_json:
         payload = {
@@ -52,7 +52,7 @@ def explain_config(path: str, as_json: bool) -> None:
     """One value (PATH like stores.object): what it is, as written, and where it came from."""
     from agent_env.errors import UserError
 
-    cfg = get_config()
+    cfg = current().config
     keys = path.split(".")
     value: object = cfg.data
     written: object = cfg.raw
@@ -85,7 +85,7 @@ def consulted_sources() -> list[dict[str, Any]]:
 
     from agent_env.config import CONFIG_ENV, CONFIG_RELATIVE, ENV_VARIABLES
 
-    cfg = get_config()
+    cfg = current().config
     rows: list[dict[str, Any]] = [{"kind": "code", "name": "configure()", "used": any(
         "configure()" in s for s in cfg.sources.values()), "note": "overrides from code"}]
     for variable, (section, key) in ENV_VARIABLES.items():
@@ -144,7 +144,7 @@ def debug(as_json: bool) -> None:
 
     from agent_env._version import VERSION
 
-    cfg = get_config()
+    cfg = current().config
     used = [row for row in consulted_sources() if row["used"]]
     payload: dict[str, Any] = {
         "agent_env": VERSION, "python": sys.version.split()[0],

@@ -35,10 +35,11 @@ def eval_group() -> None:
 def create(file: Path, eval_id: str) -> None:
     """Store FILE (JSON or TOML: the tasks) as the next version of eval ID."""
     from agent_env.evals.entity import put_eval, read_eval_file
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     parsed = read_eval_file(file)
-    record, created, reason = put_eval(versioned_store(), eval_id, parsed.tasks, parsed.type)
+    record, created, reason = put_eval(current().versioned_store, eval_id, parsed.tasks,
+                                       parsed.type)
     echo(f"eval {eval_id}: v{record.version} ({reason})" if created
          else f"eval {eval_id}: v{record.version}, unchanged")
 
@@ -50,10 +51,10 @@ def create(file: Path, eval_id: str) -> None:
 def add_tasks(file: Path, eval_id: str, version: int | None) -> None:
     """Add FILE's tasks to eval ID, as its next version (tasks already in it are kept once)."""
     from agent_env.evals.entity import get_eval, put_eval, read_eval_file, stored_tasks
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     parsed = read_eval_file(file)
-    versioned = versioned_store()
+    versioned = current().versioned_store
     base = get_eval(versioned, eval_id, version)
     tasks = stored_tasks(base)
     tasks += [t for t in parsed.tasks if t not in tasks]
@@ -70,9 +71,9 @@ def get(eval_id: str, version: int | None) -> None:
     import json
 
     from agent_env.evals.entity import get_eval
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    record = get_eval(versioned_store(), eval_id, version)
+    record = get_eval(current().versioned_store, eval_id, version)
     echo(json.dumps({"id": record.id, "version": record.version, "type": record.body.get("type"),
                      "tasks": record.body["tasks"],
                      "created_at_utc": record.created_at_utc.isoformat(),

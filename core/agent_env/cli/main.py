@@ -46,9 +46,9 @@ class AgentEnvGroup(click.Group):
         if self._extended:
             return
         self._extended = True
-        from agent_env.runtime import get_host
+        from agent_env.runtime import current
 
-        get_host().extend_cli(self)
+        current().host.extend_cli(self)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         self._ensure_commands(ctx)
@@ -173,9 +173,9 @@ def _state_disk_full() -> bool:
     """Whether the disk under the state root has no space left (SQLite reports a full disk
     as a disk I/O error when it cannot make its journal files)."""
     try:
-        from agent_env.runtime import get_config
+        from agent_env.runtime import current
 
-        found = os.statvfs(get_config().state_root)
+        found = os.statvfs(current().config.state_root)
     except Exception:  # a check for a message: never a second error
         return False
     return found.f_bavail == 0

@@ -13,7 +13,7 @@ from agent_env.errors import UserError
 from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED
 from agent_env.plugins.reporting import KIND_LABELS, find_row, package_rows, problems
 from agent_env.plural import plural
-from agent_env.runtime import get_host
+from agent_env.runtime import current
 
 FORMAT_VERSION = 1
 #: What a distribution written for the reference needs to extend agent-env.
@@ -22,7 +22,7 @@ FOREIGN_NEEDS = ("to load here it needs an 'agent_env' entry point to a module o
 
 
 def _package_rows() -> list[dict[str, Any]]:
-    return package_rows(get_host())  # the CLI has already let plugins add their commands
+    return package_rows(current().host)  # the CLI has already let plugins add their commands
 
 
 def _summary(provides: list[dict[str, Any]]) -> str:
@@ -138,9 +138,9 @@ def show_plugin(name: str, as_json: bool) -> None:
 @plugin.command("check")
 def check_plugins() -> None:
     """Load every plugin; exit 1 if any failed, conflicts or is shadowed."""
-    get_host().load_everything()  # list stays cheap; check imports every lazy contribution
+    current().host.load_everything()  # list stays cheap; check imports every lazy contribution
     rows = _package_rows()
-    found = problems(get_host(), rows)
+    found = problems(current().host, rows)
     count = sum(len(row["provides"]) for row in rows)
     if found:
         for problem in found:

@@ -3,8 +3,8 @@ events (``agent_env_run_event``), as pytest's terminal reporter is a plugin of p
 
 It prints only while a command has made a printer active (:func:`reporting`, which the run
 path, :mod:`agent_env.runs`, uses for ``run``, ``task run`` and a group's runs); runs started
-elsewhere (the episode API, a runner's workers) print nothing through it. The printer lives in the runtime's state, so two
-runtimes report apart.
+elsewhere (the episode API, a runner's workers) print nothing through it.
+The printer lives in the runtime's state, so two runtimes report apart.
 """
 
 from __future__ import annotations

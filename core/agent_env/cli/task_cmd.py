@@ -72,9 +72,9 @@ def _checked(label: str, raw_steps: list[Any], sandbox: str | None = None) -> tu
 
 def _stored_task(task_id: str, version: int | None) -> Any:
     from agent_env.bundles.entities import stored_task
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    return stored_task(versioned_store(), task_id, version)
+    return stored_task(current().versioned_store, task_id, version)
 
 
 @click.group("task")
@@ -89,10 +89,10 @@ def task() -> None:
 def create(file: Path, task_id: str) -> None:
     """Store FILE (a JSON array of steps) as the next version of task ID."""
     from agent_env.bundles.ledger import steps_reason
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     steps = _preflight(str(file), _read_task_file(file))
-    store = versioned_store()
+    store = current().versioned_store
     latest = store.get("tasks", task_id)
     reason = steps_reason(latest.body.get("steps") if latest else None, steps)
     record, created = store.put_if_changed(
@@ -249,10 +249,10 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
 @click.argument("instance_id")
 def get_instance(instance_id: str) -> None:
     """Print an instance record (status, scores, completed steps, failures, context)."""
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
     from agent_env.tasks.records import StoredInstances
 
-    found = StoredInstances(document_store()).get(instance_id)
+    found = StoredInstances(current().document_store).get(instance_id)
     if found is None:
         raise UserError(f"no task instance '{instance_id}' (agent-env run prints instance ids)")
     _echo_json(found.to_json())

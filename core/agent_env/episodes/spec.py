@@ -142,10 +142,10 @@ class EpisodeSpec:
             raise EpisodeError(f"max_envs={max_envs} is less than the {needed} envs one episode "
                                f"of task '{task.name}' deploys")
         if instances is None:
-            from agent_env.runtime import document_store
+            from agent_env.runtime import current
             from agent_env.tasks.records import StoredInstances
 
-            instances = StoredInstances(document_store())
+            instances = StoredInstances(current().document_store)
         chain = [sandbox] if isinstance(sandbox, str) else sandbox
         from agent_env.sandbox.chain import split_chain
 

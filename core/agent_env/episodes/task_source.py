@@ -41,15 +41,15 @@ class Task:
     def get(cls, task_id: str, version: int | None = None) -> Task:
         """A stored task (the latest version unless ``version``); preflighted."""
         from agent_env.bundles.entities import StoredArtifacts, stored_task
-        from agent_env.runtime import object_store, versioned_store
+        from agent_env.runtime import current
 
-        versioned = versioned_store()
+        versioned = current().versioned_store
         record = stored_task(versioned, task_id, version)
         label = f"{record.id} v{record.version}"
         steps = _preflight(label, record.body.get("steps") or [], stored=True)
         name = str(record.body.get("name") or task_id.rsplit("/", 1)[-1])
         return cls(record.id, name, steps, record.version, label,
-                   StoredArtifacts(versioned, object_store()))
+                   StoredArtifacts(versioned, current().object_store))
 
     @classmethod
     def from_bundle(cls, bundle: str | Path, task_name: str) -> Task:
@@ -59,14 +59,14 @@ class Task:
         from agent_env.bundles.ledger import Ledger
         from agent_env.bundles.parse import parse_bundle
         from agent_env.bundles.plan import plan_bundle
-        from agent_env.runtime import object_store, versioned_store
+        from agent_env.runtime import current
 
         text = str(bundle)
         if isinstance(bundle, Path) and not text.startswith((".", "/", "~")):
             text = f"./{text}"
         location = locate(text)
         parsed, problems = parse_bundle(location.folder, location.id_root)
-        versioned, objects = versioned_store(), object_store()
+        versioned, objects = current().versioned_store, current().object_store
         plan = plan_bundle(parsed, parse_problems=problems, task_names=[task_name],
                            stored=entity_exists(versioned))
         ledger = Ledger(versioned, objects).write_plan(plan)

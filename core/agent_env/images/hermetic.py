@@ -78,9 +78,9 @@ class ProtocolWheel:
 
 def default_cache_dir() -> Path:
     from agent_env.config import ensure_private_dir
-    from agent_env.runtime import get_config
+    from agent_env.runtime import current
 
-    return ensure_private_dir(get_config().state_root / "images" / "wheels")
+    return ensure_private_dir(current().config.state_root / "images" / "wheels")
 
 
 def protocol_source_dir() -> Path | None:

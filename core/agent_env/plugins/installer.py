@@ -239,9 +239,9 @@ def restore(before: dict[str, Installed]) -> None:
 
 def _uses(provides: list[dict[str, str]]) -> list[str]:
     """What in the config or the stored tasks still uses any of ``provides``."""
-    from agent_env.runtime import get_config
+    from agent_env.runtime import current
 
-    config = get_config()
+    config = current().config
     uses = []
     for item in provides:
         kind, name = item["kind"], item["name"]
@@ -261,9 +261,9 @@ def _uses(provides: list[dict[str, str]]) -> list[str]:
 
 def _stored_task_uses(step_types: set[str], providers: set[str]) -> list[str]:
     """Stored tasks (latest versions) whose steps name one of these step types or providers."""
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    store = versioned_store()
+    store = current().versioned_store
     uses = []
     for task_id in store.list_ids("tasks"):
         record = store.get("tasks", task_id)
@@ -282,9 +282,9 @@ def remove(names: list[str], *, force: bool = False, assume_yes: bool = False) -
     """Uninstall plugin distributions; blocked while config or stored tasks use them."""
     refuse_externally_managed()
     from agent_env.plugins.reporting import find_row, package_rows
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    rows = package_rows(get_host())
+    rows = package_rows(current().host)
     distributions = []
     for name in names:
         first_party = by_short_name(name)

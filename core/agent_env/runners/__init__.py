@@ -93,17 +93,17 @@ def max_concurrency(config: Config | None = None) -> int:
 
 
 def known_runners() -> list[str]:
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    return sorted(get_host().registry(RUNNER_KIND))
+    return sorted(current().host.registry(RUNNER_KIND))
 
 
 def runner_class(name: str) -> Any:
     """The runner class ``name``; an unknown name is a one-line error naming the known ones."""
     from agent_env.plugins.catalog import provider_of
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    host = get_host()
+    host = current().host
     if name not in host.registry(RUNNER_KIND):
         known = ", ".join(known_runners())
         plugin = provider_of(RUNNER_KIND, name)
@@ -131,7 +131,7 @@ def open_runner(context: RunnerContext, *, name: str | None = None,
 
 def _section(config: Config | None) -> dict[str, Any]:
     if config is None:
-        from agent_env.runtime import get_config
+        from agent_env.runtime import current
 
-        config = get_config()
+        config = current().config
     return config.section("runner")

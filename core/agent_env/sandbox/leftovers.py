@@ -162,10 +162,10 @@ def _local_verdict(sandbox: Any, now: float) -> Found:
 
 def listing_providers() -> dict[str, Any]:
     """Registered provider classes that implement ``list_sandboxes``."""
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
     from agent_env.sandbox.base import SandboxProvider
 
-    registry = get_host().registry("sandbox_provider")
+    registry = current().host.registry("sandbox_provider")
     return {name: cls for name, cls in sorted(registry.items())
             if getattr(cls, "list_sandboxes", None) is not SandboxProvider.list_sandboxes}
 
@@ -225,9 +225,9 @@ async def remove(leftovers: list[Found]) -> list[tuple[Found, str]]:
 def stale_temporary_files() -> list[Path]:
     """The object store's temporary files whose writer is gone, where the store can tell
     (the local one; a cloud store's unfinished uploads are its own to expire)."""
-    from agent_env.runtime import object_store
+    from agent_env.runtime import current
 
-    finder = getattr(object_store(), "stale_temporary_files", None)
+    finder = getattr(current().object_store, "stale_temporary_files", None)
     return list(finder()) if finder is not None else []
 
 
@@ -238,11 +238,11 @@ async def build_leftovers(*, dry_run: bool, older_than: float = BUILD_LEFTOVER_A
     import asyncio
 
     from agent_env.errors import UserError
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
     from agent_env.sandbox.base import SandboxProvider
     from agent_env.tasks.sandboxes import open_provider
 
-    registry = get_host().registry("sandbox_provider")
+    registry = current().host.registry("sandbox_provider")
     names = [name for name, cls in sorted(registry.items())
              if getattr(cls, "prune_build_leftovers", None)
              is not SandboxProvider.prune_build_leftovers]
@@ -268,10 +268,10 @@ async def build_leftovers(*, dry_run: bool, older_than: float = BUILD_LEFTOVER_A
 def dead_run_records(labels: dict[str, str]) -> tuple[Any, list[Any]]:
     """The run records gc would mark ``abandoned``: with ``--label``, only a run the labels
     name (``agentenv.run=ID``), and none for other labels (records carry no labels)."""
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
     from agent_env.tasks.records import StoredInstances, dead_runs
 
-    instances = StoredInstances(document_store())
+    instances = StoredInstances(current().document_store)
     if labels and set(labels) != {RUN_LABEL}:
         return instances, []
     return instances, dead_runs(instances, labels.get(RUN_LABEL))

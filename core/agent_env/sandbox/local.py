@@ -258,9 +258,9 @@ class LocalSandboxProvider(SandboxProvider):
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         if root is None:
-            from agent_env.runtime import get_config
+            from agent_env.runtime import current
 
-            root = get_config().state_root / "sandboxes" / "local"
+            root = current().config.state_root / "sandboxes" / "local"
         self.root = Path(root)
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:

@@ -137,9 +137,9 @@ def local_owner_state(pid: Any, created: float) -> OwnerState:
 
 def state_label() -> str:
     """This process's state root, as the ``agentenv.state`` label names it (its real path)."""
-    from agent_env.runtime import get_config
+    from agent_env.runtime import current
 
-    return os.path.realpath(get_config().state_root)
+    return os.path.realpath(current().config.state_root)
 
 
 def ownership_labels(ttl_seconds: float | None = None) -> dict[str, str]:

@@ -18,9 +18,9 @@ def _under(state_root: Path | None, path: str | None, default: str) -> Path:
     if path and Path(path).expanduser().is_absolute():
         return Path(path).expanduser()
     if state_root is None:
-        from agent_env.runtime import get_config
+        from agent_env.runtime import current
 
-        state_root = get_config().state_root
+        state_root = current().config.state_root
     return Path(state_root) / (path or default)
 
 

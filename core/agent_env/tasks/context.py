@@ -95,9 +95,9 @@ class TaskContext:
             from agent_env.sandbox.chain import split_chain
 
             return split_chain(sandbox_type)
-        from agent_env.runtime import get_config
+        from agent_env.runtime import current
 
-        return get_config().sandbox_chain()
+        return current().config.sandbox_chain()
 
     async def create_sandbox(self, spec: SandboxSpec, sandbox_type: str | None = None) -> Sandbox:
         """Create a sandbox, register it by ``spec.name`` and for teardown, and return it."""

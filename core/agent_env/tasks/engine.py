@@ -90,9 +90,9 @@ def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -
 def emit_event(kind: str, instance_id: str, task_id: str, **fields: Any) -> None:
     """Deliver one run event, stamped now, to every ``agent_env_run_event`` observer."""
     from agent_env.events import RunEvent
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    get_host().emit(RunEvent(kind, instance_id, task_id, records.utc_now(), **fields))
+    current().host.emit(RunEvent(kind, instance_id, task_id, records.utc_now(), **fields))
 
 
 def _emit(kind: str, ctx: TaskContext, **fields: Any) -> None:
@@ -109,9 +109,9 @@ async def run_task(
 ) -> TaskResult:
     """Run ``task`` in ``ctx``; returns its result (also on cancellation), never tears down."""
     if registry is None:
-        from agent_env.runtime import get_host
+        from agent_env.runtime import current
 
-        registry = get_host().registry("step_type")
+        registry = current().host.registry("step_type")
     if ctx.note_sink is None:  # a step's progress line is a run event like the others
         ctx.note_sink = lambda text: emit("note", ctx, detail={"label": task.label,
                                                                 "text": text})

@@ -18,9 +18,9 @@ def open_provider(name: str) -> SandboxProvider:
 def choose_provider(chain: list[str]) -> str:
     """The first provider of ``chain`` that is installed and usable on this host."""
     from agent_env.plugins.reporting import missing
-    from agent_env.runtime import get_host
+    from agent_env.runtime import current
 
-    host = get_host()
+    host = current().host
     reasons = []
     for name in chain:
         provider_class: Any = host.registry("sandbox_provider").get(name)

@@ -28,7 +28,6 @@ from agent_env.api import (
     missing_contribution,
     put_files_entity,
     stored_folder,
-    versioned_store,
 )
 
 from .definitions import read_agent
@@ -97,7 +96,7 @@ def installed_agent(agent_id: str) -> Any:
 def stored_record(agent_id: str, version: int | None = None) -> Any:
     """The stored agent's record, or None when nothing is stored under that id; a version the
     agent does not have is a UserError naming its latest."""
-    store = versioned_store()
+    store = current().versioned_store
     record = store.get(KIND, agent_id, version)
     if record is None and version is not None:
         latest = store.latest_version(KIND, agent_id)
@@ -114,7 +113,7 @@ def load_stored_agent(record: Any) -> AgentDefinition:
 
 def stored_rows() -> list[dict[str, Any]]:
     """One row per stored agent (its latest version), for ``a2a-agent list``."""
-    store = versioned_store()
+    store = current().versioned_store
     rows = []
     for agent_id in store.list_ids(KIND):
         record = store.get(KIND, agent_id)

@@ -36,9 +36,9 @@ PUBLISHER_STATE = "agentenv_explorer.live"
 
 
 def notes_folder() -> Path:
-    from agent_env.api import get_config
+    from agent_env.api import current
 
-    return Path(get_config().state_root) / FOLDER
+    return Path(current().config.state_root) / FOLDER
 
 
 def write_note(url: str, token: str) -> Path:

@@ -25,16 +25,16 @@ def installed_agents() -> list[AgentRow]:
 
 
 def build_explorer(token: str, allow_hosts: tuple[str, ...] = ()) -> Explorer:
-    from agent_env.api import UserError, current, object_store, versioned_store
+    from agent_env.api import UserError, current
 
     runtime = current()
     try:
         documents = runtime.store("document")
-        objects = object_store()
+        objects = current().object_store
     except Exception as exc:
         raise UserError(f"the explorer cannot open the configured stores ({exc}); "
                         "check [stores] with `agent-env config show`") from None
-    return Explorer(documents=documents, versioned=versioned_store(), objects=objects,
+    return Explorer(documents=documents, versioned=current().versioned_store, objects=objects,
                     token=token, agents=installed_agents,
                     allowed_hosts=frozenset(h.lower() for h in allow_hosts))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from agent_env.api import get_config
+from agent_env.api import current
 
 #: the Ray custom resource a node declares: how many runs (and so envs) it takes at once
 SLOT_RESOURCE = "agentenv_env_slots"
@@ -33,7 +33,7 @@ def join_cluster(address: str | None, env_slots: int, namespace: str) -> bool:
 def actor_env() -> dict[str, str]:
     """The variables an actor gets, so it reads the same config and stores as this process."""
     env = {k: v for k, v in os.environ.items() if k.startswith(PASSED_PREFIXES)}
-    config_path = get_config().path
+    config_path = current().config.path
     if config_path is not None:
         env.setdefault("AGENT_ENV_CONFIG", str(config_path))
     return env

@@ -43,9 +43,8 @@ from agent_env.api import (
     TaskResult,
     TeardownReport,
     UserError,
-    document_store,
+    current,
     find_leftovers,
-    get_config,
     owner_label,
     remove_leftovers,
 )
@@ -86,7 +85,8 @@ class NodeActor:
 
     async def run(self, key: int, request: RunRequest,
                   cancelled: str | None = None) -> tuple[TaskResult, TeardownReport]:
-        runner = LocalRunner(StoredInstances(document_store()), sandbox_chain=self.sandbox_chain)
+        runner = LocalRunner(StoredInstances(current().document_store),
+                             sandbox_chain=self.sandbox_chain)
         if cancelled is not None:
             runner.cancel(cancelled)
         self.runs[key] = runner
@@ -232,7 +232,7 @@ def check_shared_stores(node_count: int) -> None:
     """Refuse node-local document/object stores on a cluster of more than one node."""
     if node_count <= 1:
         return
-    config = get_config()
+    config = current().config
     for kind, local in NODE_LOCAL_STORES.items():
         backend = config.store(kind).backend
         if backend in local:

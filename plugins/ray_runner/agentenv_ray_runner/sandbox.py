@@ -267,9 +267,9 @@ class RaySandboxProvider(SandboxProvider):
             return
         address = self.address
         if address is None:
-            from agent_env.api import get_config
+            from agent_env.api import current
 
-            runner = get_config().section("runner").get("config", {})
+            runner = current().config.section("runner").get("config", {})
             address = runner.get("address") if isinstance(runner, dict) else None
         join_cluster(address, self.env_slots, self.namespace)
 

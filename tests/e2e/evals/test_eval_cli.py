@@ -126,12 +126,12 @@ def test_bad_input_is_one_line(stored, monkeypatch) -> None:
         assert result.returncode == 1 and result.stderr.strip() == message, result.stderr
     # nothing was run or recorded: no run group, no instance beyond the set-up's one
     from agent_env import runtime
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
 
     monkeypatch.setenv("AGENT_ENV_STATE_DIR", str(stored.state))
     runtime.reset()
     try:
-        documents = document_store()
+        documents = current().document_store
         assert documents.count("eval_run_groups") == 0
         assert documents.count("task_instances") == 1  # agent-env run hello
     finally:

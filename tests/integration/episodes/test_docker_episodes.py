@@ -56,10 +56,10 @@ async def play(spec: EpisodeSpec, policy: Policy) -> tuple[Episode, dict[str, fl
 
 
 def record(episode_id: str) -> Any:
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
     from agent_env.tasks.records import StoredInstances
 
-    return StoredInstances(document_store()).get(episode_id)
+    return StoredInstances(current().document_store).get(episode_id)
 
 
 @pytest.fixture

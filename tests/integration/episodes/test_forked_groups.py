@@ -66,10 +66,10 @@ async def play_group(spec: EpisodeSpec, n: int, warm_text: str, fork: str = "aut
 
 
 def record(episode_id: str) -> Any:
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
     from agent_env.tasks.records import StoredInstances
 
-    return StoredInstances(document_store()).get(episode_id)
+    return StoredInstances(current().document_store).get(episode_id)
 
 
 def images_of(docker_client: Any, group_id: str) -> list[str]:

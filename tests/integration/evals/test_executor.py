@@ -47,10 +47,10 @@ class Scripted(Step):
 
 @pytest.fixture
 def stores(state_root: Path) -> tuple[GroupStore, StoredInstances]:
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
 
     Scripted.calls.clear()
-    return GroupStore(document_store()), StoredInstances(document_store())
+    return GroupStore(current().document_store), StoredInstances(current().document_store)
 
 
 def make(k: int, script: dict[str, list[str]], tasks: int = 1) -> tuple[Group, Any]:
@@ -117,9 +117,9 @@ async def test_a_resume_reuses_completed_runs_and_reruns_errors(stores) -> None:
 async def test_two_processes_never_run_one_slot_twice(stores) -> None:
     group, build = make(6, {}, tasks=2)
     stores[0].create(group)
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
 
-    other = GroupStore(document_store())  # a second owner, as another process would be
+    other = GroupStore(current().document_store)  # a second owner, as another process would be
     first = executor(group, build, stores, concurrency=2)
     second = Executor(group, other, LocalRunner(stores[1], registry={"scripted": Scripted}),
                       build, stores[1], max_concurrency=2, retries=1)
@@ -152,9 +152,9 @@ async def test_a_corrupt_stored_result_stops_a_resume_before_it_runs(stores) -> 
     groups, _ = stores
     groups.create(group)
     await executor(group, build, stores).run()
-    from agent_env.runtime import document_store
+    from agent_env.runtime import current
 
-    docs = document_store()
+    docs = current().document_store
     instance = groups.slot_documents(group)[0]["instance_id"]
     docs.update("task_instances", {"_id": instance}, {"$set": {"scores": "not a mapping"}})
     calls = dict(Scripted.calls)

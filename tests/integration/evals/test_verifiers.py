@@ -67,7 +67,7 @@ async def test_a_reward_file_decides_and_a_bad_one_is_an_error_row(state_root: P
 
 
 async def test_collect_artifacts_copies_files_into_the_object_store(state_root: Path) -> None:
-    from agent_env.runtime import object_store
+    from agent_env.runtime import current
 
     make = unit_tests("mkdir -p out/logs && echo hi > out/a.txt && echo log > out/logs/b.txt")
     collect = {"id": "collect", "type": "collect_artifacts", "sandbox_name": "box",
@@ -76,7 +76,7 @@ async def test_collect_artifacts_copies_files_into_the_object_store(state_root: 
     assert result.outcome == "passed", result.describe()
     files = ctx.outputs["collect"]["files"]
     assert sorted(files) == ["/app/out/a.txt", "/app/out/logs/b.txt"]
-    assert object_store().get(files["/app/out/a.txt"]["key"]) == b"hi\n"
+    assert current().object_store.get(files["/app/out/a.txt"]["key"]) == b"hi\n"
     assert ctx.outputs["collect"]["missing"] == ["missing.txt"]
     strict, _ = await run(make, {**collect, "required": True})
     assert strict.outcome == "failed"

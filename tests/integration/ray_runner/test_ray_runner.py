@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_env.runtime import document_store, reset
+from agent_env.runtime import current, reset
 from agent_env.tasks.records import StoredInstances
 
 HELLO = Path(__file__).parents[3] / "core/agent_env/bundles/shipped/hello"
@@ -75,7 +75,7 @@ def test_runs_spread_over_both_nodes_within_each_nodes_slots(state: Path,
     assert done.returncode == 0, done.stderr[-3000:]
     runs = json.loads(done.stdout)["runs"]
     assert [r["outcome"] for r in runs] == ["passed"] * TASKS, json.dumps(runs)[:3000]
-    instances = StoredInstances(document_store())
+    instances = StoredInstances(current().document_store)
     records = [instances.get(r["instance_id"]) for r in runs]
     nodes: dict[str, list[tuple[float, float]]] = {}
     for record in records:
@@ -153,7 +153,7 @@ def test_docker_env_runs_on_the_actors_node_and_is_torn_down(state: Path, ray_cl
     assert process.returncode == 0, err[-3000:]
     (run,) = json.loads(out)["runs"]
     assert run["outcome"] == "passed", run
-    record = StoredInstances(document_store()).get(run["instance_id"])
+    record = StoredInstances(current().document_store).get(run["instance_id"])
     assert record is not None
     metadata = record.context["metadata"]
     alive = {n["NodeID"] for n in __import__("ray").nodes() if n["Alive"]}

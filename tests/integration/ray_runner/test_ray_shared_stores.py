@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from aws_moto import CREDENTIALS, REGION, start_moto
 
-from agent_env.runtime import document_store, reset
+from agent_env.runtime import current, reset
 from agent_env.tasks.records import StoredInstances
 
 HELLO = Path(__file__).parents[3] / "core/agent_env/bundles/shipped/hello"
@@ -119,7 +119,7 @@ def test_an_eval_on_two_nodes_lands_in_s3_and_resumes_from_a_new_driver(
     assert len([r for r in runs if not r["reused"]]) == 6 - done
 
     # every record is in DynamoDB, written by the node that ran it: both nodes did
-    instances = StoredInstances(document_store())
+    instances = StoredInstances(current().document_store)
     records = [instances.get(r["instance_id"]) for r in runs]
     assert all(record is not None for record in records)
     nodes = {record.context["metadata"]["ray_node_id"] for record in records if record}

@@ -20,14 +20,15 @@ def store_bundle_envs(name: str) -> tuple[dict[str, str], Any]:
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     bundle, problems = parse_bundle(HERE / "bundles" / name, f"@test/{name}")
     assert problems == []
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     for env in bundle.envs:
         ledger.write_files_entity("envs", env)
-    return {e.name: e.id for e in bundle.envs}, StoredArtifacts(versioned_store(), object_store())
+    artifacts = StoredArtifacts(current().versioned_store, current().object_store)
+    return {e.name: e.id for e in bundle.envs}, artifacts
 
 
 @pytest.fixture

@@ -81,11 +81,12 @@ def test_env_put_stores_no_ignored_file(state_root: Path, tmp_path: Path, capsys
     folder = context_folder(tmp_path / "ctx")
     assert cli(capsys, "env", "mcp-server", "put", "--id", "web", "--context", str(folder),
                "--environment-name", "web")[0] == 0
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
-    record = versioned_store().get("envs", "web")
+    record = current().versioned_store.get("envs", "web")
     assert sorted(record.body["files"]) == KEPT
-    stored = b"".join(object_store().get(meta["key"]) for meta in record.body["files"].values())
+    objects = current().object_store
+    stored = b"".join(objects.get(meta["key"]) for meta in record.body["files"].values())
     assert b"s3cr3t" not in stored
     # a change to an ignored file is no change to the env
     (folder / "secret.json").write_text(json.dumps({"token": "rotated"}))

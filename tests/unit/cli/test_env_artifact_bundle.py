@@ -56,11 +56,11 @@ def test_file_put_get_round_trip_and_unchanged_is_reused(state_root: Path, tmp_p
 def test_get_never_writes_outside_the_output_dir(state_root: Path, tmp_path: Path,
                                                  capsys: Any, bad: str) -> None:
     from agent_env.bundles.ledger import blob_key
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     key = blob_key("0" * 64)
-    object_store().put(key, b"payload")
-    versioned_store().put("artifacts", "evil", {"type": "file_artifact_universe", "files": {
+    current().object_store.put(key, b"payload")
+    current().versioned_store.put("artifacts", "evil", {"type": "file_artifact_universe", "files": {
         "fine.txt": {"key": key, "mode": 0o644}, bad: {"key": key, "mode": 0o644}}})
     out = tmp_path / "out"
     out.mkdir()
@@ -102,9 +102,9 @@ def test_skill_put_get_and_bad_input(state_root: Path, tmp_path: Path, capsys: A
 def test_bundle_init_round_trip_runs_unchanged(state_root: Path, tmp_path: Path,
                                                capsys: Any) -> None:
     assert cli(capsys, "run", str(HELLO))[0] == 0
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    (task_id,) = versioned_store().list_ids("tasks")
+    (task_id,) = current().versioned_store.list_ids("tasks")
     folder = tmp_path / "exported"
     code, out, _ = cli(capsys, "bundle", "init", str(folder), "--from-task", task_id)
     assert code == 0 and "1 task, 0 envs, 1 artifact" in out
@@ -148,10 +148,10 @@ def test_env_bad_input_is_one_line(state_root: Path, tmp_path: Path, capsys: Any
     empty.mkdir()
     code, _, err = cli(capsys, "env", "mcp-server", "put", "--id", "x", "--context", str(empty))
     assert code != 0 and "has no Dockerfile" in err
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    assert versioned_store().list_versions("envs", "echo")[-1].version == 1
-    assert versioned_store().latest_version("envs", "x") == 0
+    assert current().versioned_store.list_versions("envs", "echo")[-1].version == 1
+    assert current().versioned_store.latest_version("envs", "x") == 0
     code, out, _ = cli(capsys, "env", "teardown", "--id", "gone-123")
     assert code == 0 and "nothing to do" in out
     assert cli(capsys, "env", "list")[1].startswith("No envs are deployed")
@@ -198,11 +198,11 @@ def test_ledger_and_gc_keep_live_deployments_and_remove_expired(state_root: Path
 def test_bundle_init_from_an_eval_runs_its_tasks(state_root: Path, tmp_path: Path,
                                                  capsys: Any) -> None:
     from agent_env.evals.entity import EvalTask, put_eval
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     assert cli(capsys, "run", str(HELLO))[0] == 0
-    (task_id,) = versioned_store().list_ids("tasks")
-    put_eval(versioned_store(), "greetings", [EvalTask(task_id, 1)])
+    (task_id,) = current().versioned_store.list_ids("tasks")
+    put_eval(current().versioned_store, "greetings", [EvalTask(task_id, 1)])
     folder = tmp_path / "from-eval"
     assert cli(capsys, "bundle", "init", str(folder), "--from-eval", "greetings")[0] == 0
     assert (folder / "evals/greetings.toml").read_text() == 'tasks = ["hello"]\n'
@@ -259,7 +259,7 @@ def test_gc_removes_an_expired_deployment_no_listing_shows(state_root: Path) -> 
 
 
 def test_put_bad_input_writes_nothing(state_root: Path, tmp_path: Path, capsys: Any) -> None:
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     a, b = tmp_path / "a", tmp_path / "b"
     for folder in (a, b):
@@ -269,12 +269,12 @@ def test_put_bad_input_writes_nothing(state_root: Path, tmp_path: Path, capsys: 
     assert code != 0 and "two files would be stored as 'same.txt'" in err
     code, _, err = cli(capsys, "artifact", "file", "put", "--id", "x", str(tmp_path / "nope"))
     assert code != 0 and "no such file or folder" in err
-    assert versioned_store().latest_version("artifacts", "x") == 0
+    assert current().versioned_store.latest_version("artifacts", "x") == 0
     # an env from a prebuilt image needs no build context
     assert cli(capsys, "env", "mcp-server", "put", "--id", "prebuilt", "--image-ref",
                "registry.example/echo:1", "--environment-name", "echo")[1] \
         == "env prebuilt: v1 (new)\n"
-    body = versioned_store().get("envs", "prebuilt").body
+    body = current().versioned_store.get("envs", "prebuilt").body
     assert (body["image"], body["environment_name"], body["files"]) == (
         "registry.example/echo:1", "echo", {})
 

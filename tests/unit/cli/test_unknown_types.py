@@ -38,6 +38,6 @@ def test_an_agent_of_an_unknown_type_is_not_stored(state_root: Path, tmp_path: P
     (folder / "agent.toml").write_text('type = "nosuch"\nimage = "x:1"\n')
     code, _, err = cli(capsys, "a2a-agent", "put", "--id", "mine", "--folder", str(folder))
     assert code == 1 and "no agent type named 'nosuch' (installed: a2a" in err
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    assert versioned_store().latest_version("agents", "mine") == 0
+    assert current().versioned_store.latest_version("agents", "mine") == 0

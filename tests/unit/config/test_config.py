@@ -53,7 +53,7 @@ def test_precedence_default_file_env_code(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("AGENT_ENV_OBJECT_STORE", "from-env")
     monkeypatch.setenv("AGENT_ENV_DOCUMENT_STORE", "from-env")
     runtime.configure(stores={"document": "from-code"})
-    config = runtime.get_config()
+    config = runtime.current().config
     assert config.store("object").backend == "from-env"
     assert config.store("document").backend == "from-code"
     assert config.store("secret").backend == "local"

@@ -113,10 +113,10 @@ def test_task_get_of_nothing_stored_says_how_to_store_one() -> None:
 
 
 def test_task_get_reads_what_task_create_stored() -> None:
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
     steps = [deploy("alice"), ask("alice")]
-    versioned_store().put("tasks", "my-task", {"name": "my-task", "steps": steps})
+    current().versioned_store.put("tasks", "my-task", {"name": "my-task", "steps": steps})
     task = Task.get("my-task")
     assert (task.id, task.version, task.name) == ("my-task", 1, "my-task")
     assert EpisodeSpec.from_task(task).trainer_agents == ("alice",)

@@ -42,9 +42,9 @@ def test_toml_files(tmp_path: Path) -> None:
 
 
 def test_versions_follow_the_ledger_rules(state_root: Path) -> None:
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    versioned = versioned_store()
+    versioned = current().versioned_store
     versioned.put("tasks", "a", {"steps": []})
     versioned.put("tasks", "b", {"steps": []})
     record, created, reason = put_eval(versioned, "e", [EvalTask("a")])
@@ -58,9 +58,9 @@ def test_versions_follow_the_ledger_rules(state_root: Path) -> None:
 
 
 def test_a_missing_task_or_version_writes_nothing(state_root: Path) -> None:
-    from agent_env.runtime import versioned_store
+    from agent_env.runtime import current
 
-    versioned = versioned_store()
+    versioned = current().versioned_store
     versioned.put("tasks", "a", {"steps": []})
     with pytest.raises(UserError) as caught:
         put_eval(versioned, "e", [EvalTask("a", 2), EvalTask("nope")])

@@ -11,7 +11,7 @@ from agent_env.config import load_config
 from agent_env.errors import UserError
 from agent_env.runners import RunnerContext, max_concurrency, open_runner, runner_name
 from agent_env.runners.local import LocalRunner
-from agent_env.runtime import get_host
+from agent_env.runtime import current
 
 
 def config_file(tmp_path: Path, text: str) -> Path:
@@ -22,7 +22,7 @@ def config_file(tmp_path: Path, text: str) -> Path:
 
 def test_local_is_the_default_and_registered_through_the_hook() -> None:
     assert runner_name(load_config(environ={})) == "local"
-    assert get_host().registry("runner")["local"] is LocalRunner
+    assert current().host.registry("runner")["local"] is LocalRunner
     runner = open_runner(RunnerContext(None), config=load_config(environ={}))
     assert isinstance(runner, LocalRunner)
 

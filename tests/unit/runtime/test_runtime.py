@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from agent_env import runtime
-from agent_env.runtime import Runtime, current, document_store, object_store, use
+from agent_env.runtime import Runtime, current, use
 
 
 def test_two_runtimes_keep_their_own_config_and_stores(tmp_path: Path) -> None:
@@ -14,11 +14,11 @@ def test_two_runtimes_keep_their_own_config_and_stores(tmp_path: Path) -> None:
     one.configure(stores={"object": {"backend": "filesystem", "path": str(tmp_path / "a")}})
     two.configure(stores={"object": {"backend": "filesystem", "path": str(tmp_path / "b")}})
     with use(one):
-        object_store().put("k", b"one")
+        current().object_store.put("k", b"one")
         with use(two):
-            object_store().put("k", b"two")
-            assert runtime.get_config() is two.config
-        assert object_store().get("k") == b"one"
+            current().object_store.put("k", b"two")
+            assert runtime.current().config is two.config
+        assert current().object_store.get("k") == b"one"
     assert (tmp_path / "a").is_dir() and (tmp_path / "b").is_dir()
     assert two.store("object").get("k") == b"two"
     assert current() is not one and current() is not two
@@ -57,7 +57,7 @@ def test_reset_forgets_the_default_runtime_and_its_overrides(state_root: Path) -
     runtime.reset()
     assert current() is not before
     assert current().config.store("document").backend == "sqlite"
-    assert document_store().path.parent == state_root
+    assert current().document_store.path.parent == state_root
 
 
 def test_a_provider_without_its_own_from_config_is_checked_against_its_constructor() -> None:

@@ -12,7 +12,7 @@ from agent_env.contributions import StoreBackend
 from agent_env.errors import ConfigError, MissingPluginError
 from agent_env.hookspecs import hookimpl
 from agent_env.plugins import PluginHost
-from agent_env.runtime import Runtime, get_host, open_store, use
+from agent_env.runtime import Runtime, current, use
 from agent_env.stores import DocumentStore, ObjectStore, SecretStore, build_store
 from agent_env.stores.filesystem import FilesystemObjectStore
 from agent_env.stores.sqlite import SqliteDocumentStore
@@ -145,6 +145,6 @@ def test_the_kernel_registers_the_local_stores(
 
     assert "agent_env.stores.builtin" in plugins.BUILTIN_PLUGINS
     with use(Runtime(host=host)):  # the current runtime, minus other teams' plugins
-        registry = get_host().registry("store")
+        registry = current().host.registry("store")
         assert {"document:sqlite", "object:filesystem", "secret:local"} <= set(registry)
-        assert isinstance(open_store("document"), SqliteDocumentStore)  # config defaults
+        assert isinstance(current().store("document"), SqliteDocumentStore)  # config defaults

@@ -1,11 +1,11 @@
 """Preflight finds every problem of a task at once."""
 
-from agent_env.runtime import get_host
+from agent_env.runtime import current
 from agent_env.tasks.plan import check_steps
 
 
 def registry():
-    return get_host().registry("step_type")
+    return current().host.registry("step_type")
 
 
 def test_every_problem_is_reported_together():

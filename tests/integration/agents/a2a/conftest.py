@@ -31,18 +31,18 @@ def store_smoke_bundle(folder: Path = SMOKE) -> tuple[dict[str, str], Any]:
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     bundle, problems = parse_bundle(folder, "@test/agents-smoke")
     assert problems == []
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     for env in bundle.envs:
         ledger.write_files_entity("envs", env)
     for artifact in bundle.artifacts:
         ledger.write_files_entity("artifacts", artifact)
     ids = {e.name: e.id for e in bundle.envs}
     ids.update({a.name: a.id for a in bundle.artifacts})
-    return ids, StoredArtifacts(versioned_store(), object_store())
+    return ids, StoredArtifacts(current().versioned_store, current().object_store)
 
 
 @pytest.fixture

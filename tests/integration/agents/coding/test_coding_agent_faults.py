@@ -39,15 +39,15 @@ async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext
     from agent_env.bundles.entities import StoredArtifacts
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
-    from agent_env.runtime import object_store, versioned_store
+    from agent_env.runtime import current
 
     bundle, problems = parse_bundle(BUNDLES / "claude-code-smoke", "@test/claude-code-smoke")
     assert problems == []
-    ledger = Ledger(versioned_store(), object_store())
+    ledger = Ledger(current().versioned_store, current().object_store)
     for env in bundle.envs:
         ledger.write_files_entity("envs", env)
     ids = {e.name: e.id for e in bundle.envs}
-    artifacts = StoredArtifacts(versioned_store(), object_store())
+    artifacts = StoredArtifacts(current().versioned_store, current().object_store)
     ctx = TaskContext(task_id="@test/coding-agents/t", instance_id=run_id, artifacts=artifacts)
     yield ctx, ids
     report = await ctx.teardown.run()
