@@ -13,7 +13,7 @@ Groups, in the order a plugin author meets them:
   ``AgentSource``, ``ModelProvider``, ``Lazy`` (a contribution imported only when a run uses
   it: keeps the CLI's start-up cheap);
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
-* the runtime: ``Runtime``, ``current`` (config, plugin registries, stores, providers, and
+* the runtime: ``current()`` (config, plugin registries, stores, providers, and
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
 * steps: ``Step``, ``StepError``, ``InfraError`` (ends a run as ``error``, not scored),
   ``PreflightView``, ``TaskContext``, ``ScoreRow``,
@@ -24,10 +24,15 @@ Groups, in the order a plugin author meets them:
   ``hermetic_context``, ``ownership_labels``;
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
   ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
-* images: the modules ``image_plan`` and ``hermetic`` (engine-independent build planning);
-* stores: the interfaces, their errors and key rules (``validate_key``, ``validate_prefix``,
-  ``MAX_KEY_BYTES``), the ``Document``/``Filter``/``Sort`` aliases, ``query`` (the module),
-  ``bundle_value`` (the stores themselves: ``current().object_store``...);
+* images, for a provider that builds with an engine: ``plan_build`` and its ``BuildPlan``
+  (engine-independent: tag, digests, labels), ``write_build_tar`` (the context as the engine
+  gets it), ``from_refs``/``official_name`` (base images), ``image_slug``, the labels
+  ``BUILD_DIGEST_LABEL``, ``BUILDER_LABEL``/``BUILDER`` and ``PROTOCOL_DISTRIBUTION``;
+* stores: the interfaces, their errors, ``validate_key`` and ``MAX_VERSION``,
+  ``bundle_value``, and ``query``: the document query language a document-store backend must
+  implement (one contract module, like the interfaces: its fifteen functions and markers are
+  used together, so they are exported as one name). The stores themselves are
+  ``current().object_store``...;
 * env types: the contract ``EnvType`` and ``EnvDeployment`` (see :mod:`agent_env.env_types`),
   the stored ``EnvSource`` a type deploys (``write_env_files`` lays its files out) and the
   deploy defaults;
@@ -43,10 +48,11 @@ Groups, in the order a plugin author meets them:
   ``put_files_entity``, ``stored_folder``;
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
-  ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``,
-  and leftover reaping by label (``find_leftovers``,
-  ``remove_leftovers``, ``owner_label``, ``OWNER_LABEL``);
-* the episode API: ``EpisodeSpec``, ``Task``.
+  ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``, and
+  leftover reaping by label (``find_leftovers``, ``remove_leftovers``, ``owner_label``,
+  ``OWNER_LABEL``).
+
+The episode API (``EpisodeSpec``, ``Task``) is for programs, not plugins: ``agent_env.task``.
 """
 
 from __future__ import annotations
@@ -71,7 +77,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "missing_contribution": ("agent_env.plugins.reporting", "missing"),
     "ACTIVE": ("agent_env.plugins.discovery", "ACTIVE"),
     # the runtime and settings
-    "Runtime": ("agent_env.runtime", "Runtime"),
     "current": ("agent_env.runtime", "current"),
     "build_settings": ("agent_env.settings", "build"),
     "read_toml": ("agent_env.config", "read_toml"),
@@ -149,9 +154,17 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hermetic_context": ("agent_env.sandbox.docker_host", "hermetic_context"),
     "ownership_labels": ("agent_env.sandbox.ownership", "ownership_labels"),
     "split_chain": ("agent_env.sandbox.chain", "split_chain"),
-    # images
-    "image_plan": ("agent_env.images.plan", None),
-    "hermetic": ("agent_env.images.hermetic", None),
+    # images: engine-independent build planning, for a provider that builds with an engine
+    "BuildPlan": ("agent_env.images.plan", "BuildPlan"),
+    "plan_build": ("agent_env.images.plan", "plan_build"),
+    "write_build_tar": ("agent_env.images.plan", "write_build_tar"),
+    "from_refs": ("agent_env.images.plan", "from_refs"),
+    "official_name": ("agent_env.images.plan", "official_name"),
+    "image_slug": ("agent_env.images.plan", "slugify"),
+    "BUILD_DIGEST_LABEL": ("agent_env.images.plan", "BUILD_DIGEST_LABEL"),
+    "BUILDER_LABEL": ("agent_env.images.plan", "BUILDER_LABEL"),
+    "BUILDER": ("agent_env.images.plan", "BUILDER"),
+    "PROTOCOL_DISTRIBUTION": ("agent_env.images.hermetic", "PROTOCOL_DISTRIBUTION"),
     # stores
     "DocumentStore": ("agent_env.stores.base", "DocumentStore"),
     "ObjectStore": ("agent_env.stores.base", "ObjectStore"),
@@ -169,13 +182,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DuplicateKeyError": ("agent_env.stores.base", "DuplicateKeyError"),
     "UnsupportedOperation": ("agent_env.stores.base", "UnsupportedOperation"),
     "validate_key": ("agent_env.stores.base", "validate_key"),
-    "validate_prefix": ("agent_env.stores.base", "validate_prefix"),
-    "MAX_KEY_BYTES": ("agent_env.stores.base", "MAX_KEY_BYTES"),
     "MAX_VERSION": ("agent_env.stores.base", "MAX_VERSION"),
     "MAX_TASK_FILE_BYTES": ("agent_env.bundles.jsonfile", "MAX_FILE_BYTES"),
-    "Document": ("agent_env.stores.base", "Document"),
-    "Filter": ("agent_env.stores.base", "Filter"),
-    "Sort": ("agent_env.stores.base", "Sort"),
     "query": ("agent_env.stores.query", None),
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
@@ -197,9 +205,6 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "remove_leftovers": ("agent_env.sandbox.leftovers", "remove"),
     "owner_label": ("agent_env.sandbox.ownership", "owner_label"),
     "OWNER_LABEL": ("agent_env.sandbox.ownership", "OWNER_LABEL"),
-    # the episode API
-    "EpisodeSpec": ("agent_env.task", "EpisodeSpec"),
-    "Task": ("agent_env.task", "Task"),
 }
 
 __all__ = sorted(_EXPORTS)
@@ -263,8 +268,18 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.errors import ConfigError, MissingPluginError, UserError
     from agent_env.evals.passk import pass_at_k
     from agent_env.hookspecs import hookimpl
-    from agent_env.images import hermetic
-    from agent_env.images import plan as image_plan
+    from agent_env.images.hermetic import PROTOCOL_DISTRIBUTION
+    from agent_env.images.plan import (
+        BUILD_DIGEST_LABEL,
+        BUILDER,
+        BUILDER_LABEL,
+        BuildPlan,
+        from_refs,
+        official_name,
+        plan_build,
+        write_build_tar,
+    )
+    from agent_env.images.plan import slugify as image_slug
     from agent_env.logs import get_logger
     from agent_env.models import model_problem
     from agent_env.plugins.discovery import ACTIVE
@@ -272,7 +287,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.runners import RunnerContext
     from agent_env.runners.local import LocalRunner
     from agent_env.runs import check_sandbox_chain, run_tasks
-    from agent_env.runtime import Runtime, current
+    from agent_env.runtime import current
     from agent_env.sandbox.base import (
         DEFAULT_MEMORY_MB,
         CommittedImage,
@@ -295,12 +310,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.settings import build as build_settings
     from agent_env.stores import query
     from agent_env.stores.base import (
-        MAX_KEY_BYTES,
         MAX_VERSION,
-        Document,
         DocumentStore,
         DuplicateKeyError,
-        Filter,
         ImageStore,
         InvalidObjectKey,
         InvalidQuery,
@@ -312,14 +324,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         PostPolicy,
         RegistryAuth,
         SecretStore,
-        Sort,
         StoreError,
         UnsupportedOperation,
         validate_key,
-        validate_prefix,
     )
     from agent_env.stores.secrets import bundle_value
-    from agent_env.task import EpisodeSpec, Task
     from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.engine import TaskResult

@@ -1,7 +1,7 @@
 """Image builds on the Docker Engine, named by content so unchanged sources never rebuild.
 
 The plan (what is sent, the content-hash tag ``agentenv/<slug>:<digest16>``, the hermetic
-protocol wheel) is the core's, ``agent_env.api.image_plan``, shared with every provider that
+protocol wheel) is the core's, ``agent_env.api.plan_build``, shared with every provider that
 builds. What is left here needs the engine.
 
 Builds go through the Engine API (``docker`` SDK, legacy builder; no buildx or compose needed).
@@ -33,7 +33,17 @@ from typing import Any
 
 import attrs
 
-from agent_env.api import SandboxError, UserError, hermetic, image_plan
+from agent_env.api import (
+    BUILD_DIGEST_LABEL,
+    PROTOCOL_DISTRIBUTION,
+    BuildPlan,
+    SandboxError,
+    UserError,
+    from_refs,
+    official_name,
+    plan_build,
+    write_build_tar,
+)
 from agentenv_docker_env.engine import docker_client
 from agentenv_docker_env.settings import TABLE, docker_env_settings
 
@@ -122,7 +132,7 @@ def build_image(
     client = client or docker_client()
     say = progress or (lambda line: None)
     bases = resolve_bases(client, Path(context) / dockerfile, say)
-    plan = image_plan.plan_build(
+    plan = plan_build(
         context, name=name, tag=tag, dockerfile=dockerfile, build_args=build_args,
         hermetic_build=hermetic_build, bases=bases,
     )
@@ -131,7 +141,7 @@ def build_image(
     if not force:
         existing = _existing_image(client, plan.tag)
         labels_now = (existing.labels or {}) if existing is not None else {}
-        built_from = labels_now.get(image_plan.BUILD_DIGEST_LABEL)
+        built_from = labels_now.get(BUILD_DIGEST_LABEL)
         if existing is not None and built_from == plan.build_digest:
             say(f"image {plan.tag} (cached)")
             return BuiltImage(
@@ -193,7 +203,7 @@ class _Deadline:
 
 def _run_build(
     client: Any,
-    plan: image_plan.BuildPlan,
+    plan: BuildPlan,
     labels: dict[str, str],
     build_args: Mapping[str, str] | None,
     say: Progress,
@@ -213,7 +223,7 @@ def _run_build(
     watching: list[threading.Event | None] = []
     with tempfile.TemporaryFile() as tar, contextlib.ExitStack() as cleanup:
         cleanup.callback(lambda: [done.set() for done in watching if done is not None])
-        image_plan.write_build_tar(plan, tar)
+        write_build_tar(plan, tar)
         tar.seek(0)
         deadline.check()
         stream: Any = None
@@ -269,9 +279,9 @@ def _run_build(
         lines = list(log)[-tail:]
         reason = error or "the engine reported no image id"
         hint = ""
-        if hermetic.PROTOCOL_DISTRIBUTION in "\n".join(lines) and "onflict" in "\n".join(lines):
+        if PROTOCOL_DISTRIBUTION in "\n".join(lines) and "onflict" in "\n".join(lines):
             hint = (
-                f" ({hermetic.PROTOCOL_DISTRIBUTION} is pinned to this repository's wheel; "
+                f" ({PROTOCOL_DISTRIBUTION} is pinned to this repository's wheel; "
                 "drop the version pin, or build with hermetic_build=False)"
             )
         raise ImageBuildError(f"building {plan.tag} failed: {reason}{hint}", lines)
@@ -327,8 +337,8 @@ def resolve_bases(client: Any, dockerfile: Path, say: Progress) -> dict[str, str
     except OSError:
         return {}
     found: dict[str, str] = {}
-    for ref in image_plan.from_refs(text):
-        local = image_plan.official_name(ref)
+    for ref in from_refs(text):
+        local = official_name(ref)
         if local is None or _existing_image(client, ref) is not None:
             continue
         why = _UNREACHABLE.get(ref)

@@ -65,6 +65,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from agent_env.api import (
+    BUILDER,
+    BUILDER_LABEL,
     DEFAULT_MEMORY_MB,
     CommittedImage,
     ConfigError,
@@ -75,7 +77,7 @@ from agent_env.api import (
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
-    image_plan,
+    image_slug,
     ownership_labels,
 )
 from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
@@ -233,7 +235,7 @@ class DockerSandbox(Sandbox):
         return self.id if self.mode == "container" else f"{self.id}-host"
 
     def container_name(self, name: str) -> str:
-        return f"{self.id}-{image_plan.slugify(name)}"
+        return f"{self.id}-{image_slug(name)}"
 
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "provider": self.provider_name, "mode": self.mode,
@@ -635,7 +637,7 @@ class DockerSandbox(Sandbox):
 
     def _commit_blocking(self, spec: ContainerSpec, token: str,
                          labels: dict[str, str]) -> CommittedImage:
-        repository = f"{COMMIT_REPOSITORY}-{image_plan.slugify(spec.name)}"
+        repository = f"{COMMIT_REPOSITORY}-{image_slug(spec.name)}"
         # pause=True (the default): the files are saved as of one instant, not mid-write
         self.client.api.commit(self.container_name(spec.name), repository=repository, tag=token,
                                conf={"Labels": dict(labels)})
@@ -770,7 +772,7 @@ class DockerSandboxProvider(SandboxProvider):
 
     def _new_sandbox(self, client: Any, spec: SandboxSpec) -> DockerSandbox:
         """The sandbox object and its labels (owner and expiry included); nothing created yet."""
-        sandbox_id = f"ae-{image_plan.slugify(spec.name)[:32]}-{secrets.token_hex(4)}"
+        sandbox_id = f"ae-{image_slug(spec.name)[:32]}-{secrets.token_hex(4)}"
         image = spec.image or self.default_image
         labels = {
             RUN_LABEL: sandbox_id,
@@ -802,7 +804,7 @@ class DockerSandboxProvider(SandboxProvider):
         api = docker_client(self.base_url).api
         now = time.time()
         done = []
-        label = f"{image_plan.BUILDER_LABEL}={image_plan.BUILDER}"
+        label = f"{BUILDER_LABEL}={BUILDER}"
         for image in api.images(filters={"dangling": True, "label": label}):
             age = now - float(image.get("Created") or now)
             if age < older_than:

@@ -11,12 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent_env.api import image_plan
+from agent_env.images.plan import BUILD_DIGEST_LABEL, SOURCE_DIGEST_LABEL, image_tag, plan_build
 from agentenv_docker_env.build import ImageBuildError, build_image
-
-BUILD_DIGEST_LABEL = image_plan.BUILD_DIGEST_LABEL
-SOURCE_DIGEST_LABEL = image_plan.SOURCE_DIGEST_LABEL
-image_tag = image_plan.image_tag
 
 pytestmark = pytest.mark.docker
 
@@ -198,7 +194,6 @@ def test_hermetic_build_installs_our_protocol(
 
 def test_a_protocol_pin_only_pypi_can_meet_is_honoured(tmp_path: Path) -> None:
     """The reference's bundles pin its PyPI protocol: the plan yields instead of failing."""
-    plan_build = image_plan.plan_build
 
     pinned = _context(tmp_path / "pinned", SIMPLE,
                       **{"requirements.txt": "agentenv-framework-protocol==0.1.379\n"})
