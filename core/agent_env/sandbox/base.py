@@ -209,6 +209,12 @@ class Sandbox(abc.ABC):
         """The last ``tail`` log lines of a container (for error messages)."""
         return ""
 
+    async def container_status(self, name: str) -> str | None:
+        """How a container is: ``running``, ``exited with code 3``, ``gone``...; None when this
+        sandbox cannot tell. Env types and agents ask it to say why a server stopped answering
+        (and to stop waiting for one that exited)."""
+        return None
+
     # -- committed containers (``can_commit``): forked episodes start from one warmed env --
 
     async def commit_containers(self, *, labels: dict[str, str]) -> tuple[CommittedImage, ...]:

@@ -281,13 +281,12 @@ async def load_run_scripts(ctx: TaskContext, handle: ModelGatewayHandle) -> None
 
 async def _container_state(sandbox: Sandbox, container: str) -> str:
     """``; container x: exited (1)`` and its last log lines (best effort, for errors)."""
-    status_of = getattr(sandbox, "container_status", None)  # docker's, beyond the contract
     text = ""
-    if status_of is not None:
-        try:
-            text = f"; container {container}: {await status_of(container) or 'gone'}"
-        except Exception:  # decoration for an error message
-            pass
+    try:
+        status = await sandbox.container_status(container)
+        text = f"; container {container}: {status}" if status else ""
+    except Exception:  # decoration for an error message
+        pass
     try:
         logs = (await sandbox.container_logs(container, tail=LOG_LINES)).rstrip()
     except Exception as exc:
@@ -317,7 +316,6 @@ async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
     deadline = time.monotonic() + timeout
     delay = 0.02
     last = "no answer"
-    status_of = getattr(sandbox, "container_status", None)
     checked = time.monotonic()
     async with aiohttp.ClientSession() as http:
         while True:
@@ -334,13 +332,13 @@ async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
             except (TimeoutError, aiohttp.ClientError) as exc:
                 last = f"{type(exc).__name__}"
             now = time.monotonic()
-            if status_of is not None and now - checked > 1.0:
+            if now - checked > 1.0:
                 checked = now
                 try:
-                    status = await status_of(container)
+                    status = await sandbox.container_status(container)
                 except Exception:
-                    status = "running"
-                if status != "running":
+                    status = None
+                if status not in (None, "running"):
                     raise InfraError(f"{what} stopped before it was ready"
                                      f"{await _container_state(sandbox, container)}")
             if now > deadline:
@@ -510,14 +508,12 @@ class A2aAgent:
 
     async def _dead(self) -> str | None:
         """Why the agent's container is gone, or None if it still runs."""
-        status_of = getattr(self.sandbox, "container_status", None)
-        if status_of is not None:
-            try:
-                status = await status_of(self.container)
-            except Exception:
-                status = "running"
-            if status == "running":
-                return None
+        try:
+            status = await self.sandbox.container_status(self.container)
+        except Exception:
+            status = None
+        if status in (None, "running"):  # running, or the sandbox cannot tell
+            return None
         return await _container_state(self.sandbox, self.container)
 
     async def _resolve_model(self, step: Any) -> str | None:

@@ -670,7 +670,7 @@ class DockerSandbox(Sandbox):
             pass
 
     async def container_status(self, name: str) -> str | None:
-        """Ours beyond the contract: ``running``, ``exited (137)``... or None if it is gone."""
+        """``running``, ``exited with code 137``..., or ``gone``."""
         return await asyncio.to_thread(self._status_blocking, name)
 
     def _status_blocking(self, name: str) -> str | None:
@@ -686,7 +686,7 @@ class DockerSandbox(Sandbox):
                 why = " (out of memory)" if state.get("OOMKilled") else ""
                 return f"exited with code {state.get('ExitCode')}{why}"
             return status
-        return None
+        return "gone"
 
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         return await asyncio.to_thread(self._logs_blocking, name, tail)

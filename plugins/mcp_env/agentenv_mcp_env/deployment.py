@@ -465,13 +465,12 @@ async def _gateway_state(http: Any, url: str) -> str:
 
 async def _stopped(sandbox: Sandbox | None, containers: Sequence[str]) -> str | None:
     """``container env: exited with code 3`` for the first container that is no longer up,
-    where the provider can tell (docker's ``container_status``, beyond the contract)."""
-    status_of = getattr(sandbox, "container_status", None)
-    if status_of is None:
+    where the sandbox can tell (``Sandbox.container_status``)."""
+    if sandbox is None:
         return None
     for container in containers:
         try:
-            status = await status_of(container)
+            status = await sandbox.container_status(container)
         except Exception:  # a probe, not the deploy: the timeout still judges
             continue
         if status is not None and status.startswith(("exited", "dead")):
@@ -541,15 +540,13 @@ async def _container_details(sandbox: Sandbox | None, containers: Sequence[str])
     if sandbox is None:
         return ""
     parts, logs = [], []
-    status_of = getattr(sandbox, "container_status", None)  # docker's, beyond the contract
     for container in containers:
-        if status_of is not None:
-            try:
-                status = await status_of(container)
-            except Exception:  # decoration for an error message
-                status = None
-            if status != "running":
-                parts.append(f"container {container}: {status or 'gone'}")
+        try:
+            status = await sandbox.container_status(container)
+        except Exception:  # decoration for an error message
+            status = None
+        if status is not None and status != "running":
+            parts.append(f"container {container}: {status}")
         try:
             tail = (await sandbox.container_logs(container, tail=10)).rstrip()
         except Exception:
