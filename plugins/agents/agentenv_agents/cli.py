@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agent_env.api import ENTITY_ID, TTL_SECONDS, VERSION, echo, option_chain
+
+if TYPE_CHECKING:
+    from .a2a_type import A2aAgent
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -192,7 +195,7 @@ def _env_vars(values: tuple[str, ...]) -> dict[str, str]:
 
 
 async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list[str] | None,
-                  model: str | None, network_policy: str = "sealed") -> tuple[Any, Any]:
+                  model: str | None, network_policy: str = "sealed") -> tuple[Any, A2aAgent]:
     """Run ``deploy_agent`` in a context of its own and keep what it brought up; on failure
     everything it brought up is taken down and nothing is recorded."""
     import asyncio
@@ -211,6 +214,7 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
         utc_now,
     )
 
+    from .a2a_type import A2aAgent
     from .steps import DeployAgent
 
     instance_id = f"{agent_id}-{secrets.token_hex(4)}"
@@ -225,13 +229,12 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
     try:
         await step.run(ctx)
         agent = ctx.agents[agent_id]
-        sandbox = getattr(agent, "sandbox", None)
-        if not getattr(agent, "url", None) or sandbox is None:
+        if not isinstance(agent, A2aAgent):  # e.g. a CLI agent played inside the task
             raise UserError(f"agent '{agent_id}' has no address of its own to deploy (its "
                             "agent type serves it only inside a task)")
         entry = Deployment(
             instance_id=instance_id, kind="agent", entity_id=agent_id, entity_version=0,
-            provider=sandbox.provider_name, sandbox_id=sandbox.id,
+            provider=agent.sandbox.provider_name, sandbox_id=agent.sandbox.id,
             urls={"a2a": agent.url, "card": f"{agent.url}/.well-known/agent-card.json"},
             created_at=created, expires_at=created + dt.timedelta(seconds=ttl))
         deployments().add(entry)
@@ -277,16 +280,16 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
         check_sandbox_chain(chain)  # a provider that cannot be used: one line, nothing started
     entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model,
                                        network_policy))
-    token = str(getattr(agent, "token", "") or "")
+    token = agent.token
     if as_json:
-        click.echo(json.dumps({**entry.to_json(), "token": token,
-                               "model": getattr(agent, "model", None)}, indent=2))
+        click.echo(json.dumps({**entry.to_json(), "token": token, "model": agent.model},
+                              indent=2))
         return
     echo("Deployed!")
     echo(f"Instance ID: {entry.instance_id}")
     echo(f"A2A URL: {entry.urls['a2a']}")
     echo(f"Agent Card: {entry.urls['card']}")
-    echo(f"Model: {getattr(agent, 'model', None) or 'named per prompt (agent-config)'}")
+    echo(f"Model: {agent.model or 'named per prompt (agent-config)'}")
     echo(f"Expires At (UTC): {entry.expires_at.strftime('%Y-%m-%d %H:%M:%S')}")
     if token:
         echo(f"Token: {token}  (send it as 'Authorization: Bearer <token>'; shown only "
