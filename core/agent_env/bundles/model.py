@@ -62,7 +62,7 @@ class EnvEntry:
 
 @attrs.frozen
 class TaskEntry:
-    """A task file; ``raw_steps`` as written (entity names not yet rewritten)."""
+    """A task file; ``raw_steps`` as written, normalised (entity names not yet rewritten)."""
 
     name: str
     id: str

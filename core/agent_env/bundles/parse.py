@@ -362,10 +362,16 @@ def _parse_task(path: Path, id_root: str, problems: list[str]) -> TaskEntry | No
     except OSError as exc:
         problems.append(f"{label}: cannot read it ({exc})")
         return None
+    if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        data = data["steps"]  # the object `task get` prints
     if not isinstance(data, list):
-        problems.append(f"{label}: must be a JSON array of step objects, not "
+        problems.append(f"{label}: must be a JSON array of step objects (or an object with "
+                        "steps), not "
                         f"{'an object' if isinstance(data, dict) else type(data).__name__}")
         return None
+    from agent_env.tasks.plan import normalise_step
+
+    data = [normalise_step(step) for step in data]
     bad = [i for i, step in enumerate(data, start=1) if not isinstance(step, dict)]
     for position in bad:
         problems.append(f"{label}: step {position} must be an object")

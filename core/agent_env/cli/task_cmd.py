@@ -43,20 +43,9 @@ def _read_task_file(path: Path) -> list[Any]:
     if not isinstance(data, list):
         raise UserError(f"{path}: a task file is a JSON array of step objects (or an object "
                         "with steps)")
+    from agent_env.tasks.plan import normalise_step
+
     return [normalise_step(step) for step in data]
-
-
-def normalise_step(step: Any) -> Any:
-    """A step as the reference exports it, in our shape: unset (``null``) fields left out,
-    ``depends_on: [{"task_step_id": "a"}]`` as ``["a"]``."""
-    if not isinstance(step, dict):
-        return step
-    out = {key: value for key, value in step.items() if value is not None}
-    depends = out.get("depends_on")
-    if isinstance(depends, list):
-        out["depends_on"] = [d["task_step_id"] if isinstance(d, dict) and set(d) ==
-                             {"task_step_id"} else d for d in depends]
-    return out
 
 
 def _preflight(label: str, raw_steps: list[Any], sandbox: str | None = None) -> list[Any]:

@@ -47,6 +47,20 @@ def run_needs(tasks: Sequence[tuple[str, Sequence[Step]]], choices: RunChoices) 
     return list(dict.fromkeys(problems))
 
 
+def normalise_step(step: Any) -> Any:
+    """A step as task files exported by other tools write it, in ours: unset (``null``)
+    fields left out, and ``depends_on: [{"task_step_id": "a"}]`` read as ``["a"]``. Every task
+    file goes through it (bundle, ``task create``), so an exported task runs unedited."""
+    if not isinstance(step, dict):
+        return step
+    out = {key: value for key, value in step.items() if value is not None}
+    depends = out.get("depends_on")
+    if isinstance(depends, list):
+        out["depends_on"] = [d["task_step_id"] if isinstance(d, dict) and set(d) ==
+                             {"task_step_id"} else d for d in depends]
+    return out
+
+
 def step_label(raw: Any, position: int) -> str:
     if isinstance(raw, Mapping) and isinstance(raw.get("id"), str):
         return f"step '{raw['id']}'"

@@ -76,11 +76,29 @@ def test_symlink_out_of_an_artifact_is_a_problem(tmp_path):
 
 def test_task_file_must_be_an_array_of_objects(tmp_path):
     folder = make_bundle(tmp_path / "b")
-    (folder / "tasks/obj.json").write_text('{"steps": []}')
+    (folder / "tasks/obj.json").write_text('{"name": "obj"}')
+    (folder / "tasks/empty.json").write_text('{"steps": []}')
     (folder / "tasks/mixed.json").write_text('[1, {"id": "a", "type": "x"}]')
     _, problems = parse_bundle(folder, "@local/b")
-    assert "tasks/obj.json: must be a JSON array of step objects, not an object" in problems
+    assert ("tasks/obj.json: must be a JSON array of step objects (or an object with steps), "
+            "not an object") in problems
+    assert "tasks/empty.json: has no steps" in problems
     assert "tasks/mixed.json: step 1 must be an object" in problems
+
+
+def test_a_task_file_as_other_tools_export_it_reads_as_ours(tmp_path):
+    """An exported task: an object with ``steps``, unset keys as ``null``, and ``depends_on``
+    entries as ``{"task_step_id": ...}`` objects."""
+    folder = make_bundle(tmp_path / "b")
+    (folder / "tasks/exported.json").write_text(json.dumps({"steps": [
+        {"id": "a", "type": "x", "version": None, "sandbox_type": None},
+        {"id": "b", "type": "x", "depends_on": [{"task_step_id": "a"}], "env_id": None},
+    ]}))
+    bundle, problems = parse_bundle(folder, "@local/b")
+    assert not [p for p in problems if "exported" in p], problems
+    [task] = [t for t in bundle.tasks if t.name == "exported"]
+    assert task.raw_steps == ({"id": "a", "type": "x"},
+                              {"id": "b", "type": "x", "depends_on": ["a"]})
 
 
 def test_eval_naming_a_missing_task(tmp_path):
