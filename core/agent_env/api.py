@@ -101,6 +101,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "EnvSource": ("agent_env.env_types", "EnvSource"),
     "DEFAULT_TTL_SECONDS": ("agent_env.env_types", "DEFAULT_TTL_SECONDS"),
     "DEFAULT_READY_TIMEOUT": ("agent_env.env_types", "DEFAULT_READY_TIMEOUT"),
+    "DEFAULT_GATEWAY_MODE": ("agent_env.env_types", "DEFAULT_GATEWAY_MODE"),
     "write_env_files": ("agent_env.env_types", "write_env_files"),
     # agents: the contract agent types, agent steps and the episode API share
     "Agent": ("agent_env.agents", "Agent"),
@@ -258,6 +259,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         utc_now,
     )
     from agent_env.env_types import (
+        DEFAULT_GATEWAY_MODE,
         DEFAULT_READY_TIMEOUT,
         DEFAULT_TTL_SECONDS,
         EnvDeployment,

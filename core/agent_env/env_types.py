@@ -36,6 +36,12 @@ DEFAULT_ENV_TYPE = "mcp_server"
 ENV_PROVIDER_ALIASES = {"local": "docker"}
 DEFAULT_TTL_SECONDS = 3 * 3600
 DEFAULT_READY_TIMEOUT = 120.0
+#: How an env's gateway runs tool calls: ``performance`` side by side, ``consistent`` one at a
+#: time in arrival order (for envs whose state a concurrent call could see half-changed).
+GATEWAY_MODES = ("performance", "consistent")
+DEFAULT_GATEWAY_MODE = "performance"
+#: The disk a ``deploy_env`` asks for when it names none (what providers that size disks use).
+DEFAULT_DISK_SIZE_GB = 10.0
 
 Progress = Callable[[str], None]
 
@@ -130,9 +136,11 @@ class EnvType:
         return None
 
     async def deploy(self, ctx: TaskContext, sandbox: Sandbox, *, ttl_seconds: int,
-                     ready_timeout: float, progress: Progress) -> EnvDeployment:
+                     ready_timeout: float, progress: Progress,
+                     gateway_mode: str = DEFAULT_GATEWAY_MODE) -> EnvDeployment:
         """Bring the env up in ``sandbox`` (a fresh VM-like one; the run tears it down) and wait
-        until it answers within ``ready_timeout``; ``progress`` takes lines for people."""
+        until it answers within ``ready_timeout``; ``progress`` takes lines for people. A type
+        with a gateway runs its tool calls as ``gateway_mode`` says (:data:`GATEWAY_MODES`)."""
         raise NotImplementedError(f"env type '{self.name}' does not implement deploy()")
 
 

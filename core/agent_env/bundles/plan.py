@@ -86,8 +86,9 @@ def preflight_steps(
     rewritten = []
     for raw in raw_steps:
         step_class = registry.get(str(raw.get("type"))) if isinstance(raw, dict) else None
-        rewritten.append(rewrite_entity_refs(raw, step_class, entity_names)
-                         if step_class is not None else raw)
+        if step_class is not None:
+            raw = rewrite_entity_refs(step_class.adapt(dict(raw)), step_class, entity_names)
+        rewritten.append(raw)
     known = {kind: set(names.values()) for kind, names in entity_names.items()}
     if stored is not None:  # ids from outside the bundle must already be stored
         for raw in rewritten:

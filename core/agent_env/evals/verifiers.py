@@ -159,7 +159,7 @@ class CollectArtifacts(Step):
                     except ObjectExists:
                         pass
                 files[name] = {"sha256": digest, "size": len(data), "key": key}
-        ctx.outputs[self.id] = {"files": files, "missing": missing}
+        ctx.outputs[self.id] = {"files": files, "missing": missing, "base_dir": self.base_dir}
         if missing and self.required:
             raise StepError(f"nothing to collect at {', '.join(missing)} (set required: false "
                             "to allow it)")

@@ -115,7 +115,7 @@ class Step:
     #: Fields that name bundle entities, field name -> entity kind (``"artifacts"``...). A value
     #: naming one of the bundle's entities is rewritten to its id (``greeting`` ->
     #: ``@local/~/b/greeting``); preflight reports a value that names nothing. A field may hold a
-    #: string or a list of strings.
+    #: string, a list of strings, or an object keyed by them.
     entity_fields: ClassVar[dict[str, str]] = {}
     #: Fields that pin the version of an entity another field names, version field -> id
     #: field (``{"artifact_version": "artifact_id"}``). Preflight refuses a version the run
@@ -133,6 +133,14 @@ class Step:
     description: str | None = None
     #: Kept for task files written for the reference, which carry a step version.
     version: int | None = None
+
+    @classmethod
+    def adapt(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """``raw`` (this type's step, as a task file has it) with other spellings of this type's
+        keys rewritten to ours, before preflight reads it: the names and shapes task files
+        written for the reference framework use (``command`` for ``test_command``...). What
+        is stored and run is the result. Default: ``raw`` as it is."""
+        return raw
 
     async def run(self, ctx: TaskContext) -> None:
         """Do the step's work. Raise (ideally :class:`StepError`) to fail it."""
@@ -220,6 +228,8 @@ def rewrite_entity_refs(
             out[field_name] = names.get(value, value)
         elif isinstance(value, list):
             out[field_name] = [names.get(v, v) if isinstance(v, str) else v for v in value]
+        elif isinstance(value, dict):  # keyed by entity (``artifact_versions``)
+            out[field_name] = {names.get(k, k): v for k, v in value.items()}
     return out
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from agent_env.api import (
+    DEFAULT_GATEWAY_MODE,
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
     EnvSource,
@@ -296,6 +297,7 @@ class McpServerEnv(EnvType):
         ttl_seconds: int = DEFAULT_TTL_SECONDS,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         progress: Progress | None = None,
+        gateway_mode: str = DEFAULT_GATEWAY_MODE,
     ) -> GatewayDeployment:
         """Run the env servers and their gateway in ``sandbox`` and wait until they are ready
         (``[plugins.agentenv-framework-mcp-env] progress = false`` drops the image lines)."""
@@ -324,7 +326,8 @@ class McpServerEnv(EnvType):
             name=GATEWAY_CONTAINER, image=gateway_ref,
             env={"AGENTENV_GATEWAY_TOKEN": token},
             command=gateway_command([server.url for server in self.servers],
-                                    name=self.environment_name, ready_timeout=ready_timeout),
+                                    name=self.environment_name, ready_timeout=ready_timeout,
+                                    mode=gateway_mode),
             publish=(GATEWAY_PORT,), labels=labels,
         ))
         # Side by side: the gateway waits for its children anyway, so order buys nothing. All

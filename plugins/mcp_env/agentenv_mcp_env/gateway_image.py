@@ -32,10 +32,12 @@ def write_gateway_context(folder: Path, base_image: str = BASE_IMAGE) -> Path:
     return folder
 
 
-def gateway_command(children: list[str], *, name: str, ready_timeout: float) -> tuple[str, ...]:
+def gateway_command(children: list[str], *, name: str, ready_timeout: float,
+                    mode: str = "performance") -> tuple[str, ...]:
     """The gateway's argv; the token comes from ``AGENTENV_GATEWAY_TOKEN``, never the argv."""
     argv = ["python", "-m", "agentenv_protocol.gateway", "--host", "0.0.0.0",
-            "--port", str(GATEWAY_PORT), "--name", name, "--ready-timeout", f"{ready_timeout:g}"]
+            "--port", str(GATEWAY_PORT), "--name", name, "--ready-timeout", f"{ready_timeout:g}",
+            "--mode", mode]
     for child in children:
         argv += ["--child", child]
     return tuple(argv)

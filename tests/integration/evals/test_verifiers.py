@@ -81,3 +81,22 @@ async def test_collect_artifacts_copies_files_into_the_object_store(state_root: 
     strict, _ = await run(make, {**collect, "required": True})
     assert strict.outcome == "failed"
     assert "nothing to collect at missing.txt" in strict.describe()
+
+
+async def test_load_artifact_loads_what_collect_artifacts_collected(state_root: Path) -> None:
+    """``artifact_from_step_id``: the collected files land under the destination with their
+    paths relative to the folder they were collected from, in another sandbox."""
+    make = unit_tests("mkdir -p out/logs && echo hi > out/a.txt && echo log > out/logs/b.txt")
+    collect = {"id": "collect", "type": "collect_artifacts", "sandbox_name": "box",
+               "base_dir": "/app/out", "paths": ["."], "depends_on": ["tests"]}
+    other = {"id": "other", "type": "deploy_sandbox", "sandbox_name": "other",
+             "sandbox_type": "local"}
+    load = {"id": "load", "type": "load_artifact", "sandbox_name": "other",
+            "artifact_from_step_id": "collect", "destination_path": "/app/got",
+            "depends_on": ["collect", "other"]}
+    check = {"id": "check", "type": "run_container_unit_tests_verifier",
+             "sandbox_name": "other", "depends_on": ["load"],
+             "test_command": "grep -qx hi got/a.txt && grep -qx log got/logs/b.txt"}
+    result, ctx = await run(make, collect, other, load, check)
+    assert result.outcome == "passed", result.describe()
+    assert sorted(ctx.outputs["load"]["loaded"]) == ["/app/got/a.txt", "/app/got/logs/b.txt"]

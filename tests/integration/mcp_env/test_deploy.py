@@ -234,3 +234,39 @@ async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up
     report = await ctx.teardown.run()
     assert report.failed == ()
     assert leftovers() == []
+
+
+async def _two_calls_at_once(ctx: TaskContext, env_id: str) -> list[str]:
+    import asyncio
+
+    from agentenv_protocol.client import McpClient
+
+    env = ctx.env(env_id)
+    async with McpClient(env.mcp_url) as first, McpClient(env.mcp_url) as second:
+        results = await asyncio.gather(first.call_tool("slow_bump"),
+                                       second.call_tool("slow_bump"))
+    return sorted(r.text for r in results)
+
+
+async def test_gateway_mode_consistent_runs_tool_calls_one_at_a_time(
+    task: tuple[TaskContext, dict[str, str]],
+) -> None:
+    """A read-wait-write tool called twice at once: side by side (``performance``, the default)
+    both read 0; one at a time (``consistent``) the second sees the first's write."""
+    ctx, ids = task
+    await DeployEnv(id="fast", env_id=ids["slowcounter"], sandbox_type="docker").run(ctx)
+    assert await _two_calls_at_once(ctx, ids["slowcounter"]) == ["1", "1"]
+    await ctx.tear_down_sandbox("env-slowcounter")
+
+    await DeployEnv(id="safe", env_id=ids["slowcounter"], sandbox_type="docker",
+                    gateway_mode="consistent", metadata={"owner": "qa"}).run(ctx)
+    assert await _two_calls_at_once(ctx, ids["slowcounter"]) == ["1", "2"]
+    assert ctx.outputs["safe"]["metadata"] == {"owner": "qa"}
+    # env_step_id filters: the deploy step that made this deployment passes, another fails
+    from agent_env.tasks.step_types.artifact_steps import LoadArtifact
+
+    LoadArtifact(id="ok", env_id=ids["slowcounter"], env_step_id="safe",
+                 artifacts=["x"])._check_env_step(ctx)
+    with pytest.raises(StepError, match="env_step_id 'fast' names no deployment of env"):
+        LoadArtifact(id="bad", env_id=ids["slowcounter"], env_step_id="fast",
+                     artifacts=["x"])._check_env_step(ctx)

@@ -50,3 +50,54 @@ def test_hello_steps_are_clean():
     steps, problems = check_steps(raw, registry(), {"artifacts": frozenset({"greeting"})})
     assert problems == []
     assert [s.type for s in steps] == ["deploy_sandbox", "load_artifact", "verify_sandbox"]
+
+
+def test_deploy_env_reads_other_tools_keys_and_refuses_what_it_cannot_honour():
+    """Task files exported elsewhere carry every key at its default: those pass. A value no
+    provider or env type here can honour is a problem that says why, never silently dropped."""
+    envs = {"envs": frozenset({"echo"})}
+    exported = {"id": "d", "type": "deploy_env", "env_id": "echo", "disk_size_gb": 10,
+                "gateway_mode": "performance", "env_state_type": None,
+                "env_state_instance_id": None, "artifact_id": None, "metadata": {}}
+    from agent_env.tasks.plan import normalise_step
+
+    _, problems = check_steps([normalise_step(exported)], registry(), envs)
+    assert problems == []
+    _, problems = check_steps([{"id": "d", "type": "deploy_env", "env_id": "echo",
+                                "gateway_mode": "consistent", "metadata": {"a": 1}}],
+                              registry(), envs)
+    assert problems == []
+    raw = [{"id": "d", "type": "deploy_env", "env_id": "echo", "gateway_mode": "fast",
+            "disk_size_gb": 50, "env_state_type": "postgres", "artifact_id": "data"}]
+    _, problems = check_steps(raw, registry(), envs)
+    text = "\n".join(problems)
+    assert "gateway_mode must be one of performance, consistent, not 'fast'" in text
+    assert "disk_size_gb 50: no sandbox provider here sizes an env's disk" in text
+    assert "env_state_type 'postgres': env state" in text
+    assert "artifact_id: no env type here takes an artifact at deploy" in text
+
+
+def test_load_artifact_reads_exported_shapes():
+    """``artifacts`` as ``{"id", "version"}`` objects and ``collected_artifacts_step_id``
+    become ours before preflight; what no provider here can do is a problem saying why."""
+    from agent_env.tasks.step_types.artifact_steps import LoadArtifact
+
+    raw = LoadArtifact.adapt({"id": "l", "type": "load_artifact", "sandbox_name": "b",
+                              "artifacts": [{"id": "a", "version": 2},
+                                            {"id": "b", "version": None}],
+                              "collected_artifacts_step_id": "c"})
+    assert raw["artifacts"] == ["a", "b"] and raw["artifact_versions"] == {"a": 2}
+    assert raw["artifact_from_step_id"] == "c" and "collected_artifacts_step_id" not in raw
+    _, problems = check_steps([raw], registry(), {"artifacts": frozenset({"a", "b"})})
+    assert "step 'l': artifact_from_step_id loads what that step collected: give it alone" \
+        in "\n".join(problems)
+    raw = [{"id": "d", "type": "deploy_sandbox", "sandbox_name": "b"},
+           {"id": "l", "type": "load_artifact", "sandbox_name": "b", "artifacts": ["a"],
+            "depends_on": ["d"], "container_name": "app", "snapshot_after_load": True,
+            "env_step_id": "d"}]
+    _, problems = check_steps(raw, registry(), {"artifacts": frozenset({"a"})})
+    text = "\n".join(problems)
+    assert "container_name 'app': loading into a container inside a sandbox is not " \
+        "supported here" in text
+    assert "snapshot_after_load: snapshotting an env after a load is not supported" in text
+    assert "env_step_id picks a deployment of env_id: give env_id too" in text

@@ -3,6 +3,14 @@
 The destination is a folder: an artifact's files keep their relative paths under it. A
 single-file artifact whose destination ends with the file's own name lands exactly there.
 A destination with ``..`` is refused before the run; the sandbox refuses any other escape.
+
+Files an earlier ``collect_artifacts`` step copied out of a sandbox load too
+(``artifact_from_step_id``, or ``collected_artifacts_step_id`` as older task files name it),
+keeping their paths relative to the folder they were collected from. ``env_step_id`` says
+which ``deploy_env`` step's deployment of ``env_id`` to load into: a filter, so a step that
+did not deploy that env is an error, never a substitute. ``artifacts`` entries may be ids or
+``{"id", "version"}`` objects. ``container_name`` (a container inside the sandbox) and
+``snapshot_after_load: true`` cannot be honoured here and are preflight problems.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ def has_parent_reference(path: str) -> bool:
 @attrs.define(kw_only=True)
 class LoadArtifact(Step):
     type = "load_artifact"
-    entity_fields = {"artifact_id": "artifacts", "artifacts": "artifacts"}
+    entity_fields = {"artifact_id": "artifacts", "artifacts": "artifacts",
+                     "artifact_versions": "artifacts"}
     version_fields = {"artifact_version": "artifact_id"}
 
     artifact_id: str | None = None
@@ -39,6 +48,40 @@ class LoadArtifact(Step):
     sandbox_name: str | None = None
     env_id: str | None = None
     agent_name: str | None = None
+    #: The deploy_env step whose deployment of ``env_id`` this loads into.
+    env_step_id: str | None = None
+    #: Ours: versions of ``artifacts`` entries, id -> version (unlisted: the latest).
+    artifact_versions: dict[str, int] | None = None
+    #: A collect_artifacts step whose files this loads.
+    artifact_from_step_id: str | None = None
+    container_name: str | None = None
+    snapshot_after_load: bool | None = None
+
+    @classmethod
+    def adapt(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """``artifacts: [{"id": "x", "version": 2}]`` (how exported task files list what to
+        load) as ids, their versions in ``artifact_versions``;
+        ``collected_artifacts_step_id`` as ``artifact_from_step_id``."""
+        raw = dict(raw)
+        if "collected_artifacts_step_id" in raw and "artifact_from_step_id" not in raw:
+            raw["artifact_from_step_id"] = raw.pop("collected_artifacts_step_id")
+        listed = raw.get("artifacts")
+        if not isinstance(listed, list) or not any(isinstance(e, dict) for e in listed):
+            return raw
+        ids: list[Any] = []
+        versions = dict(raw.get("artifact_versions") or {})
+        for entry in listed:
+            if isinstance(entry, dict) and set(entry) <= {"id", "version"} and \
+                    isinstance(entry.get("id"), str):
+                ids.append(entry["id"])
+                if entry.get("version") is not None:
+                    versions[entry["id"]] = entry["version"]
+            else:
+                ids.append(entry)  # not an id: preflight says so
+        raw["artifacts"] = ids
+        if versions:
+            raw["artifact_versions"] = versions
+        return raw
 
     def sources(self) -> list[str]:
         return [*([self.artifact_id] if self.artifact_id else []), *(self.artifacts or []),
@@ -46,8 +89,32 @@ class LoadArtifact(Step):
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
-        if not self.sources():
-            problems.append("names nothing to load (give artifact_id, artifacts or urls)")
+        for named, version in (self.artifact_versions or {}).items():
+            if named not in (self.artifacts or []):
+                problems.append(f"artifact_versions names '{named}', which artifacts does not "
+                                "list")
+            elif isinstance(version, bool) or not isinstance(version, int) or version < 1:
+                problems.append(f"artifact_versions: '{named}' must be a version number (1 or "
+                                f"more), not {version!r}")
+        if not self.sources() and not self.artifact_from_step_id:
+            problems.append("names nothing to load (give artifact_id, artifacts, urls or "
+                            "artifact_from_step_id)")
+        if self.artifact_from_step_id and self.sources():
+            problems.append("artifact_from_step_id loads what that step collected: give it "
+                            "alone, without artifact_id, artifacts or urls")
+        if self.artifact_from_step_id and self.artifact_from_step_id not in (
+                self.depends_on or []):
+            problems.append(f"artifact_from_step_id '{self.artifact_from_step_id}' must be in "
+                            "depends_on (its files exist once it has run)")
+        if self.env_step_id and not self.env_id:
+            problems.append("env_step_id picks a deployment of env_id: give env_id too")
+        if self.container_name is not None:
+            problems.append(f"container_name '{self.container_name}': loading into a "
+                            "container inside a sandbox is not supported here; load into the "
+                            "sandbox (sandbox_name) or the env (env_id)")
+        if self.snapshot_after_load:
+            problems.append("snapshot_after_load: snapshotting an env after a load is not "
+                            "supported here; leave it out")
         if has_parent_reference(self.destination_path):
             problems.append(
                 f"destination_path '{self.destination_path}' leaves its folder through '..'"
@@ -69,9 +136,43 @@ class LoadArtifact(Step):
         raise StepError("give sandbox_name: more than one sandbox is up"
                         if ctx.sandboxes else "no sandbox is up to load into")
 
+    def _check_env_step(self, ctx: TaskContext) -> None:
+        """``env_step_id`` must be the step that deployed the ``env_id`` loaded into."""
+        if not self.env_step_id or not self.env_id:
+            return
+        deployed = getattr(ctx.env(self.env_id), "instance_id", None)
+        output = ctx.outputs.get(self.env_step_id)
+        if not isinstance(output, dict) or output.get("instance_id") != deployed:
+            raise StepError(f"env_step_id '{self.env_step_id}' names no deployment of env "
+                            f"'{self.env_id}' (it is deployed as {deployed})")
+
+    async def _load_collected(self, ctx: TaskContext, sandbox: Sandbox) -> list[str]:
+        """The files ``artifact_from_step_id`` collected, under ``destination_path`` with their
+        paths relative to the folder they were collected from."""
+        from agent_env.runtime import current
+
+        output = ctx.outputs.get(str(self.artifact_from_step_id))
+        files = output.get("files") if isinstance(output, dict) else None
+        if not isinstance(files, dict):
+            raise StepError(f"artifact_from_step_id '{self.artifact_from_step_id}' recorded no "
+                            "files (it must be a collect_artifacts step that ran)")
+        base = str(output.get("base_dir") or "/")
+        objects = current().object_store
+        loaded = []
+        for name, meta in sorted(files.items()):
+            relative = posixpath.relpath(name, base) if name.startswith(base.rstrip("/") + "/") \
+                else posixpath.basename(name)
+            path = posixpath.join(self.destination_path, relative)
+            await sandbox.put_file(path, objects.get(str(meta["key"])))
+            loaded.append(path)
+        return loaded
+
     async def run(self, ctx: TaskContext) -> None:
+        self._check_env_step(ctx)
         sandbox = self.target(ctx)
         loaded: list[str] = []
+        if self.artifact_from_step_id:
+            loaded = await self._load_collected(ctx, sandbox)
         for source in self.sources():
             if source.startswith(("http://", "https://")):
                 name = posixpath.basename(source.split("?", 1)[0]) or "download"
@@ -80,7 +181,8 @@ class LoadArtifact(Step):
                 await sandbox.put_file(path, data)
                 loaded.append(path)
                 continue
-            pinned = self.pinned("artifact_id") if source == self.artifact_id else None
+            pinned = (self.pinned("artifact_id") if source == self.artifact_id
+                      else (self.artifact_versions or {}).get(source))
             artifact = await ctx.artifact(source, pinned)
             single = len(artifact.files) == 1
             for item in artifact.files:

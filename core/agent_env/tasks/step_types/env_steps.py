@@ -6,18 +6,29 @@ sandbox-provider contract says where (see :mod:`agent_env.env_types`). ``sandbox
 the provider; ``local`` (what task files written for "this machine" say) is read as ``docker``,
 since envs are container images and the local folder sandbox cannot run them. ``with_envs``
 deploys more envs of the bundle into the same deployment when their type supports it.
+
+Keys task files written for other tools carry are read, each with its behaviour or, where no
+provider or env type here can honour the value, a preflight problem that says why:
+``gateway_mode`` (the gateway runs calls side by side or one at a time), ``metadata`` (kept in
+the step's output, so the run record has it), ``disk_size_gb`` (only its default: no provider
+here sizes an env's disk), ``env_state_type``/``env_state_instance_id`` (unset: env state
+belongs to the multi-service env types) and ``artifact_id``/``artifact_version`` (unset: no env type
+here takes an artifact at deploy; ``load_artifact`` loads one).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from agent_env.env_types import (
+    DEFAULT_DISK_SIZE_GB,
+    DEFAULT_GATEWAY_MODE,
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
+    GATEWAY_MODES,
     EnvType,
     env_provider_chain,
     load_env_source,
@@ -46,6 +57,15 @@ class DeployEnv(Step):
     memory_mb: int | None = None
     #: Ours: how long the env may take to become ready (default 120 s).
     ready_timeout_seconds: float | None = None
+    #: ``performance`` (tool calls side by side) or ``consistent`` (one at a time).
+    gateway_mode: str = DEFAULT_GATEWAY_MODE
+    #: Kept in the step's output (and so in the run record) as given.
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    disk_size_gb: float = DEFAULT_DISK_SIZE_GB
+    env_state_type: str | None = None
+    env_state_instance_id: str | None = None
+    artifact_id: str | None = None
+    artifact_version: int | None = None
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
@@ -58,6 +78,32 @@ class DeployEnv(Step):
             problems.append("with_envs must be a list of env ids")
         elif self.env_id in self.with_envs or len(set(self.with_envs)) < len(self.with_envs):
             problems.append("with_envs must name other envs, each once")
+        return problems + self.unsupported()
+
+    def unsupported(self) -> list[str]:
+        """The keys set to a value no provider or env type here can honour, each with why."""
+        problems = []
+        if self.gateway_mode not in GATEWAY_MODES:
+            problems.append(f"gateway_mode must be one of {', '.join(GATEWAY_MODES)}, not "
+                            f"{self.gateway_mode!r}")
+        if not isinstance(self.metadata, dict):
+            problems.append("metadata must be an object")
+        size = self.disk_size_gb
+        if isinstance(size, bool) or not isinstance(size, int | float) or size <= 0:
+            problems.append(f"disk_size_gb must be a positive number, not {size!r}")
+        elif size != DEFAULT_DISK_SIZE_GB:
+            problems.append(f"disk_size_gb {size:g}: no sandbox provider here sizes an env's "
+                            f"disk (an env uses its sandbox's); leave it at "
+                            f"{DEFAULT_DISK_SIZE_GB:g} or out")
+        for key in ("env_state_type", "env_state_instance_id"):
+            if getattr(self, key) is not None:
+                problems.append(f"{key} {getattr(self, key)!r}: env state (a service_db env's "
+                                "database kept between runs) needs the multi-service env "
+                                "types, which are not installed here; leave it out")
+        if self.artifact_id is not None or self.artifact_version is not None:
+            problems.append("artifact_id: no env type here takes an artifact at deploy; load "
+                            f"it with a load_artifact step (env_id '{self.env_id}') after "
+                            "this one")
         return problems
 
     async def run(self, ctx: TaskContext) -> None:
@@ -96,7 +142,7 @@ class DeployEnv(Step):
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
-                progress=ctx.note,
+                progress=ctx.note, gateway_mode=self.gateway_mode,
             )
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
@@ -104,3 +150,5 @@ class DeployEnv(Step):
         for env_id in (self.env_id, *self.with_envs):
             ctx.add_env(env_id, deployed)
         ctx.outputs[self.id] = deployed.step_output()
+        if self.metadata:
+            ctx.outputs[self.id]["metadata"] = dict(self.metadata)
