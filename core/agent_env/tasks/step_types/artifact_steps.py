@@ -153,7 +153,7 @@ class LoadArtifact(Step):
 
         output = ctx.outputs.get(str(self.artifact_from_step_id))
         files = output.get("files") if isinstance(output, dict) else None
-        if not isinstance(files, dict):
+        if not isinstance(output, dict) or not isinstance(files, dict):
             raise StepError(f"artifact_from_step_id '{self.artifact_from_step_id}' recorded no "
                             "files (it must be a collect_artifacts step that ran)")
         base = str(output.get("base_dir") or "/")
