@@ -100,3 +100,54 @@ async def test_load_artifact_loads_what_collect_artifacts_collected(state_root: 
     result, ctx = await run(make, collect, other, load, check)
     assert result.outcome == "passed", result.describe()
     assert sorted(ctx.outputs["load"]["loaded"]) == ["/app/got/a.txt", "/app/got/logs/b.txt"]
+
+
+def reference_tests(**keys: Any) -> dict[str, Any]:
+    """A unit-test verifier as a reference task file spells it, read as ours."""
+    from agent_env.evals.verifiers import RunContainerUnitTestsVerifier
+
+    return RunContainerUnitTestsVerifier.adapt({
+        "id": "tests", "type": "run_container_unit_tests_verifier", "sandbox_name": "box",
+        **keys})
+
+
+async def test_reference_keys_setup_env_results_and_a_reward_left_behind(
+        state_root: Path) -> None:
+    stale = unit_tests("echo 1 > reward.txt")  # the agent leaves a perfect score behind
+    check = reference_tests(
+        command='test "$GREETING" = hi && test -f ready && echo \'{"n": 3}\' > out.json',
+        setup_commands=["touch ready"], env_vars={"GREETING": "hi"},
+        result_paths=["out.json", "absent.txt"], reward_path="reward.txt", timeout_sec=60,
+        depends_on=["stale"])
+    stale["id"] = "stale"
+    result, ctx = await run(stale, check)
+    assert ctx.outputs["tests"]["exit_code"] == 0
+    assert ctx.outputs["tests"]["extracted_files"] == {"out.json": {"n": 3}, "absent.txt": None}
+    # the stale reward was removed before the tests ran, and they wrote none: 0, not 1
+    assert result.scores["tests"] == 0.0
+    assert ctx.verifications["tests"].results[0].justification == (
+        "tests exited 0; no reward file /app/reward.txt, scored 0")
+
+
+async def test_a_failing_setup_command_fails_the_step(state_root: Path) -> None:
+    result, _ = await run(reference_tests(command="true", setup_commands=["true", "exit 4"]))
+    assert result.outcome == "failed"
+    assert "setup command 2 of 2 exited 4" in (result.first_fatal.summary if result.first_fatal
+                                               else "")
+
+
+async def test_collect_artifacts_with_reference_keys_seeds_and_exclusions(
+        state_root: Path) -> None:
+    from agent_env.evals.verifiers import CollectArtifacts
+
+    make = unit_tests("mkdir -p artifact/sub && echo a > artifact/a.txt && "
+                      "echo b > artifact/sub/b.txt && echo x > artifact/sub/.DS_Store")
+    collect = CollectArtifacts.adapt({"id": "collect", "type": "collect_artifacts",
+                                      "sandbox_name": "box", "artifact_paths": ["."],
+                                      "exclude_basenames": [".DS_Store"],
+                                      "depends_on": ["tests"]})
+    assert collect["base_dir"] == "/app/artifact" and collect["paths"] == ["."]
+    result, ctx = await run(make, collect)
+    assert result.outcome == "passed", result.describe()
+    assert sorted(ctx.outputs["collect"]["files"]) == ["/app/artifact/a.txt",
+                                                       "/app/artifact/sub/b.txt"]
