@@ -135,11 +135,41 @@ class DeployAgent(Step):
     agent_changelog_object_url: str | None = None
     #: Replay only the increments before this one (1 replays none; 3, the first two).
     agent_changelog_toolcall_position_exclusive: int | None = None
+    #: The deploy_env step whose deployments of ``env_ids`` the agent uses (a filter: a step
+    #: that did not deploy them is an error).
+    env_step_id: str | None = None
+    #: Hosts and CIDRs a ``network_policy`` allow-list names (see :meth:`adapt`).
+    allow_hosts: list[str] = attrs.field(factory=list)
+    allow_cidrs: list[str] = attrs.field(factory=list)
+    disk_size_gb: float | None = None
+    litellm_base_url: str | None = None
+    enable_docker: bool = False
+
+    @classmethod
+    def adapt(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """``network_policy`` as an object ``{mode, allow_hosts, allow_cidrs}``: ``allow_all``
+        is ``open``, an ``allowlist`` with nothing listed is ``sealed``; one that lists hosts
+        keeps them (``allowlist``, which preflight explains)."""
+        policy = raw.get("network_policy")
+        if not isinstance(policy, dict):
+            return raw
+        raw = dict(raw)
+        hosts, cidrs = policy.get("allow_hosts") or [], policy.get("allow_cidrs") or []
+        mode = policy.get("mode", "allow_all")
+        if mode == "allow_all" and not hosts and not cidrs:
+            raw["network_policy"] = "open"
+        elif mode == "allowlist" and not hosts and not cidrs:
+            raw["network_policy"] = "sealed"
+        else:
+            raw["network_policy"] = str(mode)
+            raw["allow_hosts"], raw["allow_cidrs"] = hosts, cidrs
+        return raw
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
         if not self.agent_name.strip():
             problems.append("agent_name must not be empty")
+        problems.extend(self._unsupported(view))
         problems.extend(self._changelog_problems(view))
         problems.extend(_skill_problems(self.skills))
         if self.agent_snapshot_step and self.agent_snapshot_step not in view.step_ids:
@@ -154,7 +184,12 @@ class DeployAgent(Step):
                 if getattr(self, name) is not None:
                     problems.append(f"{name} needs a snapshot to load (agent_snapshot_step "
                                     "or agent_snapshot_files_artifact_id)")
-        if self.network_policy not in AGENT_NETWORK_POLICIES:
+        if self.network_policy == "allowlist":
+            listed = ", ".join([*self.allow_hosts, *self.allow_cidrs])
+            problems.append(f"network_policy allowlist ({listed}): egress allow-lists are not "
+                            "enforced here yet; use mode allow_all (an open agent) or an empty "
+                            "allowlist (a sealed one, which reaches only its gateways)")
+        elif self.network_policy not in AGENT_NETWORK_POLICIES:
             problems.append(f"network_policy must be one of {', '.join(AGENT_NETWORK_POLICIES)}"
                             f", not {self.network_policy!r}")
         elif self.network_policy == "sealed":
@@ -169,6 +204,22 @@ class DeployAgent(Step):
                                 'network_policy = "open"')
         if len(set(self.env_ids)) != len(self.env_ids):
             problems.append("env_ids names an env twice")
+        return problems
+
+    def _unsupported(self, view: PreflightView) -> list[str]:
+        problems = []
+        if self.env_step_id is not None and self.env_step_id not in view.step_ids:
+            problems.append(f"env_step_id '{self.env_step_id}' names no step of this task")
+        if self.env_step_id is not None and not self.env_ids:
+            problems.append("env_step_id picks deployments of env_ids: give env_ids too")
+        if self.disk_size_gb is not None:
+            problems.append(f"disk_size_gb {self.disk_size_gb:g}: no sandbox provider here "
+                            "sizes an agent's disk; leave it out")
+        if self.litellm_base_url is not None:
+            problems.append("litellm_base_url: agents reach models only through the run's "
+                            "model gateway; set its upstream with [model] base_url instead")
+        if self.enable_docker:
+            problems.append("enable_docker: agents get no Docker daemon here; leave it out")
         return problems
 
     def needs(self, choices: RunChoices) -> list[str]:
@@ -211,6 +262,12 @@ class DeployAgent(Step):
         if self.agent_name in ctx.agents:
             raise StepError(f"an agent named '{self.agent_name}' is already deployed in this task")
         envs = {env_id: ctx.env(env_id) for env_id in self.env_ids}
+        if self.env_step_id is not None:
+            made = (ctx.outputs.get(self.env_step_id) or {}).get("instance_id")
+            other = [e for e, d in envs.items() if getattr(d, "instance_id", None) != made]
+            if other:
+                raise StepError(f"env_step_id '{self.env_step_id}' names no deployment of "
+                                f"{', '.join(other)}")
         sandbox = ctx.sandbox(self.sandbox_name) if self.sandbox_name else None
         return AgentSetup(self.agent_name, self.role, self.system_prompt, envs, sandbox,
                           self.sandbox_name, self.agent_description)
