@@ -52,6 +52,14 @@ class Usage:
     output_tokens: int = 0
     cost_usd: float | None = None
 
+    def plus(self, other: Usage) -> Usage:
+        """Both together (a conversation's turns); a cost is known only when both are."""
+        cost = (None if self.cost_usd is None or other.cost_usd is None
+                else self.cost_usd + other.cost_usd)
+        return Usage(self.tool_calls + other.tool_calls, self.model_calls + other.model_calls,
+                     self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens, cost)
+
 
 @attrs.frozen
 class AgentReply:

@@ -120,6 +120,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "READS_REPLY": ("agent_env.agents", "READS_REPLY"),
     "find_reply": ("agent_env.agents", "find_reply"),
     "model_problem": ("agent_env.models", "model_problem"),
+    "chat": ("agent_env.models", "chat"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
@@ -283,7 +284,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.images.plan import slugify as image_slug
     from agent_env.logs import get_logger
-    from agent_env.models import model_problem
+    from agent_env.models import chat, model_problem
     from agent_env.plugins.discovery import ACTIVE
     from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from agent_env.tasks.scores import AGGREGATORS, ScoreRow
-from agent_env.tasks.steps import InfraError, PreflightView, Step, StepError
+from agent_env.tasks.steps import PreflightView, Step, StepError
 
 if TYPE_CHECKING:
     from agent_env.tasks.context import TaskContext
@@ -87,24 +87,21 @@ class RubricsVerifier(Step):
         return str(reply.get("response") or "")
 
     async def run(self, ctx: TaskContext) -> None:
+        from agent_env.models import chat
         from agent_env.runtime import current
 
         settings = current().config.section("model")
         model = self.judge_model or ctx.metadata.get("judge_model") or settings.get("name")
-        base_url: Any = settings.get("base_url")
-        api_key: Any = settings.get("api_key")
-        if ctx.model_endpoint is not None:
-            base_url, api_key = ctx.model_endpoint
-        if not model or not base_url:
-            raise StepError("the judge needs a model and an upstream: set judge_model (or "
-                            "[model] name) and [model] base_url, or deploy an agent first "
-                            "(its model gateway then answers the judge)")
-        ctx.register_secret(api_key)
+        if not model:
+            raise StepError("the judge needs a model: set judge_model (or [model] name)")
         subject = self._subject(ctx)
         rows = []
         for index, item in enumerate(self.criteria):
-            content = await self._ask(str(base_url), api_key, str(model), item["criterion"],
-                                      subject)
+            content = await chat(ctx, str(model), [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": f"Criterion: {item['criterion']}\n\n"
+                                            f"Response:\n{subject}"}],
+                timeout=float(self.timeout_seconds), who="the judge")
             weight = float(item.get("weight", 1))
             try:
                 score, why = parse_judgement(content)
@@ -115,28 +112,3 @@ class RubricsVerifier(Step):
             rows.append(ScoreRow(index, score, score >= 1, why, weight=weight, criterion=item))
         ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
 
-    async def _ask(self, base_url: str, api_key: Any, model: str, criterion: str,
-                   subject: str) -> str:
-        import aiohttp
-
-        body = {"model": model, "temperature": 0, "messages": [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Criterion: {criterion}\n\nResponse:\n{subject}"}]}
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        url = base_url.rstrip("/") + "/chat/completions"
-        timeout = aiohttp.ClientTimeout(total=float(self.timeout_seconds))
-        try:
-            async with aiohttp.ClientSession(timeout=timeout) as session, \
-                    session.post(url, json=body, headers=headers) as response:
-                text = await response.text()
-                if response.status != 200:
-                    raise InfraError(f"the judge upstream answered {response.status}: "
-                                     f"{text[:200]}")
-                data = json.loads(text)
-        except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
-            raise InfraError(f"the judge upstream {url} failed: {type(exc).__name__}: "
-                             f"{exc}") from None
-        try:
-            return str(data["choices"][0]["message"]["content"] or "")
-        except (KeyError, IndexError, TypeError):
-            raise InfraError(f"the judge upstream answered no message: {text[:200]}") from None

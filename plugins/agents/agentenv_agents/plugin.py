@@ -2,7 +2,7 @@
 ``snapshot_agent_state``, ``agent_prompt_response_verifier``, ``verify_agent_card``,
 ``scripted_model``), the ``a2a-agent`` command, the ``a2a`` agent type, the shipped
 ``model-agent``, ``claude-code`` and ``codex`` agents and the ``agents-smoke``,
-``claude-code-smoke`` and ``codex-smoke`` bundles.
+``claude-code-smoke``, ``codex-smoke`` and ``conversation-smoke`` bundles.
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.
@@ -39,7 +39,8 @@ def agent_env_agents() -> list[AgentSource]:
 def agent_env_bundles() -> list[BundleSource]:
     return [BundleSource("agents-smoke", BUNDLES / "agents-smoke"),
             BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
-            BundleSource("codex-smoke", BUNDLES / "codex-smoke")]
+            BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
+            BundleSource("conversation-smoke", BUNDLES / "conversation-smoke")]
 
 
 #: step type -> "module:class", imported when a task uses it

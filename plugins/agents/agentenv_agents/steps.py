@@ -338,7 +338,21 @@ class DeployAgent(Step):
 #: ``prompt_agent`` keys an A2A agent receives over agent-config when its card supports them
 #: (the reference's list); one the card does not take is an error naming it, never dropped.
 AGENT_CONFIG_KEYS = ("model", "system_prompt", "effort", "harness", "max_turns",
-                     "max_thinking_tokens", "output_format", "model_params")
+                     "max_thinking_tokens", "output_format", "model_params", "agentenv_tools")
+#: Who plays the user of a conversation unless ``user_agent_name`` says otherwise.
+DEFAULT_USER_AGENT_NAME = "human_agent"
+#: What a simulated user answers unless ``user_output_format`` says otherwise: its next message,
+#: and whether the conversation is over.
+USER_OUTPUT_FORMAT: dict[str, Any] = {"type": "json_schema", "json_schema": {
+    "name": "user_turn", "schema": {
+        "type": "object", "required": ["message", "done"],
+        "properties": {"message": {"type": "string", "description": "Your next reply"},
+                       "done": {"type": "boolean",
+                                "description": "true when you are satisfied and the "
+                                               "conversation should end"}}}}}
+USER_SYSTEM = ("You play the user in a conversation with an assistant, to test it. Answer as "
+               'that user would, with JSON only: {"message": "<your next reply>", "done": '
+               "<true when you are satisfied and the conversation should end>}.")
 
 
 @attrs.define(kw_only=True)
@@ -373,6 +387,21 @@ class PromptAgent(Step):
     #: Object-store prefix of the trajectory (default ``runs/<instance>/prompt_agent_
     #: trajectories/prompt_id=<id>/``); the file is ``trajectory-<agent>.json`` under it.
     trajectory_output_prefix: str | None = None
+    #: Agent-config: which of the env's tools the agent may use (when its card takes it).
+    agentenv_tools: list[str] | None = None
+    #: Up to this many agent turns. After each but the last the user answers: the agent
+    #: deployed as ``user_agent_name`` if there is one, else ``user_model`` asked through the
+    #: model gateway; either may end the conversation (``{"message", "done"}``). The output's
+    #: ``conversation`` holds both sides.
+    max_conversation_turns: int = 1
+    user_agent_name: str = DEFAULT_USER_AGENT_NAME
+    user_model: str | None = None
+    #: What the user agent is asked to answer in (default: ``{"message", "done"}`` JSON).
+    user_output_format: Any = None
+    user_agent_timeout_seconds: float = 600
+    user_a2a_url: str | None = None
+    snapshot_config: dict[str, Any] | None = None
+    live_trajectory: bool = False
 
     @property
     def reply_id(self) -> str:
@@ -397,7 +426,8 @@ class PromptAgent(Step):
         from agent_env.api import model_problem
 
         problem = model_problem(self.model) if self.model and not choices.model else None
-        return [problem] if problem else []
+        user = model_problem(self.user_model) if self.user_model else None
+        return [p for p in (problem, user and f"user_model: {user}") if p]
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
@@ -413,29 +443,118 @@ class PromptAgent(Step):
             problems.append("poll_interval_seconds must be in (0, 60]")
         problems.extend(_prefix_problems("trajectory_output_prefix",
                                          self.trajectory_output_prefix))
+        if isinstance(self.max_conversation_turns, bool) or self.max_conversation_turns < 1:
+            problems.append("max_conversation_turns must be 1 or more")
+        if self.user_agent_timeout_seconds <= 0:
+            problems.append("user_agent_timeout_seconds must be positive")
+        if self.user_agent_name == self.agent_name:
+            problems.append(f"user_agent_name '{self.user_agent_name}' is the agent prompted; "
+                            "the user must be another")
+        if self.user_a2a_url is not None:
+            problems.append("user_a2a_url: a user (or human) reached over A2A is not "
+                            "supported here; deploy the user as an agent (user_agent_name) "
+                            "or give user_model")
+        if self.snapshot_config is not None:
+            problems.append("snapshot_config: env snapshots between turns are not supported "
+                            "here; leave it out")
+        if self.live_trajectory:
+            problems.append("live_trajectory: the trajectory is stored when the prompt ends "
+                            "here, not streamed; leave it out")
         return problems
+
+    def _user_label(self, ctx: TaskContext) -> str:
+        if self.user_agent_name in ctx.agents:
+            return f"agent '{self.user_agent_name}'"
+        return f"simulated by {self.user_model}"
+
+    async def _user_says(self, ctx: TaskContext, conversation: list[dict[str, Any]],
+                         ) -> tuple[str, bool] | None:
+        """The user's next message and whether it ends the conversation; None when nobody
+        plays the user (the conversation ends after the agent's turn)."""
+        import json
+
+        user = ctx.agents.get(self.user_agent_name)
+        if user is not None:
+            ask = attrs.evolve(self, prompt=str(conversation[-1]["text"]), parts=None,
+                               agent_name=self.user_agent_name, model=self.user_model,
+                               system_prompt=None,
+                               output_format=self.user_output_format or USER_OUTPUT_FORMAT,
+                               prompt_id=f"{self.reply_id}.user",
+                               max_conversation_turns=1)
+            reply = await user.prompt(ask, float(self.user_agent_timeout_seconds))
+            if reply.error_type is not None:
+                raise StepError(f"the user agent '{self.user_agent_name}' failed its turn "
+                                f"({reply.error_type}): {reply.error_message or 'no message'}")
+            text = reply.response
+        elif self.user_model:
+            from agent_env.api import chat
+
+            # the simulator speaks as the user: its own lines are "assistant", the agent's
+            # "user"; the task's opening prompt is context, not a line it said
+            opening = f"{USER_SYSTEM}\n\nYou opened the conversation with: {conversation[0]['text']}"
+            messages = [{"role": "system", "content": opening}] + [
+                {"role": "assistant" if turn["role"] == "user" else "user",
+                 "content": str(turn["text"])} for turn in conversation[1:]]
+            text = await chat(ctx, self.user_model, messages,
+                              timeout=float(self.user_agent_timeout_seconds),
+                              who="the simulated user",
+                              response_format=self.user_output_format or USER_OUTPUT_FORMAT)
+        else:
+            return None
+        try:
+            said = json.loads(text)
+            return str(said["message"]), bool(said["done"])
+        except (ValueError, KeyError, TypeError):
+            return text, False  # not the JSON asked for: its text is the next message
 
     async def run(self, ctx: TaskContext) -> None:
         agent = deployed_agent(ctx, self.agent_name)
         started = time.monotonic()
         model = ctx.choices.model  # `agent-env run --model`: replaces the step's own
         step = attrs.evolve(self, model=model) if model else self
-        reply = await agent.prompt(step, float(self.timeout_seconds))
+        timeout = float(self.timeout_seconds)
+        reply = await agent.prompt(step, timeout)
+        conversation: list[dict[str, Any]] = [{"role": "user", "text": self.text},
+                                              {"role": "agent", "text": reply.response}]
+        usage, trajectory, calls = reply.usage, list(reply.trajectory), list(reply.model_calls)
+        turns = 1
+        while turns < self.max_conversation_turns and reply.error_type is None:
+            said = await self._user_says(ctx, conversation)
+            if said is None:
+                ctx.note(f"nobody plays the user (no agent '{self.user_agent_name}' is deployed "
+                         "and the step names no user_model): the conversation ends here")
+                break
+            message, done = said
+            conversation.append({"role": "user", "text": message, **({"done": True}
+                                                                      if done else {})})
+            ctx.note(f"the user ({self._user_label(ctx)}) said: {message[:100]}"
+                     + (" (and ended the conversation)" if done else ""))
+            if done:
+                break
+            turns += 1
+            reply = await agent.prompt(attrs.evolve(step, prompt=message, parts=None), timeout)
+            conversation.append({"role": "agent", "text": reply.response})
+            usage = usage.plus(reply.usage)
+            trajectory += reply.trajectory
+            calls += reply.model_calls
         ctx.outputs[self.id] = {
             "prompt_id": self.reply_id, "agent_name": self.agent_name, "prompt": self.text,
             "response": reply.response, "model": reply.model or step.model,
             "a2a_context_id": reply.context_id,
-            "tool_call_count": reply.usage.tool_calls, "usage": attrs.asdict(reply.usage),
+            "tool_call_count": usage.tool_calls, "usage": attrs.asdict(usage),
             "error_type": reply.error_type, "error_message": reply.error_message,
             "agent_trajectory_object_key": store_trajectory(
-                ctx, self.reply_id, self.agent_name, reply.trajectory,
+                ctx, self.reply_id, self.agent_name, tuple(trajectory),
                 self.trajectory_output_prefix),
-            "trajectory_events": len(reply.trajectory),
+            "trajectory_events": len(trajectory),
             "model_call_log_object_key": store_trajectory(
-                ctx, self.reply_id, self.agent_name, reply.model_calls,
+                ctx, self.reply_id, self.agent_name, tuple(calls),
                 self.trajectory_output_prefix, name="model-calls"),
             "duration_seconds": round(time.monotonic() - started, 3),
         }
+        if self.max_conversation_turns > 1:
+            ctx.outputs[self.id]["conversation"] = conversation
+            ctx.outputs[self.id]["conversation_turns"] = turns
         if reply.error_type == INFRA_ERROR:
             raise InfraError(f"agent '{self.agent_name}' could not answer (infra_error): "
                              f"{reply.error_message or 'no message'}")

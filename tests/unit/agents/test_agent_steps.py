@@ -112,3 +112,45 @@ def test_preflight_reports_every_bad_criterion() -> None:
         "response_regex_present)",
         "step 'w': criteria is empty (give response_contains or response_regex_present checks)",
     ]
+
+
+class ScriptedPlayer:
+    """A TEST DOUBLE for an agent: answers each prompt with the next of ``lines``."""
+
+    def __init__(self, name: str, lines: list[str]) -> None:
+        self.name, self.lines, self.heard = name, list(lines), []
+
+    async def prompt(self, step: Any, timeout: float) -> Any:
+        from agent_env.agents import AgentReply, Usage
+
+        self.heard.append((step.text, step.output_format))
+        return AgentReply(self.lines.pop(0), usage=Usage(model_calls=1))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+async def test_a_user_agent_plays_the_user_until_the_turns_run_out(state_root: Any) -> None:
+    """With a deployed user agent (``user_agent_name``) and no ``done``, the conversation runs
+    ``max_conversation_turns`` agent turns; the user is asked for ``{message, done}`` JSON and
+    a reply that is not JSON is taken as its message."""
+    ctx = context()
+    agent = ScriptedPlayer("agent", ["one", "two", "three"])
+    user = ScriptedPlayer("human_agent", ['{"message": "more", "done": false}', "and more"])
+    ctx.agents.update(agent=agent, human_agent=user)
+    await PromptAgent(id="ask", prompt="start", max_conversation_turns=3).run(ctx)
+    output = ctx.outputs["ask"]
+    assert [t["text"] for t in output["conversation"]] == [
+        "start", "one", "more", "two", "and more", "three"]
+    assert output["conversation_turns"] == 3 and output["response"] == "three"
+    assert output["usage"]["model_calls"] == 3
+    assert [text for text, _ in agent.heard] == ["start", "more", "and more"]
+    assert [text for text, _ in user.heard] == ["one", "two"]
+    assert all(fmt["json_schema"]["name"] == "user_turn" for _, fmt in user.heard)
+
+
+async def test_without_a_user_the_conversation_is_one_turn(state_root: Any) -> None:
+    ctx = context()
+    ctx.agents["agent"] = ScriptedPlayer("agent", ["only"])
+    await PromptAgent(id="ask", prompt="start", max_conversation_turns=3).run(ctx)
+    assert ctx.outputs["ask"]["conversation_turns"] == 1

@@ -43,9 +43,19 @@ def test_bad_values_are_preflight_problems() -> None:
     assert problem.startswith("trajectory_output_prefix: invalid object key")
 
 
-def test_a_reference_key_not_implemented_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="key 'user_a2a_url' is not known to 'prompt_agent'"):
-        structure_step(PromptAgent, {"id": "p", "prompt": "x", "user_a2a_url": "http://h"})
+def test_a_reference_key_not_implemented_is_a_problem_saying_why() -> None:
+    """Read, never silently ignored: a value this runtime cannot honour is a preflight
+    problem; an unknown key is still refused by name."""
+    assert problems(prompt="x", user_a2a_url=None, live_trajectory=False,
+                    max_conversation_turns=1) == []
+    assert problems(prompt="x", user_a2a_url="http://h") == [
+        "user_a2a_url: a user (or human) reached over A2A is not supported here; deploy the "
+        "user as an agent (user_agent_name) or give user_model"]
+    assert problems(prompt="x", live_trajectory=True)[0].startswith("live_trajectory: ")
+    assert problems(prompt="x", max_conversation_turns=0) == [
+        "max_conversation_turns must be 1 or more"]
+    with pytest.raises(ValueError, match="key 'colour' is not known to 'prompt_agent'"):
+        structure_step(PromptAgent, {"id": "p", "prompt": "x", "colour": "red"})
 
 
 def test_the_trajectory_prefix_is_the_references_layout() -> None:
