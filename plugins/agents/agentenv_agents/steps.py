@@ -491,7 +491,8 @@ class PromptAgent(Step):
 
             # the simulator speaks as the user: its own lines are "assistant", the agent's
             # "user"; the task's opening prompt is context, not a line it said
-            opening = f"{USER_SYSTEM}\n\nYou opened the conversation with: {conversation[0]['text']}"
+            opening = (f"{USER_SYSTEM}\n\nYou opened the conversation with: "
+                       f"{conversation[0]['text']}")
             messages = [{"role": "system", "content": opening}] + [
                 {"role": "assistant" if turn["role"] == "user" else "user",
                  "content": str(turn["text"])} for turn in conversation[1:]]
