@@ -1,4 +1,4 @@
-"""The reference's own echo-mcp and mail-mcp bundles, fetched from PyPI at test time, run
+"""The reference's own hello, echo-mcp and mail-mcp bundles, fetched from PyPI at test time, run
 unchanged: its Dockerfile (``FROM public.ecr.aws/...@sha256:...``, ``agentenv-framework-
 protocol==0.1.379``), its task file (``sandbox_type: local``) and its verify.py, written for the
 official mcp 1.x client (``as (read, write, _)``, ``result.isError``) while mcp 2.x is installed
@@ -100,4 +100,18 @@ def test_reference_mail_mcp_runs_unchanged(examples: Path, tmp_path: Path,
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "tasks/smoke.json v1: passed (finds-the-invoice: 1)" in done.stdout
     assert left(docker_client, done.stdout) == []
+    assert digest(bundle) == before
+
+
+def test_reference_hello_runs_unchanged_on_the_local_sandbox(examples: Path,
+                                                            tmp_path: Path) -> None:
+    """Its task file names ``sandbox_mode: vm`` and ``sandbox_type: local``, and its criteria are
+    the reference's own (``probe_file_contains``, ``bash_cmd_succeeds``)."""
+    bundle = examples / "hello"
+    assert '"sandbox_type": "local"' in (bundle / "tasks" / "hello.json").read_text()
+    before = digest(bundle)
+    done = run(tmp_path / "state", "run", str(bundle))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "tasks/hello.json v1: passed (hello: 1)" in done.stdout
+    assert "Tore down 1 sandbox." in done.stdout
     assert digest(bundle) == before
