@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -321,8 +321,8 @@ async def _run_tasks(
 # -- a stored group of runs -----------------------------------------------------------------------
 
 
-def group_requests(group: Group, chain: Sequence[str] | None, choices: RunChoices,
-                   overrides: Mapping[str, str]) -> Callable[[Slot], RunRequest]:
+def group_requests(group: Group, chain: Sequence[str] | None,
+                   choices: RunChoices) -> Callable[[Slot], RunRequest]:
     """Preflight every task version the group runs (all problems in one error), check what
     they need, then a builder of each slot's request."""
     import attrs
@@ -358,7 +358,7 @@ def group_requests(group: Group, chain: Sequence[str] | None, choices: RunChoice
     def build(slot: Slot) -> RunRequest:
         spec = attrs.evolve(specs[(slot.task_id, slot.task_version)],
                             label=f"{slot.task_id} #{slot.sample}")
-        metadata: dict[str, Any] = dict(overrides)
+        metadata: dict[str, Any] = {}
         # which group (and eval) the run belongs to: its record says so, the explorer filters
         metadata["run_group_id"] = group.group_id
         if group.kind == "eval":
@@ -371,8 +371,8 @@ def group_requests(group: Group, chain: Sequence[str] | None, choices: RunChoice
 
 def run_group(group: Group, groups: GroupStore, *, resume: bool, max_concurrency: int,
               retries: int, output_dir: Path | None, choices: RunChoices,
-              sandbox_chain: Sequence[str] | None, as_json: bool, resume_hint: str | None,
-              overrides: Mapping[str, str] | None = None) -> int:
+              sandbox_chain: Sequence[str] | None, as_json: bool,
+              resume_hint: str | None) -> int:
     """Preflight, record the group, run its slots, print the table; returns the exit code:
     0 every run completed (passed or not), 1 a run ended in an error or did not run, 130/143
     after a signal."""
@@ -383,7 +383,7 @@ def run_group(group: Group, groups: GroupStore, *, resume: bool, max_concurrency
     from agent_env.runtime import current
     from agent_env.tasks.records import StoredInstances
 
-    build = group_requests(group, sandbox_chain, choices, overrides or {})
+    build = group_requests(group, sandbox_chain, choices)
     instances = StoredInstances(current().document_store)
     runner = open_runner(RunnerContext(instances, sandbox_chain=sandbox_chain))
     executor = Executor(group, groups, runner, build, instances,

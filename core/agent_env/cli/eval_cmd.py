@@ -98,13 +98,15 @@ def get(eval_id: str, version: int | None) -> None:
               help="The agent every deploy_agent deploys.")
 @click.option("--judge-model", metavar="NAME",
               help="The model rubrics_verifier steps ask when they name none.")
+@click.option("--user-model", metavar="NAME",
+              help="The model that plays the user of prompt_agent conversations.")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary and runs as JSON on stdout (progress goes to stderr).")
 def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, retries: int,
         resume_id: str | None, output_dir: Path | None, model: str | None,
-        agent_id: str | None, judge_model: str | None, sandbox: str | None,
-        as_json: bool) -> int:
+        agent_id: str | None, judge_model: str | None, user_model: str | None,
+        sandbox: str | None, as_json: bool) -> int:
     """Run every task of eval ID k times and report pass@k."""
     from agent_env.evals.entity import get_eval, stored_tasks
     from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
@@ -140,7 +142,7 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
         group = Group(new_group_id(), "eval", eval_id, record.version, k, slots)
     return run_group(group, groups, resume=resume_id is not None,
                      max_concurrency=max_concurrency, retries=retries, output_dir=output_dir,
-                     choices=RunChoices(model=model, agent=agent_id),
+                     choices=RunChoices(model=model, agent=agent_id, user_model=user_model,
+                                        judge_model=judge_model),
                      sandbox_chain=option_chain(sandbox), as_json=as_json,
-                     resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}",
-                     overrides={"judge_model": judge_model} if judge_model else None)
+                     resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}")

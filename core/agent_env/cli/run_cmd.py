@@ -25,6 +25,7 @@ from agent_env.sandbox.chain import option_chain
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
+    from agent_env.tasks.steps import RunChoices
 
 LISTING_FOOTER = "Run one with agent-env run NAME. To change one, copy its folder and run the copy."
 
@@ -86,6 +87,10 @@ def print_listing() -> None:
               help="The model every prompt_agent step asks for (replaces the steps' own).")
 @click.option("--agent", "agent_id", type=ENTITY_ID, metavar="ID",
               help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
+@click.option("--user-model", metavar="NAME",
+              help="The model that plays the user of prompt_agent conversations.")
+@click.option("--judge-model", metavar="NAME",
+              help="The model rubrics_verifier steps ask when they name none.")
 @click.option("--keep", is_flag=True,
               help="Hold sandboxes up after the run until Ctrl-C; prints their URLs and tokens.")
 @click.option("--dry-run", is_flag=True,
@@ -94,16 +99,19 @@ def print_listing() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the runs and their counts as JSON on stdout (progress goes to stderr).")
 def run(bundle: str | None, tasks: tuple[str, ...], eval_names: tuple[str, ...],
-        sandbox: str | None,
-        model: str | None, agent_id: str | None, keep: bool, dry_run: bool,
-        as_json: bool) -> int:
+        sandbox: str | None, model: str | None, agent_id: str | None, user_model: str | None,
+        judge_model: str | None, keep: bool, dry_run: bool, as_json: bool) -> int:
     """Run a bundle's evals (or all its tasks); with no BUNDLE, list the installed bundles."""
     if bundle is None:
         print_listing()
         return EXIT_OK
+    from agent_env.tasks.steps import RunChoices
+
+    choices = RunChoices(model=model, agent=agent_id, user_model=user_model,
+                         judge_model=judge_model)
     if not as_json:
         return run_bundle(bundle, tasks=tasks, eval_names=eval_names, sandbox=sandbox, keep=keep,
-                          dry_run=dry_run, model=model, agent_id=agent_id)
+                          dry_run=dry_run, choices=choices)
     import json
 
     from agent_env.runs import json_on_stdout
@@ -112,7 +120,7 @@ def run(bundle: str | None, tasks: tuple[str, ...], eval_names: tuple[str, ...],
     collected: list[TaskResult] = []
     with json_on_stdout(True) as out:
         code = run_bundle(bundle, tasks=tasks, eval_names=eval_names, sandbox=sandbox, keep=keep,
-                          dry_run=dry_run, model=model, agent_id=agent_id, collect=collected)
+                          dry_run=dry_run, choices=choices, collect=collected)
     out.write(json.dumps({"runs": [run_json(r) for r in collected],
                           "summary": summary_json(collected), "exit_code": code}, indent=2)
               + "\n")
@@ -122,8 +130,7 @@ def run(bundle: str | None, tasks: tuple[str, ...], eval_names: tuple[str, ...],
 def run_bundle(
     text: str, *, tasks: Sequence[str] = (), eval_names: Sequence[str] = (),
     sandbox: str | None = None, keep: bool = False, dry_run: bool = False,
-    model: str | None = None, agent_id: str | None = None,
-    collect: list[TaskResult] | None = None,
+    choices: RunChoices | None = None, collect: list[TaskResult] | None = None,
 ) -> int:
     """Run the bundle; ``collect`` receives the results (``--json`` prints them)."""
     import attrs
@@ -139,7 +146,7 @@ def run_bundle(
     from agent_env.tasks.steps import RunChoices
 
     chain = option_chain(sandbox)
-    choices = RunChoices(model=model, agent=agent_id)
+    choices = choices or RunChoices()
     location = locate(text)
     bundle, problems = parse_bundle(location.folder, location.id_root)
     versioned = current().versioned_store

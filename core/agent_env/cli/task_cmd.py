@@ -137,8 +137,13 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
               help="Run it N times (4 at once) and report pass@k.")
 @click.option("--model", "--agent-model", "model", metavar="NAME",
               help="The model every prompt_agent step asks for.")
+@click.option("--user-model", metavar="NAME",
+              help="The model that plays the user of prompt_agent conversations.")
+@click.option("--judge-model", metavar="NAME",
+              help="The model rubrics_verifier steps ask when they name none.")
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
-        seeds: tuple[str, ...], keep: bool, k: int, model: str | None) -> int:
+        seeds: tuple[str, ...], keep: bool, k: int, model: str | None,
+        user_model: str | None, judge_model: str | None) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.runs import check_ready, run_tasks
@@ -152,7 +157,7 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     label = f"{record.id} v{record.version}"
     steps, checked = _checked(label, record.body["steps"], sandbox)
     chain = option_chain(sandbox)
-    choices = RunChoices(model=model)
+    choices = RunChoices(model=model, user_model=user_model, judge_model=judge_model)
     seed = {}
     for item in seeds:
         key, sep, value = item.partition("=")
@@ -212,12 +217,16 @@ def _run_group(group: Any, *, output_dir: Path | None, choices: Any, chain: Any,
               help="Write runs.jsonl (a row per run) and summary.json here.")
 @click.option("--model", "--agent-model", "model", metavar="NAME",
               help="The model every prompt_agent step asks for.")
+@click.option("--user-model", metavar="NAME",
+              help="The model that plays the user of prompt_agent conversations.")
+@click.option("--judge-model", metavar="NAME",
+              help="The model rubrics_verifier steps ask when they name none.")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary and runs as JSON on stdout (progress goes to stderr).")
 def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, retries: int,
-              output_dir: Path | None, model: str | None, sandbox: str | None,
-              as_json: bool) -> int:
+              output_dir: Path | None, model: str | None, user_model: str | None,
+              judge_model: str | None, sandbox: str | None, as_json: bool) -> int:
     """Run a stored task once per seed (metadata seed {"seed": N}, so <seed> in a step is N)."""
     from agent_env.evals.groups import Group, Slot, new_group_id
     from agent_env.runs import check_counts, parse_seeds
@@ -229,7 +238,8 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
     slots = tuple(Slot(i, record.id, record.version, i + 1, {"seed": str(n)})
                   for i, n in enumerate(numbers))
     group = Group(new_group_id(), "batch", record.id, record.version, 1, slots)
-    return _run_group(group, output_dir=output_dir, choices=RunChoices(model=model),
+    choices = RunChoices(model=model, user_model=user_model, judge_model=judge_model)
+    return _run_group(group, output_dir=output_dir, choices=choices,
                       chain=option_chain(sandbox), concurrency=concurrency, retries=retries,
                       as_json=as_json)
 

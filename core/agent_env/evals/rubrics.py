@@ -91,7 +91,7 @@ class RubricsVerifier(Step):
         from agent_env.runtime import current
 
         settings = current().config.section("model")
-        model = self.judge_model or ctx.metadata.get("judge_model") or settings.get("name")
+        model = self.judge_model or ctx.choices.judge_model or settings.get("name")
         if not model:
             raise StepError("the judge needs a model: set judge_model (or [model] name)")
         subject = self._subject(ctx)

@@ -35,8 +35,10 @@ def run_needs(tasks: Sequence[tuple[str, Sequence[Step]]], choices: RunChoices) 
     from agent_env.models import model_problem
 
     problems: list[str] = []
-    if choices.model and (problem := model_problem(choices.model)):
-        problems.append(f"--model: {problem}")
+    for option, model in (("--model", choices.model), ("--user-model", choices.user_model),
+                          ("--judge-model", choices.judge_model)):
+        if model and (problem := model_problem(model)):
+            problems.append(f"{option}: {problem}")
     for label, steps in tasks:
         for step in steps:
             problems.extend(need if isinstance(need, ChoiceProblem)

@@ -92,18 +92,21 @@ class ChoiceProblem(str):
 
 @attrs.frozen
 class RunChoices:
-    """What the caller of a run chose for every task in it (``--model``, ``--agent``): a step
-    that uses one takes it over its own (``model`` of a prompt, the agent a deploy brings up).
-    A typed field of the run request and of :class:`TaskContext` (``ctx.choices``), and kept
-    in the run's record (metadata ``model``/``agent``)."""
+    """What the caller of a run chose for every task in it (``--model``, ``--agent``,
+    ``--user-model``, ``--judge-model``): a step that uses one takes it over its own (``model``
+    of a prompt, the agent a deploy brings up, the model that plays a conversation's user);
+    ``judge_model`` is the judge of a rubric that names none. A typed field of the run request
+    and of :class:`TaskContext` (``ctx.choices``), and kept in the run's record (metadata
+    ``model``, ``agent``, ``user_model``, ``judge_model``)."""
 
     model: str | None = None
     agent: str | None = None
+    user_model: str | None = None
+    judge_model: str | None = None
 
     def recorded(self) -> dict[str, str]:
         """What the run's record keeps of them (the choices made)."""
-        return {key: value for key, value in (("model", self.model), ("agent", self.agent))
-                if value}
+        return {key: value for key, value in attrs.asdict(self).items() if value}
 
 
 @attrs.define(kw_only=True)

@@ -426,7 +426,8 @@ class PromptAgent(Step):
         from agent_env.api import model_problem
 
         problem = model_problem(self.model) if self.model and not choices.model else None
-        user = model_problem(self.user_model) if self.user_model else None
+        user = (model_problem(self.user_model) if self.user_model and not choices.user_model
+                else None)
         return [p for p in (problem, user and f"user_model: {user}") if p]
 
     def check(self, view: PreflightView) -> list[str]:
@@ -462,10 +463,14 @@ class PromptAgent(Step):
                             "here, not streamed; leave it out")
         return problems
 
+    def _user_model(self, ctx: TaskContext) -> str | None:
+        """The model that plays the user: the run's ``--user-model``, else the step's."""
+        return ctx.choices.user_model or self.user_model
+
     def _user_label(self, ctx: TaskContext) -> str:
         if self.user_agent_name in ctx.agents:
             return f"agent '{self.user_agent_name}'"
-        return f"simulated by {self.user_model}"
+        return f"simulated by {self._user_model(ctx)}"
 
     async def _user_says(self, ctx: TaskContext, conversation: list[dict[str, Any]],
                          ) -> tuple[str, bool] | None:
@@ -476,7 +481,7 @@ class PromptAgent(Step):
         user = ctx.agents.get(self.user_agent_name)
         if user is not None:
             ask = attrs.evolve(self, prompt=str(conversation[-1]["text"]), parts=None,
-                               agent_name=self.user_agent_name, model=self.user_model,
+                               agent_name=self.user_agent_name, model=self._user_model(ctx),
                                system_prompt=None,
                                output_format=self.user_output_format or USER_OUTPUT_FORMAT,
                                prompt_id=f"{self.reply_id}.user",
@@ -486,7 +491,7 @@ class PromptAgent(Step):
                 raise StepError(f"the user agent '{self.user_agent_name}' failed its turn "
                                 f"({reply.error_type}): {reply.error_message or 'no message'}")
             text = reply.response
-        elif self.user_model:
+        elif self._user_model(ctx):
             from agent_env.api import chat
 
             # the simulator speaks as the user: its own lines are "assistant", the agent's
@@ -496,7 +501,7 @@ class PromptAgent(Step):
             messages = [{"role": "system", "content": opening}] + [
                 {"role": "assistant" if turn["role"] == "user" else "user",
                  "content": str(turn["text"])} for turn in conversation[1:]]
-            text = await chat(ctx, self.user_model, messages,
+            text = await chat(ctx, str(self._user_model(ctx)), messages,
                               timeout=float(self.user_agent_timeout_seconds),
                               who="the simulated user",
                               response_format=self.user_output_format or USER_OUTPUT_FORMAT)

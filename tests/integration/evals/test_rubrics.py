@@ -90,3 +90,20 @@ def test_judgements() -> None:
     for bad in ("yes", '{"score": 2}', '{"score": true}', '{"justification": "x"}'):
         with pytest.raises(ValueError):
             parse_judgement(bad)
+
+
+async def test_the_runs_judge_model_answers_a_rubric_that_names_none(judge) -> None:
+    """``--judge-model`` (the run's ``choices.judge_model``) is the judge when the step names
+    none; the record keeps the choice."""
+    from agent_env.tasks.steps import RunChoices
+
+    ctx = TaskContext(task_id="t", instance_id="t-12345678", artifacts=MemoryArtifacts(),
+                      choices=RunChoices(judge_model="judge-from-the-run"),
+                      metadata=RunChoices(judge_model="judge-from-the-run").recorded())
+    spec = TaskSpec("t", "t", [{"id": "judge", "type": "rubrics_verifier",
+                                "text": "Please find it.",
+                                "criteria": [{"criterion": "is polite"}]}])
+    result = await run_task(spec, ctx)
+    assert result.outcome == "passed", result.describe()
+    assert judge[0]["body"]["model"] == "judge-from-the-run"
+    assert ctx.snapshot()["metadata"]["judge_model"] == "judge-from-the-run"

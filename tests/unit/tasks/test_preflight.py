@@ -101,3 +101,20 @@ def test_load_artifact_reads_exported_shapes():
         "supported here" in text
     assert "snapshot_after_load: snapshotting an env after a load is not supported" in text
     assert "env_step_id picks a deployment of env_id: give env_id too" in text
+
+
+def test_the_runs_model_choices_are_checked_and_recorded(monkeypatch):
+    """``--user-model`` and ``--judge-model`` are typed run choices: kept in the record, and a
+    model nobody would answer is a problem before the run."""
+    from agent_env.runtime import reset
+    from agent_env.tasks.plan import run_needs
+    from agent_env.tasks.steps import RunChoices
+
+    monkeypatch.delenv("AGENT_ENV_MODEL_BASE_URL", raising=False)
+    reset()
+    choices = RunChoices(user_model="gpt-x", judge_model="scripted:judge")
+    assert choices.recorded() == {"user_model": "gpt-x", "judge_model": "scripted:judge"}
+    problems = run_needs([], choices)
+    assert problems[0].startswith("--user-model: model 'gpt-x' goes to the model upstream, "
+                                  "and no upstream is configured")
+    assert len(problems) == 1  # scripted: is a provider the agents plugin serves
