@@ -68,7 +68,33 @@ def env() -> None:
 URL_NAMES = {"mcp": "MCP"}
 
 
-async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, Any]:
+#: ``env deploy`` options that are ``deploy_env`` keys of the same name.
+DEPLOY_KEYS = ("gateway_mode", "cpu", "memory_mb", "disk_size_gb", "env_state_type",
+               "env_state_instance_id")
+
+
+def _deploy_step(record: Any, ttl: int, options: dict[str, Any]) -> Any:
+    """The ``deploy_env`` step ``env deploy`` runs; a value it cannot honour is one ``Error:``
+    line naming the option, before anything starts."""
+    from agent_env.bundles.plan import step_registry
+    from agent_env.tasks.steps import structure_step
+
+    raw = {"id": "deploy", "type": "deploy_env", "env_id": record.id,
+           "env_version": record.version, "ttl_seconds": ttl,
+           **{key: value for key, value in options.items() if value is not None}}
+    try:
+        step: Any = structure_step(step_registry()["deploy_env"], raw)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    problems = step.unsupported()
+    if problems:
+        first = problems[0]
+        key = next((k for k in DEPLOY_KEYS if first.startswith(k)), None)
+        raise UserError(f"--{key.replace('_', '-')}{first[len(key):]}" if key else first)
+    return step
+
+
+async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any) -> tuple[Any, Any]:
     """Run the ``deploy_env`` step in a context of its own and keep what it brought up.
 
     Returns (ledger record, the env type's deployment object). On any failure everything the
@@ -78,13 +104,11 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
     import secrets
 
     from agent_env.bundles.entities import stored_artifacts
-    from agent_env.bundles.plan import step_registry
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
     from agent_env.sandbox.base import SandboxError
     from agent_env.tasks.context import TaskContext
-    from agent_env.tasks.steps import StepError, structure_step
+    from agent_env.tasks.steps import StepError
 
-    step_class = step_registry()["deploy_env"]
     # the reference's shape, <env>-<8 random>; chosen here so the sandbox carries it as its
     # DEPLOYMENT_LABEL from the start (docker ps --filter label=agentenv.deployment=<id>)
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -94,9 +118,6 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
                       artifacts=stored_artifacts(),
                       sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
     ctx.note_sink = lambda line: echo(line, err=True)
-    step = structure_step(step_class, {"id": "deploy", "type": "deploy_env",
-                                       "env_id": record.id, "env_version": record.version,
-                                       "ttl_seconds": ttl})
     created = utc_now()
     try:
         await step.run(ctx)
@@ -126,8 +147,20 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None) -> tuple[Any, 
 @click.option("--ttl-seconds", type=TTL_SECONDS, default=DEFAULT_TTL_SECONDS,
               show_default=True, help="Remove it after this long (agent-env gc does).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+@click.option("--gateway-mode", type=click.Choice(["performance", "consistent"]),
+              default="performance", show_default=True,
+              help="performance: tool calls side by side; consistent: one at a time.")
+@click.option("--cpu", type=float, help="CPUs for its sandbox.")
+@click.option("--memory-mb", type=int, help="Memory for its sandbox.")
+@click.option("--disk-size-gb", type=float, default=10.0, show_default=True,
+              help="Its disk (no provider here sizes one: only the default is taken).")
+@click.option("--env-state-type", metavar="TYPE",
+              help="Env state (multi-service env types; not installed here).")
+@click.option("--env-state-instance-id", metavar="ID", help="An env state to attach to.")
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,
+           gateway_mode: str, cpu: float | None, memory_mb: int | None, disk_size_gb: float,
+           env_state_type: str | None, env_state_instance_id: str | None,
            as_json: bool) -> None:
     """Deploy a stored env behind its gateway; it stays up until its TTL or env teardown."""
     import asyncio
@@ -136,7 +169,11 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
 
     record = stored_env(env_id, version)
     chain = option_chain(sandbox)
-    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain))
+    step = _deploy_step(record, ttl_seconds, {
+        "gateway_mode": gateway_mode, "cpu": cpu, "memory_mb": memory_mb,
+        "disk_size_gb": disk_size_gb, "env_state_type": env_state_type,
+        "env_state_instance_id": env_state_instance_id})
+    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain, step))
     token = str(deployed.token or "")
     configs = deployed.client_configs() if token else []
     if as_json:

@@ -245,9 +245,14 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
 
 
 @task.command("get-instance")
-@click.argument("instance_id")
-def get_instance(instance_id: str) -> None:
+@click.argument("instance", required=False)
+@click.option("--id", "instance_id", metavar="INSTANCE", help="The instance id (or give it "
+              "as the argument).")
+def get_instance(instance: str | None, instance_id: str | None) -> None:
     """Print an instance record (status, scores, completed steps, failures, context)."""
+    if (instance is None) == (instance_id is None):
+        raise click.UsageError("give the instance id, as the argument or with --id (once)")
+    instance_id = str(instance or instance_id)
     from agent_env.runtime import current
     from agent_env.tasks.records import StoredInstances
 

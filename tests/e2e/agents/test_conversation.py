@@ -37,8 +37,9 @@ def test_a_simulated_user_answers_until_it_is_done(tmp_path: Path, left_by: Any)
     assert left_by(out) == []
 
     instance = re.search(r"instance (\S+)", out.split("Tasks:")[1]).group(1)
-    shown = agent_env(tmp_path, "task", "get-instance", instance)
+    shown = agent_env(tmp_path, "task", "get-instance", "--id", instance)  # as the reference
     assert shown.returncode == 0, shown.stderr
+    assert agent_env(tmp_path, "task", "get-instance", instance).stdout == shown.stdout
     ask = json.loads(shown.stdout)["context"]["outputs"]["ask"]
     assert [(t["role"], t["text"]) for t in ask["conversation"]] == [
         ("user", "What is 6 * 7?"), ("agent", "6 * 7 is 42."),

@@ -81,7 +81,7 @@ def _left(docker_client: Any, sandbox_id: str) -> list[str]:
 
 def test_deploy_use_it_with_the_token_and_tear_it_down(agent_env: Any,
                                                        docker_client: Any) -> None:
-    fields = _put_and_deploy(agent_env, "--ttl-seconds", "900")
+    fields = _put_and_deploy(agent_env, "--ttl-seconds", "900", "--gateway-mode", "consistent")
     instance, mcp_url, token = fields["Instance ID"], fields["Env MCP Url"], fields["Token"]
     info = json.loads(agent_env("env", "get-instance", "--id", instance).stdout)
     sandbox_id = info["sandbox_id"]
@@ -95,6 +95,11 @@ def test_deploy_use_it_with_the_token_and_tear_it_down(agent_env: Any,
         assert "echo" in tools and echoed == "hi from a deployed env"
         assert _status(mcp_url, None) == 401
         assert _status(mcp_url, token + "x") == 401
+        # --gateway-mode reached the gateway: it runs tool calls one at a time
+        state = urllib.request.Request(fields["Env Gateway Url"] + "/state",
+                                       headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(state, timeout=10) as response:
+            assert json.loads(response.read())["mode"] == "consistent"
         # gc keeps a live deployment although the process that made it is gone
         gc = agent_env("gc", "--yes", "--label", f"agentenv.sandbox={sandbox_id}")
         assert gc.returncode == 0, gc.stderr
@@ -149,6 +154,20 @@ def test_an_expired_deployment_is_removed_by_gc(agent_env: Any, docker_client: A
         assert agent_env("env", "list").stdout.startswith("No envs are deployed")
     finally:
         agent_env("env", "teardown", "--all", timeout=120)
+
+
+def test_options_it_cannot_honour_are_one_line_before_anything_starts(
+        agent_env: Any, docker_client: Any) -> None:
+    echo = Path(__file__).resolve().parents[3] / ECHO
+    assert agent_env("env", "mcp-server", "put", "--id", "echo", "--context",
+                     str(echo)).returncode == 0
+    for option, value, says in (
+            ("--disk-size-gb", "20", "--disk-size-gb 20: no sandbox provider here sizes"),
+            ("--env-state-type", "postgres", "--env-state-type 'postgres': env state")):
+        done = agent_env("env", "deploy", "--id", "echo", option, value)
+        assert done.returncode == 1 and done.stderr.startswith(f"Error: {says}"), done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert agent_env("env", "list").stdout.startswith("No envs are deployed")
 
 
 def test_a_failed_deploy_is_one_line_and_leaves_nothing(agent_env: Any,
