@@ -120,9 +120,26 @@ class EnvOutcomeVerifier(Step):
     #: Ours: the script's file in the artifact (default ``verify.py``, or its only ``.py``).
     script_file: str | None = None
     timeout_seconds: float | None = None
+    #: The prompt whose conversation a ``verify(mcp_url, run)`` script gets (default: the
+    #: run's last answered prompt; see :mod:`agentenv_mcp_env.run_context`).
+    prompt_id: str | None = None
 
     def check(self, view: PreflightView) -> list[str]:
         return super().check(view) + _aggregator_problems(self.score_aggregator)
+
+    def run_context(self, ctx: TaskContext) -> Any:
+        """The :class:`~agentenv_mcp_env.run_context.Run` its script may ask for."""
+        from agent_env.api import find_reply
+        from agentenv_mcp_env.run_context import run_of
+
+        if self.prompt_id is not None:
+            reply = find_reply(ctx, self.prompt_id)
+            if reply is None:
+                raise StepError(f"no reply to prompt '{self.prompt_id}' is recorded")
+            return run_of(reply)
+        answered = [o for o in ctx.outputs.values()
+                    if isinstance(o, dict) and "prompt_id" in o and "response" in o]
+        return run_of(answered[-1] if answered else None)
 
     def _entry(self, artifact: Any) -> str:
         """The script to run: ``script_file``, else ``verify.py``, else the only ``.py``."""
@@ -159,7 +176,9 @@ class EnvOutcomeVerifier(Step):
                 target.write_bytes(item.data)
             verify = _load_entry(Path(scratch, *entry.split("/")), "verify", artifact.id)
             try:
-                result = verify(env.mcp_url)
+                takes_run = "run" in inspect.signature(verify).parameters
+                result = (verify(env.mcp_url, run=self.run_context(ctx)) if takes_run
+                          else verify(env.mcp_url))
                 if inspect.isawaitable(result):
                     result = await asyncio.wait_for(result, timeout)
             except TimeoutError:

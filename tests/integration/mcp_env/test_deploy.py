@@ -270,3 +270,34 @@ async def test_gateway_mode_consistent_runs_tool_calls_one_at_a_time(
     with pytest.raises(StepError, match="env_step_id 'fast' names no deployment of env"):
         LoadArtifact(id="bad", env_id=ids["slowcounter"], env_step_id="fast",
                      artifacts=["x"])._check_env_step(ctx)
+
+
+async def test_a_verify_script_that_takes_run_gets_the_graded_conversation(
+    task: tuple[TaskContext, dict[str, str]],
+) -> None:
+    """``verify(mcp_url, run)``: the turns of ``prompt_id``'s conversation, both sides."""
+    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
+    from agentenv_mcp_env.steps import EnvOutcomeVerifier
+
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker").run(ctx)
+    script = (HERE / "bundles" / "run_check.py").read_bytes()
+
+    async def artifact(artifact_id: str, version: int | None = None) -> ArtifactContent:
+        return ArtifactContent(artifact_id, 1, "file", (ArtifactFile("verify.py", script),))
+
+    ctx.artifact = artifact  # type: ignore[method-assign]
+    # what a two-turn prompt_agent step records (written here: no agent runs in this test)
+    ctx.outputs["ask"] = {"prompt_id": "ask", "agent_name": "agent", "prompt": "bump it",
+                          "response": "the count is 1", "conversation": [
+                              {"role": "user", "text": "bump it"},
+                              {"role": "agent", "text": "bumped"},
+                              {"role": "user", "text": "what is the count now?"},
+                              {"role": "agent", "text": "the count is 1"}]}
+    await EnvOutcomeVerifier(id="check", env_id=ids["counter"], file_artifact_id="check",
+                             prompt_id="ask").run(ctx)
+    results = {r.criterion.get("id"): r.result for r in ctx.verifications["check"].results}
+    assert results == {"turns": True, "said-the-count": True, "no-firings": True}
+    with pytest.raises(StepError, match="no reply to prompt 'nope' is recorded"):
+        await EnvOutcomeVerifier(id="check2", env_id=ids["counter"], file_artifact_id="check",
+                                 prompt_id="nope").run(ctx)
