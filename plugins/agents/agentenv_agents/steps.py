@@ -27,6 +27,7 @@ skipped rows, so one criteria list can be shared with ``verify_sandbox``.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -582,9 +583,28 @@ class SnapshotAgentState(Step):
     include_workspace: bool = True
     #: Object-store prefix (default ``runs/<instance>/agent_snapshots/<step id>/<agent>/``).
     output_prefix: str | None = None
+    #: Save the conversation this prompt was answered in (its ``a2a_context_id``).
+    prompt_id: str | None = None
+    timeout_seconds: float = 120
+    artifact_id: str | None = None
+    env_id: str | None = None
+    universe_artifact_id: str | None = None
 
     def check(self, view: PreflightView) -> list[str]:
-        return super().check(view) + _prefix_problems("output_prefix", self.output_prefix)
+        problems = super().check(view) + _prefix_problems("output_prefix", self.output_prefix)
+        if self.prompt_id is not None and self.context_id is not None:
+            problems.append("give prompt_id or context_id, not both")
+        if self.timeout_seconds <= 0:
+            problems.append("timeout_seconds must be positive")
+        for key in ("artifact_id", "universe_artifact_id"):
+            if getattr(self, key) is not None:
+                problems.append(f"{key}: snapshots are saved under the run's object-store "
+                                "prefix (output_prefix), not as file-artifact universes, here; "
+                                "leave it out")
+        if self.env_id is not None:
+            problems.append("env_id: saving an env's service state beside the agent's is not "
+                            "supported here; leave it out")
+        return problems
 
     def prefix(self, ctx: TaskContext) -> str:
         if self.output_prefix is not None:
@@ -598,7 +618,20 @@ class SnapshotAgentState(Step):
         if save is None:
             raise StepError(f"agent '{self.agent_name}' cannot save snapshots (only A2A agents "
                             "whose card lists snapshot/v1 can)")
-        saved = await save(self, self.prefix(ctx))
+        step = self
+        if self.prompt_id is not None:
+            from agent_env.api import find_reply
+
+            reply = find_reply(ctx, self.prompt_id)
+            if reply is None or not reply.get("a2a_context_id"):
+                raise StepError(f"no conversation of prompt '{self.prompt_id}' is recorded")
+            step = attrs.evolve(self, context_id=str(reply["a2a_context_id"]))
+        try:
+            saved = await asyncio.wait_for(save(step, self.prefix(ctx)),
+                                           float(self.timeout_seconds))
+        except TimeoutError:
+            raise StepError(f"agent '{self.agent_name}' did not save its snapshot within "
+                            f"{self.timeout_seconds:g}s") from None
         ctx.outputs[self.id] = {"agent_name": self.agent_name, **saved}
 
 

@@ -59,3 +59,40 @@ def test_env_step_id_is_a_filter_on_the_envs_the_agent_gets() -> None:
     assert setup.envs["echo"].instance_id == "echo-aaaa"
     with pytest.raises(StepError, match="env_step_id 'second' names no deployment of echo"):
         DeployAgent(id="a", env_ids=["echo"], env_step_id="second").setup(ctx)
+
+
+def test_snapshot_agent_state_reads_prompt_id_and_refuses_universes() -> None:
+    from agentenv_agents.steps import SnapshotAgentState
+
+    registry = current().host.registry("step_type")
+    raw = [{"id": "snap", "type": "snapshot_agent_state", "prompt_id": "ask",
+            "timeout_seconds": 60}]
+    assert check_steps(raw, registry)[1] == []
+    raw[0].update(artifact_id="state", env_id="mail")
+    text = "\n".join(check_steps(raw, registry)[1])
+    assert "artifact_id: snapshots are saved under the run's object-store prefix" in text
+    assert "env_id: saving an env's service state beside the agent's is not supported" in text
+    assert SnapshotAgentState.type == "snapshot_agent_state"
+
+
+async def test_snapshot_agent_state_saves_the_conversation_of_prompt_id() -> None:
+    from agent_env.tasks.artifacts import MemoryArtifacts
+    from agent_env.tasks.context import TaskContext
+    from agentenv_agents.steps import SnapshotAgentState
+
+    class SavingAgent:  # a test double: records what it was asked to save
+        name = "agent"
+
+        def __init__(self) -> None:
+            self.saved: list[str | None] = []
+
+        async def save_snapshot(self, step: object, prefix: str) -> dict[str, str]:
+            self.saved.append(getattr(step, "context_id", None))
+            return {"prefix": prefix}
+
+    ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+    agent = SavingAgent()
+    ctx.agents["agent"] = agent  # type: ignore[assignment]
+    ctx.outputs["ask"] = {"prompt_id": "ask", "response": "ok", "a2a_context_id": "ctx-42"}
+    await SnapshotAgentState(id="snap", prompt_id="ask").run(ctx)
+    assert agent.saved == ["ctx-42"]
