@@ -54,6 +54,19 @@ async def task(run_id: str) -> AsyncIterator[tuple[TaskContext, dict[str, str]]]
     assert report.failed == ()
 
 
+def serve_script(ctx: TaskContext, name: str) -> None:
+    """Every artifact the run loads is ``bundles/<name>`` as ``verify.py`` (a test double for
+    the stored check artifact)."""
+    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
+
+    script = (HERE / "bundles" / name).read_bytes()
+
+    async def artifact(artifact_id: str, version: int | None = None) -> ArtifactContent:
+        return ArtifactContent(artifact_id, 1, "file", (ArtifactFile("verify.py", script),))
+
+    ctx.artifact = artifact  # type: ignore[method-assign]
+
+
 async def _status(url: str, headers: dict[str, str] | None = None) -> int:
     async with aiohttp.ClientSession() as http, http.get(url, headers=headers or {}) as resp:
         return resp.status
@@ -204,17 +217,11 @@ async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up
     task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
     leftovers: Callable[[], list[str]], tmp_path: Path,
 ) -> None:
-    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
     from agentenv_mcp_env.steps import EnvOutcomeVerifier
 
     ctx, ids = task
     await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker").run(ctx)
-    script = (HERE / "bundles" / "bump_check.py").read_bytes()
-
-    async def artifact(artifact_id: str, version: int | None = None) -> ArtifactContent:
-        return ArtifactContent(artifact_id, 1, "file", (ArtifactFile("verify.py", script),))
-
-    ctx.artifact = artifact  # type: ignore[method-assign]
+    serve_script(ctx, "bump_check.py")
     verifier = EnvOutcomeVerifier(id="check", env_id=ids["counter"], file_artifact_id="check")
     await verifier.run(ctx)  # healthy: passes
     assert ctx.verifications["check"].score == 1.0
@@ -276,17 +283,11 @@ async def test_a_verify_script_that_takes_run_gets_the_graded_conversation(
     task: tuple[TaskContext, dict[str, str]],
 ) -> None:
     """``verify(mcp_url, run)``: the turns of ``prompt_id``'s conversation, both sides."""
-    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
     from agentenv_mcp_env.steps import EnvOutcomeVerifier
 
     ctx, ids = task
     await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker").run(ctx)
-    script = (HERE / "bundles" / "run_check.py").read_bytes()
-
-    async def artifact(artifact_id: str, version: int | None = None) -> ArtifactContent:
-        return ArtifactContent(artifact_id, 1, "file", (ArtifactFile("verify.py", script),))
-
-    ctx.artifact = artifact  # type: ignore[method-assign]
+    serve_script(ctx, "run_check.py")
     # what a two-turn prompt_agent step records (written here: no agent runs in this test)
     ctx.outputs["ask"] = {"prompt_id": "ask", "agent_name": "agent", "prompt": "bump it",
                           "response": "the count is 1", "conversation": [
