@@ -89,6 +89,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ChoiceProblem": ("agent_env.tasks.steps", "ChoiceProblem"),
     "TaskContext": ("agent_env.tasks.context", "TaskContext"),
     "ScoreRow": ("agent_env.tasks.scores", "ScoreRow"),
+    "rows_from_results": ("agent_env.tasks.scores", "rows_from_results"),
     "AGGREGATORS": ("agent_env.tasks.scores", "AGGREGATORS"),
     "open_provider": ("agent_env.tasks.sandboxes", "open_provider"),
     "TaskSpec": ("agent_env.tasks.plan", "TaskSpec"),
@@ -338,7 +339,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.sandboxes import choose_provider, open_provider
-    from agent_env.tasks.scores import AGGREGATORS, ScoreRow
+    from agent_env.tasks.scores import AGGREGATORS, ScoreRow, rows_from_results
     from agent_env.tasks.session import RunRequest
     from agent_env.tasks.steps import (
         ChoiceProblem,

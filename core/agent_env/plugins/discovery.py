@@ -111,30 +111,58 @@ class EntryPoint:
         return import_target(self.value)
 
 
-def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint]]:
-    """A record (not yet loaded) for every ``agent_env`` entry point, each distribution once.
+@attrs.frozen
+class ReferenceSteps:
+    """A distribution's ``agent_env.task_steps`` entry points (step types written for the
+    reference framework), loaded as one plugin: a module of one ``agent_env_step_types`` hook
+    that offers each class through :mod:`agent_env.task_step.adapter`."""
+
+    dist: Distribution
+    entries: tuple[EntryPoint, ...]
+
+    def load(self) -> ModuleType:
+        from agent_env.task_step.adapter import reference_steps_plugin
+
+        return reference_steps_plugin(self.dist.name, {e.name: e.load() for e in self.entries})
+
+
+def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint | ReferenceSteps]]:
+    """A record (not yet loaded) for every ``agent_env`` entry point, each distribution once,
+    and one for each distribution's ``agent_env.task_steps`` entry points (the reference
+    framework's step types, which load here too).
 
     Read straight from the ``*.dist-info`` / ``*.egg-info`` folders on ``sys.path`` rather than
     through ``importlib.metadata``, whose import alone costs about 20 ms of every CLI start;
-    only distributions that declare the group have their metadata read.
+    only distributions that declare a group read here have their metadata read.
     """
-    seen: set[tuple[str, str]] = set()
-    for entry_point in _scan(ENTRY_POINT_GROUP):
-        key = (normalise(entry_point.dist.name), entry_point.name)
+    seen: set[tuple[str, str, str]] = set()
+    reference: dict[str, list[EntryPoint]] = {}
+    for group, entry_point in _scan((ENTRY_POINT_GROUP, REFERENCE_STEP_GROUP)):
+        key = (normalise(entry_point.dist.name), group, entry_point.name)
         if key in seen:  # the same distribution seen twice on sys.path: the first one wins
             continue
         seen.add(key)
         dist = entry_point.dist
+        if group == REFERENCE_STEP_GROUP:
+            reference.setdefault(dist.name, []).append(entry_point)
+            continue
         yield PluginRecord(entry_point.name, dist.name, dist.version, entry_point.value), \
             entry_point
+    for entries in reference.values():
+        dist = entries[0].dist
+        listed = ", ".join(f"{e.name} = {e.value}" for e in entries)
+        yield PluginRecord(normalise(dist.name), dist.name, dist.version,
+                           f"[{REFERENCE_STEP_GROUP}] {listed}"), \
+            ReferenceSteps(dist, tuple(entries))
 
 
-#: The entry-point groups of the framework AgentEnv is modelled on: a distribution exposing
-#: only these was written for it, and is never loaded here; ``plugin list`` shows it as
-#: ``foreign``.
+#: The entry-point groups of the framework AgentEnv is modelled on. Its step types
+#: (:data:`REFERENCE_STEP_GROUP`) load here; a distribution that declares others is listed by
+#: ``plugin list`` as ``foreign`` for those, with what it would need.
 REFERENCE_GROUPS = tuple(f"agent_env.{name}" for name in (
     "envs", "task_steps", "sandbox_providers", "env_providers", "state_providers", "artifacts",
     "explorer_plugins", "cli_plugins", "cli_root_options", "bundles"))
+REFERENCE_STEP_GROUP = "agent_env.task_steps"
 
 
 @attrs.frozen
@@ -162,7 +190,7 @@ def foreign_plugins() -> list[ForeignPlugin]:
             info = os.path.join(folder or ".", name)
             declared = _entries_by_group(os.path.join(info, "entry_points.txt"))
             groups = {g: tuple(n for n, _ in declared[g]) for g in REFERENCE_GROUPS
-                      if declared.get(g)}
+                      if declared.get(g) and g != REFERENCE_STEP_GROUP}
             if not groups or declared.get(ENTRY_POINT_GROUP):
                 continue
             dist = _distribution(info)
@@ -171,7 +199,8 @@ def foreign_plugins() -> list[ForeignPlugin]:
     return sorted(found.values(), key=lambda f: normalise(f.distribution))
 
 
-def _scan(group: str) -> Iterator[EntryPoint]:
+def _scan(groups: tuple[str, ...]) -> Iterator[tuple[str, EntryPoint]]:
+    """``(group, entry point)`` for each entry of ``groups``, in one pass over ``sys.path``."""
     for folder in sys.path:
         try:
             names = sorted(os.listdir(folder or "."))
@@ -181,23 +210,20 @@ def _scan(group: str) -> Iterator[EntryPoint]:
             if not name.endswith((".dist-info", ".egg-info")):
                 continue
             info = os.path.join(folder or ".", name)
-            found = _group_entries(os.path.join(info, "entry_points.txt"), group)
-            if not found:
+            declared = _entries_by_group(os.path.join(info, "entry_points.txt"), groups)
+            if not declared:
                 continue
             dist = _distribution(info)
             if dist is None:
                 continue
-            for entry_name, value in found:
-                yield EntryPoint(entry_name, value, dist)
+            for group in groups:
+                for entry_name, value in declared.get(group, ()):
+                    yield group, EntryPoint(entry_name, value, dist)
 
 
-def _group_entries(path: str, group: str) -> list[tuple[str, str]]:
-    """``name = value`` lines of ``[group]`` in an entry_points.txt (extras dropped)."""
-    return _entries_by_group(path, only=group).get(group, [])
-
-
-def _entries_by_group(path: str, only: str | None = None) -> dict[str, list[tuple[str, str]]]:
-    """Every group's ``name = value`` lines in an entry_points.txt (or ``only`` that group)."""
+def _entries_by_group(path: str, only: tuple[str, ...] | None = None,
+                      ) -> dict[str, list[tuple[str, str]]]:
+    """Every group's ``name = value`` lines in an entry_points.txt (or those of ``only``)."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -211,7 +237,7 @@ def _entries_by_group(path: str, only: str | None = None) -> dict[str, list[tupl
             continue
         if line.startswith("[") and line.endswith("]"):
             current = line[1:-1].strip()
-        elif current is not None and "=" in line and only in (None, current):
+        elif current is not None and "=" in line and (only is None or current in only):
             entry_name, _, value = line.partition("=")
             found.setdefault(current, []).append(
                 (entry_name.strip(), value.split("[")[0].strip()))
@@ -247,7 +273,8 @@ def _distribution(info: str) -> Distribution | None:
 
 
 def load_entry_point(
-    record: PluginRecord, entry_point: EntryPoint, *, disabled: set[str], only: set[str] | None
+    record: PluginRecord, entry_point: EntryPoint | ReferenceSteps, *, disabled: set[str],
+    only: set[str] | None,
 ) -> ModuleType | None:
     """Import the plugin's module, or record why not (turned off, not selected, broken)."""
     if record.names() & disabled:

@@ -199,11 +199,15 @@ class TaskContext:
     # -- verifications -------------------------------------------------------------------------
 
     def record_verification(
-        self, step: Step, verifier_id: str | None, rows: Sequence[ScoreRow], aggregator: str
+        self, step: Step, verifier_id: str | None, rows: Sequence[ScoreRow], aggregator: str,
+        *, score: float | None = None,
     ) -> Verification:
-        """Score ``rows`` and keep them as ``metadata.verifications[verifier_id]``."""
+        """Score ``rows`` and keep them as ``metadata.verifications[verifier_id]``; ``score``:
+        the step's own score, when it computed one (a step written for the reference framework
+        does), kept in place of the aggregate."""
         verification = Verification(
-            verifier_id or step.id, step.id, aggregate(aggregator, rows), tuple(rows)
+            verifier_id or step.id, step.id,
+            aggregate(aggregator, rows) if score is None else score, tuple(rows)
         )
         self.verifications[verification.verifier_id] = verification
         return verification

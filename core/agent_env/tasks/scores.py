@@ -98,6 +98,29 @@ AGGREGATORS: dict[str, Callable[[Sequence[ScoreRow]], float]] = {
 }
 
 
+def rows_from_results(result: Any, what: str) -> list[ScoreRow]:
+    """Score rows from results as verify scripts and steps written for the reference framework
+    give them: ``[{id, result, description}]`` (optional ``score``, ``weight``; one row may be
+    a lone object). ``what`` names the source in the ValueError a malformed result raises."""
+    if isinstance(result, dict):
+        result = [result]
+    if not isinstance(result, list):
+        raise ValueError(f"{what} must give a list of rows ({{id, result, description}}), not "
+                         f"{type(result).__name__}")
+    rows = []
+    for index, raw in enumerate(result):
+        if not isinstance(raw, dict) or "result" not in raw:
+            raise ValueError(f"{what}: row {index} must be an object with 'id', 'result' and "
+                             f"'description', not {raw!r}")
+        passed = bool(raw["result"])
+        score = raw.get("score", 1.0 if passed else 0.0)
+        criterion = {k: v for k, v in raw.items()
+                     if k not in ("result", "description", "score", "weight")}
+        rows.append(ScoreRow(index, float(score), passed, str(raw.get("description") or ""),
+                             weight=float(raw.get("weight", 1.0)), criterion=criterion))
+    return rows
+
+
 def aggregate(name: str, rows: Sequence[ScoreRow]) -> float:
     """Score ``rows`` with the named aggregator; no rows score 0."""
     if not rows:

@@ -244,26 +244,13 @@ def _last_frame(exc: BaseException) -> str:
 
 
 def rows_from_script(result: Any, entry: str) -> list[ScoreRow]:
-    """``[{id, result, description}]`` (optional ``score``, ``weight``) -> score rows."""
-    if isinstance(result, dict):
-        result = [result]
-    if not isinstance(result, list):
-        raise StepError(f"{entry}: verify() must return a list of rows "
-                        f"({{id, result, description}}), not {type(result).__name__}")
-    rows = []
-    for index, raw in enumerate(result):
-        if not isinstance(raw, dict) or "result" not in raw:
-            raise StepError(f"{entry}: row {index} must be an object with 'id', 'result' and "
-                            f"'description', not {raw!r}")
-        passed = bool(raw["result"])
-        score = raw.get("score", 1.0 if passed else 0.0)
-        criterion = {k: v for k, v in raw.items()
-                     if k not in ("result", "description", "score", "weight")}
-        rows.append(ScoreRow(
-            index, float(score), passed, str(raw.get("description") or ""),
-            weight=float(raw.get("weight", 1.0)), criterion=criterion,
-        ))
-    return rows
+    """``verify()``'s rows as score rows; StepError naming the script when malformed."""
+    from agent_env.api import rows_from_results
+
+    try:
+        return list(rows_from_results(result, f"{entry}: verify()"))
+    except ValueError as exc:
+        raise StepError(str(exc)) from None
 
 
 @attrs.define(kw_only=True)
