@@ -136,18 +136,27 @@ def show_plugin(name: str, as_json: bool) -> None:
 
 
 @plugin.command("check")
-def check_plugins() -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the packages and problems as JSON (exit code as without it).")
+def check_plugins(as_json: bool) -> int:
     """Load every plugin; exit 1 if any failed, conflicts or is shadowed."""
     current().host.load_everything()  # list stays cheap; check imports every lazy contribution
     rows = _package_rows()
     found = problems(current().host, rows)
     count = sum(len(row["provides"]) for row in rows)
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"format_version": FORMAT_VERSION, "ok": not found,
+                               "problems": found, "plugins": rows}, indent=2, default=str))
+        return 1 if found else 0
     if found:
         for problem in found:
             echo(f"problem: {problem}")
         raise UserError(f"{len(found)} plugin problem(s); see 'agent-env plugin show NAME'")
     loaded = [r for r in rows if r["status"] == ACTIVE]  # unloaded/turned-off ones don't count
     echo(f"ok: {len(loaded)} plugin package(s), {count} contribution(s), all in effect")
+    return 0
 
 
 @plugin.command("add")

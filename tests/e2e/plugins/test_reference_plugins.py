@@ -52,6 +52,12 @@ def test_a_reference_style_step_plugin_loads_checks_and_runs(tmp_path: Path) -> 
     assert "No module named 'no_such_module'" in rows["broken-steps"]["detail"]
     assert all(f["package"] not in ("refstyle-steps", "broken-steps")
                for f in listed["foreign"])
+    checked = agent_env("plugin", "check", "--json")  # as the reference spells it
+    assert checked.returncode == 1
+    report = json.loads(checked.stdout)
+    assert report["ok"] is False
+    assert report["problems"] == ["broken-steps: import-error: ModuleNotFoundError: No module "
+                                  "named 'no_such_module'"]
 
     ran = agent_env("run", str(bundle))
     assert ran.returncode == 0, ran.stdout + ran.stderr
