@@ -94,7 +94,7 @@ def get(eval_id: str, version: int | None) -> None:
               help="Write runs.jsonl (a row per run) and summary.json here.")
 @click.option("--model", "--agent-model", "model", metavar="NAME",
               help="The model every prompt_agent step asks for.")
-@click.option("--agent", "agent_id", type=ENTITY_ID, metavar="ID",
+@click.option("--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
               help="The agent every deploy_agent deploys.")
 @click.option("--judge-model", metavar="NAME",
               help="The model rubrics_verifier steps ask when they name none.")

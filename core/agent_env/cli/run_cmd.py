@@ -85,7 +85,7 @@ def print_listing() -> None:
               help="Sandbox providers to use for every sandbox (a fallback chain).")
 @click.option("--model", metavar="NAME",
               help="The model every prompt_agent step asks for (replaces the steps' own).")
-@click.option("--agent", "agent_id", type=ENTITY_ID, metavar="ID",
+@click.option("--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
               help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
 @click.option("--user-model", metavar="NAME",
               help="The model that plays the user of prompt_agent conversations.")

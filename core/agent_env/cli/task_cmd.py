@@ -141,9 +141,11 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
               help="The model that plays the user of prompt_agent conversations.")
 @click.option("--judge-model", metavar="NAME",
               help="The model rubrics_verifier steps ask when they name none.")
+@click.option("--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
+              help="The agent every deploy_agent step deploys.")
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
         seeds: tuple[str, ...], keep: bool, k: int, model: str | None,
-        user_model: str | None, judge_model: str | None) -> int:
+        user_model: str | None, judge_model: str | None, agent_id: str | None) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.runs import check_ready, run_tasks
@@ -157,7 +159,8 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     label = f"{record.id} v{record.version}"
     steps, checked = _checked(label, record.body["steps"], sandbox)
     chain = option_chain(sandbox)
-    choices = RunChoices(model=model, user_model=user_model, judge_model=judge_model)
+    choices = RunChoices(model=model, agent=agent_id, user_model=user_model,
+                         judge_model=judge_model)
     seed = {}
     for item in seeds:
         key, sep, value = item.partition("=")

@@ -93,3 +93,22 @@ def test_the_kernel_runs_without_the_agents_plugin(tmp_path: Path) -> None:
     assert unused.returncode == 1
     assert unused.stderr.strip() == ("Error: --agent model-agent: no step of this run deploys "
                                      "an agent")
+
+
+def test_task_run_takes_the_run_choices_as_the_reference_spells_them(tmp_path: Path) -> None:
+    """``task run --a2a-agent-id``, ``--user-model``, ``--judge-model``: checked before the run
+    (an agent no step deploys, a model nobody answers), one line each."""
+    task = tmp_path / "t.json"
+    task.write_text('[{"id": "box", "type": "deploy_sandbox", "sandbox_name": "box", '
+                    '"sandbox_type": "local"}]')
+    assert _run(tmp_path, "task", "create", str(task), "--id", "@me/t").returncode == 0
+    agent = _run(tmp_path, "task", "run", "--id", "@me/t", "--a2a-agent-id", "model-agent")
+    assert agent.returncode == 1
+    assert agent.stderr.strip() == ("Error: --agent model-agent: no step of this run deploys "
+                                    "an agent")
+    user = _run(tmp_path, "task", "run", "--id", "@me/t", "--user-model", "gpt-x")
+    assert user.returncode == 1
+    assert user.stderr.startswith("Error: --user-model: model 'gpt-x' goes to the model "
+                                  "upstream, and no upstream is configured")
+    judged = _run(tmp_path, "task", "run", "--id", "@me/t", "--judge-model", "scripted:j")
+    assert judged.returncode == 0, judged.stderr  # a model a plugin serves; no rubric to use it
