@@ -107,8 +107,9 @@ def get_agent(agent_id: str, version: int | None) -> None:
 
 @a2a_agent.command("put")
 @click.option("--id", "agent_id", type=ENTITY_ID, required=True, help="The agent's id.")
-@click.option("--folder", type=click.Path(path_type=Path),
-              help="The agent's folder: an agent.toml and, to build it, its Dockerfile.")
+@click.option("--folder", "--context", "folder", type=click.Path(path_type=Path),
+              help="The agent's folder (also --context): its Dockerfile, and an agent.toml "
+                   "when it sets more than the defaults.")
 @click.option("--image-ref", help="A prebuilt A2A agent image to run instead of a folder.")
 @click.option("--validate", "then_validate", is_flag=True,
               help="Then run a2a-agent validate on the version stored.")

@@ -5,7 +5,8 @@ common keys below are read here (into the kernel's ``AgentDefinition``); the age
 (``agent_env_agent_types``) reads the rest of the folder. Keys follow the reference's
 ``agent.toml``: ``image`` (a prebuilt image instead of building the folder), ``[default_env_vars]``,
 ``[metadata]`` (``default_model``, ``min_disk_size_gb``, ``takes_credentials``); ``type`` is ours
-(default ``a2a``). """
+(default ``a2a``). A folder with a Dockerfile and no ``agent.toml`` (as the reference's agent
+folders are) is an ``a2a`` agent with every default."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def read_agent(name: str, folder: Path) -> AgentDefinition:
     """Read ``folder/agent.toml``; a UserError names the file and what to fix."""
     path = folder / AGENT_FILE
     if not path.is_file():
-        raise UserError(f"agent '{name}' has no {AGENT_FILE} in {folder}")
+        if (folder / "Dockerfile").is_file():
+            return AgentDefinition(name=name, folder=folder)
+        raise UserError(f"agent '{name}' has no {AGENT_FILE} (nor a Dockerfile) in {folder}")
     data = read_toml(path)
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:

@@ -130,3 +130,13 @@ def test_an_agent_image_that_fails_to_build_names_the_failing_line(
     assert ("The command '/bin/sh -c echo building the agent && exit 3' returned a non-zero "
             "code: 3") in done.stdout
     assert left_by(done.stdout) == []
+
+
+def test_a_reference_agent_folder_without_agent_toml_is_stored(agent_env, own_agent) -> None:
+    """The reference's agent folders have a Dockerfile and no agent.toml, and its CLI says
+    ``--context``: stored as an a2a agent with every default."""
+    (own_agent / "agent.toml").unlink()
+    done = agent_env("a2a-agent", "put", "--id", "ref-agent", "--context", str(own_agent))
+    assert (done.returncode, done.stdout.strip()) == (0, "agent ref-agent: v1 (new)"), done.stderr
+    shown = json.loads(agent_env("a2a-agent", "get", "--id", "ref-agent").stdout)
+    assert shown["type"] == "a2a" and "agent.toml" not in shown["files"]

@@ -165,3 +165,16 @@ async def test_run_overrides_replace_the_steps_agent_and_model(tmp_path: Path) -
         await PromptAgent(id="p", agent_name="eve", prompt="hi", model="from-step").run(ctx)
     assert DEPLOYED[-1][:2] == ("eve", "echoer")
     assert ctx.outputs["p"]["response"] == "model=from-the-cli"
+
+
+def test_a_folder_with_only_a_dockerfile_is_an_a2a_agent(tmp_path: Path) -> None:
+    """As the reference's agent folders are: no agent.toml, every default."""
+    folder = tmp_path / "gemini"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    definition = read_agent("gemini", folder)
+    assert (definition.type, definition.dockerfile, definition.image) == ("a2a", "Dockerfile",
+                                                                          None)
+    (folder / "Dockerfile").unlink()
+    with pytest.raises(UserError, match=r"has no agent.toml \(nor a Dockerfile\)"):
+        read_agent("gemini", folder)
