@@ -285,7 +285,10 @@ def load_entry_point(
         record.status, record.reason = UNLOADED, "not-selected"
         record.detail = "not named in AGENT_ENV_PLUGINS"
         return None
-    problem = core_requirement_problem(entry_point.dist, core_version())
+    # a reference plugin's requirement names the reference's releases, whose API the task-step
+    # SDK here follows, not this core's own version numbers
+    problem = (None if isinstance(entry_point, ReferenceSteps)
+               else core_requirement_problem(entry_point.dist, core_version()))
     if problem:
         record.fail("incompatible-core", problem)
         return None

@@ -17,10 +17,12 @@ HERE = Path(__file__).parent
 
 
 def install(site: Path, name: str, version: str, entry_points: str) -> None:
-    """A distribution as pip leaves it: its dist-info (METADATA, entry_points.txt)."""
+    """A distribution as pip leaves it: its dist-info (METADATA, entry_points.txt), needing the
+    reference's release, as such plugins declare."""
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                   "Requires-Dist: agentenv-framework>=0.9\n")
     (info / "entry_points.txt").write_text(entry_points)
 
 
