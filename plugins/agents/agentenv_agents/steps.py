@@ -481,12 +481,14 @@ class PromptAgent(Step):
 
         user = ctx.agents.get(self.user_agent_name)
         if user is not None:
-            ask = attrs.evolve(self, prompt=str(conversation[-1]["text"]), parts=None,
-                               agent_name=self.user_agent_name, model=self._user_model(ctx),
-                               system_prompt=None,
-                               output_format=self.user_output_format or USER_OUTPUT_FORMAT,
-                               prompt_id=f"{self.reply_id}.user",
-                               max_conversation_turns=1)
+            # none of the agent's own settings (its effort, its conversation) reach the user
+            unset = dict.fromkeys(AGENT_CONFIG_KEYS)
+            ask = attrs.evolve(self, **{**unset, "model": self._user_model(ctx),
+                                        "output_format": self.user_output_format
+                                        or USER_OUTPUT_FORMAT},
+                               prompt=str(conversation[-1]["text"]), parts=None,
+                               agent_name=self.user_agent_name, context_id=None,
+                               prompt_id=f"{self.reply_id}.user", max_conversation_turns=1)
             reply = await user.prompt(ask, float(self.user_agent_timeout_seconds))
             if reply.error_type is not None:
                 raise StepError(f"the user agent '{self.user_agent_name}' failed its turn "

@@ -119,11 +119,13 @@ class ScriptedPlayer:
 
     def __init__(self, name: str, lines: list[str]) -> None:
         self.name, self.lines, self.heard = name, list(lines), []
+        self.settings: list[tuple[Any, Any]] = []
 
     async def prompt(self, step: Any, timeout: float) -> Any:
         from agent_env.agents import AgentReply, Usage
 
         self.heard.append((step.text, step.output_format))
+        self.settings.append((step.effort, step.context_id))
         return AgentReply(self.lines.pop(0), usage=Usage(model_calls=1))
 
     def describe(self) -> dict[str, Any]:
@@ -138,7 +140,8 @@ async def test_a_user_agent_plays_the_user_until_the_turns_run_out(state_root: A
     agent = ScriptedPlayer("agent", ["one", "two", "three"])
     user = ScriptedPlayer("human_agent", ['{"message": "more", "done": false}', "and more"])
     ctx.agents.update(agent=agent, human_agent=user)
-    await PromptAgent(id="ask", prompt="start", max_conversation_turns=3).run(ctx)
+    await PromptAgent(id="ask", prompt="start", max_conversation_turns=3, effort="high",
+                      context_id="agent-ctx").run(ctx)
     output = ctx.outputs["ask"]
     assert [t["text"] for t in output["conversation"]] == [
         "start", "one", "more", "two", "and more", "three"]
@@ -147,6 +150,8 @@ async def test_a_user_agent_plays_the_user_until_the_turns_run_out(state_root: A
     assert [text for text, _ in agent.heard] == ["start", "more", "and more"]
     assert [text for text, _ in user.heard] == ["one", "two"]
     assert all(fmt["json_schema"]["name"] == "user_turn" for _, fmt in user.heard)
+    # the agent's own settings and conversation never reach the user
+    assert set(agent.settings) == {("high", "agent-ctx")} and set(user.settings) == {(None, None)}
 
 
 async def test_without_a_user_the_conversation_is_one_turn(state_root: Any) -> None:
