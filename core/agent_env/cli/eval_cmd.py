@@ -13,14 +13,18 @@ the runs that completed and runs the rest. Exit codes: 0 every run completed (pa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
+from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION, run_choices
 from agent_env.errors import UserError
 from agent_env.runs import DEFAULT_CONCURRENCY
 from agent_env.sandbox.chain import option_chain
+
+if TYPE_CHECKING:
+    from agent_env.tasks.steps import RunChoices
 
 
 @click.group("eval")
@@ -92,27 +96,18 @@ def get(eval_id: str, version: int | None) -> None:
               help="Continue this run group: completed runs are reused, the rest run.")
 @click.option("--output-dir", type=OUTPUT_DIR,
               help="Write runs.jsonl (a row per run) and summary.json here.")
-@click.option("--model", "--agent-model", "model", metavar="NAME",
-              help="The model every prompt_agent step asks for.")
-@click.option("--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
-              help="The agent every deploy_agent deploys.")
-@click.option("--judge-model", metavar="NAME",
-              help="The model rubrics_verifier steps ask when they name none.")
-@click.option("--user-model", metavar="NAME",
-              help="The model that plays the user of prompt_agent conversations.")
+@run_choices()
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary and runs as JSON on stdout (progress goes to stderr).")
 def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, retries: int,
-        resume_id: str | None, output_dir: Path | None, model: str | None,
-        agent_id: str | None, judge_model: str | None, user_model: str | None,
+        resume_id: str | None, output_dir: Path | None, choices: RunChoices,
         sandbox: str | None, as_json: bool) -> int:
     """Run every task of eval ID k times and report pass@k."""
     from agent_env.evals.entity import get_eval, stored_tasks
     from agent_env.evals.groups import Group, GroupStore, Slot, new_group_id
     from agent_env.runs import check_counts, check_group_size, run_group
     from agent_env.runtime import current
-    from agent_env.tasks.steps import RunChoices
 
     check_counts(k=k, concurrency=max_concurrency, retries=retries)
     groups = GroupStore(current().document_store)
@@ -142,7 +137,6 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
         group = Group(new_group_id(), "eval", eval_id, record.version, k, slots)
     return run_group(group, groups, resume=resume_id is not None,
                      max_concurrency=max_concurrency, retries=retries, output_dir=output_dir,
-                     choices=RunChoices(model=model, agent=agent_id, user_model=user_model,
-                                        judge_model=judge_model),
+                     choices=choices,
                      sandbox_chain=option_chain(sandbox), as_json=as_json,
                      resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}")

@@ -9,6 +9,7 @@ Why here: an empty id reached the ledger's ``ValueError`` and a 20-digit version
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,3 +105,41 @@ class OutputDir(_Type):
 
 
 OUTPUT_DIR = OutputDir()
+
+
+def run_choices(*, agent: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The run's choices as options, given to the command as one ``choices``
+    (:class:`~agent_env.tasks.steps.RunChoices`): ``--model`` (also ``--agent-model``),
+    ``--agent`` (also ``--a2a-agent-id``; left out with ``agent=False``), ``--user-model``,
+    ``--judge-model``. One definition, so every command that runs tasks spells them alike."""
+    import functools
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def with_choices(*args: Any, model: str | None = None, agent_id: str | None = None,
+                         user_model: str | None = None, judge_model: str | None = None,
+                         **kwargs: Any) -> Any:
+            from agent_env.tasks.steps import RunChoices
+
+            return command(*args, choices=RunChoices(model, agent_id, user_model, judge_model),
+                           **kwargs)
+
+        options = [
+            click.option("--judge-model", metavar="NAME",
+                         help="The model rubrics_verifier steps ask when they name none."),
+            click.option("--user-model", metavar="NAME",
+                         help="The model that plays the user of prompt_agent conversations."),
+        ]
+        if agent:
+            options.append(click.option(
+                "--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
+                help="The agent every deploy_agent step deploys (see agent-env a2a-agent "
+                     "list)."))
+        options.append(click.option(
+            "--model", "--agent-model", "model", metavar="NAME",
+            help="The model every prompt_agent step asks for (replaces the steps' own)."))
+        for option in options:
+            with_choices = option(with_choices)
+        return with_choices
+
+    return decorate

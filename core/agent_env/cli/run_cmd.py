@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID
+from agent_env.cli.params import run_choices
 from agent_env.plural import plural
 from agent_env.runs import EXIT_OK
 from agent_env.sandbox.chain import option_chain
@@ -83,14 +83,7 @@ def print_listing() -> None:
               help="Run only this eval's tasks; repeatable.")
 @click.option("--sandbox", metavar="A[,B...]",
               help="Sandbox providers to use for every sandbox (a fallback chain).")
-@click.option("--model", metavar="NAME",
-              help="The model every prompt_agent step asks for (replaces the steps' own).")
-@click.option("--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
-              help="The agent every deploy_agent step deploys (see agent-env a2a-agent list).")
-@click.option("--user-model", metavar="NAME",
-              help="The model that plays the user of prompt_agent conversations.")
-@click.option("--judge-model", metavar="NAME",
-              help="The model rubrics_verifier steps ask when they name none.")
+@run_choices()
 @click.option("--keep", is_flag=True,
               help="Hold sandboxes up after the run until Ctrl-C; prints their URLs and tokens.")
 @click.option("--dry-run", is_flag=True,
@@ -99,16 +92,12 @@ def print_listing() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the runs and their counts as JSON on stdout (progress goes to stderr).")
 def run(bundle: str | None, tasks: tuple[str, ...], eval_names: tuple[str, ...],
-        sandbox: str | None, model: str | None, agent_id: str | None, user_model: str | None,
-        judge_model: str | None, keep: bool, dry_run: bool, as_json: bool) -> int:
+        sandbox: str | None, choices: RunChoices, keep: bool, dry_run: bool,
+        as_json: bool) -> int:
     """Run a bundle's evals (or all its tasks); with no BUNDLE, list the installed bundles."""
     if bundle is None:
         print_listing()
         return EXIT_OK
-    from agent_env.tasks.steps import RunChoices
-
-    choices = RunChoices(model=model, agent=agent_id, user_model=user_model,
-                         judge_model=judge_model)
     if not as_json:
         return run_bundle(bundle, tasks=tasks, eval_names=eval_names, sandbox=sandbox, keep=keep,
                           dry_run=dry_run, choices=choices)

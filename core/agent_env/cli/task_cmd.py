@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agent_env.cli.console import echo
-from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
+from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION, run_choices
 from agent_env.errors import UserError
 from agent_env.plural import plural
 from agent_env.sandbox.chain import option_chain
+
+if TYPE_CHECKING:
+    from agent_env.tasks.steps import RunChoices
 
 
 def _echo_json(value: Any) -> None:
@@ -135,17 +138,9 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 @click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
 @click.option("--k", type=int, default=1, show_default=True,
               help="Run it N times (4 at once) and report pass@k.")
-@click.option("--model", "--agent-model", "model", metavar="NAME",
-              help="The model every prompt_agent step asks for.")
-@click.option("--user-model", metavar="NAME",
-              help="The model that plays the user of prompt_agent conversations.")
-@click.option("--judge-model", metavar="NAME",
-              help="The model rubrics_verifier steps ask when they name none.")
-@click.option("--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",
-              help="The agent every deploy_agent step deploys.")
+@run_choices()
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
-        seeds: tuple[str, ...], keep: bool, k: int, model: str | None,
-        user_model: str | None, judge_model: str | None, agent_id: str | None) -> int:
+        seeds: tuple[str, ...], keep: bool, k: int, choices: RunChoices) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.runs import check_ready, run_tasks
@@ -153,14 +148,11 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances
     from agent_env.tasks.session import RunRequest
-    from agent_env.tasks.steps import RunChoices
 
     record = _stored_task(task_id, version)
     label = f"{record.id} v{record.version}"
     steps, checked = _checked(label, record.body["steps"], sandbox)
     chain = option_chain(sandbox)
-    choices = RunChoices(model=model, agent=agent_id, user_model=user_model,
-                         judge_model=judge_model)
     seed = {}
     for item in seeds:
         key, sep, value = item.partition("=")
@@ -218,22 +210,16 @@ def _run_group(group: Any, *, output_dir: Path | None, choices: Any, chain: Any,
               help="Runs again a run that ended in an infrastructure error, up to N times.")
 @click.option("--output-dir", type=OUTPUT_DIR,
               help="Write runs.jsonl (a row per run) and summary.json here.")
-@click.option("--model", "--agent-model", "model", metavar="NAME",
-              help="The model every prompt_agent step asks for.")
-@click.option("--user-model", metavar="NAME",
-              help="The model that plays the user of prompt_agent conversations.")
-@click.option("--judge-model", metavar="NAME",
-              help="The model rubrics_verifier steps ask when they name none.")
+@run_choices(agent=False)
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary and runs as JSON on stdout (progress goes to stderr).")
 def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, retries: int,
-              output_dir: Path | None, model: str | None, user_model: str | None,
-              judge_model: str | None, sandbox: str | None, as_json: bool) -> int:
+              output_dir: Path | None, choices: RunChoices, sandbox: str | None,
+              as_json: bool) -> int:
     """Run a stored task once per seed (metadata seed {"seed": N}, so <seed> in a step is N)."""
     from agent_env.evals.groups import Group, Slot, new_group_id
     from agent_env.runs import check_counts, parse_seeds
-    from agent_env.tasks.steps import RunChoices
 
     check_counts(concurrency=concurrency, retries=retries, concurrency_option="--concurrency")
     numbers = parse_seeds(seeds)
@@ -241,7 +227,6 @@ def run_batch(task_id: str, version: int | None, seeds: str, concurrency: int, r
     slots = tuple(Slot(i, record.id, record.version, i + 1, {"seed": str(n)})
                   for i, n in enumerate(numbers))
     group = Group(new_group_id(), "batch", record.id, record.version, 1, slots)
-    choices = RunChoices(model=model, user_model=user_model, judge_model=judge_model)
     return _run_group(group, output_dir=output_dir, choices=choices,
                       chain=option_chain(sandbox), concurrency=concurrency, retries=retries,
                       as_json=as_json)

@@ -30,7 +30,8 @@ from agent_env.bundles.jsonfile import MAX_DEPTH, MAX_INT_DIGITS
     (("bundle", "init", "out", "--from-task", ""),
      "Invalid value for '--from-task': an id cannot be empty"),
     (("run", "hello", "--agent", "\u202e"),
-     "Invalid value for '--agent': an id cannot hold control characters (U+202E)"),
+     "Invalid value for '--agent' / '--a2a-agent-id': an id cannot hold control characters "
+     "(U+202E)"),
     (("task", "get", "--id", "t", "--version", "\u0663"),  # an Arabic-Indic 3: not ASCII
      "Invalid value for '--version': '\u0663' is not a version"),
 ])
