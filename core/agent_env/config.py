@@ -39,6 +39,12 @@ ENV_VARIABLES = {
     "AGENT_ENV_MODEL_BASE_URL": ("model", "base_url"),
     "AGENT_ENV_MODEL_API_KEY": ("model", "api_key"),
 }
+#: The model upstream as the host of a reference-framework user already names it: used only when
+#: neither the config file nor an ``AGENT_ENV_*`` variable sets that key.
+FALLBACK_VARIABLES = {
+    "LITELLM_BASE_URL": ("model", "base_url"),
+    "LITELLM_API_KEY": ("model", "api_key"),
+}
 
 #: Known sections and their known keys (None: any key, e.g. a plugin's own table).
 KNOWN_KEYS: dict[str, set[str] | None] = {
@@ -297,6 +303,10 @@ def load_config(
         if environ.get(variable):
             table = data.setdefault(section, {})
             table[key] = environ[variable]
+            sources[section] = f"{sources.get(section, 'default')} + ${variable}"
+    for variable, (section, key) in FALLBACK_VARIABLES.items():
+        if environ.get(variable) and key not in data.get(section, {}):
+            data.setdefault(section, {})[key] = environ[variable]
             sources[section] = f"{sources.get(section, 'default')} + ${variable}"
     for name, value in overrides.items():
         data[name] = merge_value(data.get(name), value)

@@ -199,3 +199,18 @@ def test_a_missing_model_secret_is_one_line_naming_it(tmp_path: Path, monkeypatc
         runtime.current().config.section("model")
     assert str(info.value).startswith("model.api_key: 'secret:NOPE_KEY' is not set (add "
                                       "'NOPE_KEY' to the secret store")
+
+
+def test_litellm_variables_are_the_model_upstream_when_nothing_else_names_one(
+        tmp_path: Path) -> None:
+    """The host's ``LITELLM_BASE_URL``/``LITELLM_API_KEY`` (what a reference user already has
+    set) fill ``[model]`` only where the file and ``AGENT_ENV_*`` leave it unset."""
+    litellm = {"LITELLM_BASE_URL": "http://proxy:4000/v1", "LITELLM_API_KEY": "sk-lite"}
+    model = cfg.load_config(path=None, environ=litellm).section("model")
+    assert (model["base_url"], model["api_key"]) == ("http://proxy:4000/v1", "sk-lite")
+    ours = cfg.load_config(path=None, environ={
+        **litellm, "AGENT_ENV_MODEL_BASE_URL": "http://ours/v1"}).section("model")
+    assert (ours["base_url"], ours["api_key"]) == ("http://ours/v1", "sk-lite")
+    path = write_config(tmp_path, '[model]\nbase_url = "http://file/v1"\n')
+    filed = cfg.load_config(path=path, environ=litellm).section("model")
+    assert filed["base_url"] == "http://file/v1"
