@@ -52,20 +52,6 @@ def _renamed(raw: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _sandbox(ctx: TaskContext, name: str | None, env_id: str | None = None) -> Sandbox:
-    if name:
-        return ctx.sandbox(name)
-    if env_id:
-        sandbox = getattr(ctx.env(env_id), "sandbox", None)
-        if sandbox is None:
-            raise StepError(f"env '{env_id}' has no sandbox to read files from")
-        return sandbox
-    if len(ctx.sandboxes) == 1:
-        return next(iter(ctx.sandboxes.values()))
-    raise StepError("give sandbox_name: " + (
-        "more than one sandbox is up" if ctx.sandboxes else "no sandbox is up"))
-
-
 def _in(base_dir: str, path: str) -> str:
     return path if posixpath.isabs(path) else posixpath.join(base_dir, path)
 
@@ -159,7 +145,7 @@ class RunContainerUnitTestsVerifier(Step):
     async def run(self, ctx: TaskContext) -> None:
         import shlex
 
-        sandbox = _sandbox(ctx, self.sandbox_name)
+        sandbox = ctx.target_sandbox(self.sandbox_name)
         criterion = {"type": "unit_tests", "test_command": self.test_command}
         await self._setup(sandbox)
         if self.reward_file:  # a reward the agent left behind is never graded
@@ -274,7 +260,7 @@ class CollectArtifacts(Step):
         from agent_env.runtime import current
         from agent_env.stores import ObjectExists
 
-        sandbox = _sandbox(ctx, self.sandbox_name, self.env_id)
+        sandbox = ctx.target_sandbox(self.sandbox_name, self.env_id)
         objects = current().object_store
         files: dict[str, dict[str, Any]] = {}
         missing = []

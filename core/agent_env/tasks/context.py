@@ -134,6 +134,21 @@ class TaskContext:
             up = ", ".join(sorted(self.sandboxes)) or "none"
             raise StepError(f"no sandbox named '{name}' is up (up: {up})") from None
 
+    def target_sandbox(self, name: str | None, env_id: str | None = None) -> Sandbox:
+        """The sandbox a step works in: the one named ``name``, else the deployed env
+        ``env_id``'s, else the only one up; StepError saying which to name otherwise."""
+        if name:
+            return self.sandbox(name)
+        if env_id:
+            sandbox = getattr(self.env(env_id), "sandbox", None)
+            if sandbox is None:
+                raise StepError(f"env '{env_id}' has no sandbox of its own to work in")
+            return sandbox
+        if len(self.sandboxes) == 1:
+            return next(iter(self.sandboxes.values()))
+        raise StepError("give sandbox_name: " + (
+            "more than one sandbox is up" if self.sandboxes else "no sandbox is up"))
+
     async def tear_down_sandbox(self, name: str) -> bool:
         """Take one sandbox down now; False when it could not be (it stays in the report)."""
         item = self._sandbox_items.pop(name, None)

@@ -123,19 +123,6 @@ class LoadArtifact(Step):
             problems.append("loading into an agent is not supported yet; give sandbox_name")
         return problems
 
-    def target(self, ctx: TaskContext) -> Sandbox:
-        if self.sandbox_name:
-            return ctx.sandbox(self.sandbox_name)
-        if self.env_id:
-            host = getattr(ctx.env(self.env_id), "sandbox", None)
-            if host is None:
-                raise StepError(f"env '{self.env_id}' has no sandbox to load files into")
-            return host
-        if len(ctx.sandboxes) == 1:
-            return next(iter(ctx.sandboxes.values()))
-        raise StepError("give sandbox_name: more than one sandbox is up"
-                        if ctx.sandboxes else "no sandbox is up to load into")
-
     def _check_env_step(self, ctx: TaskContext) -> None:
         """``env_step_id`` must be the step that deployed the ``env_id`` loaded into."""
         if not self.env_step_id or not self.env_id:
@@ -169,7 +156,7 @@ class LoadArtifact(Step):
 
     async def run(self, ctx: TaskContext) -> None:
         self._check_env_step(ctx)
-        sandbox = self.target(ctx)
+        sandbox = ctx.target_sandbox(self.sandbox_name, self.env_id)
         loaded: list[str] = []
         if self.artifact_from_step_id:
             loaded = await self._load_collected(ctx, sandbox)

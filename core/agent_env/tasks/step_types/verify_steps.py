@@ -68,16 +68,8 @@ class VerifySandbox(Step):
                 problems.append(f"{where} (bash_cmd_succeeds) needs 'bash_cmd', a command")
         return problems
 
-    def _sandbox(self, ctx: TaskContext) -> Sandbox:
-        if self.sandbox_name:
-            return ctx.sandbox(self.sandbox_name)
-        if len(ctx.sandboxes) == 1:
-            return next(iter(ctx.sandboxes.values()))
-        raise StepError("give sandbox_name: " + (
-            "more than one sandbox is up" if ctx.sandboxes else "no sandbox is up"))
-
     async def run(self, ctx: TaskContext) -> None:
-        sandbox = self._sandbox(ctx)
+        sandbox = ctx.target_sandbox(self.sandbox_name)
         rows = []
         for index, criterion in enumerate(self.criteria):
             rows.append(await self._evaluate(sandbox, index, criterion))
