@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agent_env.config import Config
     from agent_env.plugins import PluginHost
     from agent_env.sandbox.base import SandboxProvider
-    from agent_env.stores.base import DocumentStore, ImageStore, ObjectStore, SecretStore
+    from agent_env.stores.base import DocumentStore, ObjectStore
     from agent_env.stores.versioned import VersionedStore
 
 
@@ -139,16 +139,6 @@ class Runtime:
     def object_store(self) -> ObjectStore:
         """The configured object store (artifact files, trajectories, snapshots)."""
         store: ObjectStore = self.store("object")
-        return store
-
-    @property
-    def image_store(self) -> ImageStore:
-        store: ImageStore = self.store("image")
-        return store
-
-    @property
-    def secret_store(self) -> SecretStore:
-        store: SecretStore = self.store("secret")
         return store
 
     @property
