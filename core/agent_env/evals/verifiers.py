@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from agent_env.tasks.scores import ScoreRow
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.tasks.steps import PreflightView, Step, StepError, renamed_keys
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
@@ -41,15 +41,6 @@ if TYPE_CHECKING:
 
 
 _POSIX_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _renamed(raw: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    """``raw`` with each key of ``names`` renamed to its value (unless ours is there too)."""
-    out = dict(raw)
-    for theirs, ours in names.items():
-        if theirs in out and ours not in out:
-            out[ours] = out.pop(theirs)
-    return out
 
 
 def _in(base_dir: str, path: str) -> str:
@@ -96,8 +87,8 @@ class RunContainerUnitTestsVerifier(Step):
     def adapt(cls, raw: dict[str, Any]) -> dict[str, Any]:
         if "reward_path" in raw and "reward_required" not in raw:
             raw = {**raw, "reward_required": raw.get("reward_path") is not None}
-        return _renamed(raw, {"command": "test_command", "timeout_sec": "timeout_seconds",
-                              "reward_path": "reward_file"})
+        return renamed_keys(raw, {"command": "test_command", "timeout_sec": "timeout_seconds",
+                                  "reward_path": "reward_file"})
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
@@ -209,7 +200,7 @@ class CollectArtifacts(Step):
     def adapt(cls, raw: dict[str, Any]) -> dict[str, Any]:
         if "artifact_paths" in raw and "base_path" not in raw and "base_dir" not in raw:
             raw = {**raw, "base_dir": "/app/artifact"}  # where the reference looks by default
-        return _renamed(raw, {"artifact_paths": "paths", "base_path": "base_dir"})
+        return renamed_keys(raw, {"artifact_paths": "paths", "base_path": "base_dir"})
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)

@@ -219,6 +219,16 @@ def _is_url(value: str) -> bool:
     return value.startswith(("http://", "https://", "s3://", "gs://", "file://"))
 
 
+def renamed_keys(raw: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A copy of ``raw`` with each key of ``names`` renamed to its value (unless that key is
+    there too): how a :meth:`Step.adapt` reads another spelling of a key as ours."""
+    out = dict(raw)
+    for theirs, ours in names.items():
+        if theirs in out and ours not in out:
+            out[ours] = out.pop(theirs)
+    return out
+
+
 def rewrite_entity_refs(
     raw: Mapping[str, Any], step_class: type[Step], ids: Mapping[str, Mapping[str, str]]
 ) -> dict[str, Any]:

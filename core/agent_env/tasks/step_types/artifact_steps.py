@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.tasks.steps import PreflightView, Step, StepError, renamed_keys
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
@@ -62,9 +62,7 @@ class LoadArtifact(Step):
         """``artifacts: [{"id": "x", "version": 2}]`` (how exported task files list what to
         load) as ids, their versions in ``artifact_versions``;
         ``collected_artifacts_step_id`` as ``artifact_from_step_id``."""
-        raw = dict(raw)
-        if "collected_artifacts_step_id" in raw and "artifact_from_step_id" not in raw:
-            raw["artifact_from_step_id"] = raw.pop("collected_artifacts_step_id")
+        raw = renamed_keys(raw, {"collected_artifacts_step_id": "artifact_from_step_id"})
         listed = raw.get("artifacts")
         if not isinstance(listed, list) or not any(isinstance(e, dict) for e in listed):
             return raw
