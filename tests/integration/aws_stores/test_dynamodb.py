@@ -3,6 +3,7 @@ then what is DynamoDB's own: the table, index items, retried writes and throttli
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ def table(aws: dict[str, Any], unique_name: str) -> str:
 
 @pytest.fixture
 def documents_on(aws: dict[str, Any], table: str) -> Callable[[], DynamoDocumentStore]:
-    return lambda: DynamoDocumentStore(table=table, **aws)
+    return functools.partial(DynamoDocumentStore, table=table, **aws)
 
 
 class TestDynamoDocumentStore(DocumentStoreSuite):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,7 @@ class TestS3ObjectStore(ObjectStoreSuite):
 
     @pytest.fixture
     def store_factory(self, aws: dict[str, Any], bucket: str) -> Callable[[], S3ObjectStore]:
-        return lambda: S3ObjectStore(bucket=bucket, prefix="suite", **aws)
+        return functools.partial(S3ObjectStore, bucket=bucket, prefix="suite", **aws)
 
     def test_signed_put_url_is_sigv4(self, store: S3ObjectStore, prefix: str) -> None:
         url = store.signed_put_url(prefix + "up.txt", expires_in=600)
@@ -51,8 +52,9 @@ def test_presigned_urls_are_sigv4(aws: dict[str, Any], bucket: str) -> None:
     store.put("a", b"x")
     assert "X-Amz-Signature=" in store.signed_get_url("a", expires_in=60)
     url = store.signed_put_url("typed", content_type="text/csv")
-    request = urllib.request.Request(url, data=b"a,b\n", method="PUT",
-                                     headers={"Content-Type": "text/csv"})
+    request = urllib.request.Request(
+        url, data=b"a,b\n", method="PUT", headers={"Content-Type": "text/csv"}
+    )
     urllib.request.urlopen(request, timeout=10).close()
     assert store.metadata("typed").content_type == "text/csv"
 

@@ -10,6 +10,7 @@ conformance suites run unchanged against it.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -24,9 +25,14 @@ from agentenv_gcp_stores.firestore import FirestoreDocumentStore
 
 
 def _store(**settings: object) -> FirestoreDocumentStore:
+    return _factory(**settings)()
+
+
+def _factory(**settings: object) -> Callable[[], FirestoreDocumentStore]:
+    """A picklable factory, so the conformance suite can build stores in spawned processes."""
     options: dict[str, object] = {"project": PROJECT, "prefix": "t_"}
     options.update(settings)
-    return FirestoreDocumentStore(**options)  # type: ignore[arg-type]
+    return functools.partial(FirestoreDocumentStore, **options)  # type: ignore[arg-type]
 
 
 class TestFirestoreDocumentStore(DocumentStoreSuite):
@@ -40,7 +46,7 @@ class TestFirestoreDocumentStore(DocumentStoreSuite):
     def store_factory(
         self, firestore_server: FirestoreServer
     ) -> Callable[[], FirestoreDocumentStore]:
-        return _store
+        return _factory()
 
 
 class TestVersionedOnFirestore(VersionedStoreSuite):
@@ -54,7 +60,7 @@ class TestVersionedOnFirestore(VersionedStoreSuite):
     def documents_factory(
         self, firestore_server: FirestoreServer
     ) -> Callable[[], FirestoreDocumentStore]:
-        return lambda: _store(prefix="v_")
+        return _factory(prefix="v_")
 
 
 @pytest.fixture

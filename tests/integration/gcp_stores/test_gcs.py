@@ -10,6 +10,7 @@ precondition on every write-once upload, is asserted on the proxy's request log.
 
 from __future__ import annotations
 
+import functools
 import io
 import urllib.error
 import urllib.request
@@ -28,6 +29,10 @@ from agentenv_gcp_stores.gcs import GcsObjectStore
 
 
 def _store(url: str, key_file: Path, **settings: object) -> GcsObjectStore:
+    return GcsObjectStore(**_options(url, key_file, **settings))  # type: ignore[arg-type]
+
+
+def _options(url: str, key_file: Path, **settings: object) -> dict[str, object]:
     options: dict[str, object] = {
         "bucket": BUCKET,
         "project": PROJECT,
@@ -36,7 +41,7 @@ def _store(url: str, key_file: Path, **settings: object) -> GcsObjectStore:
         "prefix": "stores",
     }
     options.update(settings)
-    return GcsObjectStore(**options)  # type: ignore[arg-type]
+    return options
 
 
 class TestGcsObjectStore(ObjectStoreSuite):
@@ -50,7 +55,7 @@ class TestGcsObjectStore(ObjectStoreSuite):
     def store_factory(
         self, gcs: tuple[str, GcsProxy], key_file: Path
     ) -> Callable[[], GcsObjectStore]:
-        return lambda: _store(gcs[0], key_file)
+        return functools.partial(GcsObjectStore, **_options(gcs[0], key_file))  # type: ignore[arg-type]
 
 
 @pytest.fixture

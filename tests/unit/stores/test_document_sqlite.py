@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,4 +21,4 @@ class TestSqliteDocumentStore(DocumentStoreSuite):
 
     @pytest.fixture
     def store_factory(self, tmp_path: Path) -> Callable[[], SqliteDocumentStore]:
-        return lambda: SqliteDocumentStore(tmp_path / "docs.sqlite3")
+        return functools.partial(SqliteDocumentStore, tmp_path / "docs.sqlite3")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ class TestFilesystemObjectStore(ObjectStoreSuite):
 
     @pytest.fixture
     def store_factory(self, tmp_path: Path) -> Callable[[], FilesystemObjectStore]:
-        return lambda: FilesystemObjectStore(tmp_path / "objects")
+        return functools.partial(FilesystemObjectStore, tmp_path / "objects")
 
 
 def test_nothing_is_written_outside_the_root(tmp_path: Path) -> None:

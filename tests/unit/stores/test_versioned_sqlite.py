@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ class TestVersionedOnSqlite(VersionedStoreSuite):
 
     @pytest.fixture
     def documents_factory(self, tmp_path: Path) -> Callable[[], SqliteDocumentStore]:
-        return lambda: SqliteDocumentStore(tmp_path / "docs.sqlite3")
+        return functools.partial(SqliteDocumentStore, tmp_path / "docs.sqlite3")
 
 
 def _vm_steps(store: SqliteDocumentStore, call: Callable[[], object]) -> int:

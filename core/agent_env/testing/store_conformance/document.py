@@ -7,6 +7,7 @@ through separate connections/clients). See :mod:`agent_env.testing.store_conform
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from agent_env.stores.base import DocumentStore, DuplicateKeyError, InvalidQuery, InvalidUpdate
-from agent_env.testing.store_conformance import fork_available, run_in_processes
+from agent_env.testing.store_conformance import run_in_processes, skip_unless_it_pickles
 
 __all__ = ["DocumentStoreSuite"]
 
@@ -34,8 +35,6 @@ def _found(doc: dict[str, Any] | None) -> dict[str, Any]:
 class DocumentStoreSuite:
     """The behaviour every document store must have (see the DocumentStore docstring)."""
 
-    #: Set False when the backend's client cannot be created in a forked child.
-    FORK_SAFE: ClassVar[bool] = True
     #: Threads (and processes) racing in the concurrency tests.
     WRITERS: ClassVar[int] = 4
 
@@ -364,17 +363,10 @@ class DocumentStoreSuite:
     def test_concurrent_processes_write_everything(
         self, store: DocumentStore, store_factory: Callable[[], DocumentStore], coll: str
     ) -> None:
-        if not (self.FORK_SAFE and fork_available()):
-            pytest.skip("backend not fork-safe or no fork on this platform")
+        skip_unless_it_pickles(store_factory)
         store.insert(coll, {"_id": "counter", "n": 0})
         per_process = 20
-
-        def work(i: int) -> None:
-            mine = store_factory()
-            for j in range(per_process):
-                mine.insert(coll, {"_id": f"p{i}-{j}", "writer": i})
-                mine.update(coll, {"_id": "counter"}, {"$inc": {"n": 1}})
-
+        work = functools.partial(_insert_and_count, store_factory, coll, per_process)
         run_in_processes(work, self.WRITERS)
         assert store.count(coll, {"writer": {"$exists": True}}) == per_process * self.WRITERS
         assert _found(store.find_one(coll, {"_id": "counter"}))["n"] == per_process * self.WRITERS
@@ -398,3 +390,13 @@ def _run_threads(work: Callable[..., None], count: int, *, with_index: bool = Fa
         thread.join(120)
     if errors:
         raise errors[0]
+
+
+def _insert_and_count(
+    factory: Callable[[], DocumentStore], coll: str, count: int, index: int
+) -> None:
+    """One racing writer process: insert ``count`` documents, bumping the shared counter."""
+    mine = factory()
+    for j in range(count):
+        mine.insert(coll, {"_id": f"p{index}-{j}", "writer": index})
+        mine.update(coll, {"_id": "counter"}, {"$inc": {"n": 1}})

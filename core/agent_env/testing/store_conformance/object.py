@@ -9,6 +9,7 @@ needs its endpoint reachable from the test process (moto, a GCS emulator).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import io
 import threading
@@ -27,7 +28,7 @@ from agent_env.stores.base import (
     ObjectStore,
     UnsupportedOperation,
 )
-from agent_env.testing.store_conformance import fork_available, run_in_processes
+from agent_env.testing.store_conformance import run_in_processes, skip_unless_it_pickles
 
 __all__ = ["BAD_KEYS", "ObjectStoreSuite"]
 
@@ -50,7 +51,6 @@ BAD_KEYS = [
 class ObjectStoreSuite:
     """The behaviour every object store must have (see the ObjectStore docstring)."""
 
-    FORK_SAFE: ClassVar[bool] = True
     WRITERS: ClassVar[int] = 4
 
     @pytest.fixture
@@ -208,7 +208,9 @@ class ObjectStoreSuite:
         assert url.startswith(("http://", "https://"))
         # an uploader names the type; urllib's default (a form) is parsed away by some servers
         request = urllib.request.Request(
-            url, data=b"uploaded", method="PUT",
+            url,
+            data=b"uploaded",
+            method="PUT",
             headers={"Content-Type": "application/octet-stream"},
         )
         with urllib.request.urlopen(request, timeout=10):
@@ -252,20 +254,9 @@ class ObjectStoreSuite:
     def test_write_once_race_between_processes(
         self, store: ObjectStore, store_factory: Callable[[], ObjectStore], prefix: str
     ) -> None:
-        if not (self.FORK_SAFE and fork_available()):
-            pytest.skip("backend not fork-safe or no fork on this platform")
+        skip_unless_it_pickles(store_factory)
         key = prefix + "race"
-
-        def write(i: int) -> None:
-            mine = store_factory()
-            try:
-                mine.put(key, b"payload")
-            except ObjectExists:
-                mine.put(f"{prefix}lost/{i}", b"")
-            else:
-                mine.put(f"{prefix}won/{i}", b"")
-
-        run_in_processes(write, self.WRITERS)
+        run_in_processes(functools.partial(_put_once, store_factory, key, prefix), self.WRITERS)
         assert len(store.list(prefix + "won/")) == 1
         assert len(store.list(prefix + "lost/")) == self.WRITERS - 1
 
@@ -292,3 +283,14 @@ class ObjectStoreSuite:
             stop.set()
             reader.join(30)
         assert seen and all(data in versions for data in seen)
+
+
+def _put_once(factory: Callable[[], ObjectStore], key: str, prefix: str, index: int) -> None:
+    """One racing writer: put ``key`` once, then record whether this process won."""
+    mine = factory()
+    try:
+        mine.put(key, b"payload")
+    except ObjectExists:
+        mine.put(f"{prefix}lost/{index}", b"")
+    else:
+        mine.put(f"{prefix}won/{index}", b"")

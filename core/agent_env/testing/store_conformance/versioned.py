@@ -8,6 +8,7 @@ passing this suite: subclass :class:`VersionedStoreSuite` and provide a ``docume
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from agent_env.stores.versioned import (
     VersionedStore,
     content_hash,
 )
-from agent_env.testing.store_conformance import fork_available, run_in_processes
+from agent_env.testing.store_conformance import run_in_processes, skip_unless_it_pickles
 
 __all__ = ["VersionedStoreSuite"]
 
@@ -36,7 +37,6 @@ def _present(record: VersionedRecord | None) -> VersionedRecord:
 class VersionedStoreSuite:
     """Versions are latest + 1 from 1, immutable, and never lost to concurrent writers."""
 
-    FORK_SAFE: ClassVar[bool] = True
     WRITERS: ClassVar[int] = 4
     PUTS_PER_WRITER: ClassVar[int] = 15
 
@@ -161,14 +161,8 @@ class VersionedStoreSuite:
     def test_concurrent_processes_lose_no_version(
         self, documents_factory: Callable[[], DocumentStore], kind: str
     ) -> None:
-        if not (self.FORK_SAFE and fork_available()):
-            pytest.skip("backend not fork-safe or no fork on this platform")
-
-        def write(i: int) -> None:
-            mine = VersionedStore(documents_factory())
-            for j in range(self.PUTS_PER_WRITER):
-                mine.put(kind, "shared", {"writer": i, "n": j})
-
+        skip_unless_it_pickles(documents_factory)
+        write = functools.partial(_put_versions, documents_factory, kind, self.PUTS_PER_WRITER)
         run_in_processes(write, self.WRITERS)
         total = self.WRITERS * self.PUTS_PER_WRITER
         versions = VersionedStore(documents_factory()).list_versions(kind, "shared")
@@ -195,3 +189,10 @@ class VersionedStoreSuite:
             thread.join(60)
         assert created.count(True) == 1
         assert VersionedStore(documents_factory()).latest_version(kind, "t") == 1
+
+
+def _put_versions(factory: Callable[[], DocumentStore], kind: str, count: int, index: int) -> None:
+    """One racing writer process: put ``count`` versions of the shared record."""
+    mine = VersionedStore(factory())
+    for j in range(count):
+        mine.put(kind, "shared", {"writer": index, "n": j})
