@@ -39,6 +39,9 @@ AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
 #: ``Step.agent_role``: the step brings agent ``agent_name`` up, asks it a prompt, or only
 #: reads a recorded reply. Steps with no role that name an agent work inside it.
 DEPLOYS, PROMPTS, READS_REPLY = "deploys", "prompts", "reads_reply"
+#: The ``role`` of an agent a verifier deploys to judge (``rubrics_verifier`` with
+#: ``use_agent_judge``): the run's ``--agent`` picks the agent under test, never its judge.
+JUDGE_ROLE = "judge"
 
 
 @attrs.frozen

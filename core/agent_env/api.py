@@ -119,9 +119,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DEPLOYS": ("agent_env.agents", "DEPLOYS"),
     "PROMPTS": ("agent_env.agents", "PROMPTS"),
     "READS_REPLY": ("agent_env.agents", "READS_REPLY"),
+    "JUDGE_ROLE": ("agent_env.agents", "JUDGE_ROLE"),
     "find_reply": ("agent_env.agents", "find_reply"),
     "model_problem": ("agent_env.models", "model_problem"),
     "chat": ("agent_env.models", "chat"),
+    "model_settings": ("agent_env.models", "model_settings"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
@@ -221,6 +223,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         DEFAULT_AGENT_TYPE,
         DEPLOYS,
         INFRA_ERROR,
+        JUDGE_ROLE,
         PROMPTS,
         READS_REPLY,
         Agent,
@@ -285,7 +288,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.images.plan import slugify as image_slug
     from agent_env.logs import get_logger
-    from agent_env.models import chat, model_problem
+    from agent_env.models import chat, model_problem, model_settings
     from agent_env.plugins.discovery import ACTIVE
     from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext

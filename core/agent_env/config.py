@@ -51,10 +51,10 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
     "stores": {"document", "object", "image", "secret"},
     "runner": {"impl", "max_concurrency", "config"},
     "sandbox": {"default", "agent_default", "providers"},
-    "model": {"base_url", "api_key", "name"},
+    "model": {"base_url", "api_key", "name", "default", "roles", "params", "headers"},
     "plugins": None,
     "state": {"root"},
-    "agents": {"default"},
+    "agents": {"default", "default_a2a_agent_id"},
 }
 
 _REFERENCE = re.compile(r"^(env|secret):([^?]*)(?:\?(.*))?$", re.DOTALL)

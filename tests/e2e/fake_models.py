@@ -24,6 +24,8 @@ class ToolCallingFake:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        #: the headers of each request, in order (what the gateway added is checked on them)
+        self.headers: list[dict[str, str]] = []
 
     async def complete(self, request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bearer {KEY}":
@@ -31,6 +33,7 @@ class ToolCallingFake:
                                      status=401)
         body = await request.json()
         self.requests.append(body)
+        self.headers.append(dict(request.headers))
         last = body["messages"][-1]
         if last["role"] == "tool":
             message = {"role": "assistant", "content": f"The echo tool returned: {last['content']}"}

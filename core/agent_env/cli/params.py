@@ -126,7 +126,7 @@ def run_choices(*, agent: bool = True) -> Callable[[Callable[..., Any]], Callabl
 
         options = [
             click.option("--judge-model", metavar="NAME",
-                         help="The model rubrics_verifier steps ask when they name none."),
+                         help="The model that judges rubrics_verifier steps (replaces theirs)."),
             click.option("--user-model", metavar="NAME",
                          help="The model that plays the user of prompt_agent conversations."),
         ]

@@ -95,8 +95,8 @@ class RunChoices:
     """What the caller of a run chose for every task in it (``--model``, ``--agent``,
     ``--user-model``, ``--judge-model``): a step that uses one takes it over its own (``model``
     of a prompt, the agent a deploy brings up, the model that plays a conversation's user);
-    ``judge_model`` is the judge of a rubric that names none. A typed field of the run request
-    and of :class:`TaskContext` (``ctx.choices``), and kept in the run's record (metadata
+    ``judge_model`` judges every rubric (the reference's precedence). A typed field of the run
+    request and of :class:`TaskContext` (``ctx.choices``), and kept in the run's record (metadata
     ``model``, ``agent``, ``user_model``, ``judge_model``)."""
 
     model: str | None = None

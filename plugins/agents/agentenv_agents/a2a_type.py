@@ -195,12 +195,6 @@ class ModelGatewayHandle:
         return int((await self._calls(2**62)).get("count") or 0)
 
 
-def _model_settings() -> dict[str, Any]:
-    from agent_env.api import current
-
-    return dict(current().config.section("model"))
-
-
 async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGatewayHandle:
     """The sandbox's model gateway, started on first use (once per sandbox and run: the
     handle lives in the run's plugin state, so agents of one sandbox share it)."""
@@ -212,11 +206,12 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         if key in ctx.state:
             handle: ModelGatewayHandle = ctx.state[key]
             return handle
-        settings = _model_settings()
-        base_url = settings.get("base_url") or None
-        api_key = settings.get("api_key") or None
+        from agent_env.api import model_settings
+
+        settings = model_settings()
+        base_url, api_key = settings.base_url, settings.api_key
         token, admin = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        for secret in (token, admin, api_key):
+        for secret in (token, admin, api_key, *settings.headers.values()):
             ctx.register_secret(secret)
         with owned_scratch("agent-env-model-gateway-") as folder:  # gc finds it after kill -9
             write_gateway_context(folder)
@@ -228,6 +223,8 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
             env["AGENTENV_UPSTREAM_BASE_URL"] = str(base_url)
             if api_key:
                 env["AGENTENV_UPSTREAM_API_KEY"] = str(api_key)
+            if settings.headers:  # [model] headers, or the host's $LITELLM_EXTRA_HEADERS
+                env["AGENTENV_UPSTREAM_HEADERS"] = json.dumps(settings.headers)
         urls = await sandbox.run_container(ContainerSpec(
             name=MODEL_GATEWAY_CONTAINER, image=image, env=env, publish=(MODEL_GATEWAY_PORT,),
             labels={**ctx.labels, "agentenv.role": "model-gateway"}, private=False, egress=True))
@@ -795,9 +792,10 @@ class A2aAgentType:
                 image = await build_with_progress(sandbox, str(context), source.name,
                                                   {AGENT_LABEL: source.name},
                                                   f"agents/{source.name}", say)
-        settings = _model_settings()
-        # the run's --model, else [model] name, else the folder's default
-        model = (ctx.choices.model or settings.get("name")
+        from agent_env.api import model_settings
+
+        # the run's --model, else [model] roles.agent or default, else the folder's default
+        model = (ctx.choices.model or model_settings().model_for("agent")
                  or source.metadata.get("default_model") or None)
         token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         ctx.register_secret(token)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import os
 import signal
 from typing import Any
@@ -145,8 +146,6 @@ class ServedGateway(ModelGateway):
 
 
 def _dumps(value: Any) -> str:
-    import json
-
     return json.dumps(value, default=str)
 
 
@@ -159,7 +158,9 @@ async def main() -> None:
     if base_url:
         from .model_gateway import HttpUpstream
 
-        http = HttpUpstream(base_url, os.environ.get("AGENTENV_UPSTREAM_API_KEY") or None)
+        headers = json.loads(os.environ.get("AGENTENV_UPSTREAM_HEADERS") or "{}")
+        http = HttpUpstream(base_url, os.environ.get("AGENTENV_UPSTREAM_API_KEY") or None,
+                            headers)
     gateway = ServedGateway(DispatchUpstream(http), token=token, admin_token=admin, port=port)
     await gateway.start()
     print(f"model gateway serving on :{gateway.port} (upstream: "

@@ -40,6 +40,7 @@ from agent_env.api import (
     DEFAULT_AGENT_NAME,
     DEPLOYS,
     INFRA_ERROR,
+    JUDGE_ROLE,
     PROMPTS,
     READS_REPLY,
     Agent,
@@ -69,10 +70,12 @@ TRAJECTORY_PREFIX = "prompt_agent_trajectories"
 
 
 def default_agent_id() -> str | None:
-    """The agent a ``deploy_agent`` step without ``a2a_agent_id`` deploys (``[agents] default``)."""
+    """The agent a ``deploy_agent`` step without ``a2a_agent_id`` deploys: ``[agents] default``
+    (the reference spells it ``default_a2a_agent_id``)."""
     from agent_env.api import current
 
-    value = current().config.section("agents").get("default")
+    section = current().config.section("agents")
+    value = section.get("default") or section.get("default_a2a_agent_id")
     return str(value) if value else None
 
 
@@ -228,14 +231,19 @@ class DeployAgent(Step):
         from agent_env.api import UserError
         from agentenv_agents.lookup import find_agent
 
-        agent_id = choices.agent or self.a2a_agent_id or default_agent_id()
+        override = self.choice_of(choices)
+        agent_id = override or self.a2a_agent_id or default_agent_id()
         if agent_id is None:
             return []  # only an outside player can play it: said when the step runs
         try:
-            find_agent(agent_id, None if choices.agent else self.a2a_agent_version)
+            find_agent(agent_id, None if override else self.a2a_agent_version)
         except UserError as exc:
-            return [ChoiceProblem(exc) if choices.agent else str(exc)]
+            return [ChoiceProblem(exc) if override else str(exc)]
         return []
+
+    def choice_of(self, choices: RunChoices) -> str | None:
+        """The run's ``--agent``, which replaces this step's agent unless it deploys a judge."""
+        return None if self.role == JUDGE_ROLE else choices.agent
 
     def _changelog_problems(self, view: PreflightView) -> list[str]:
         source, position = self.agent_changelog_object_url, \
@@ -281,7 +289,7 @@ class DeployAgent(Step):
         from agent_env.api import current
         from agentenv_agents.lookup import find_agent
 
-        override = ctx.choices.agent
+        override = self.choice_of(ctx.choices)
         agent_id = override or self.a2a_agent_id or default_agent_id()
         if agent_id is None:
             raise StepError(
@@ -465,8 +473,12 @@ class PromptAgent(Step):
         return problems
 
     def _user_model(self, ctx: TaskContext) -> str | None:
-        """The model that plays the user: the run's ``--user-model``, else the step's."""
-        return ctx.choices.user_model or self.user_model
+        """The model that plays the user: the run's ``--user-model``, else the step's, else
+        ``[model] roles.user``."""
+        from agent_env.api import model_settings
+
+        return (ctx.choices.user_model or self.user_model
+                or model_settings().model_for("user", or_default=False))
 
     def _user_label(self, ctx: TaskContext) -> str:
         if self.user_agent_name in ctx.agents:

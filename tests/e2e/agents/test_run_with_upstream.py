@@ -28,7 +28,9 @@ def test_model_points_the_model_agent_at_an_openai_compatible_endpoint(
         tmp_path: Path, upstream: tuple[ToolCallingFake, str], left_by: Any) -> None:
     fake, base_url = upstream
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ENV_")}
-    env.update(AGENT_ENV_STATE_DIR=str(tmp_path / "state"), E2E_UPSTREAM_KEY=KEY)
+    # the reference's variable for extra upstream headers: the gateway sends them on
+    env.update(AGENT_ENV_STATE_DIR=str(tmp_path / "state"), E2E_UPSTREAM_KEY=KEY,
+               LITELLM_EXTRA_HEADERS='{"X-Team": "rl-7"}')
     config = tmp_path / "config.toml"
     config.write_text(f'[model]\nbase_url = "{base_url}"\napi_key = "env:E2E_UPSTREAM_KEY"\n')
     run = subprocess.run(
@@ -42,6 +44,7 @@ def test_model_points_the_model_agent_at_an_openai_compatible_endpoint(
     # the endpoint, not the scripted model, drove the agent: two turns, asked for MODEL
     assert [r["model"] for r in fake.requests] == [MODEL, MODEL]
     assert fake.requests[1]["messages"][-1]["content"] == "agents smoke 7431"
+    assert [h.get("X-Team") for h in fake.headers] == ["rl-7", "rl-7"]
     assert left_by(run.stderr) == []
 
     shown = subprocess.run([str(AGENT_ENV), "--config", str(config), "task", "get-instance",

@@ -24,6 +24,11 @@ ANSWERS: dict[str, Any] = {
     "judge is down": 503,
 }
 
+#: criterion text -> its result in a batched answer (a criterion not here is left out)
+BATCH_ANSWERS = {"is polite": '{"score": 1, "justification": "it says please"}',
+                 "is concise": '{"score": 0.5, "justification": "two sentences too many"}',
+                 "is kind": '{"score": 0, "justification": "curt"}'}
+
 
 @pytest.fixture
 async def judge(state_root, monkeypatch) -> AsyncIterator[list[dict[str, Any]]]:
@@ -35,7 +40,14 @@ async def judge(state_root, monkeypatch) -> AsyncIterator[list[dict[str, Any]]]:
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
         seen.append({"body": body, "auth": request.headers.get("Authorization")})
-        criterion = body["messages"][1]["content"].split("\n")[0].removeprefix("Criterion: ")
+        question = body["messages"][1]["content"]
+        if question.startswith("Criteria:\n"):  # a batch: one result per criterion listed
+            listed = json.loads(question.removeprefix("Criteria:\n").split("\n\n")[0])
+            results = [{"id": c["id"], **json.loads(BATCH_ANSWERS[c["criterion"]])}
+                       for c in listed if c["criterion"] in BATCH_ANSWERS]
+            return web.json_response({"choices": [{"message": {
+                "role": "assistant", "content": json.dumps({"results": results})}}]})
+        criterion = question.split("\n")[0].removeprefix("Criterion: ")
         answer = ANSWERS[criterion]
         if isinstance(answer, int):
             return web.Response(status=answer, text="overloaded")
@@ -107,3 +119,40 @@ async def test_the_runs_judge_model_answers_a_rubric_that_names_none(judge) -> N
     assert result.outcome == "passed", result.describe()
     assert judge[0]["body"]["model"] == "judge-from-the-run"
     assert ctx.snapshot()["metadata"]["judge_model"] == "judge-from-the-run"
+
+
+async def test_batched_criteria_are_one_question_each_batch(judge) -> None:
+    """The reference's ``judge_batch_size``: three criteria in batches of two are two judge
+    calls; a criterion the answer leaves out is an error row, not a pass."""
+    result, ctx = await run({"judge_batch_size": 2, "effort": "low", "criteria": [
+        {"criterion": "is polite"}, {"criterion": "is kind"}, {"criterion": "is garbled"}]})
+    assert len(judge) == 2
+    assert all(seen["body"]["reasoning_effort"] == "low" for seen in judge)
+    rows = ctx.verifications["judge"].results
+    assert [(r.score, r.justification) for r in rows] == [
+        (1.0, "it says please"), (0.0, "curt"),
+        (0.0, "error: the judge's answer has no result for c3")]
+    assert result.scores == {"judge": pytest.approx(1 / 3)}
+
+
+async def test_a_binary_rubric_refuses_a_partial_score(judge) -> None:
+    _, ctx = await run({"output_format": "rubric_binary",
+                        "criteria": [{"criterion": "is polite"}, {"criterion": "is concise"}]})
+    rows = ctx.verifications["judge"].results
+    assert [r.score for r in rows] == [1.0, 0.0]
+    assert rows[1].justification == ("error: the judge scored 0.5, not 0 or 1 "
+                                      "(output_format rubric_binary)")
+    assert "binary" in judge[0]["body"]["messages"][0]["content"]
+
+
+async def test_the_runs_judge_model_replaces_the_steps(judge) -> None:
+    """``--judge-model`` replaces the model a step names, as the reference's does."""
+    from agent_env.tasks.steps import RunChoices
+
+    ctx = TaskContext(task_id="t", instance_id="t-12345678", artifacts=MemoryArtifacts(),
+                      choices=RunChoices(judge_model="judge-from-the-run"))
+    spec = TaskSpec("t", "t", [{"id": "judge", "type": "rubrics_verifier",
+                                "judge_model": "judge-of-the-step", "text": "Please find it.",
+                                "criteria": [{"criterion": "is polite"}]}])
+    await run_task(spec, ctx)
+    assert judge[0]["body"]["model"] == "judge-from-the-run"
