@@ -11,7 +11,6 @@ Secrets never need to live in the file.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -69,11 +68,13 @@ _UNRESOLVED_SECTIONS = frozenset({"stores", "state"})
 
 @attrs.frozen
 class StoreChoice:
-    """The backend chosen for one store kind and its settings table."""
+    """The backend chosen for one store kind and its settings table; ``impl`` when the config
+    names a class to build as it is (``[stores.X] impl = "module:Class"``)."""
 
     kind: str
     backend: str
     settings: dict[str, Any] = attrs.field(factory=dict)
+    impl: str | None = None
 
 
 @attrs.frozen
@@ -117,8 +118,11 @@ class Config:
         """Which backend serves ``kind`` (``document``/``object``/``image``/``secret``)."""
         value = self.section("stores").get(kind, DEFAULT_STORES[kind])
         if isinstance(value, dict):
-            if "impl" in value and "backend" not in value:
-                raise ConfigError(reference_store_shape(kind, value))
+            if "impl" in value and "backend" not in value:  # the reference's shape
+                from agent_env.stores.reference_impls import reference_choice
+
+                backend, settings, impl = reference_choice(kind, value)
+                return StoreChoice(kind, backend, settings, impl)
             settings = {k: v for k, v in value.items() if k != "backend"}
             return StoreChoice(kind, str(value.get("backend", DEFAULT_STORES[kind])), settings)
         return StoreChoice(kind, str(value))
@@ -452,19 +456,3 @@ def mask(value: Any, key: str = "") -> Any:
     if isinstance(value, str) and _SECRET_KEY.search(key) and not _REFERENCE.match(value):
         return "****" if value else value
     return value
-
-
-def reference_store_shape(kind: str, table: dict[str, Any]) -> str:
-    """One line for the reference's ``[stores.X] impl = "module:Class"`` + ``[stores.X.config]``
-    shape: how to write the same here (a backend by its registered name, settings inline)."""
-    impl = str(table.get("impl", ""))
-    guess = impl.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower()
-    for suffix in ("documentstore", "objectstore", "secretstore", "imagestore", "store"):
-        guess = guess.removesuffix(suffix)
-    config = table.get("config")
-    settings: dict[str, Any] = config if isinstance(config, dict) else {}
-    inline = ", ".join(f"{k} = {json.dumps(v)}" for k, v in settings.items())
-    return (f"[stores.{kind}] uses the reference's impl = \"{impl}\" shape; here a store names "
-            f"its backend and takes its settings inline: [stores.{kind}] backend = "
-            f"\"{guess or 'NAME'}\"{', ' + inline if inline else ''} (agent-env plugin list "
-            "shows the backends installed)")

@@ -124,7 +124,8 @@ class Runtime:
             store = self._stores.get(key)
             if store is None:
                 store = build_store(
-                    kind, choice.backend, choice.settings, config=config, runtime=self
+                    kind, choice.backend, choice.settings, config=config, runtime=self,
+                    impl=choice.impl,
                 )
                 self._stores[key] = store
             return store

@@ -69,8 +69,10 @@ def build_store(
     *,
     config: Config | None = None,
     runtime: Runtime,
+    impl: str | None = None,
 ) -> Any:
-    """Build a fresh (uncached) ``backend`` store of ``kind`` from its settings table.
+    """Build a fresh (uncached) ``backend`` store of ``kind`` from its settings table, or the
+    class ``impl`` names (``module:Class``) when the config names one.
 
     ``runtime`` gives the plugin host to look the backend up in and the secret store that
     resolves ``secret:`` references in ``settings``.
@@ -79,10 +81,13 @@ def build_store(
     from agent_env.errors import ConfigError
     from agent_env.settings import build
 
-    found = runtime.host.lookup("store", f"{kind}:{backend}")
-    factory = found.factory
-    if isinstance(factory, Lazy):
-        factory = runtime.host.load_lazy("store", f"{kind}:{backend}", factory)
+    if impl is not None:
+        factory = _impl_class(kind, impl)
+    else:
+        found = runtime.host.lookup("store", f"{kind}:{backend}")
+        factory = found.factory
+        if isinstance(factory, Lazy):
+            factory = runtime.host.load_lazy("store", f"{kind}:{backend}", factory)
     settings = dict(settings or {})
     if has_secret_reference(settings):
         if kind == "secret":
@@ -99,6 +104,24 @@ def build_store(
         factory,
         settings,
         where=f"[stores.{kind}]",
-        what=f"the '{backend}' {kind} store",
+        what=impl or f"the '{backend}' {kind} store",
         injected=injected,
     )
+
+
+def _impl_class(kind: str, impl: str) -> Any:
+    """The class ``[stores.<kind>] impl`` names; ConfigError naming it and the section when it
+    does not import or is not a store of ``kind``."""
+    from agent_env.contributions import import_target
+    from agent_env.errors import ConfigError
+
+    where = f"[stores.{kind}] impl = \"{impl}\""
+    try:
+        found = import_target(impl)
+    except Exception as exc:
+        raise ConfigError(f"{where} cannot be imported ({exc})") from None
+    interface = STORE_INTERFACES[kind]
+    if not (isinstance(found, type) and issubclass(found, interface)):
+        raise ConfigError(f"{where} is not a {interface.__name__} (subclass "
+                          f"{interface.__module__}.{interface.__name__})")
+    return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -67,15 +68,91 @@ def test_store_settings_table(tmp_path: Path) -> None:
     assert (choice.backend, choice.settings) == ("s3", {"bucket": "b1"})
 
 
-def test_the_references_impl_shape_is_one_line_saying_how_to_write_it(tmp_path: Path) -> None:
-    write_config(tmp_path, '[stores.object]\nimpl = "agent_env.stores.s3:S3ObjectStore"\n'
-                           '[stores.object.config]\nbucket = "b1"\n')
+@pytest.mark.parametrize(("table", "backend", "settings"), [
+    ('impl = "agent_env.store.object_store.s3_object_store:S3ObjectStore"\n'
+     '[stores.object.config]\nbucket = "b1"\nregion = "eu-west-1"\nshare_credentials = false\n',
+     "s3", {"bucket": "b1", "region": "eu-west-1"}),
+    ('impl = "agent_env.store.object_store:LocalFilesystemObjectStore"\n',
+     "filesystem", {}),
+])
+def test_the_references_own_store_classes_are_our_backends(
+        tmp_path: Path, table: str, backend: str, settings: dict[str, str]) -> None:
+    write_config(tmp_path, "[stores.object]\n" + table)
+    choice = cfg.load_config().store("object")
+    assert (choice.backend, choice.settings, choice.impl) == (backend, settings, None)
+
+
+def test_reference_keys_are_renamed_or_refused(tmp_path: Path) -> None:
+    write_config(tmp_path, '[stores.document]\n'
+                           'impl = "agent_env.store.document_store:DynamoDbDocumentStore"\n'
+                           '[stores.document.config]\ntable_prefix = "rl_"\n'
+                           '[stores.image]\nimpl = "agent_env.store.image_store:EcrImageStore"\n'
+                           '[stores.image.config]\n'
+                           'registry_host = "123456789012.dkr.ecr.us-east-1.amazonaws.com"\n'
+                           '[stores.secret]\n'
+                           'impl = "agent_env.store.secret_store:AwsSecretsManagerSecretStore"\n'
+                           '[stores.secret.config]\nsecret_name = "s"\nregion = "r"\n'
+                           'min_refresh_interval = 60\n')
+    config = cfg.load_config()
+    assert config.store("document").settings == {"table": "rl_agentenv-documents"}
+    assert config.store("image").settings == {"registry_id": "123456789012",
+                                              "region": "us-east-1"}
     with pytest.raises(ConfigError) as info:
-        cfg.load_config().store("object")
+        config.store("secret")
     assert str(info.value) == (
-        '[stores.object] uses the reference\'s impl = "agent_env.stores.s3:S3ObjectStore" shape; '
-        'here a store names its backend and takes its settings inline: [stores.object] '
-        'backend = "s3", bucket = "b1" (agent-env plugin list shows the backends installed)')
+        "[stores.secret].config: min_refresh_interval = 60 has no counterpart in the "
+        "'secretsmanager' secret store here; leave it out")
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('impl = "agent_env.store.document_store:MongoDocumentStore"\n',
+     "no MongoDB document store is installed here"),
+    ('impl = "agent_env.store.object_store:LocalFilesystemObjectStore"\n',
+     'is a object store, not a document store'),
+    ('impl = "agent_env.store.document_store:LocalSqliteDocumentStore"\n'
+     '[stores.document.config]\nfile = "x"\n',
+     "'file' is not a key of the reference's LocalSqliteDocumentStore (it takes: path)"),
+    ('impl = "agent_env.store.document_store:LocalSqliteDocumentStore"\npath = "x"\n',
+     "the store's settings go in [stores.document].config, not beside it (path)"),
+    ('impl = "SqliteStore"\n', "impl must be a 'module:Class' string"),
+])
+def test_a_reference_table_that_cannot_work_says_why(tmp_path: Path, table: str,
+                                                     message: str) -> None:
+    write_config(tmp_path, "[stores.document]\n" + table)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        cfg.load_config().store("document")
+
+
+def test_an_outside_impl_class_is_built_with_its_config(tmp_path: Path) -> None:
+    """A class of one's own (here our filesystem store, by its module path) is imported, checked
+    against the kind's interface and built with ``[stores.X.config]``."""
+    from agent_env import runtime
+    from agent_env.stores.filesystem import FilesystemObjectStore
+
+    write_config(tmp_path, '[stores.object]\n'
+                           'impl = "agent_env.stores.filesystem:FilesystemObjectStore"\n'
+                           f'[stores.object.config]\npath = "{tmp_path / "objects"}"\n')
+    runtime.reset()
+    store = runtime.current().object_store
+    assert isinstance(store, FilesystemObjectStore)
+    store.put("k", b"v")
+    assert (tmp_path / "objects").is_dir()
+
+
+@pytest.mark.parametrize(("impl", "message"), [
+    ("my_team.stores:Nope", '[stores.object] impl = "my_team.stores:Nope" cannot be imported '
+                            "(No module named 'my_team')"),
+    ("agent_env.stores.filesystem:FilesystemObjectStore", "is not a DocumentStore"),
+])
+def test_an_outside_impl_that_is_not_a_store_names_the_class_and_section(
+        tmp_path: Path, impl: str, message: str) -> None:
+    from agent_env import runtime
+
+    kind = "object" if "Nope" in impl else "document"
+    write_config(tmp_path, f'[stores.{kind}]\nimpl = "{impl}"\n')
+    runtime.reset()
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        runtime.current().store(kind)
 
 
 def test_agent_env_config_must_exist(tmp_path: Path, monkeypatch) -> None:
