@@ -54,6 +54,7 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
     "plugins": None,
     "state": {"root"},
     "agents": {"default", "default_a2a_agent_id"},
+    "task_steps": {"impls"},
 }
 
 _REFERENCE = re.compile(r"^(env|secret):([^?]*)(?:\?(.*))?$", re.DOTALL)

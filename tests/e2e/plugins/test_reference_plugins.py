@@ -77,3 +77,33 @@ def test_a_reference_style_step_plugin_loads_checks_and_runs(tmp_path: Path) -> 
     assert "count_words 'count': expected_words must be >= 0" in checked.stderr
     assert "step 'again': key 'colour' is not known to 'count_words'" in checked.stderr
     assert "step 'third': expected_words: required field missing" in checked.stderr
+
+
+def test_step_classes_named_in_the_config_run_without_a_package(tmp_path: Path) -> None:
+    """``[task_steps] impls``, as the reference reads it: a class on the path, no entry point;
+    one that does not import is one line naming it and the section."""
+    shutil.copy(HERE / "reference_style" / "refstyle_steps.py", tmp_path)
+    config = tmp_path / "config.toml"
+    config.write_text('[task_steps]\nimpls = ["refstyle_steps:CountWordsTaskStep"]\n')
+    bundle = tmp_path / "words"
+    (bundle / "tasks").mkdir(parents=True)
+    (bundle / "tasks" / "count.json").write_text(json.dumps([
+        {"id": "count", "type": "count_words", "text": "one two", "expected_words": 2}]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_ENV_")}
+    env.update(AGENT_ENV_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=str(tmp_path),
+               AGENT_ENV_CONFIG=str(config))
+
+    def agent_env(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(AGENT_ENV), *args], capture_output=True, text=True,
+                              env=env, timeout=120, cwd=tmp_path, check=False)
+
+    ran = agent_env("run", str(bundle))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "tasks/count.json v1: passed (count: 1)" in ran.stdout
+
+    config.write_text('[task_steps]\nimpls = ["refstyle_steps:Nope"]\n')
+    broken = agent_env("run", str(bundle))
+    assert broken.returncode != 0
+    assert broken.stderr.strip().splitlines()[-1] == (
+        "Error: [task_steps] impls: \"refstyle_steps:Nope\" cannot be imported (module "
+        "'refstyle_steps' has no attribute 'Nope')")
