@@ -123,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "find_reply": ("agent_env.agents", "find_reply"),
     "model_problem": ("agent_env.models", "model_problem"),
     "chat": ("agent_env.models", "chat"),
+    "cause": ("agent_env.errors", "cause"),
     "model_settings": ("agent_env.models", "model_settings"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
@@ -272,7 +273,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         EnvType,
         write_env_files,
     )
-    from agent_env.errors import ConfigError, MissingPluginError, UserError
+    from agent_env.errors import ConfigError, MissingPluginError, UserError, cause
     from agent_env.evals.passk import pass_at_k
     from agent_env.hookspecs import hookimpl
     from agent_env.images.hermetic import PROTOCOL_DISTRIBUTION

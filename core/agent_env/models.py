@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.errors import ConfigError
+from agent_env.errors import ConfigError, cause
 from agent_env.runtime import current
 
 if TYPE_CHECKING:
@@ -166,8 +166,7 @@ async def chat(ctx: TaskContext, model: str, messages: list[dict[str, str]], *,
                 raise InfraError(f"{who} upstream answered {response.status}: {text[:200]}")
             data = json.loads(text)
     except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError) as exc:
-        raise InfraError(f"{who} upstream {url} failed: {type(exc).__name__}: {exc}") \
-            from None
+        raise InfraError(f"{who} upstream {url} failed: {cause(exc)}") from None
     try:
         return str(data["choices"][0]["message"]["content"] or "")
     except (KeyError, IndexError, TypeError):

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from agent_env.cli.console import echo
-from agent_env.errors import UserError
+from agent_env.errors import UserError, cause
 
 #: kind -> (what people call it, the command group that deploys it, its listing command)
 NOUNS = {"env": ("env", "env", "env list"),
@@ -78,7 +78,7 @@ def teardown_kind(kind: str, instance_id: str | None, everything: bool) -> int:
         try:
             was_up = asyncio.run(tear_down(ledger, entry))
         except Exception as exc:  # keep going: one stuck sandbox must not keep the others up
-            echo(f"Could not tear down {entry.instance_id}: {type(exc).__name__}: {exc}",
+            echo(f"Could not tear down {entry.instance_id}: {cause(exc)}",
                        err=True)
             code = 1
             continue

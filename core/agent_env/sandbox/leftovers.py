@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from agent_env.errors import cause
 from agent_env.sandbox.ownership import (
     EXPIRES_LABEL,
     OWNER_LABEL,
@@ -139,8 +140,7 @@ async def remove_stale(ledger: Any, stale: list[Any]) -> list[str]:
             await tear_down(ledger, entry)
         except Exception as exc:  # one provider failing must not keep the others' up
             problems.append(f"Could not remove deployed {entry.kind} {entry.instance_id} "
-                            f"({entry.provider} {entry.sandbox_id}): {type(exc).__name__}: "
-                            f"{exc}")
+                            f"({entry.provider} {entry.sandbox_id}): {cause(exc)}")
     return problems
 
 
@@ -197,7 +197,7 @@ async def find_leftovers(labels: dict[str, str]) -> tuple[list[Found], list[str]
             skipped.append(f"{name}: no answer within {LIST_TIMEOUT:g}s")
             return []
         except Exception as exc:  # one provider failing must not hide the others' leftovers
-            skipped.append(f"{name}: {type(exc).__name__}: {exc}")
+            skipped.append(f"{name}: {cause(exc)}")
             return []
         if name == "local":
             return [_local_verdict(s, now) for s in sandboxes]
@@ -257,7 +257,7 @@ async def build_leftovers(*, dry_run: bool, older_than: float = BUILD_LEFTOVER_A
         except UserError:
             return []  # not configured here
         except Exception as exc:
-            problems.append(f"{name}: {type(exc).__name__}: {exc}")
+            problems.append(f"{name}: {cause(exc)}")
             return []
 
     found = await asyncio.gather(*(prune(n) for n in names))

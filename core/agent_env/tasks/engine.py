@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from agent_env.errors import UserError, cause
 from agent_env.tasks import records, scores
 from agent_env.tasks.context import TaskContext
 from agent_env.tasks.plan import TaskSpec, apply_seed, descendants, effective_dependencies
@@ -81,8 +82,6 @@ def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -
         try:
             steps.append(structure_step(registry[raw["type"]], raw))
         except (KeyError, ValueError) as exc:
-            from agent_env.errors import UserError
-
             raise UserError(f"{task.label}: step '{raw.get('id')}': {exc}") from None
     return steps
 
@@ -203,12 +202,12 @@ def _save_final(instances: InstanceStore, record: InstanceRecord, ctx: TaskConte
         instances.save(record)
         return
     except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        reason = cause(exc)
     record.context = {"not_stored": f"this run's context could not be recorded: {reason}"[:2000]}
     try:
         instances.save(record)
     except Exception as exc:  # the store is down: gc marks the record abandoned later
-        ctx.note(f"could not record the run's end: {type(exc).__name__}: {exc}")
+        ctx.note(f"could not record the run's end: {cause(exc)}")
 
 
 class _DagRun:
@@ -330,7 +329,8 @@ class _DagRun:
         name = type(exc).__name__
         text = self.ctx.strip_secrets(str(exc))
         return FailureRecord(step_id, "-", f"the run stopped: {text}" if text else
-                             "the run stopped", name, records.utc_now(), 0.0, True, is_infra=True)
+                             "the run stopped", name, records.utc_now(), 0.0, True, is_infra=True,
+                             plain=isinstance(exc, StepError | UserError))
 
     async def cancel_in_flight(self) -> None:
         for future in self.running:
@@ -357,7 +357,7 @@ class _DagRun:
             failure = FailureRecord(
                 step.id, step.type, self.ctx.strip_secrets(str(exc)), type(exc).__name__,
                 started_wall, round(time.monotonic() - started, 3), step.fail_task_on_error,
-                is_infra=is_infra(exc),
+                is_infra=is_infra(exc), plain=isinstance(exc, StepError | UserError),
             )
             if not isinstance(exc, StepError):
                 from agent_env.logs import get_logger

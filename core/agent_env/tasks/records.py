@@ -92,9 +92,16 @@ class FailureRecord:
     is_fatal: bool
     #: beyond the reference's shape: the failure was infrastructure's (see ``InfraError``)
     is_infra: bool = False
+    #: beyond the reference's shape: ``error`` says it all (one of AgentEnv's own errors,
+    #: worded for the user), so lines show it without ``error_type``
+    plain: bool = False
 
     @property
     def summary(self) -> str:
+        """The failure as one line shows it: the message of one of our errors as it is; an
+        unexpected exception's with its kind, which a bug report needs."""
+        if self.plain and self.error:
+            return self.error
         return f"{self.error_type}: {self.error}" if self.error else self.error_type
 
 

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 
+from agent_env.errors import cause
+
 Close = Callable[[], Awaitable[None]]
 #: Whether a thing is already down (a sandbox its provider no longer finds).
 Probe = Callable[[], Awaitable[bool]]
@@ -101,7 +103,7 @@ class Teardown:
             item.error = "teardown stopped"
             raise
         except Exception as exc:
-            item.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            item.error = cause(exc)
             return False
         item.done, item.error = True, None
         return True

@@ -51,6 +51,7 @@ from agent_env.api import (
     StepError,
     Usage,
     build_with_progress,
+    cause,
     owned_scratch,
 )
 
@@ -327,7 +328,7 @@ async def _wait_http(url: str, timeout: float, sandbox: Sandbox, container: str,
                         return _MISSING
                     last = f"HTTP {resp.status}"
             except (TimeoutError, aiohttp.ClientError) as exc:
-                last = f"{type(exc).__name__}"
+                last = cause(exc)
             now = time.monotonic()
             if now - checked > 1.0:
                 checked = now
@@ -552,7 +553,7 @@ class A2aAgent:
             except (aiohttp.ClientError, TimeoutError) as exc:
                 why = await self._dead()
                 raise InfraError(f"agent '{self.name}' did not take the prompt "
-                                 f"({type(exc).__name__}){why or ''}") from None
+                                 f"({cause(exc)}){why or ''}") from None
             task_id = str(task.get("id") or "")
             if not task_id:
                 raise StepError(f"agent '{self.name}': message/send returned no task: {task}")
@@ -575,7 +576,7 @@ class A2aAgent:
                     if why is not None or failures >= DEAD_AFTER:
                         raise InfraError(
                             f"agent '{self.name}' stopped answering mid-prompt "
-                            f"({type(exc).__name__}){why or ''}") from None
+                            f"({cause(exc)}){why or ''}") from None
             trajectory = await self._trajectory(http, task_id)
             if self.changelog is not None:
                 stopped = await changelog_problem(http, self.url)

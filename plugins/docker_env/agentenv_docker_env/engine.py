@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from agent_env.api import UserError
+from agent_env.api import UserError, cause
 
 
 class DockerUnavailable(UserError):
@@ -27,7 +27,7 @@ def _cached_client(base_url: str | None) -> Any:
 
 def _unavailable(exc: Exception) -> DockerUnavailable:
     return DockerUnavailable(
-        f"cannot reach the Docker daemon ({type(exc).__name__}: {exc})",
+        f"cannot reach the Docker daemon ({cause(exc)})",
         notes=["start it with `bash .ci/docker.sh` (installs and starts dockerd if needed)"],
     )
 

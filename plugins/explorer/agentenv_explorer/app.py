@@ -212,7 +212,7 @@ def run_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
         "scores": doc.get("scores") or {},
         "completed_steps": len(doc.get("completed_steps") or []),
         "failures": len(failures),
-        "error": failures[0].get("error_type") + ": " + str(failures[0].get("error"))
+        "error": failure_text(failures[0])
         if failures and isinstance(failures[0], dict) else None,
         "agents": sorted(str(a.get("agent")) for a in agents.values()
                          if isinstance(a, dict) and a.get("agent")),
@@ -841,3 +841,12 @@ def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Applicat
     app.on_shutdown.append(end_streams)
     app.router.add_route("*", API + "/{tail:.*}", not_found)
     return app
+
+
+def failure_text(failure: dict[str, Any]) -> str:
+    """A recorded step failure as the CLI shows it: one of AgentEnv's own errors (``plain``)
+    by its message alone, an unexpected exception with its kind."""
+    error = str(failure.get("error") or "")
+    if failure.get("plain") and error:
+        return error
+    return f"{failure.get('error_type')}: {error}" if error else str(failure.get("error_type"))

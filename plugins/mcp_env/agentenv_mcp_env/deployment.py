@@ -45,6 +45,7 @@ from agent_env.api import (
     EnvType,
     InfraError,
     build_with_progress,
+    cause,
     write_env_files,
 )
 from agentenv_mcp_env.gateway_image import (
@@ -407,7 +408,7 @@ async def wait_ready(
                     )
                 last = f"waiting for {', '.join((body or {}).get('waiting') or ['the env'])}"
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-                last = f"the gateway did not answer ({type(exc).__name__})"
+                last = f"the gateway did not answer ({cause(exc)})"
             if time.monotonic() > next_look:  # a container that exited will never be ready
                 next_look = time.monotonic() + EXIT_CHECK_SECONDS
                 stopped = await _stopped(sandbox, [*containers, GATEWAY_CONTAINER])
@@ -515,7 +516,7 @@ async def why_down(env: GatewayDeployment) -> str | None:
             async with http.get(f"{env.capability_url}/state", timeout=probe) as resp:
                 state = await resp.json(content_type=None)
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-            problems.append(f"its gateway does not answer ({type(exc).__name__}: {exc})")
+            problems.append(f"its gateway does not answer ({cause(exc)})")
             state = None
         children = [c for c in (state or {}).get("children") or [] if isinstance(c, dict)]
         for index, child in enumerate(children):
@@ -529,7 +530,7 @@ async def why_down(env: GatewayDeployment) -> str | None:
                     error = (((body or {}).get("error") or {}).get("message")
                              or f"HTTP {resp.status}")
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = cause(exc)
             problems.append(f"env server {name} does not answer ({error})")
     if not problems:
         return None

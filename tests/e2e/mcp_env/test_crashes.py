@@ -192,7 +192,7 @@ def test_env_container_killed_mid_run_fails_clearly_and_leaves_nothing(
     assert float(failed.group(1)) < 1.0, out
     # An env that died is infrastructure's doing: the run is an error, not a score of 0.
     assert re.search(r"tasks/smoke.json v1: error \(infrastructure, not scored\) at step "
-                     r"'echoes': InfraError: env echo went down during the run: env server echo "
+                     r"'echoes': env echo went down during the run: env server echo "
                      r"does not answer", out), out
     assert "1 run: 1 infrastructure error (not scored)" in out
     assert "container env: exited with code 137" in out

@@ -26,6 +26,6 @@ def test_run_fails_without_an_agent_to_deploy_and_fakes_nothing(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-m", "agent_env", "run", str(bundle)], cwd=tmp_path,
                           env=env, text=True, capture_output=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "tasks/ask.json v1: failed at step 'agent': StepError: agent 'alice' has nothing " \
+    assert "tasks/ask.json v1: failed at step 'agent': agent 'alice' has nothing " \
            "to run it: the step names no a2a_agent_id" in done.stdout
     assert "passed" not in done.stdout

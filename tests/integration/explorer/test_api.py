@@ -32,7 +32,9 @@ def run_document(i: int) -> dict[str, Any]:
     failures = [] if outcome == "passed" else [{
         "step_id": "check", "step_type": "verify_sandbox", "error": f"mismatch {i}",
         "error_type": "StepError", "started_at_utc": "2026-01-01T00:00:00Z",
-        "duration_seconds": 0.5, "is_fatal": True, "is_infra": outcome == "error"}]
+        "duration_seconds": 0.5, "is_fatal": True, "is_infra": outcome == "error",
+        # a failure of AgentEnv's own (its message says it all) on the errored runs
+        "plain": outcome == "error"}]
     return {
         "_id": f"{task}-{i:08d}", "instance_id": f"{task}-{i:08d}", "task_id": task,
         "task_version": 1, "status": "completed" if i % 100 else "running",
@@ -128,6 +130,8 @@ async def test_filters_combine_on_the_server(client: TestClient[Any, Any]) -> No
         if i % 20 == 1 and OUTCOMES[i % 4] == "failed" and i % 100)
     assert all(r["task_id"] == task and r["outcome"] == "failed" for r in body["items"])
     assert body["items"][0]["error"].startswith("StepError: mismatch")
+    errored = await get_json(client, f"/api/v1/task-instances?task_id={TASKS[2]}&outcome=error")
+    assert errored["items"][0]["error"].startswith("mismatch ")  # plain: no error type
     assert body["items"][0]["models"] and body["items"][0]["agents"] == ["model-agent"]
     running = await get_json(client, "/api/v1/task-instances?status=running&limit=5")
     assert running["total"] == RUNS // 100

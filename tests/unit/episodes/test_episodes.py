@@ -100,7 +100,7 @@ async def test_ending_after_the_deadline_changes_nothing(instances: MemoryInstan
     assert turn.state == "timed out" and turn.response is None
     with pytest.raises(EpisodeFailed) as caught:
         await episode.next_turn()
-    assert "failed at step 'ask1' (prompt_agent): StepError: turn 'ask1' of agent 'alice' was " \
+    assert "failed at step 'ask1' (prompt_agent): turn 'ask1' of agent 'alice' was " \
            "not ended within 0.2s" in str(caught.value)
     assert caught.value.result.outcome == "failed"
     with pytest.raises(EpisodeFailed):

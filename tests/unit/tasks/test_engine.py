@@ -150,7 +150,7 @@ async def test_fatal_failure_stops_dispatch_and_waits_for_in_flight():
     (failure,) = result.failures
     assert (failure.step_id, failure.error_type, failure.is_fatal) == ("bad", "StepError", True)
     assert failure.error == "bad failed" and failure.started_at_utc.endswith("Z")
-    assert result.describe() == "failed at step 'bad': StepError: bad failed"
+    assert result.describe() == "failed at step 'bad': bad failed"
     record = instances.get("t-12345678")
     assert record.status == "failed" and record.completed_steps == ["slow"]
     assert record.failures[0].step_id == "bad"

@@ -49,7 +49,7 @@ async def test_an_infra_error_ends_the_run_as_error_not_failed() -> None:
                        instances=instances)
     assert result.outcome == "error" and result.scores == {}
     assert result.describe() == ("error (infrastructure, not scored) at step 'deploy': "
-                                 "InfraError: infra broke")
+                                 "infra broke")
     record = instances.get("t-12345678")
     assert record is not None and record.outcome == "error"
     assert record.failures[0].is_infra is True
@@ -84,7 +84,7 @@ async def test_counts_and_json_keep_errors_apart_from_failures() -> None:
             summary["scored_below_1"]) == (4, 1, 1, 1, 1)
     rows = [run_json(r) for r in results]
     assert [r["error_kind"] for r in rows] == [None, "task", "infra", None]
-    assert rows[2]["failed_step"] == "d" and rows[2]["error"] == "InfraError: infra broke"
+    assert rows[2]["failed_step"] == "d" and rows[2]["error"] == "infra broke"
 
 
 def test_secret_keys_are_dropped_but_token_counts_are_kept() -> None:

@@ -74,4 +74,4 @@ async def test_a_store_refusing_a_grown_context_keeps_the_outcome() -> None:
                             instances=store, emit=lambda *a, **k: None)
     record = store.records["t-12345678"]
     assert record.status == "completed" and record.outcome == result.outcome
-    assert "could not be recorded: ValueError: item size" in record.context["not_stored"]
+    assert "could not be recorded: item size" in record.context["not_stored"]

@@ -259,7 +259,7 @@ function stepRows(run, livesteps) {
     const failure = failed.get(id);
     const check = verifications[id];
     const timing = timings[id] || livesteps[id] || {};
-    const result = failure ? `failed: ${failure.error_type}: ${failure.error}`
+    const result = failure ? `failed: ${failureText(failure)}`
       : timing.outcome === "running" ? "running" : timing.outcome === "failed" ? "failed" : "done";
     return el("tr", { class: "step", "data-step": id },
       el("td", { text: i + 1 }),
@@ -348,7 +348,7 @@ async function comparePage(main, a, b) {
     el("div", { class: "outcome-" + (run.outcome || "").replace(/ /g, "-"), text: `${run.status} · ${run.outcome || ""}` }),
     el("div", { text: `scores: ${fmtScores(run.scores) || "none"} · ${fmtSeconds(run.duration_seconds)}` }),
     el("div", { text: `steps: ${(run.completed_steps || []).join(" → ")}` }),
-    el("div", { class: "error", text: (run.failures || []).map((f) => `${f.step_id}: ${f.error_type}: ${f.error}`).join("\n") }));
+    el("div", { class: "error", text: (run.failures || []).map((f) => `${f.step_id}: ${failureText(f)}`).join("\n") }));
   const flat = (run) => trajectories(run).flatMap(([, out]) => out.trajectory);
   const ea = flat(ra), eb = flat(rb);
   let diverge = 0;
@@ -427,3 +427,9 @@ async function groupPage(main, id) {
 
 window.addEventListener("hashchange", route);
 route();
+
+// A recorded step failure as the CLI shows it: AgentEnv's own errors ("plain") by their
+// message alone, an unexpected exception with its kind.
+function failureText(f) {
+  return f.plain && f.error ? f.error : `${f.error_type}: ${f.error}`;
+}
