@@ -587,7 +587,7 @@ class AgentServer:
 
     async def handle_skill_add(self, request: web.Request) -> web.Response:
         async def op(body: Any) -> Any:
-            return {"name": (await self.skills.add(body)).name}
+            return {"name": (await self.skills.add(body, self.agent.skill_added)).name}
 
         return await _ext_call(request, op)
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from .models import AgentConfig, AgentIdentity, TaskRequest, TaskResult
+
+if TYPE_CHECKING:
+    from .skills import Skill
 
 AGENT_CONFIG_V1 = "urn:agentenv:agent-config/v1"
 MCP_CONFIG_V1 = "urn:agentenv:mcp-config/v1"
@@ -64,6 +67,11 @@ class AgentEnvAgent:
 
     async def teardown(self) -> None:
         """Called once when the server stops."""
+
+    async def skill_added(self, skill: Skill) -> None:
+        """Called as skill-config/v1 adds a skill, before runs see it in ``request.skills``
+        (install it where the agent's tools look). What it raises adds nothing and is the
+        runtime's error, its message said."""
 
     def serve(self, host: str | None = None, port: int | None = None) -> None:
         """Serve until interrupted on ``A2A_HOST``:``A2A_PORT`` (0.0.0.0:8000) unless given."""

@@ -43,6 +43,8 @@ class Skill:
     name: str
     description: str
     files: Mapping[str, bytes]
+    #: added inline (``skill_md``), not as a bundle of objects
+    inline: bool = False
 
     @property
     def skill_md(self) -> str:
@@ -63,7 +65,9 @@ class SkillState:
     def __init__(self) -> None:
         self.skills: dict[str, Skill] = {}
 
-    async def add(self, body: Any) -> Skill:
+    async def add(self, body: Any, added: Any = None) -> Skill:
+        """Read the skill ``body`` describes and keep it; ``added`` (the agent's
+        ``skill_added``) is awaited with it first, and what it raises adds nothing."""
         if not isinstance(body, Mapping):
             raise _bad("body must be a JSON object")
         unknown = sorted(set(body) - {"name", "description", "skill_md", "skill_bundle"})
@@ -87,7 +91,11 @@ class SkillState:
             files = await _read_bundle(bundle)
         if name in self.skills:  # added by a request that finished while this one read
             raise _bad(f"a skill named {name!r} is already added", code="conflict", status=409)
-        skill = Skill(name, description, files)
+        skill = Skill(name, description, files, inline=inline is not None)
+        if added is not None:
+            await added(skill)
+        if name in self.skills:
+            raise _bad(f"a skill named {name!r} is already added", code="conflict", status=409)
         self.skills[name] = skill
         return skill
 
