@@ -186,5 +186,6 @@ def write_env_files(artifacts: Any, source: EnvSource, folder: Path) -> None:
 
 def env_provider_chain(ctx: TaskContext, sandbox_type: str | None) -> list[str]:
     """The providers to try for an env: the run's chain with ``local`` read as ``docker``."""
-    chain = [ENV_PROVIDER_ALIASES.get(name, name) for name in ctx.provider_chain(sandbox_type)]
+    chain = [ENV_PROVIDER_ALIASES.get(name, name)
+             for name in ctx.provider_chain(sandbox_type, role="env")]
     return list(dict.fromkeys(chain))

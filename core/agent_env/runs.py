@@ -59,13 +59,19 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
     open_provider(choose_provider(list(chain)))
 
 
-def sandbox_problems(tasks: Sequence[CheckedTask], chain: Sequence[str] | None) -> list[str]:
-    """Each distinct provider chain the run would use (``--sandbox``, a step's
-    ``sandbox_type``, else the configured default), checked for a usable provider."""
+def sandbox_problems(tasks: Sequence[CheckedTask], chain: Sequence[str] | None,
+                     choices: RunChoices | None = None) -> list[str]:
+    """Each distinct provider chain the run would use (``--agent-sandbox``,
+    ``--env-sandbox``, ``--sandbox``, a step's ``sandbox_type``, else the configured default),
+    checked for a usable provider."""
     from agent_env.runtime import current
     from agent_env.sandbox.chain import split_chain
 
     chains: dict[tuple[str, ...], str] = {}
+    for given, option in ((choices and choices.agent_sandbox, "--agent-sandbox"),
+                          (choices and choices.env_sandbox, "--env-sandbox")):
+        if given:
+            chains.setdefault(tuple(split_chain(given)), option)
     if chain:
         chains[tuple(chain)] = "--sandbox"
     else:
@@ -92,17 +98,26 @@ def run_problems(tasks: Sequence[CheckedTask], choices: RunChoices,
     agent someone ships) and the sandbox providers it would use."""
     from agent_env.tasks.plan import run_needs
 
-    return run_needs(tasks, choices) + sandbox_problems(tasks, chain)
+    return run_needs(tasks, choices) + sandbox_problems(tasks, chain, choices)
 
 
 def check_ready(tasks: Sequence[CheckedTask], choices: RunChoices,
                 chain: Sequence[str] | None) -> None:
     """Before a real run writes anything: the ``--sandbox`` chain is usable and every step has
     what it needs; the first problem is the ``Error:`` line."""
+    from agent_env.sandbox.chain import split_chain
     from agent_env.tasks.plan import run_needs
 
     if chain:
         check_sandbox_chain(chain)
+    for given, option in ((choices.agent_sandbox, "--agent-sandbox"),
+                          (choices.env_sandbox, "--env-sandbox")):
+        if given:
+            try:
+                check_sandbox_chain(split_chain(given))
+            except UserError as exc:
+                raise UserError(f"{option}: {exc}", notes=getattr(exc, "notes", None)) \
+                    from None
     problems = run_needs(tasks, choices)
     if problems:
         raise UserError(problems[0])

@@ -107,22 +107,28 @@ class OutputDir(_Type):
 OUTPUT_DIR = OutputDir()
 
 
-def run_choices(*, agent: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def run_choices(*, agent: bool = True, per_role: bool = False,
+                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The run's choices as options, given to the command as one ``choices``
     (:class:`~agent_env.tasks.steps.RunChoices`): ``--model`` (also ``--agent-model``),
     ``--agent`` (also ``--a2a-agent-id``; left out with ``agent=False``), ``--user-model``,
-    ``--judge-model``. One definition, so every command that runs tasks spells them alike."""
+    ``--judge-model``, and with ``per_role`` (``task run``, ``task run-batch``, as the
+    reference has them) ``--agent-sandbox``, ``--env-sandbox`` and
+    ``--apply-trajectory-filter/--no-trajectory-filter``. One definition, so every command
+    that runs tasks spells them alike."""
     import functools
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)
         def with_choices(*args: Any, model: str | None = None, agent_id: str | None = None,
                          user_model: str | None = None, judge_model: str | None = None,
-                         **kwargs: Any) -> Any:
+                         agent_sandbox: str | None = None, env_sandbox: str | None = None,
+                         trajectory_filter: bool | None = None, **kwargs: Any) -> Any:
             from agent_env.tasks.steps import RunChoices
 
-            return command(*args, choices=RunChoices(model, agent_id, user_model, judge_model),
-                           **kwargs)
+            choices = RunChoices(model, agent_id, user_model, judge_model, agent_sandbox,
+                                 env_sandbox, trajectory_filter)
+            return command(*args, choices=choices, **kwargs)
 
         options = [
             click.option("--judge-model", metavar="NAME",
@@ -130,6 +136,18 @@ def run_choices(*, agent: bool = True) -> Callable[[Callable[..., Any]], Callabl
             click.option("--user-model", metavar="NAME",
                          help="The model that plays the user of prompt_agent conversations."),
         ]
+        if per_role:
+            options += [
+                click.option("--apply-trajectory-filter/--no-trajectory-filter",
+                             "trajectory_filter", default=None,
+                             help="Every rubrics_verifier's trajectory filter on (its own, or "
+                                  "the default) or off (the whole trajectory)."),
+                click.option("--env-sandbox", metavar="A[,B...]",
+                             help="Sandbox providers deploy_env steps use (a fallback chain)."),
+                click.option("--agent-sandbox", metavar="A[,B...]",
+                             help="Sandbox providers deploy_agent steps use (a fallback "
+                                  "chain)."),
+            ]
         if agent:
             options.append(click.option(
                 "--agent", "--a2a-agent-id", "agent_id", type=ENTITY_ID, metavar="ID",

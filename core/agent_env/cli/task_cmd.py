@@ -138,7 +138,7 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 @click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
 @click.option("--k", type=int, default=1, show_default=True,
               help="Run it N times (4 at once) and report pass@k.")
-@run_choices()
+@run_choices(per_role=True)
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
         seeds: tuple[str, ...], keep: bool, k: int, choices: RunChoices) -> int:
     """Run a stored task (--k N: N times, with a pass@k table)."""
@@ -210,7 +210,7 @@ def _run_group(group: Any, *, output_dir: Path | None, choices: Any, chain: Any,
               help="Runs again a run that ended in an infrastructure error, up to N times.")
 @click.option("--output-dir", type=OUTPUT_DIR,
               help="Write runs.jsonl (a row per run) and summary.json here.")
-@run_choices(agent=False)
+@run_choices(agent=False, per_role=True)
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary and runs as JSON on stdout (progress goes to stderr).")

@@ -338,7 +338,7 @@ class RubricsVerifier(Step):
             conversation, response = self._cut(conversation, response)
         sections: list[tuple[str, str]] = []
         if self.use_trajectory:
-            sections.append(("Agent trajectory", self._trajectory(reply)))
+            sections.append(("Agent trajectory", self._trajectory(ctx, reply)))
         if "conversation" in (self.run_context_for_judge or []):
             turns = conversation or [{"role": "user", "text": reply.get("prompt")},
                                      {"role": "agent", "text": response}]
@@ -369,7 +369,7 @@ class RubricsVerifier(Step):
         end = agent_turns[turn - 1]
         return conversation[:end + 1], str(conversation[end].get("text") or "")
 
-    def _trajectory(self, reply: dict[str, Any]) -> str:
+    def _trajectory(self, ctx: TaskContext, reply: dict[str, Any]) -> str:
         from agent_env.runtime import current
 
         key = reply.get("agent_trajectory_object_key")
@@ -381,9 +381,16 @@ class RubricsVerifier(Step):
         except (KeyError, ValueError, OSError) as exc:
             raise StepError(f"use_trajectory: the trajectory of prompt '{self.prompt_id}' "
                             f"cannot be read ({exc})") from None
-        flags = {**FILTER_FLAGS, **{k: v for k, v in (self.trajectory_filter or {}).items()
-                                    if k in FILTER_FLAGS}}
-        return render_trajectory(events if isinstance(events, list) else [], flags)
+        return render_trajectory(events if isinstance(events, list) else [], self._flags(ctx))
+
+    def _flags(self, ctx: TaskContext) -> dict[str, bool]:
+        """What of the trajectory the judge reads: the step's filter over the default one;
+        the run's ``--no-trajectory-filter`` shows it all, ``--apply-trajectory-filter`` the
+        default when the step has none."""
+        if ctx.choices.trajectory_filter is False:
+            return dict.fromkeys(FILTER_FLAGS, True)
+        return {**FILTER_FLAGS, **{k: v for k, v in (self.trajectory_filter or {}).items()
+                                   if k in FILTER_FLAGS}}
 
     def _facts(self, ctx: TaskContext) -> str:
         if not self.context_facts_for_judge:

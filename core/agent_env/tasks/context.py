@@ -87,17 +87,24 @@ class TaskContext:
 
     # -- sandboxes -------------------------------------------------------------------------
 
-    def provider_chain(self, sandbox_type: str | None) -> list[str]:
-        """Providers to try for a step: ``--sandbox``, else the step's, else the config's."""
+    def provider_chain(self, sandbox_type: str | None, *, role: str | None = None,
+                       ) -> list[str]:
+        """Providers to try for a step: for an ``agent`` or an ``env`` (``role``) the run's
+        ``--agent-sandbox`` / ``--env-sandbox``, else ``--sandbox``, else the step's, else the
+        config's (``[sandbox] agent_default`` for an agent, then ``default``)."""
+        from agent_env.sandbox.chain import split_chain
+
+        override = {"agent": self.choices.agent_sandbox,
+                    "env": self.choices.env_sandbox}.get(role or "")
+        if override:
+            return split_chain(override)
         if self.sandbox_chain:
             return list(self.sandbox_chain)
         if sandbox_type:
-            from agent_env.sandbox.chain import split_chain
-
             return split_chain(sandbox_type)
         from agent_env.runtime import current
 
-        return current().config.sandbox_chain()
+        return current().config.sandbox_chain(agent=role == "agent")
 
     async def create_sandbox(self, spec: SandboxSpec, sandbox_type: str | None = None) -> Sandbox:
         """Create a sandbox, register it by ``spec.name`` and for teardown, and return it."""

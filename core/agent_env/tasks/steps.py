@@ -95,18 +95,24 @@ class RunChoices:
     """What the caller of a run chose for every task in it (``--model``, ``--agent``,
     ``--user-model``, ``--judge-model``): a step that uses one takes it over its own (``model``
     of a prompt, the agent a deploy brings up, the model that plays a conversation's user);
-    ``judge_model`` judges every rubric (the reference's precedence). A typed field of the run
-    request and of :class:`TaskContext` (``ctx.choices``), and kept in the run's record (metadata
-    ``model``, ``agent``, ``user_model``, ``judge_model``)."""
+    ``judge_model`` judges every rubric (the reference's precedence). ``agent_sandbox`` and
+    ``env_sandbox`` (``--agent-sandbox``, ``--env-sandbox``) are the provider chains agents and
+    envs deploy on; ``trajectory_filter`` (``--[no-]trajectory-filter``) turns every rubric's
+    trajectory filter on or off. A typed field of the run request and of :class:`TaskContext`
+    (``ctx.choices``), and kept in the run's record (metadata ``model``, ``agent``...)."""
 
     model: str | None = None
     agent: str | None = None
     user_model: str | None = None
     judge_model: str | None = None
+    agent_sandbox: str | None = None
+    env_sandbox: str | None = None
+    trajectory_filter: bool | None = None
 
-    def recorded(self) -> dict[str, str]:
+    def recorded(self) -> dict[str, str | bool]:
         """What the run's record keeps of them (the choices made)."""
-        return {key: value for key, value in attrs.asdict(self).items() if value}
+        return {key: value for key, value in attrs.asdict(self).items()
+                if value is not None and value != ""}
 
 
 @attrs.define(kw_only=True)

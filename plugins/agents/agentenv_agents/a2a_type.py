@@ -769,7 +769,7 @@ class A2aAgentType:
                      if v is not None}
             spec = SandboxSpec(name=container, mode="vm", ttl_seconds=step.ttl_seconds or 3 * 3600,
                                labels={**ctx.labels, "agentenv.step": step.id}, **sized)
-            chain = ctx.provider_chain(step.sandbox_type)
+            chain = ctx.provider_chain(step.sandbox_type, role="agent")
             chain = list(dict.fromkeys("docker" if p == "local" else p for p in chain))
             provider = open_provider(choose_provider(chain))
             sandbox = await provider.create(spec)

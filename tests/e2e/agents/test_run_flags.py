@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -112,3 +113,14 @@ def test_task_run_takes_the_run_choices_as_the_reference_spells_them(tmp_path: P
                                   "upstream, and no upstream is configured")
     judged = _run(tmp_path, "task", "run", "--id", "@me/t", "--judge-model", "scripted:j")
     assert judged.returncode == 0, judged.stderr  # a model a plugin serves; no rubric to use it
+    # the reference's per-role sandbox options: each chain is checked before the run
+    envs = _run(tmp_path, "task", "run", "--id", "@me/t", "--env-sandbox", "nosuch")
+    assert envs.returncode == 1
+    assert envs.stderr.startswith("Error: --env-sandbox: no sandbox provider of nosuch is "
+                                  "usable here"), envs.stderr
+    kept = _run(tmp_path, "task", "run", "--id", "@me/t", "--agent-sandbox", "local",
+                "--no-trajectory-filter", "--output-dir", "out")
+    assert kept.returncode == 0, kept.stderr
+    (record,) = (tmp_path / "out").glob("*.json")
+    metadata = json.loads(record.read_text())["context"]["metadata"]
+    assert (metadata["agent_sandbox"], metadata["trajectory_filter"]) == ("local", False)

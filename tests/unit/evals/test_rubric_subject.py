@@ -76,6 +76,13 @@ def test_the_trajectory_is_shown_as_the_filter_says(ctx: TaskContext) -> None:
         "include_tool_call_results": False, "include_thinking": True, "compaction_type": "default",
         "screenshot_last_n": 3})._subject(ctx).text()
     assert "[thinking]" in lean and "xxx" not in lean
+    # the run's --no-trajectory-filter shows all of it, whatever the step's filter says
+    from agent_env.tasks.steps import RunChoices
+
+    ctx.choices = RunChoices(trajectory_filter=False)
+    whole = verifier(use_trajectory=True, trajectory_filter={
+        "include_tool_call_results": False})._subject(ctx).text()
+    assert "[thinking]" in whole and "xxx" in whole
 
 
 def test_context_facts_and_the_policy_follow_the_reply(ctx: TaskContext) -> None:
