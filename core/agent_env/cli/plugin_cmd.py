@@ -11,6 +11,7 @@ import click
 from agent_env.cli.console import echo
 from agent_env.errors import UserError
 from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED
+from agent_env.plugins.installer import INSTALLERS
 from agent_env.plugins.reporting import KIND_LABELS, find_row, package_rows, problems
 from agent_env.plural import plural
 from agent_env.runtime import current
@@ -161,13 +162,21 @@ def check_plugins(as_json: bool) -> int:
 
 @plugin.command("add")
 @click.argument("specs", nargs=-1, required=True)
+@click.option("--installer", type=click.Choice(INSTALLERS),
+              help="Use this installer, not the one that made the environment (uv-project "
+                   "and uv-tool install through uv pip; pipx cannot add to it).")
+@click.option("--index-url", metavar="URL", help="The package index the installer uses.")
 @click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before installing.")
-def add_plugins(specs: tuple[str, ...], dry_run: bool, yes: bool) -> None:
+@click.option("--keep", is_flag=True,
+              help="Keep what was installed even when a plugin in it does not load.")
+def add_plugins(specs: tuple[str, ...], installer: str | None, index_url: str | None,
+                dry_run: bool, yes: bool, keep: bool) -> None:
     """Install plugin packages into this agent-env's Python environment."""
     from agent_env.plugins.installer import add
 
-    add(list(specs), dry_run=dry_run, assume_yes=yes)
+    add(list(specs), dry_run=dry_run, assume_yes=yes, installer=installer,
+        index_url=index_url, keep=keep)
 
 
 @plugin.command("remove")

@@ -73,8 +73,15 @@ def snapshot() -> dict[str, Installed]:
     }
 
 
-def installer_command() -> list[str]:
-    """The installer that owns this environment, as an argv prefix."""
+#: ``plugin add --installer``: the reference's names; each installs into this agent-env's own
+#: environment (``uv-project`` and ``uv-tool`` through ``uv pip``).
+INSTALLERS = ("pip", "uv", "uv-project", "uv-tool", "pipx")
+
+
+def installer_command(forced: str | None = None) -> list[str]:
+    """The installer that owns this environment (or the ``forced`` one), as an argv prefix."""
+    if forced is not None:
+        return _forced_installer(forced)
     prefix = Path(sys.prefix)
     cfg = prefix / "pyvenv.cfg"
     made_by_uv = cfg.is_file() and re.search(r"^uv\s*=", cfg.read_text(), re.MULTILINE)
@@ -90,18 +97,35 @@ def installer_command() -> list[str]:
     return [sys.executable, "-m", "pip"]
 
 
+def _forced_installer(name: str) -> list[str]:
+    if name == "pip":
+        return [sys.executable, "-m", "pip"]
+    if name == "pipx":
+        raise UserError("--installer pipx: pipx installs applications into environments of "
+                        f"their own; plugins go into agent-env's, {sys.prefix} (use pip or uv)")
+    if name not in INSTALLERS:
+        raise UserError(f"--installer {name}: not an installer (one of {', '.join(INSTALLERS)})")
+    uv = shutil.which("uv") or _venv_uv()
+    if not uv:
+        raise UserError(f"--installer {name}: uv is not on PATH (install uv, or use pip)")
+    return [uv, "pip"]
+
+
 def _venv_uv() -> str | None:
     candidate = Path(sys.executable).parent / "uv"
     return str(candidate) if candidate.is_file() else None
 
 
-def _run_installer(verb: str, args: list[str]) -> None:
-    command = installer_command()
+def _run_installer(verb: str, args: list[str], *, forced: str | None = None,
+                   index_url: str | None = None) -> None:
+    command = installer_command(forced)
     full = [*command, verb]
     if command[-1] == "pip" and command[0] != sys.executable:  # uv pip
         full += ["--python", sys.executable]
     if verb == "uninstall" and command[0] == sys.executable:
         full.append("-y")
+    if index_url and verb == "install":
+        full += ["--index-url", index_url]
     full += args
     click.echo(f"$ {' '.join(full)}", err=True)
     done = subprocess.run(full)
@@ -171,12 +195,17 @@ def _check_spec(spec: str) -> None:
                         "wheel or sdist)")
 
 
-def add(specs: list[str], *, dry_run: bool = False, assume_yes: bool = False) -> None:
-    """Install ``specs``, verify the new plugins load, roll back exactly if they don't."""
+def add(specs: list[str], *, dry_run: bool = False, assume_yes: bool = False,
+        installer: str | None = None, index_url: str | None = None,
+        keep: bool = False) -> None:
+    """Install ``specs``, verify the new plugins load, roll back exactly if they don't
+    (``keep``: keep them anyway, saying which did not load). ``installer`` forces one
+    (``--installer``), ``index_url`` is where it resolves from."""
     refuse_externally_managed()
     targets = resolve_specs(specs)
     click.echo(f"Plan: install {' '.join(targets)} into {sys.prefix}")
-    click.echo(f"Installer: {' '.join(installer_command())}")
+    click.echo(f"Installer: {' '.join(installer_command(installer))}"
+               + (f" (index {index_url})" if index_url else ""))
     if dry_run:
         click.echo("Dry run: nothing changed.")
         return
@@ -187,17 +216,21 @@ def add(specs: list[str], *, dry_run: bool = False, assume_yes: bool = False) ->
     for target in targets:
         args += ["-e", target] if Path(target).is_dir() else [target]
     try:
-        _run_installer("install", args)
+        _run_installer("install", args, forced=installer, index_url=index_url)
         after = snapshot()
         added = sorted(set(after) - set(before))
         problems = verify_plugins_load([after[n].name for n in added])
     except (UserError, KeyboardInterrupt):
-        restore(before)
+        restore(before, forced=installer, index_url=index_url)
         raise
-    if problems:
-        restore(before)
+    if problems and keep:
+        for problem in problems:
+            click.echo(f"warning: kept, but it does not take effect: {problem}", err=True)
+    elif problems:
+        restore(before, forced=installer, index_url=index_url)
         raise UserError(
-            "the new plugin did not load, so the environment was restored: " + "; ".join(problems)
+            "the new plugin did not load, so the environment was restored (--keep keeps it): "
+            + "; ".join(problems)
         )
     click.echo(f"Added {', '.join(after[n].name + ' ' + after[n].version for n in added)}.")
 
@@ -225,16 +258,18 @@ def verify_plugins_load(distributions: list[str]) -> list[str]:
     return problems
 
 
-def restore(before: dict[str, Installed]) -> None:
+def restore(before: dict[str, Installed], *, forced: str | None = None,
+            index_url: str | None = None) -> None:
     """Put the environment back to ``before``: remove newcomers, reinstall what changed."""
     now = snapshot()
     extra = [now[n].name for n in sorted(set(now) - set(before))]
     if extra:
-        _run_installer("uninstall", extra)
+        _run_installer("uninstall", extra, forced=forced)
     changed = [before[n] for n in before if n in now and now[n] != before[n]]
     missing = [before[n] for n in before if n not in now]
     for dist in [*changed, *missing]:
-        _run_installer("install", ["--no-deps", *dist.reinstall_spec()])
+        _run_installer("install", ["--no-deps", *dist.reinstall_spec()], forced=forced,
+                       index_url=index_url)
 
 
 def _uses(provides: list[dict[str, str]]) -> list[str]:

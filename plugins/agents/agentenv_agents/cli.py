@@ -105,21 +105,86 @@ def get_agent(agent_id: str, version: int | None) -> None:
     click.echo(json.dumps(shown, indent=2, default=str))
 
 
+#: The reference's default ``--platform``; an image builds for the machine it is built on.
+DEFAULT_PLATFORM = "linux/amd64"
+
+
+def host_platform() -> str:
+    """``linux/<arch>`` of this machine, as Docker names platforms."""
+    import platform
+
+    machine = platform.machine().lower()
+    return "linux/" + {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+def _pairs(option: str, given: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=f"'{option}'")
+        out[key.strip()] = value
+    return out
+
+
+def _metadata_value(text: str) -> Any:
+    """``true``/``false`` and numbers as TOML would read them; anything else as text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, bool | int | float) else text
+
+
 @a2a_agent.command("put")
 @click.option("--id", "agent_id", type=ENTITY_ID, required=True, help="The agent's id.")
 @click.option("--folder", "--context", "folder", type=click.Path(path_type=Path),
               help="The agent's folder (also --context): its Dockerfile, and an agent.toml "
                    "when it sets more than the defaults.")
 @click.option("--image-ref", help="A prebuilt A2A agent image to run instead of a folder.")
+@click.option("--dockerfile", metavar="PATH",
+              help="The Dockerfile to build, relative to the folder (default: Dockerfile).")
+@click.option("--env-var", "env_vars", multiple=True, metavar="K=V",
+              help="An environment variable the agent always gets; repeatable.")
+@click.option("--metadata", "metadata", multiple=True, metavar="K=V",
+              help="An agent.toml [metadata] value (default_model, min_disk_size_gb, "
+                   "takes_credentials); repeatable.")
+@click.option("--default-model", metavar="NAME",
+              help="The model the agent asks for when a run names none.")
+@click.option("--min-disk-size-gb", type=click.FloatRange(min=0, min_open=True),
+              help="Kept in the agent's [metadata]; no provider here sizes a disk.")
+@click.option("--platform", default=DEFAULT_PLATFORM, show_default=True,
+              help="The image platform; images build for this machine's own.")
+@click.option("--skip-validation", is_flag=True,
+              help="Accepted as the reference spells it: put never validates unless "
+                   "--validate says so.")
 @click.option("--validate", "then_validate", is_flag=True,
               help="Then run a2a-agent validate on the version stored.")
 @click.pass_context
 def put(click_ctx: click.Context, agent_id: str, folder: Path | None, image_ref: str | None,
-        then_validate: bool) -> int:
-    """Store an agent as the next version of ID (unchanged sources: the same version)."""
-    from .stored import put_agent
+        dockerfile: str | None, env_vars: tuple[str, ...], metadata: tuple[str, ...],
+        default_model: str | None, min_disk_size_gb: float | None, platform: str,
+        skip_validation: bool, then_validate: bool) -> int:
+    """Store an agent as the next version of ID (unchanged sources: the same version).
 
-    line = put_agent(agent_id, folder, image_ref)
+    --dockerfile, --env-var, --metadata, --default-model and --min-disk-size-gb are written
+    into the stored agent.toml (over the folder's own, which is left as it is)."""
+    from .stored import AgentSettings, put_agent
+
+    if skip_validation and then_validate:
+        raise click.UsageError("give --validate or --skip-validation, not both")
+    if platform != host_platform():
+        raise click.BadParameter(f"{platform}: images build for this machine's platform "
+                                 f"here ({host_platform()}); leave it out",
+                                 param_hint="'--platform'")
+    values: dict[str, Any] = {key: _metadata_value(value)
+                              for key, value in _pairs("--metadata", metadata).items()}
+    if default_model:
+        values["default_model"] = default_model
+    if min_disk_size_gb is not None:
+        values["min_disk_size_gb"] = min_disk_size_gb
+    settings = AgentSettings(dockerfile, _pairs("--env-var", env_vars), values)
+    line = put_agent(agent_id, folder, image_ref, settings)
     echo(str(line))
     if then_validate:
         return int(click_ctx.invoke(validate, agent_id=agent_id, version=line.version,

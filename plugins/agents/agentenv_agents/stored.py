@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from agent_env.api import (
     AGENT_FILE,
     AgentDefinition,
@@ -39,11 +41,47 @@ ENTITY_TYPE = "agent"
 IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
 
 
+@attrs.frozen
+class AgentSettings:
+    """What ``a2a-agent put`` sets over the folder's ``agent.toml`` (the reference's
+    ``--dockerfile``, ``--env-var``, ``--metadata``, ``--default-model``,
+    ``--min-disk-size-gb``)."""
+
+    dockerfile: str | None = None
+    env_vars: dict[str, str] = attrs.field(factory=dict)
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.dockerfile or self.env_vars or self.metadata)
+
+    def applied(self, folder: Path, scratch: Path) -> Path:
+        """A copy of ``folder`` in ``scratch`` whose ``agent.toml`` carries these settings."""
+        import shutil
+
+        import tomlkit
+
+        copy = scratch / "agent"
+        shutil.copytree(folder, copy, symlinks=True)
+        path = copy / AGENT_FILE
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() \
+            else tomlkit.document()
+        if self.dockerfile:
+            document["dockerfile"] = self.dockerfile
+        for table, values in (("default_env_vars", self.env_vars), ("metadata", self.metadata)):
+            if values:
+                merged = dict(document.get(table) or {})
+                merged.update(values)
+                document[table] = merged
+        path.write_text(tomlkit.dumps(document), encoding="utf-8")
+        return copy
+
+
 def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
-                scratch: Path) -> list[Any]:
+                scratch: Path, settings: AgentSettings | None = None) -> list[Any]:
     """The file table to store; every problem at once, as one UserError.
 
-    With only ``image_ref``, the folder is ``scratch`` holding a generated ``agent.toml``.
+    With only ``image_ref``, the folder is one in ``scratch`` holding a generated ``agent.toml``;
+    ``settings`` are written into (a copy of) the folder's ``agent.toml``.
     """
     if folder is None and not image_ref:
         raise UserError("give --folder DIR (an agent.toml and its Dockerfile) or --image-ref "
@@ -56,11 +94,14 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
         if not IMAGE_REF.match(image_ref):
             raise UserError(f"--image-ref {image_ref!r} is not an image reference (such as "
                             "registry.example/agent:1.4)")
-        folder = scratch
+        folder = scratch / "image"
+        folder.mkdir()
         (folder / AGENT_FILE).write_text(f'type = "a2a"\nimage = {json.dumps(image_ref)}\n',
                                          encoding="utf-8")
     elif not folder.is_dir():
         raise UserError(f"--folder {folder}: not a folder")
+    if settings:
+        folder = settings.applied(folder, scratch)
     definition = read_agent(agent_id, folder)  # a bad agent.toml: its one-line error
     host = current().host
     if definition.type not in host.registry("agent_type"):  # never store what cannot run
@@ -73,14 +114,15 @@ def agent_files(agent_id: str, folder: Path | None, image_ref: str | None,
     return files
 
 
-def put_agent(agent_id: str, folder: Path | None, image_ref: str | None) -> Any:
+def put_agent(agent_id: str, folder: Path | None, image_ref: str | None,
+              settings: AgentSettings | None = None) -> Any:
     """Store the agent as the next version of ``agent_id`` (unchanged: the same version);
     returns the ledger line."""
     if installed_agent(agent_id) is not None:
         raise UserError(f"'{agent_id}' is an installed agent's id (a2a-agent list): store "
                         "yours under another id")
     with tempfile.TemporaryDirectory(prefix="agent-env-agent-put-") as scratch:
-        files = agent_files(agent_id, folder, image_ref, Path(scratch))
+        files = agent_files(agent_id, folder, image_ref, Path(scratch), settings)
         return put_files_entity(KIND, agent_id, ENTITY_TYPE, f"agent {agent_id}", files)
 
 

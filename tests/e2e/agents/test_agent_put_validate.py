@@ -82,6 +82,46 @@ def test_a_folder_without_its_dockerfile_or_with_a_bad_agent_toml_is_refused(
                                           "colour")
 
 
+def test_put_writes_the_references_options_into_the_stored_agent_toml(agent_env,
+                                                                      own_agent) -> None:
+    """``--dockerfile``, ``--env-var``, ``--metadata``, ``--default-model``,
+    ``--min-disk-size-gb``: kept in the stored version's agent.toml; the folder is untouched."""
+    (own_agent / "Dockerfile.agent").write_text((own_agent / "Dockerfile").read_text())
+    before = (own_agent / "agent.toml").read_text()
+    done = agent_env("a2a-agent", "put", "--id", "tuned", "--context", str(own_agent),
+                     "--dockerfile", "Dockerfile.agent", "--env-var", "MODE=fast",
+                     "--env-var", "EMPTY=", "--metadata", "takes_credentials=false",
+                     "--default-model", "gpt-x", "--min-disk-size-gb", "20",
+                     "--skip-validation", "--platform", _this_platform())
+    assert (done.returncode, done.stdout.strip()) == (0, "agent tuned: v1 (new)"), done.stderr
+    shown = json.loads(agent_env("a2a-agent", "get", "--id", "tuned").stdout)
+    assert shown["dockerfile"] == "Dockerfile.agent"
+    assert shown["default_env_vars"] == {"MODE": "fast", "EMPTY": ""}
+    assert shown["metadata"] == {"takes_credentials": False, "default_model": "gpt-x",
+                                 "min_disk_size_gb": 20.0}
+    assert (own_agent / "agent.toml").read_text() == before
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--env-var", "NOEQUALS"], "Invalid value for '--env-var': 'NOEQUALS' is not KEY=VALUE"),
+    (["--metadata", "colour=red"], "[metadata] takes only default_model, min_disk_size_gb, "
+                                   "takes_credentials"),
+    (["--platform", "linux/s390x"], "Invalid value for '--platform': linux/s390x: images "
+                                    "build for this machine's platform here"),
+    (["--validate", "--skip-validation"], "give --validate or --skip-validation, not both"),
+])
+def test_bad_put_options_store_nothing(agent_env, own_agent, args, error) -> None:
+    done = agent_env("a2a-agent", "put", "--id", "tuned", "--folder", str(own_agent), *args)
+    assert done.returncode != 0 and error in done.stderr, done.stderr
+    assert json.loads(agent_env("a2a-agent", "list", "--json").stdout)["stored"] == []
+
+
+def _this_platform() -> str:
+    from agentenv_agents.cli import host_platform
+
+    return host_platform()
+
+
 def test_validate_deploys_scores_and_tears_down(
         agent_env, own_agent, left_by: Callable[[str], list[str]]) -> None:
     assert agent_env("a2a-agent", "put", "--id", "my-agent", "--folder",

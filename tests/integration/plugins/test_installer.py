@@ -114,6 +114,25 @@ def test_a_plugin_that_does_not_load_is_rolled_back_exactly(
     assert "toy is broken on purpose" in done.stderr
     assert freeze(uv_venv) == before
 
+    # the reference's --keep keeps it, saying it does not take effect; --installer pip and
+    # --index-url go to the installer (pip, reading the local index folder)
+    index = tmp_path / "index"
+    index.mkdir()
+    kept = agent_env(uv_venv, "plugin", "add", "--installer", "uv-tool", "--index-url",
+                     index.as_uri(), "--keep", "-y", str(wheel), cwd=tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert "--index-url " + index.as_uri() in kept.stderr  # the command as it ran
+    assert "warning: kept, but it does not take effect: agentenv-toy-broken: failed" in \
+        kept.stderr
+    assert packages(uv_venv, tmp_path)["agentenv-toy-broken"]["status"] == "failed"
+    assert agent_env(uv_venv, "plugin", "remove", "agentenv-toy-broken", "-y",
+                     cwd=tmp_path).returncode == 0
+    assert freeze(uv_venv) == before
+    pipx = agent_env(uv_venv, "plugin", "add", "--installer", "pipx", "-y", str(wheel),
+                     cwd=tmp_path)
+    assert pipx.returncode == 1 and "pipx installs applications into environments of " \
+        "their own" in pipx.stderr
+
 
 def test_the_readme_example_plugin_installs_and_runs_its_bundle(
     uv_venv: Path, tmp_path: Path
