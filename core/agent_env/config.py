@@ -55,6 +55,21 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
     "state": {"root"},
     "agents": {"default", "default_a2a_agent_id"},
     "task_steps": {"impls"},
+    "envs": {"impls"},
+    "explorer": {"port", "allowed_hosts"},
+}
+
+#: The reference framework's config settings that are not read here, and why (a warning says
+#: so when a config sets one, rather than the bare "unknown").
+NOT_READ: dict[str, str] = {
+    "artifacts": "artifact types come from plugins here (file artifacts are built in)",
+    "conversations": "a user reached over A2A is not supported here; deploy the user as an "
+                     "agent (prompt_agent user_agent_name) or simulate it ([model] roles.user)",
+    "state.providers": "env state providers belong to the multi-service env types, not "
+                       "installed here",
+    "explorer.cors_origins": "the explorer answers its own page only (a token in its URL)",
+    "explorer.static_dir": "the explorer serves its own page",
+    "explorer.plugins": "the explorer takes no plugins here",
 }
 
 _REFERENCE = re.compile(r"^(env|secret):([^?]*)(?:\?(.*))?$", re.DOTALL)
@@ -339,6 +354,9 @@ def _check_shape(data: dict[str, Any], path: Path) -> list[str]:
     """Refuse sections that are not tables; warn about unknown sections and keys."""
     warnings = []
     for name, value in data.items():
+        if name in NOT_READ:
+            warnings.append(f"{path}: [{name}] is not read: {NOT_READ[name]}")
+            continue
         if name not in KNOWN_KEYS:
             warnings.append(f"{path}: unknown section [{name}] is ignored")
             continue
@@ -348,7 +366,9 @@ def _check_shape(data: dict[str, Any], path: Path) -> list[str]:
         if known is None:
             continue
         for key in value:
-            if key not in known:
+            if f"{name}.{key}" in NOT_READ:
+                warnings.append(f"{path}: [{name}] {key} is not read: {NOT_READ[name + '.' + key]}")
+            elif key not in known:
                 expected = ", ".join(sorted(known))
                 warnings.append(f"{path}: unknown key '{key}' in [{name}] (known: {expected})")
     return warnings

@@ -29,7 +29,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "agent_env.stores.builtin",
     "agent_env.sandbox.builtin",
     "agent_env.tasks.builtin_steps",
-    "agent_env.task_step.configured",
+    "agent_env.plugins.configured",
     "agent_env.bundles.shipped",
     "agent_env.runners.builtin",
     "agent_env.cli.reporter",

@@ -37,6 +37,23 @@ def test_a_busy_port_is_a_one_line_error(tmp_path: Path) -> None:
     assert "--port" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_references_explorer_table_sets_the_port(tmp_path: Path) -> None:
+    """``[explorer] port`` (the reference's) is the port ``up`` takes when --port names none;
+    its keys not read here are warned about with the reason."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (tmp_path / ".agentenv").mkdir()
+        (tmp_path / ".agentenv" / "config.toml").write_text(
+            f'[explorer]\nport = {port}\ncors_origins = ["https://x.example"]\n')
+        done = agent_env(tmp_path, "up")
+    assert done.returncode != 0
+    assert f"Error: cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "[explorer] cors_origins is not read: the explorer answers its own page only" in \
+        done.stderr
+
+
 def test_a_run_row_is_small_and_names_the_first_failure() -> None:
     row = run_summary({
         "_id": "t-1", "task_id": "t", "status": "completed", "outcome": "failed",

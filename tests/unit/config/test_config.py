@@ -291,3 +291,14 @@ def test_litellm_variables_are_the_model_upstream_when_nothing_else_names_one(
     path = write_config(tmp_path, '[model]\nbase_url = "http://file/v1"\n')
     filed = cfg.load_config(path=path, environ=litellm).section("model")
     assert filed["base_url"] == "http://file/v1"
+
+
+def test_the_references_settings_not_read_here_say_why(tmp_path: Path) -> None:
+    write_config(tmp_path, '[conversations]\ndefault_human_a2a_url = "http://h"\n'
+                           '[state]\nproviders = {}\n[artifacts]\ntype_aliases = {}\n')
+    warnings = "\n".join(cfg.load_config().warnings)
+    assert "[conversations] is not read: a user reached over A2A is not supported here" \
+        in warnings
+    assert "[state] providers is not read: env state providers belong to the multi-service " \
+        "env types" in warnings
+    assert "[artifacts] is not read: artifact types come from plugins here" in warnings
