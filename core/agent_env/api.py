@@ -123,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "find_reply": ("agent_env.agents", "find_reply"),
     "model_problem": ("agent_env.models", "model_problem"),
     "chat": ("agent_env.models", "chat"),
+    "planned_folder": ("agent_env.bundles.planned", "planned_folder"),
     "cause": ("agent_env.errors", "cause"),
     "model_settings": ("agent_env.models", "model_settings"),
     # evals
@@ -245,6 +246,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.bundles.jsonfile import MAX_FILE_BYTES as MAX_TASK_FILE_BYTES
     from agent_env.bundles.parse import is_inside
+    from agent_env.bundles.planned import planned_folder
     from agent_env.cli.console import echo
     from agent_env.cli.deployed import get_kind as get_deployed
     from agent_env.cli.deployed import list_kind as list_deployed

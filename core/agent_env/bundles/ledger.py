@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from agent_env.bundles.model import ArtifactEntry, BundleFile, EnvEntry
+from agent_env.bundles.model import AgentEntry, ArtifactEntry, BundleFile, EnvEntry
 from agent_env.bundles.plan import BundlePlan
 
 BLOB_PREFIX = "blobs/sha256/"
@@ -110,6 +110,9 @@ class Ledger:
         for env in bundle.envs:
             if env.id in wanted.get("envs", set()):
                 self.write_files_entity("envs", env)
+        for agent in bundle.agents:
+            if agent.id in wanted.get("agents", set()):
+                self.write_files_entity("agents", agent)
         for task in plan.tasks:
             body: dict[str, Any] = {"name": task.entry.name, "label": task.entry.label,
                                     "steps": list(task.spec.raw_steps)}
@@ -125,7 +128,8 @@ class Ledger:
                       lambda old: "new" if old is None else "tasks changed")
         return LedgerResult(tuple(self.lines), self.versions)
 
-    def write_files_entity(self, kind: str, entry: ArtifactEntry | EnvEntry) -> None:
+    def write_files_entity(self, kind: str,
+                           entry: ArtifactEntry | EnvEntry | AgentEntry) -> None:
         from agent_env.stores import ObjectExists
         from agent_env.stores.versioned import content_hash
 

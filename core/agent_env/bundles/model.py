@@ -61,6 +61,19 @@ class EnvEntry:
 
 
 @attrs.frozen
+class AgentEntry:
+    """An agent folder of the bundle (``agents/<name>``: a Dockerfile, an ``agent.toml`` or
+    both), stored as the agents plugin stores one (file entity kind ``agents``)."""
+
+    name: str
+    id: str
+    label: str
+    folder: Path
+    files: tuple[BundleFile, ...]
+    type: str = "agent"
+
+
+@attrs.frozen
 class TaskEntry:
     """A task file; ``raw_steps`` as written, normalised (entity names not yet rewritten)."""
 
@@ -90,6 +103,7 @@ class Bundle:
     evals: tuple[EvalEntry, ...] = ()
     #: kind -> {alias or name: entity name}
     aliases: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    agents: tuple[AgentEntry, ...] = ()
 
     def entity_ids(self) -> dict[str, dict[str, str]]:
         """kind -> {name or alias: id}: what a step field may name."""
@@ -98,6 +112,7 @@ class Bundle:
             "envs": {e.name: e.id for e in self.envs},
             "tasks": {t.name: t.id for t in self.tasks},
             "evals": {e.name: e.id for e in self.evals},
+            "agents": {a.name: a.id for a in self.agents},
         }
         for kind, table in self.aliases.items():
             names = ids.setdefault(kind, {})

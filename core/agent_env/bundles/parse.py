@@ -16,6 +16,7 @@ from typing import Any
 from agent_env.bundles.jsonfile import MAX_FILE_BYTES, StrictJSONError, loads_strict_bytes
 from agent_env.bundles.model import (
     BUNDLE_FOLDERS,
+    AgentEntry,
     ArtifactEntry,
     Bundle,
     BundleFile,
@@ -81,10 +82,12 @@ def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
     # a walrus target lives in the function's scope: reusing ``e`` would retype the env list's
     evals = [v for p in _entries(folder / "evals")
              if (v := _parse_eval(p, id_root, problems)) is not None]
+    agents = [g for p in _entries(folder / "agents")
+              if (g := _parse_agent(p, id_root, problems)) is not None]
     bundle = Bundle(
         folder, id_root, read_description(folder, problems), tuple(tasks), tuple(artifacts),
         tuple(envs),
-        tuple(evals), _parse_aliases(folder, problems),
+        tuple(evals), _parse_aliases(folder, problems), tuple(agents),
     )
     names = {t.name for t in tasks}
     for entry in evals:
@@ -341,6 +344,28 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
     entity_id = str(settings.get("id") or f"{id_root}/{path.name}")
     return EnvEntry(path.name, entity_id, env_type, label, path, tuple(files),
                     settings.get("image"), name)
+
+
+def _parse_agent(path: Path, id_root: str, problems: list[str]) -> AgentEntry | None:
+    """``agents/<name>``: its files as a build context, checked as a folder; what its
+    ``agent.toml`` says is the agents plugin's to read (when a task deploys it)."""
+    from agent_env.agents import AGENT_FILE
+
+    label = f"agents/{path.name}"
+    if not path.is_dir():
+        problems.append(f"{label}: an agent is a folder (a Dockerfile, an {AGENT_FILE} or "
+                        "both), not a file")
+        return None
+    dockerfile = "Dockerfile"
+    if (path / AGENT_FILE).is_file():
+        settings = _read_toml(path / AGENT_FILE, f"{label}/{AGENT_FILE}", problems) or {}
+        if isinstance(settings.get("dockerfile"), str):
+            dockerfile = settings["dockerfile"]
+    elif not (path / "Dockerfile").is_file():
+        problems.append(f"{label}: needs a Dockerfile or an {AGENT_FILE}")
+        return None
+    files = collect_files(path, label, problems, build_context=True, dockerfile=dockerfile)
+    return AgentEntry(path.name, f"{id_root}/{path.name}", label, path, tuple(files))
 
 
 def _parse_task(path: Path, id_root: str, problems: list[str]) -> TaskEntry | None:

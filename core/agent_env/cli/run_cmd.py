@@ -129,6 +129,7 @@ def run_bundle(
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.parse import parse_bundle
     from agent_env.bundles.plan import plan_bundle
+    from agent_env.bundles.planned import planning
     from agent_env.runs import check_ready, run_problems, run_tasks
     from agent_env.runtime import current
     from agent_env.tasks.session import RunRequest
@@ -143,17 +144,19 @@ def run_bundle(
                        eval_names=eval_names, sandbox_chain=chain,
                        stored=entity_exists(versioned))
     checked = [(t.entry.label, t.steps) for t in plan.tasks]
-    if dry_run:  # what a real run would need, every problem at once
-        needs = run_problems(checked, choices, chain)
-        if needs:
-            from agent_env.errors import UserError
+    with planning(bundle):  # its own agents are found in its folder, not yet in the store
+        if dry_run:  # what a real run would need, every problem at once
+            needs = run_problems(checked, choices, chain)
+            if needs:
+                from agent_env.errors import UserError
 
-            for need in needs:
-                echo(f"  {need}", err=True)
-            raise UserError(f"dry run: a real run would fail: {plural(len(needs), 'problem')} "
-                            "(listed above); nothing was written or run")
-    else:
-        check_ready(checked, choices, chain)
+                for need in needs:
+                    echo(f"  {need}", err=True)
+                raise UserError(f"dry run: a real run would fail: "
+                                f"{plural(len(needs), 'problem')} (listed above); nothing was "
+                                "written or run")
+        else:
+            check_ready(checked, choices, chain)
     objects = current().object_store
     ledger = Ledger(versioned, objects, dry_run=dry_run).write_plan(plan)
     for line in ledger.lines:

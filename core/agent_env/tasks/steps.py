@@ -130,6 +130,9 @@ class Step:
     #: field (``{"artifact_version": "artifact_id"}``). Preflight refuses a version the run
     #: cannot load; :meth:`pinned` gives it to ``run``, and the loaded version is recorded.
     version_fields: ClassVar[dict[str, str]] = {}
+    #: Entity fields whose value may instead name what a plugin installs (an agent by its
+    #: name): one that names nothing in the bundle is then the step's ``needs`` to judge.
+    installed_entity_fields: ClassVar[frozenset[str]] = frozenset()
     #: What the step does to the agent its ``agent_name`` names, if any (``deploys``,
     #: ``prompts``, ``reads_reply``: see :mod:`agent_env.agents`); the episode API reads it to
     #: stand a trainer in for that agent.
@@ -174,7 +177,7 @@ class Step:
         problems = []
         for field_name, kind in self.entity_fields.items():
             for value in _as_list(getattr(self, field_name, None)):
-                if _is_url(value):
+                if _is_url(value) or field_name in self.installed_entity_fields:
                     continue
                 if not view.has_entity(kind, value):
                     singular = kind.rstrip("s")

@@ -1,5 +1,6 @@
-"""Finding an agent by id: an installed one (a plugin's ``agent_env_agents``), else one that
-``a2a-agent put`` stored. Its own module because it reads both the folder format
+"""Finding an agent by id: an installed one (a plugin's ``agent_env_agents``), else the running
+bundle's own (``agents/<name>``, before the run stores it), else one stored (by ``a2a-agent
+put``, or by a bundle's run). Its own module because it reads both the folder format
 (:mod:`.definitions`) and the store (:mod:`.stored`), which the store's
 module itself builds on."""
 
@@ -7,7 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_env.api import AgentDefinition, UserError, current, missing_contribution
+from agent_env.api import (
+    AgentDefinition,
+    UserError,
+    current,
+    missing_contribution,
+    planned_folder,
+)
 
 from .definitions import read_agent
 from .stored import installed_agent, load_stored_agent, stored_record
@@ -22,6 +29,9 @@ def find_agent(agent_id: str, version: int | None = None) -> AgentDefinition:
     source = installed_agent(agent_id)
     if source is not None:
         return read_agent(source.name, Path(source.path))
+    planned = planned_folder("agents", agent_id)  # a bundle's own, before the run stores it
+    if planned is not None:
+        return read_agent(agent_id, planned)
     record = stored_record(agent_id, version)
     if record is not None:
         return load_stored_agent(record)

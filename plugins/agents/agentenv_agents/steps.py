@@ -89,8 +89,12 @@ class DeployAgent(Step):
 
     type = "deploy_agent"
     agent_role = DEPLOYS
-    entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts"}
-    version_fields = {"agent_snapshot_files_artifact_version": "agent_snapshot_files_artifact_id"}
+    entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts",
+                     "a2a_agent_id": "agents"}
+    version_fields = {"agent_snapshot_files_artifact_version": "agent_snapshot_files_artifact_id",
+                      "a2a_agent_version": "a2a_agent_id"}
+    #: an agent a plugin installs is named by its name, not a bundle's (``needs`` finds it)
+    installed_entity_fields = frozenset({"a2a_agent_id"})
 
     agent_name: str = DEFAULT_AGENT_NAME
     env_ids: list[str] = attrs.field(factory=list)

@@ -29,7 +29,8 @@ def in_ci() -> bool:
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference wheel's bundle folders (``agent_env/examples/<name>``), unzipped."""
+    """The reference wheel's example bundles (``agent_env/examples/<name>``), unzipped; its
+    agents bundle (``agent_env/agents``) is beside them, at ``examples.parent / "agents"``."""
     folder = tmp_path_factory.mktemp("reference")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
@@ -42,7 +43,8 @@ def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail(message + " (CI never skips this test)")
         pytest.skip(message)
     with zipfile.ZipFile(wheels[0]) as wheel:
-        members = [m for m in wheel.namelist() if "/examples/" in m]
+        members = [m for m in wheel.namelist()
+                   if "/examples/" in m or m.startswith("agent_env/agents/")]
         wheel.extractall(folder / "unzipped", members)
     found = {p.parent.parent.name: p.parent.parent for p in
              (folder / "unzipped").glob("**/examples/*/tasks/smoke.json")}
@@ -114,4 +116,21 @@ def test_reference_hello_runs_unchanged_on_the_local_sandbox(examples: Path,
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "tasks/hello.json v1: passed (hello: 1)" in done.stdout
     assert "Tore down 1 sandbox." in done.stdout
+    assert digest(bundle) == before
+
+
+def test_reference_agents_bundle_passes_preflight(examples: Path, tmp_path: Path) -> None:
+    """The reference's agents bundle: six agent folders under ``agents/`` (Dockerfiles, no
+    agent.toml) and a smoke task deploying each by its folder name. Preflight finds each in the
+    bundle's own ``agents/`` (before the run stores it). Its agents install CLIs from the
+    network and ask real models, so here it is checked, not run."""
+    bundle = examples.parent / "agents"
+    assert (bundle / "agents" / "gemini" / "Dockerfile").is_file()
+    assert not (bundle / "agents" / "gemini" / "agent.toml").exists()
+    before = digest(bundle)
+    done = run(tmp_path / "state", "run", str(bundle), "--dry-run")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    for name in ("claude-code", "codex", "gemini", "opencode", "openhands", "pi"):
+        assert f"agents/{name}: would write v1 (new)" in done.stdout
+        assert f"[tasks/{name}-smoke.json] would run 3 steps: deploy, ask, check" in done.stdout
     assert digest(bundle) == before
