@@ -269,13 +269,30 @@ CONFIG_KEYS: dict[str, dict[str, str]] = {
         "base_url": "the real model endpoint the run's model gateway forwards agents' calls "
                     "to",
         "api_key": "its key (write `env:NAME` or `secret:KEY`, never the key itself)",
-        "name": "the model agents use when a prompt names none",
+        "name": "the model agents use when a prompt names none (same as `default`)",
+        "default": "the reference's name for `name`",
+        "roles": "a model per role: `agent`, `user` (a simulated conversation user; never "
+                 "the default model) and `judge` (rubrics), over the default",
+        "params": "request fields added to AgentEnv's own model calls (the judge's, the "
+                  "simulated user's); `model`, `messages` and the call's own keys are refused",
+        "headers": "headers sent to the upstream with every call (else the host's "
+                   "`LITELLM_EXTRA_HEADERS`, a JSON object)",
     },
     "plugins": {"*": "`[plugins.DISTRIBUTION]`: a plugin's own settings table (below)"},
     "state": {"root": "where local stores and work folders live (`AGENT_ENV_STATE_DIR`, else "
                       "`$XDG_STATE_HOME/agent-env`, else `~/.local/state/agent-env`)"},
     "agents": {"default": "the agent `deploy_agent` deploys when neither its step "
-                          "(`a2a_agent_id`) nor `--agent` names one"},
+                          "(`a2a_agent_id`) nor `--agent` names one",
+               "default_a2a_agent_id": "the reference's name for `default`"},
+    "task_steps": {"impls": "step classes of your own by `module:Class` (a `Step`, or a "
+                            "`TaskStep` written for the reference), loaded beside the "
+                            "plugins'"},
+    "envs": {"impls": "env type classes of your own by `module:Class` (`EnvType` "
+                      "subclasses), loaded beside the plugins'"},
+    "explorer": {"port": "the port `agent-env up` serves on when `--port` names none "
+                         "(default 8234)",
+                 "allowed_hosts": "Host names `agent-env up` answers besides loopback, with "
+                                  "its `--allow-host` ones"},
 }
 
 #: Variables the kernel reads besides ``ENV_VARIABLES`` (which map onto config keys).
