@@ -28,6 +28,9 @@ from agent_env.env_types import DEFAULT_ENV_TYPE
 from agent_env.errors import UserError
 from agent_env.tasks.artifacts import DOCKER_IMAGE, FILE, FILE_UNIVERSE
 
+#: What marks a ``skills/<name>`` folder (as the agents' skill-config reads it).
+SKILL_FILE = "SKILL.md"
+
 _CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
 
 
@@ -84,6 +87,15 @@ def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
              if (v := _parse_eval(p, id_root, problems)) is not None]
     agents = [g for p in _entries(folder / "agents")
               if (g := _parse_agent(p, id_root, problems)) is not None]
+    # skills are artifacts (a task names one by name, as an artifact), in a folder of their own
+    taken = {a.name for a in artifacts}
+    for path in _entries(folder / "skills"):
+        skill = _parse_skill(path, id_root, problems)
+        if skill is not None and skill.name in taken:
+            problems.append(f"artifacts/{skill.name} and {skill.label} share a name; artifacts "
+                            "and skills share one store, so rename one")
+        elif skill is not None:
+            artifacts.append(skill)
     bundle = Bundle(
         folder, id_root, read_description(folder, problems), tuple(tasks), tuple(artifacts),
         tuple(envs),
@@ -344,6 +356,18 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
     entity_id = str(settings.get("id") or f"{id_root}/{path.name}")
     return EnvEntry(path.name, entity_id, env_type, label, path, tuple(files),
                     settings.get("image"), name)
+
+
+def _parse_skill(path: Path, id_root: str, problems: list[str]) -> ArtifactEntry | None:
+    """``skills/<name>``: a folder holding ``SKILL.md`` (and the files beside it), stored as an
+    artifact a ``deploy_agent`` step's ``skills`` name by ``artifact_id``."""
+    label = f"skills/{path.name}"
+    if not path.is_dir() or not (path / SKILL_FILE).is_file():
+        problems.append(f"{label}: a skill is a folder holding {SKILL_FILE}")
+        return None
+    files = collect_files(path, label, problems)
+    kind = FILE if len(files) == 1 else FILE_UNIVERSE
+    return ArtifactEntry(path.name, f"{id_root}/{path.name}", kind, label, tuple(files))
 
 
 def _parse_agent(path: Path, id_root: str, problems: list[str]) -> AgentEntry | None:

@@ -17,7 +17,7 @@ from agent_env.bundles.model import Bundle, EvalEntry, TaskEntry
 from agent_env.errors import UserError
 from agent_env.sandbox.chain import split_chain
 from agent_env.tasks.plan import TaskSpec, check_steps
-from agent_env.tasks.steps import Step, rewrite_entity_refs
+from agent_env.tasks.steps import Step, entity_values, rewrite_entity_refs
 
 
 class PreflightFailed(UserError):
@@ -64,9 +64,7 @@ def references(steps: Sequence[Step]) -> dict[str, frozenset[str]]:
     found: dict[str, set[str]] = {}
     for step in steps:
         for field_name, kind in step.entity_fields.items():
-            value = getattr(step, field_name, None)
-            values = [value] if isinstance(value, str) else list(value or [])
-            found.setdefault(kind, set()).update(v for v in values if isinstance(v, str))
+            found.setdefault(kind, set()).update(entity_values(step, field_name))
     return {k: frozenset(v) for k, v in found.items()}
 
 
@@ -94,10 +92,8 @@ def preflight_steps(
         for raw in rewritten:
             step_class = registry.get(str(raw.get("type"))) if isinstance(raw, dict) else None
             for field_name, kind in (step_class.entity_fields.items() if step_class else ()):
-                value = raw.get(field_name)
-                for item in [value] if isinstance(value, str) else list(value or []):
-                    if isinstance(item, str) and item not in known.get(kind, set()) and \
-                            stored(kind, item):
+                for item in entity_values(raw, field_name):
+                    if item not in known.get(kind, set()) and stored(kind, item):
                         known.setdefault(kind, set()).add(item)
     host = current().host
     providers = frozenset(host.registry("sandbox_provider"))

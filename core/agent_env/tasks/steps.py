@@ -124,7 +124,8 @@ class Step:
     #: Fields that name bundle entities, field name -> entity kind (``"artifacts"``...). A value
     #: naming one of the bundle's entities is rewritten to its id (``greeting`` ->
     #: ``@local/~/b/greeting``); preflight reports a value that names nothing. A field may hold a
-    #: string, a list of strings, or an object keyed by them.
+    #: string, a list of strings, or an object keyed by them; ``name[].key`` is ``key`` of each
+    #: object in the list ``name`` (``skills[].artifact_id``).
     entity_fields: ClassVar[dict[str, str]] = {}
     #: Fields that pin the version of an entity another field names, version field -> id
     #: field (``{"artifact_version": "artifact_id"}``). Preflight refuses a version the run
@@ -176,7 +177,7 @@ class Step:
         """Extra preflight problems (messages without the ``step 'x':`` prefix)."""
         problems = []
         for field_name, kind in self.entity_fields.items():
-            for value in _as_list(getattr(self, field_name, None)):
+            for value in entity_values(self, field_name):
                 if _is_url(value) or field_name in self.installed_entity_fields:
                     continue
                 if not view.has_entity(kind, value):
@@ -216,12 +217,19 @@ class Step:
         return self.fail_task_on_error
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
+def entity_values(source: Any, field: str) -> list[str]:
+    """The entity names or ids the entity field ``field`` holds in ``source`` (a step, or a raw
+    step's dict): see :attr:`Step.entity_fields` for the shapes."""
+    name, _, key = field.partition("[].")
+    value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+    if key:
+        return [item[key] for item in value if isinstance(item, Mapping)
+                and isinstance(item.get(key), str)] if isinstance(value, list) else []
     if isinstance(value, str):
         return [value]
-    return [v for v in value if isinstance(v, str)]
+    if isinstance(value, list | dict):
+        return [v for v in value if isinstance(v, str)]
+    return []
 
 
 def _is_url(value: str) -> bool:
@@ -244,9 +252,16 @@ def rewrite_entity_refs(
     """A copy of a raw step whose entity fields name ids (``ids[kind][name] -> id``)."""
     out = dict(raw)
     for field_name, kind in step_class.entity_fields.items():
-        value = out.get(field_name)
         names = ids.get(kind, {})
-        if isinstance(value, str):
+        field_name, _, key = field_name.partition("[].")
+        value = out.get(field_name)
+        if key:  # a key of each object in a list
+            if isinstance(value, list):
+                out[field_name] = [
+                    {**item, key: names.get(item[key], item[key])}
+                    if isinstance(item, Mapping) and isinstance(item.get(key), str) else item
+                    for item in value]
+        elif isinstance(value, str):
             out[field_name] = names.get(value, value)
         elif isinstance(value, list):
             out[field_name] = [names.get(v, v) if isinstance(v, str) else v for v in value]

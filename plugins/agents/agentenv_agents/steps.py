@@ -90,7 +90,7 @@ class DeployAgent(Step):
     type = "deploy_agent"
     agent_role = DEPLOYS
     entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts",
-                     "a2a_agent_id": "agents"}
+                     "a2a_agent_id": "agents", "skills[].artifact_id": "artifacts"}
     version_fields = {"agent_snapshot_files_artifact_version": "agent_snapshot_files_artifact_id",
                       "a2a_agent_version": "a2a_agent_id"}
     #: an agent a plugin installs is named by its name, not a bundle's (``needs`` finds it)

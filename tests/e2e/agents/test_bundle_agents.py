@@ -1,6 +1,7 @@
-"""A bundle's own ``agents/<name>`` folder, as the reference lays bundles out: preflight finds it
-before the run stores it, the run stores it beside the bundle's other entities (a versioned
-agent, by its bundle id) and deploys it; a broken folder is a preflight problem."""
+"""A bundle's own ``agents/<name>`` and ``skills/<name>`` folders, as the reference lays bundles
+out: preflight finds the agent before the run stores it, the run stores both beside the bundle's
+other entities (a versioned agent, an artifact) and deploys the agent with the skill; a broken
+folder is a preflight problem."""
 
 from __future__ import annotations
 
@@ -25,9 +26,15 @@ def bundle_with_own_agent(tmp_path: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__"))
     task = bundle / "tasks" / "conversation.json"
     steps = json.loads(task.read_text())
+    (bundle / "skills" / "tone").mkdir(parents=True)
+    (bundle / "skills" / "tone" / "SKILL.md").write_text(
+        "---\nname: tone\ndescription: How to sound.\n---\nBe brief.\n")
     for step in steps:
         if step["type"] == "deploy_agent":
             step["a2a_agent_id"] = "helper"  # the bundle's folder, not the installed agent
+            # the bundle's skills/tone: loaded as an artifact when the agent deploys (a name
+            # that reached the run unresolved would fail the step)
+            step["skills"] = [{"artifact_id": "tone", "description": "How to sound."}]
     task.write_text(json.dumps(steps))
     return bundle
 
@@ -38,6 +45,7 @@ def test_a_bundles_own_agent_is_stored_and_deployed(tmp_path: Path, left_by: Any
     done = agent_env(state, "run", str(bundle))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "agents/helper: v1 (new)" in done.stdout
+    assert "skills/tone: v1 (new)" in done.stdout
     assert "tasks/conversation.json v1: passed (answer: 1)" in done.stdout
     assert left_by(done.stdout) == []
     stored = json.loads(agent_env(state, "a2a-agent", "list", "--json").stdout)["stored"]

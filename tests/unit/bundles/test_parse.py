@@ -106,3 +106,56 @@ def test_eval_naming_a_missing_task(tmp_path):
     (folder / "evals/bad.toml").write_text('tasks = ["nope.json"]\n')
     _, problems = parse_bundle(folder, "@local/b")
     assert any(p.startswith("evals/bad.toml: task 'nope.json' names no file") for p in problems)
+
+
+def test_agents_and_skills_folders(tmp_path):
+    """``agents/<name>`` (a Dockerfile, an agent.toml or both) and ``skills/<name>`` (a folder
+    holding SKILL.md, stored as an artifact), as the reference lays bundles out."""
+    folder = make_bundle(tmp_path / "b")
+    (folder / "agents/helper").mkdir(parents=True)
+    (folder / "agents/helper/Dockerfile").write_text("FROM python:3.11-slim\n")
+    (folder / "agents/helper/.dockerignore").write_text("notes.txt\n")
+    (folder / "agents/helper/notes.txt").write_text("not sent\n")
+    (folder / "skills/tone").mkdir(parents=True)
+    (folder / "skills/tone/SKILL.md").write_text("Be brief.\n")
+    bundle, problems = parse_bundle(folder, local_id_root(folder))
+    assert problems == []
+    (agent,) = bundle.agents
+    assert (agent.name, agent.label) == ("helper", "agents/helper")
+    assert [f.path for f in agent.files] == [".dockerignore", "Dockerfile"]
+    tone = next(a for a in bundle.artifacts if a.name == "tone")
+    assert (tone.label, tone.type, [f.path for f in tone.files]) == (
+        "skills/tone", "file", ["SKILL.md"])
+    assert bundle.entity_ids()["agents"] == {"helper": agent.id}
+    assert bundle.entity_ids()["artifacts"]["tone"] == tone.id
+
+
+def test_agents_and_skills_folders_that_cannot_be_one(tmp_path):
+    folder = make_bundle(tmp_path / "b")
+    (folder / "agents/empty").mkdir(parents=True)
+    (folder / "agents/loose.txt").write_text("x")
+    (folder / "skills/nothing").mkdir(parents=True)
+    (folder / "skills/one").mkdir(parents=True)
+    (folder / "skills/one/SKILL.md").write_text("x")  # artifacts/one is taken
+    _, problems = parse_bundle(folder, local_id_root(folder))
+    assert problems == [
+        "agents/empty: needs a Dockerfile or an agent.toml",
+        "agents/loose.txt: an agent is a folder (a Dockerfile, an agent.toml or both), not a file",
+        "skills/nothing: a skill is a folder holding SKILL.md",
+        "artifacts/one and skills/one share a name; artifacts and skills share one store, so "
+        "rename one",
+    ]
+
+
+def test_a_key_of_each_object_in_a_list_is_an_entity_field():
+    from agent_env.tasks.steps import Step, entity_values, rewrite_entity_refs
+
+    class WithSkills(Step):
+        type = "with_skills"
+        entity_fields = {"skills[].artifact_id": "artifacts"}
+
+    raw = {"id": "s", "skills": [{"artifact_id": "tone", "name": "t"}, {"skill_md": "x"}, 3]}
+    out = rewrite_entity_refs(raw, WithSkills, {"artifacts": {"tone": "@local/b/tone"}})
+    assert out["skills"] == [{"artifact_id": "@local/b/tone", "name": "t"}, {"skill_md": "x"}, 3]
+    assert raw["skills"][0]["artifact_id"] == "tone"  # a copy
+    assert entity_values(out, "skills[].artifact_id") == ["@local/b/tone"]
