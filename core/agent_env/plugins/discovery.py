@@ -113,48 +113,80 @@ class EntryPoint:
 
 
 @attrs.frozen
-class ReferenceSteps:
-    """A distribution's ``agent_env.task_steps`` entry points (step types written for the
-    reference framework), loaded as one plugin: a module of one ``agent_env_step_types`` hook
-    that offers each class through :mod:`agent_env.task_step.adapter`."""
+class ReferencePlugin:
+    """A distribution's entry points in the reference framework's groups that load here, as one
+    plugin: its ``agent_env.task_steps`` (step types written for the reference, offered through
+    :mod:`agent_env.task_step.adapter`) and its ``agent_env.bundles`` (``<name> = "<package>"``:
+    the bundle folder ``<package>/<name>/``, found without importing the package's code)."""
 
     dist: Distribution
-    entries: tuple[EntryPoint, ...]
+    steps: tuple[EntryPoint, ...] = ()
+    bundles: tuple[EntryPoint, ...] = ()
 
     def load(self) -> ModuleType:
+        from agent_env.hookspecs import hookimpl
         from agent_env.task_step.adapter import reference_steps_plugin
 
-        return reference_steps_plugin(self.dist.name, {e.name: e.load() for e in self.entries})
+        module = reference_steps_plugin(self.dist.name, {e.name: e.load() for e in self.steps})
+        sources = [_bundle_source(e) for e in self.bundles]
+
+        @hookimpl
+        def agent_env_bundles() -> list[Any]:
+            return sources
+
+        module.agent_env_bundles = agent_env_bundles  # type: ignore[attr-defined]
+        return module
 
 
-def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint | ReferenceSteps]]:
+def _bundle_source(entry: EntryPoint) -> Any:
+    """The bundle folder an ``agent_env.bundles`` entry point names; ImportError saying what is
+    missing."""
+    import importlib.util
+
+    from agent_env.contributions import BundleSource
+
+    package = entry.value.strip()
+    top, _, rest = package.partition(".")
+    spec = importlib.util.find_spec(top)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ImportError(f"its bundle {entry.name} names package {package!r}, which is not "
+                          "installed as a package")
+    folder = os.path.join(locations[0], *filter(None, rest.split(".")), entry.name)
+    if not os.path.isdir(folder):
+        raise ImportError(f"its bundle {entry.name} has no folder {folder}")
+    return BundleSource(entry.name, folder)
+
+
+def entry_points() -> Iterator[tuple[PluginRecord, EntryPoint | ReferencePlugin]]:
     """A record (not yet loaded) for every ``agent_env`` entry point, each distribution once,
-    and one for each distribution's ``agent_env.task_steps`` entry points (the reference
-    framework's step types, which load here too).
+    and one for each distribution's entry points in the reference framework's groups that load
+    here too (:class:`ReferencePlugin`).
 
     Read straight from the ``*.dist-info`` / ``*.egg-info`` folders on ``sys.path`` rather than
     through ``importlib.metadata``, whose import alone costs about 20 ms of every CLI start;
     only distributions that declare a group read here have their metadata read.
     """
     seen: set[tuple[str, str, str]] = set()
-    reference: dict[str, list[EntryPoint]] = {}
-    for group, entry_point in _scan((ENTRY_POINT_GROUP, REFERENCE_STEP_GROUP)):
+    reference: dict[str, dict[str, list[EntryPoint]]] = {}
+    for group, entry_point in _scan((ENTRY_POINT_GROUP, *LOADED_REFERENCE_GROUPS)):
         key = (normalise(entry_point.dist.name), group, entry_point.name)
         if key in seen:  # the same distribution seen twice on sys.path: the first one wins
             continue
         seen.add(key)
         dist = entry_point.dist
-        if group == REFERENCE_STEP_GROUP:
-            reference.setdefault(dist.name, []).append(entry_point)
+        if group in LOADED_REFERENCE_GROUPS:
+            reference.setdefault(dist.name, {}).setdefault(group, []).append(entry_point)
             continue
         yield PluginRecord(entry_point.name, dist.name, dist.version, entry_point.value), \
             entry_point
-    for entries in reference.values():
-        dist = entries[0].dist
-        listed = ", ".join(f"{e.name} = {e.value}" for e in entries)
-        yield PluginRecord(normalise(dist.name), dist.name, dist.version,
-                           f"[{REFERENCE_STEP_GROUP}] {listed}"), \
-            ReferenceSteps(dist, tuple(entries))
+    for groups in reference.values():
+        dist = next(iter(groups.values()))[0].dist
+        listed = "; ".join(f"[{group}] " + ", ".join(f"{e.name} = {e.value}" for e in entries)
+                           for group, entries in groups.items())
+        yield PluginRecord(normalise(dist.name), dist.name, dist.version, listed), \
+            ReferencePlugin(dist, tuple(groups.get(REFERENCE_STEP_GROUP, ())),
+                            tuple(groups.get(REFERENCE_BUNDLE_GROUP, ())))
 
 
 #: The entry-point groups of the framework AgentEnv is modelled on. Its step types
@@ -164,6 +196,9 @@ REFERENCE_GROUPS = tuple(f"agent_env.{name}" for name in (
     "envs", "task_steps", "sandbox_providers", "env_providers", "state_providers", "artifacts",
     "explorer_plugins", "cli_plugins", "cli_root_options", "bundles"))
 REFERENCE_STEP_GROUP = "agent_env.task_steps"
+REFERENCE_BUNDLE_GROUP = "agent_env.bundles"
+#: The reference's groups loaded here (:class:`ReferencePlugin`); the others are ``foreign``.
+LOADED_REFERENCE_GROUPS = (REFERENCE_STEP_GROUP, REFERENCE_BUNDLE_GROUP)
 
 
 @attrs.frozen
@@ -191,7 +226,7 @@ def foreign_plugins() -> list[ForeignPlugin]:
             info = os.path.join(folder or ".", name)
             declared = _entries_by_group(os.path.join(info, "entry_points.txt"))
             groups = {g: tuple(n for n, _ in declared[g]) for g in REFERENCE_GROUPS
-                      if declared.get(g) and g != REFERENCE_STEP_GROUP}
+                      if declared.get(g) and g not in LOADED_REFERENCE_GROUPS}
             if not groups or declared.get(ENTRY_POINT_GROUP):
                 continue
             dist = _distribution(info)
@@ -274,7 +309,7 @@ def _distribution(info: str) -> Distribution | None:
 
 
 def load_entry_point(
-    record: PluginRecord, entry_point: EntryPoint | ReferenceSteps, *, disabled: set[str],
+    record: PluginRecord, entry_point: EntryPoint | ReferencePlugin, *, disabled: set[str],
     only: set[str] | None,
 ) -> ModuleType | None:
     """Import the plugin's module, or record why not (turned off, not selected, broken)."""
@@ -288,7 +323,7 @@ def load_entry_point(
         return None
     # a reference plugin's requirement names the reference's releases, whose API the task-step
     # SDK here follows, not this core's own version numbers
-    problem = (None if isinstance(entry_point, ReferenceSteps)
+    problem = (None if isinstance(entry_point, ReferencePlugin)
                else core_requirement_problem(entry_point.dist, core_version()))
     if problem:
         record.fail("incompatible-core", problem)
