@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,6 +47,12 @@ class ModelSettings:
     roles: dict[str, str] = attrs.field(factory=dict)
     params: dict[str, Any] = attrs.field(factory=dict)
     headers: dict[str, str] = attrs.field(factory=dict)
+
+    def secret_header_values(self) -> list[str]:
+        """The values of headers that carry credentials (``Authorization``, ``X-Api-Key``...),
+        which records must never show; a plain header (``X-Team``) is not masked."""
+        return [value for name, value in self.headers.items()
+                if re.search(r"auth|key|token|secret|cookie|signature", name, re.IGNORECASE)]
 
     def model_for(self, role: str, *, or_default: bool = True) -> str | None:
         """The model ``[model] roles`` names for ``role``, else (``or_default``) the default
@@ -153,7 +160,7 @@ async def chat(ctx: TaskContext, model: str, messages: list[dict[str, str]], *,
                             "model": model, "messages": messages}
     if response_format is not None:
         body["response_format"] = response_format
-    for value in headers.values():
+    for value in settings.secret_header_values():
         ctx.register_secret(value)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"

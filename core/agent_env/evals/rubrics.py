@@ -312,6 +312,14 @@ class RubricsVerifier(Step):
         """An agent judge this step deploys must be installed or stored."""
         if not (self.use_agent_judge and self.agent_name is None):
             return []
+        from agent_env.runtime import current
+
+        agents = current().config.section("agents")
+        if not (self.judge_a2a_agent_id or agents.get("default")
+                or agents.get("default_a2a_agent_id")):
+            return ["use_agent_judge: no agent to judge with: set judge_a2a_agent_id (or "
+                    "[agents] default), name a deployed one with agent_name, or set "
+                    "use_agent_judge: false"]
         deploy = self._judge_deploy_step()
         if isinstance(deploy, str):
             return [deploy]

@@ -212,7 +212,7 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         settings = model_settings()
         base_url, api_key = settings.base_url, settings.api_key
         token, admin = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        for secret in (token, admin, api_key, *settings.headers.values()):
+        for secret in (token, admin, api_key, *settings.secret_header_values()):
             ctx.register_secret(secret)
         with owned_scratch("agent-env-model-gateway-") as folder:  # gc finds it after kill -9
             write_gateway_context(folder)

@@ -56,3 +56,9 @@ def test_the_hosts_extra_headers_apply_when_the_config_sets_none(
     runtime.reset()  # a config without [model] headers
     with pytest.raises(ConfigError, match=r"\$LITELLM_EXTRA_HEADERS must be a JSON object"):
         model_settings()
+
+
+def test_only_headers_that_carry_credentials_are_secrets() -> None:
+    agent_env.configure(model={"headers": {"X-Team": "research", "Authorization": "Bearer t0k3n",
+                                           "x-api-key": "k-123456"}})
+    assert model_settings().secret_header_values() == ["Bearer t0k3n", "k-123456"]

@@ -126,3 +126,14 @@ def test_a_text_rubric_takes_no_reply_keys() -> None:
     step = structure_step(RubricsVerifier, {"id": "j", "text": "hi", "use_trajectory": True,
                                             "criteria": [{"criterion": "c"}]})
     assert any("give prompt_id" in p for p in step.check(PreflightView(frozenset({"j"}))))
+
+
+def test_an_agent_judge_with_no_agent_to_deploy_is_a_problem_before_the_run(
+        state_root: Any) -> None:
+    from agent_env.tasks.steps import RunChoices
+
+    needs = verifier(use_agent_judge=True).needs(RunChoices())
+    assert needs == ["use_agent_judge: no agent to judge with: set judge_a2a_agent_id (or "
+                     "[agents] default), name a deployed one with agent_name, or set "
+                     "use_agent_judge: false"]
+    assert verifier(use_agent_judge=True, agent_name="judge").needs(RunChoices()) == []
