@@ -94,6 +94,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "open_provider": ("agent_env.tasks.sandboxes", "open_provider"),
     "TaskSpec": ("agent_env.tasks.plan", "TaskSpec"),
     "ArtifactContent": ("agent_env.tasks.artifacts", "ArtifactContent"),
+    "SKILL_FILE": ("agent_env.tasks.artifacts", "SKILL_FILE"),
     "ArtifactFile": ("agent_env.tasks.artifacts", "ArtifactFile"),
     "MemoryArtifacts": ("agent_env.tasks.artifacts", "MemoryArtifacts"),
     # env types (agent_env_env_types): the contract, and the stored env a type deploys
@@ -339,7 +340,12 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         validate_key,
     )
     from agent_env.stores.secrets import bundle_value
-    from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, MemoryArtifacts
+    from agent_env.tasks.artifacts import (
+        SKILL_FILE,
+        ArtifactContent,
+        ArtifactFile,
+        MemoryArtifacts,
+    )
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.plan import TaskSpec

@@ -26,10 +26,7 @@ from agent_env.bundles.model import (
 )
 from agent_env.env_types import DEFAULT_ENV_TYPE
 from agent_env.errors import UserError
-from agent_env.tasks.artifacts import DOCKER_IMAGE, FILE, FILE_UNIVERSE
-
-#: What marks a ``skills/<name>`` folder (as the agents' skill-config reads it).
-SKILL_FILE = "SKILL.md"
+from agent_env.tasks.artifacts import DOCKER_IMAGE, FILE, FILE_UNIVERSE, SKILL, SKILL_FILE
 
 _CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
 
@@ -366,8 +363,7 @@ def _parse_skill(path: Path, id_root: str, problems: list[str]) -> ArtifactEntry
         problems.append(f"{label}: a skill is a folder holding {SKILL_FILE}")
         return None
     files = collect_files(path, label, problems)
-    kind = FILE if len(files) == 1 else FILE_UNIVERSE
-    return ArtifactEntry(path.name, f"{id_root}/{path.name}", kind, label, tuple(files))
+    return ArtifactEntry(path.name, f"{id_root}/{path.name}", SKILL, label, tuple(files))
 
 
 def _parse_agent(path: Path, id_root: str, problems: list[str]) -> AgentEntry | None:

@@ -23,9 +23,7 @@ from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
 from agent_env.plural import plural
-
-SKILL = "skill"
-SKILL_FILE = "SKILL.md"
+from agent_env.tasks.artifacts import SKILL, SKILL_FILE
 
 
 @click.group("artifact")

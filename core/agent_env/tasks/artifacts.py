@@ -16,6 +16,10 @@ import attrs
 FILE = "file"
 FILE_UNIVERSE = "file_artifact_universe"
 DOCKER_IMAGE = "docker_image"
+#: A skill: a folder holding :data:`SKILL_FILE` (``artifact skill put``, a bundle's
+#: ``skills/<name>``), given to agents through skill-config/v1.
+SKILL = "skill"
+SKILL_FILE = "SKILL.md"
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agent_env.api import StepError
+from agent_env.api import SKILL_FILE, StepError
 from agentenv_protocol.transfer import HttpGrant, ReadObject
 
 from .object_forms import (
@@ -29,7 +29,6 @@ from .object_forms import (
     signed_url,
 )
 
-SKILL_FILE = "SKILL.md"
 GRANT_SECONDS = 900
 
 #: Loads a stored skill artifact's files (path -> bytes).

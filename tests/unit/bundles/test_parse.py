@@ -125,7 +125,7 @@ def test_agents_and_skills_folders(tmp_path):
     assert [f.path for f in agent.files] == [".dockerignore", "Dockerfile"]
     tone = next(a for a in bundle.artifacts if a.name == "tone")
     assert (tone.label, tone.type, [f.path for f in tone.files]) == (
-        "skills/tone", "file", ["SKILL.md"])
+        "skills/tone", "skill", ["SKILL.md"])
     assert bundle.entity_ids()["agents"] == {"helper": agent.id}
     assert bundle.entity_ids()["artifacts"]["tone"] == tone.id
 
