@@ -10,8 +10,7 @@ import click
 
 from agent_env.cli.console import echo
 from agent_env.errors import UserError
-from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED
-from agent_env.plugins.installer import INSTALLERS
+from agent_env.plugins import ACTIVE, CONFLICT, CONTRIBUTION_HOOKS, FAILED, INSTALLERS
 from agent_env.plugins.reporting import KIND_LABELS, find_row, package_rows, problems
 from agent_env.plural import plural
 from agent_env.runtime import current

@@ -72,6 +72,12 @@ __all__ = [
 TablesSource = Callable[[], dict[str, dict[str, Any]]]
 
 
+#: ``plugin add --installer``: the reference's names; each installs into this agent-env's own
+#: environment (``uv-project`` and ``uv-tool`` through ``uv pip``; ``pipx`` is refused). Here,
+#: not in the installer, so the CLI lists them without importing it.
+INSTALLERS = ("pip", "uv", "uv-project", "uv-tool", "pipx")
+
+
 class PluginHost:
     """Owns the pluggy manager, the plugin records and the name registries built from hooks.
 

@@ -21,6 +21,7 @@ import attrs
 import click
 
 from agent_env.errors import UserError
+from agent_env.plugins import INSTALLERS
 from agent_env.plugins.catalog import by_short_name
 from agent_env.plugins.discovery import CORE_DISTRIBUTION, normalise
 
@@ -71,11 +72,6 @@ def snapshot() -> dict[str, Installed]:
         normalise(name): Installed(name, version, url, bool(editable))
         for name, (version, url, editable) in raw.items()
     }
-
-
-#: ``plugin add --installer``: the reference's names; each installs into this agent-env's own
-#: environment (``uv-project`` and ``uv-tool`` through ``uv pip``).
-INSTALLERS = ("pip", "uv", "uv-project", "uv-tool", "pipx")
 
 
 def installer_command(forced: str | None = None) -> list[str]:
