@@ -163,7 +163,9 @@ def test_path_traversal_is_refused(agent_env):
     (folder / "tasks/hello.json").write_text(json.dumps(steps))
     result = agent_env("run", "./sneaky")
     assert result.returncode == 1
-    assert "failed at step 'load': PathOutsideSandbox" in result.stdout
+    # the sandbox's own words, not its error class
+    assert ("failed at step 'load': '/etc/agent-env-test/check.sh' is outside the local sandbox "
+            "(only /app and paths under it are inside)") in result.stdout
     assert not Path("/etc/agent-env-test").exists()
     assert result.stdout.splitlines()[-1] == "Tore down 1 sandbox."
 

@@ -189,7 +189,8 @@ async def test_deploy_agent_skills_refused_by_name(agent: RunningServer, s3_stor
 
 
 def test_deploy_agent_checks_its_skills_before_anything_runs() -> None:
-    view = PreflightView(step_ids=frozenset({"agent"}))
+    view = PreflightView(step_ids=frozenset({"agent"}),
+                         entities={"artifacts": frozenset({"skills/b", "s/a"})})
 
     def problems(skills: Any) -> list[str]:
         return structure_step(DeployAgent, {"id": "agent", "skills": skills}).check(view)
@@ -203,3 +204,6 @@ def test_deploy_agent_checks_its_skills_before_anything_runs() -> None:
         "skills[1]: a skill named 'a' is given twice"]
     assert problems([{"name": "a", "skill_md": "x", "url": "u"}]) == [
         "skills[0]: unknown key(s) url"]
+    # a skill artifact is an entity like any other: one the run cannot load is a problem
+    assert problems([{"artifact_id": "nowhere"}]) == [
+        "skills[].artifact_id 'nowhere' names no artifact in this bundle"]
