@@ -162,6 +162,16 @@ class AgentType(Protocol):
         ...
 
 
+def default_agent_id() -> str | None:
+    """The agent deployed when a step names none: ``[agents] default`` (the reference spells
+    it ``default_a2a_agent_id``)."""
+    from agent_env.runtime import current
+
+    section = current().config.section("agents")
+    value = section.get("default") or section.get("default_a2a_agent_id")
+    return str(value) if value else None
+
+
 def agent_role(step: Any) -> str | None:
     """What ``step`` does to an agent (:data:`DEPLOYS`...), None for most steps."""
     role: str | None = getattr(type(step), "agent_role", None)

@@ -122,6 +122,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "READS_REPLY": ("agent_env.agents", "READS_REPLY"),
     "JUDGE_ROLE": ("agent_env.agents", "JUDGE_ROLE"),
     "find_reply": ("agent_env.agents", "find_reply"),
+    "default_agent_id": ("agent_env.agents", "default_agent_id"),
     "model_problem": ("agent_env.models", "model_problem"),
     "chat": ("agent_env.models", "chat"),
     "planned_folder": ("agent_env.bundles.planned", "planned_folder"),
@@ -209,6 +210,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "TaskResult": ("agent_env.tasks.engine", "TaskResult"),
     "TeardownReport": ("agent_env.tasks.teardown", "TeardownReport"),
     "StoredInstances": ("agent_env.tasks.records", "StoredInstances"),
+    "failure_line": ("agent_env.tasks.records", "failure_line"),
     "find_leftovers": ("agent_env.sandbox.leftovers", "find_leftovers"),
     "remove_leftovers": ("agent_env.sandbox.leftovers", "remove"),
     "owner_label": ("agent_env.sandbox.ownership", "owner_label"),
@@ -235,6 +237,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         AgentSetup,
         AgentType,
         Usage,
+        default_agent_id,
         find_reply,
     )
     from agent_env.bundles.entities import stored_artifacts
@@ -349,7 +352,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.tasks.context import TaskContext
     from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.plan import TaskSpec
-    from agent_env.tasks.records import StoredInstances
+    from agent_env.tasks.records import StoredInstances, failure_line
     from agent_env.tasks.sandboxes import choose_provider, open_provider
     from agent_env.tasks.scores import AGGREGATORS, ScoreRow, rows_from_results
     from agent_env.tasks.session import RunRequest

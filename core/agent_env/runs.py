@@ -59,6 +59,15 @@ def check_sandbox_chain(chain: Sequence[str]) -> None:
     open_provider(choose_provider(list(chain)))
 
 
+def choice_chains(choices: RunChoices | None) -> list[tuple[list[str], str]]:
+    """The provider chains the run's per-role choices name, each with its option."""
+    from agent_env.sandbox.chain import split_chain
+
+    given = ((choices.agent_sandbox, "--agent-sandbox"),
+             (choices.env_sandbox, "--env-sandbox")) if choices else ()
+    return [(split_chain(value), option) for value, option in given if value]
+
+
 def sandbox_problems(tasks: Sequence[CheckedTask], chain: Sequence[str] | None,
                      choices: RunChoices | None = None) -> list[str]:
     """Each distinct provider chain the run would use (``--agent-sandbox``,
@@ -68,10 +77,8 @@ def sandbox_problems(tasks: Sequence[CheckedTask], chain: Sequence[str] | None,
     from agent_env.sandbox.chain import split_chain
 
     chains: dict[tuple[str, ...], str] = {}
-    for given, option in ((choices and choices.agent_sandbox, "--agent-sandbox"),
-                          (choices and choices.env_sandbox, "--env-sandbox")):
-        if given:
-            chains.setdefault(tuple(split_chain(given)), option)
+    for given, option in choice_chains(choices):
+        chains.setdefault(tuple(given), option)
     if chain:
         chains[tuple(chain)] = "--sandbox"
     else:
@@ -105,19 +112,15 @@ def check_ready(tasks: Sequence[CheckedTask], choices: RunChoices,
                 chain: Sequence[str] | None) -> None:
     """Before a real run writes anything: the ``--sandbox`` chain is usable and every step has
     what it needs; the first problem is the ``Error:`` line."""
-    from agent_env.sandbox.chain import split_chain
     from agent_env.tasks.plan import run_needs
 
     if chain:
         check_sandbox_chain(chain)
-    for given, option in ((choices.agent_sandbox, "--agent-sandbox"),
-                          (choices.env_sandbox, "--env-sandbox")):
-        if given:
-            try:
-                check_sandbox_chain(split_chain(given))
-            except UserError as exc:
-                raise UserError(f"{option}: {exc}", notes=getattr(exc, "notes", None)) \
-                    from None
+    for given, option in choice_chains(choices):
+        try:
+            check_sandbox_chain(given)
+        except UserError as exc:
+            raise UserError(f"{option}: {exc}", notes=getattr(exc, "notes", None)) from None
     problems = run_needs(tasks, choices)
     if problems:
         raise UserError(problems[0])

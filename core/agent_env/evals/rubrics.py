@@ -312,11 +312,9 @@ class RubricsVerifier(Step):
         """An agent judge this step deploys must be installed or stored."""
         if not (self.use_agent_judge and self.agent_name is None):
             return []
-        from agent_env.runtime import current
+        from agent_env.agents import default_agent_id
 
-        agents = current().config.section("agents")
-        if not (self.judge_a2a_agent_id or agents.get("default")
-                or agents.get("default_a2a_agent_id")):
+        if not (self.judge_a2a_agent_id or default_agent_id()):
             return ["use_agent_judge: no agent to judge with: set judge_a2a_agent_id (or "
                     "[agents] default), name a deployed one with agent_name, or set "
                     "use_agent_judge: false"]

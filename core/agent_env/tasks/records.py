@@ -98,11 +98,15 @@ class FailureRecord:
 
     @property
     def summary(self) -> str:
-        """The failure as one line shows it: the message of one of our errors as it is; an
-        unexpected exception's with its kind, which a bug report needs."""
-        if self.plain and self.error:
-            return self.error
-        return f"{self.error_type}: {self.error}" if self.error else self.error_type
+        return failure_line(self.error_type, self.error, plain=self.plain)
+
+
+def failure_line(error_type: str, error: str, *, plain: bool) -> str:
+    """A step failure as one line shows it: the message of one of our errors (``plain``) as it
+    is; an unexpected exception's with its kind, which a bug report needs."""
+    if plain and error:
+        return error
+    return f"{error_type}: {error}" if error else error_type
 
 
 @attrs.define

@@ -52,6 +52,7 @@ from agent_env.api import (
     ScoreRow,
     Step,
     StepError,
+    default_agent_id,
     find_reply,
 )
 
@@ -67,16 +68,6 @@ RESPONSE_CHECKS = ("response_contains", "response_regex_present")
 SANDBOX_CHECKS = ("probe_file_exists", "probe_dir_exists", "probe_file_contains",
                   "bash_cmd_succeeds")
 TRAJECTORY_PREFIX = "prompt_agent_trajectories"
-
-
-def default_agent_id() -> str | None:
-    """The agent a ``deploy_agent`` step without ``a2a_agent_id`` deploys: ``[agents] default``
-    (the reference spells it ``default_a2a_agent_id``)."""
-    from agent_env.api import current
-
-    section = current().config.section("agents")
-    value = section.get("default") or section.get("default_a2a_agent_id")
-    return str(value) if value else None
 
 
 #: What ``deploy_agent``'s ``network_policy`` takes.

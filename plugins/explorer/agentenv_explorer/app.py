@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import attrs
 from aiohttp import web
 
-from agent_env.api import MAX_VERSION
+from agent_env.api import MAX_VERSION, failure_line
 from agentenv_explorer.live import LIVE_KINDS
 
 API = "/api/v1"
@@ -844,9 +844,6 @@ def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Applicat
 
 
 def failure_text(failure: dict[str, Any]) -> str:
-    """A recorded step failure as the CLI shows it: one of AgentEnv's own errors (``plain``)
-    by its message alone, an unexpected exception with its kind."""
-    error = str(failure.get("error") or "")
-    if failure.get("plain") and error:
-        return error
-    return f"{failure.get('error_type')}: {error}" if error else str(failure.get("error_type"))
+    """A recorded step failure (the stored dict) as the CLI shows it."""
+    return failure_line(str(failure.get("error_type")), str(failure.get("error") or ""),
+                        plain=bool(failure.get("plain")))
