@@ -1,4 +1,5 @@
-"""Tool access rules per caller role (``/tools/disable`` and ``/tools/enable``).
+"""Who calls (a :class:`Caller`), and tool access rules per caller role (``/tools/disable``
+and ``/tools/enable``).
 
 Lookup order for a call: the call's role, then role ``*``; within a role a rule naming the tool
 wins over that role's ``*`` rule; a hidden-by-default tool ignores ``*`` rules and stays refused
@@ -10,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
 NO_ROLE = "default"
+
+
+@attrs.define(frozen=True)
+class Caller:
+    """Who is calling: role (None = default) and session, from ``_meta`` or headers."""
+
+    role: str | None
+    session: str | None
 
 
 def normalise_role(role: Any) -> str | None:

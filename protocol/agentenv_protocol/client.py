@@ -49,6 +49,10 @@ class ToolResult:
     raw: dict[str, Any]
 
     @property
+    def isError(self) -> bool:
+        return self.is_error
+
+    @property
     def text(self) -> str:
         """The text contents joined by newlines."""
         return "\n".join(c.get("text", "") for c in self.content if c.get("type") == "text")
@@ -307,6 +311,77 @@ class McpClient(_HttpOwner):
         if meta:
             params["_meta"] = dict(meta)
         return await self.request("tools/call", params, timeout=timeout)
+
+
+class ToolSessionError(RuntimeError):
+    """An MCP-level failure of a :class:`ToolSession` call (a JSON-RPC error, an HTTP error,
+    an unreadable reply); a tool that fails is not one: its result has ``isError`` set."""
+
+
+class ToolSession:
+    """The reference's MCP session on an env's ``mcp_url`` (a trainer's or harness's own loop
+    lists and calls tools with it): ``async with ToolSession(mcp_url=url, role="r") as s``.
+
+    A thin shape over :class:`McpClient`; failures are :class:`ToolSessionError`."""
+
+    def __init__(self, *, mcp_url: str, role: str | None = None,
+                 headers: Mapping[str, str] | None = None, timeout: float = 600.0) -> None:
+        from .wire import ROLE_HEADER
+
+        self.mcp_url = mcp_url
+        self.timeout = timeout
+        self._headers = {**(headers or {}), **({ROLE_HEADER: role} if role else {})}
+        self._client: McpClient | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        return self._client.session_id if self._client else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._client.protocol_version if self._client else None
+
+    async def __aenter__(self) -> ToolSession:
+        return await self.open()
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def open(self) -> ToolSession:
+        """Start a new MCP session, ending the one held, if any."""
+        await self.close()
+        client = McpClient(self.mcp_url, headers=self._headers, timeout=self.timeout)
+        try:
+            await client.connect()
+        except (ProtocolError, TransportError) as exc:
+            await client.close()
+            raise ToolSessionError(f"initialize: {exc}") from exc
+        self._client = client
+        return self
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def _open(self) -> McpClient:
+        if self._client is None:
+            raise ToolSessionError("the session is not open: use 'async with' or open()")
+        return self._client
+
+    async def list_tools(self) -> list[ToolInfo]:
+        try:
+            return await self._open().list_tools()
+        except (ProtocolError, TransportError) as exc:
+            raise ToolSessionError(f"tools/list: {exc}") from exc
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None
+                        ) -> ToolResult:
+        try:
+            return await self._open().call_tool(name, arguments)
+        except (ProtocolError, TransportError) as exc:
+            raise ToolSessionError(f"tools/call {name}: {exc}") from exc
 
 
 class DataPlaneClient(_HttpOwner):

@@ -8,15 +8,19 @@ with methods marked ``@tool``, ``@reset_data``, ``@add_data``, ``@get_data`` and
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import attrs
 
+from .access import Caller, normalise_role
 from .changes import Changelog
 from .errors import AgentEnvError
 from .schema import ParamSpec, input_schema, read_params, to_jsonable
@@ -35,17 +39,52 @@ _DATA_KINDS = {"reset": "data/reset", "add": "data/add", "get": "data/get"}
 
 @attrs.define(frozen=True)
 class ToolContext:
-    """Injected into a tool parameter annotated ``ToolContext``: who called, with what."""
+    """Injected into a tool parameter annotated ``ToolContext``: who called, with what.
 
-    role: str | None
-    session: str | None
-    tool: str
-    arguments: dict[str, Any]
+    Also readable as ``ToolContext.current()`` from any code a tool call runs (the
+    reference's spelling), which is how a tool registered outside ``@tool`` gets it."""
+
+    role: str | None = None
+    session: str | None = None
+    tool: str = ""
+    arguments: dict[str, Any] = attrs.field(factory=dict, hash=False)
     call_id: str | None = None
 
     @property
     def session_id(self) -> str | None:
         return self.session
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.role, self.session)
+
+    @staticmethod
+    def current() -> ToolContext:
+        """The context of the tool call this code runs for; an empty one outside any call."""
+        return _current_call.get()
+
+    @classmethod
+    def as_caller(cls, role: str | None = None, session: str | None = None, *, tool: str = "",
+                  arguments: Mapping[str, Any] | None = None) -> ToolContext:
+        """A context for code acting as ``role`` outside any call (a test, a seeding
+        script), to bind with :func:`bound`."""
+        return cls(normalise_role(role), session, tool, dict(arguments or {}),
+                   uuid.uuid4().hex)
+
+
+EMPTY_CONTEXT = ToolContext()
+_current_call: contextvars.ContextVar[ToolContext] = contextvars.ContextVar(
+    "agentenv_protocol.tool_context", default=EMPTY_CONTEXT)
+
+
+@contextlib.contextmanager
+def bound(context: ToolContext) -> Iterator[ToolContext]:
+    """Make ``context`` what ``ToolContext.current()`` returns for the block."""
+    token = _current_call.set(context)
+    try:
+        yield context
+    finally:
+        _current_call.reset(token)
 
 
 @attrs.define(frozen=True)
@@ -259,9 +298,11 @@ class AgentEnvEnvironment:
     # -- naming -----------------------------------------------------------------------------
     @property
     def environment_name(self) -> str:
-        """``ENVIRONMENT_NAME``, else the card's ``name``, else the class name."""
+        """The card a mount was given (:mod:`.mounting`), else ``ENVIRONMENT_NAME``, else the
+        class card's ``name``, else the class name."""
         return (
-            os.environ.get("ENVIRONMENT_NAME")
+            self.__dict__.get("_agentenv_mounted_name")
+            or os.environ.get("ENVIRONMENT_NAME")
             or type(self).__agentenv_card__.get("name")
             or type(self).__name__
         )
@@ -392,14 +433,49 @@ class AgentEnvEnvironment:
         return card.to_wire()
 
     # -- serving ----------------------------------------------------------------------------
+    #: A FastMCP app of the env's own (the reference's pattern: set ``self.mcp`` in
+    #: ``__init__``, register extra tools on it); ``serve()`` then mounts on it and runs it.
+    mcp: Any = None
+
     def create_app(self, **options: Any) -> Any:
         """An aiohttp ``web.Application`` serving this env (see ``server.create_app``)."""
         from .server import create_app
 
         return create_app(self, **options)
 
-    def serve(self, host: str | None = None, port: int | None = None, **options: Any) -> None:
-        """Serve forever on ``MCP_HOST``:``MCP_PORT`` (default ``0.0.0.0:18765``)."""
+    def mount(self, app: Any) -> Any:
+        """Serve this env's card, data plane, extensions and ``@tool`` methods from a FastMCP
+        app (:mod:`.mounting`); it becomes ``self.mcp``. Once per instance."""
+        from .mounting import AgentEnvFastMCPApplication, mounted_card
+
+        if self.__dict__.get("_agentenv_mounted"):
+            raise RuntimeError(f"{type(self).__name__} is already mounted")
+        AgentEnvFastMCPApplication(mounted_card(self), self).add_routes_to_app(app)
+        self.mcp = app
+        return app
+
+    def serve(self, host: str | None = None, port: int | None = None, *,
+              transport: str = "streamable-http", **options: Any) -> None:
+        """Serve forever on ``MCP_HOST``:``MCP_PORT`` (default ``0.0.0.0:18765``); with
+        ``self.mcp`` set, mount on that app and run it instead (``transport`` is its)."""
+        if self.mcp is not None:
+            if not self.__dict__.get("_agentenv_mounted"):
+                self.mount(self.mcp)
+            address: dict[str, Any] = {}
+            if getattr(self.mcp, "settings", None) is None or \
+                    not hasattr(self.mcp.settings, "host"):
+                # mcp 2.x's MCPServer takes its address at run(); 1.x's FastMCP keeps the
+                # one its maker set in its settings, which are left alone
+                from .server import DEFAULT_HOST, DEFAULT_PORT
+
+                if transport != "stdio":
+                    address = {"host": host or os.environ.get("MCP_HOST") or DEFAULT_HOST,
+                               "port": port or int(os.environ.get("MCP_PORT") or DEFAULT_PORT)}
+            self.mcp.run(transport=transport, **address)
+            return
+        if transport != "streamable-http":
+            raise ValueError(f"transport {transport!r}: this server speaks streamable-http; "
+                             "set self.mcp to a FastMCP app to serve another transport")
         from .server import serve
 
         serve(self, host=host, port=port, **options)

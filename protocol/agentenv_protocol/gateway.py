@@ -73,7 +73,7 @@ import attrs
 from aiohttp import web
 
 from . import jsonrpc
-from .access import AccessRuleError, ToolAccessRules
+from .access import AccessRuleError, Caller, ToolAccessRules
 from .card import (
     Capabilities,
     EnvironmentCard,
@@ -96,7 +96,7 @@ from .guard import (
     vouch_for,
 )
 from .http1 import Http1Pool
-from .mcp_http import Caller, McpEndpoint, error_response, json_response
+from .mcp_http import McpEndpoint, error_response, json_response
 from .trajectory_log import TrajectoryLog
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 

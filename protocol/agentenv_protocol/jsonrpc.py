@@ -37,24 +37,29 @@ def error(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, A
     return reply(msg_id, error=err)
 
 
-async def answer(msg: Any, call: Callable[[Any], Awaitable[dict[str, Any]]]) -> web.Response:
-    """The HTTP reply to a parsed body: one call's response, or a batch's (see the module)."""
+async def replies(msg: Any, call: Callable[[Any], Awaitable[dict[str, Any]]]) -> Any:
+    """The JSON to answer a parsed body with: one call's response, or a batch's (see the
+    module); None when nothing is to be sent (a batch of notifications only)."""
     if not isinstance(msg, list):
-        return json_response(await call(msg))
+        return await call(msg)
     if not msg:
-        return json_response(error(None, -32600, "invalid request"))
+        return error(None, -32600, "invalid request")
     if len(msg) > MAX_BATCH:
-        return json_response(error(None, -32600, "invalid request",
-                                   {"detail": f"a batch holds at most {MAX_BATCH} calls"}))
-    replies = []
+        return error(None, -32600, "invalid request",
+                     {"detail": f"a batch holds at most {MAX_BATCH} calls"})
+    answers = []
     for item in msg:
         response = await call(item)
         if isinstance(item, dict) and "id" not in item and "method" in item:
             continue  # a notification: no reply
-        replies.append(response)
-    if not replies:
-        return web.Response(status=200)
-    return json_response(replies)
+        answers.append(response)
+    return answers or None
+
+
+async def answer(msg: Any, call: Callable[[Any], Awaitable[dict[str, Any]]]) -> web.Response:
+    """The HTTP reply to a parsed body (:func:`replies`, as aiohttp's response)."""
+    body = await replies(msg, call)
+    return web.Response(status=200) if body is None else json_response(body)
 
 
 async def route(request: web.Request, call: Callable[[Any], Awaitable[dict[str, Any]]]

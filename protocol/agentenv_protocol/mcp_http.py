@@ -18,7 +18,7 @@ import attrs
 from aiohttp import web
 from multidict import CIMultiDict
 
-from .access import normalise_role
+from .access import Caller, normalise_role
 from .errors import AgentEnvError
 from .guard import BadBody, loads_body, note_refused
 from .wire import (
@@ -43,14 +43,6 @@ KEEPALIVE_SECONDS = 15.0
 MAX_SESSIONS = 10_000
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-@attrs.define(frozen=True)
-class Caller:
-    """Who is calling: role (None = default) and session, from ``_meta`` or headers."""
-
-    role: str | None
-    session: str | None
 
 
 class ToolHost(Protocol):

@@ -19,20 +19,21 @@ from typing import Any
 from aiohttp import web
 
 from . import changes, jsonrpc
-from .access import AccessRuleError, ToolAccessRules
+from .access import AccessRuleError, Caller, ToolAccessRules
 from .env import (
     AgentEnvEnvironment,
     ExtensionEntry,
     ToolContext,
     ToolEntry,
     agentenv_error_result,
+    bound,
     error_result,
     tool_result,
 )
 from .errors import AgentEnvError
 from .fast_lane import FastLane
 from .guard import BadBody, Limits, LineLog, guard_app, loads_body, run_guarded
-from .mcp_http import Caller, McpEndpoint, error_response, json_response
+from .mcp_http import McpEndpoint, error_response, json_response
 from .parts import PartError, part_to_wire, parts_from_wire
 from .schema import CoercionError, coerce, to_jsonable
 
@@ -69,8 +70,10 @@ def bind_arguments(params: Sequence[Any], raw: dict[str, Any], accepts_extra: bo
     return kwargs
 
 
-def _ext_error(code: str, message: str, status: int, applied: str = "no") -> web.Response:
-    return error_response(AgentEnvError(code, message, applied=applied, status=status))
+def _ext_error(code: str, message: str, status: int, applied: str = "no") -> tuple[int, Any]:
+    """An extension refusal as (status, body): the wire's ``{"ok": false, "error": ...}``."""
+    exc = AgentEnvError(code, message, applied=applied, status=status)
+    return exc.status, {"ok": False, "error": exc.to_dict()}
 
 
 class EnvServer:
@@ -104,12 +107,13 @@ class EnvServer:
                                     reject_unknown=False)
         except ArgumentError as exc:
             return error_result(f"Invalid arguments for tool {name}: {exc}")
+        context = ToolContext(caller.role, caller.session, name, arguments, call_id)
         if entry.context_param:
-            kwargs[entry.context_param] = ToolContext(
-                caller.role, caller.session, name, arguments, call_id)
-        if self.changelog is not None:
-            return await self._call_logged(entry, name, kwargs, call_id)
-        return await self._call(entry, name, kwargs)
+            kwargs[entry.context_param] = context
+        with bound(context):
+            if self.changelog is not None:
+                return await self._call_logged(entry, name, kwargs, call_id)
+            return await self._call(entry, name, kwargs)
 
     async def _call(self, entry: ToolEntry, name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -209,40 +213,47 @@ class EnvServer:
     def extension_handler(self, entry: ExtensionEntry) -> Callable[
         [web.Request], Awaitable[web.Response]
     ]:
-        """One aiohttp handler per extension route, with coercion and the error bodies."""
+        """One aiohttp handler per extension route (:meth:`run_extension` does the work)."""
 
         async def handle(request: web.Request) -> web.Response:
             raw: dict[str, Any] = {}
             for key in request.query:
                 values = request.query.getall(key)
                 raw[key] = values[0] if len(values) == 1 else values
-            if request.method != "GET":
-                body = await request.read()
-                if body.strip():
-                    try:
-                        loaded = loads_body(body)
-                    except BadBody as exc:
-                        return _ext_error("invalid_params", f"body is not valid JSON: {exc}", 400)
-                    if not isinstance(loaded, dict):
-                        return _ext_error("invalid_params", "body must be a JSON object", 400)
-                    raw.update(loaded)
-            try:
-                kwargs = bind_arguments(entry.params, raw, entry.accepts_extra,
-                                        reject_unknown=True)
-            except ArgumentError as exc:
-                return _ext_error("invalid_params", str(exc), 400)
-            try:
-                value = entry.fn(**kwargs)
-                if inspect.isawaitable(value):
-                    value = await value
-            except AgentEnvError as exc:
-                return error_response(exc)
-            except Exception as exc:
-                return _ext_error("extension_failed", str(exc) or type(exc).__name__, 500,
-                                  applied="unknown")
-            return json_response({} if value is None else to_jsonable(value))
+            body = await request.read() if request.method != "GET" else b""
+            status, answer = await self.run_extension(entry, raw, body)
+            return json_response(answer, status=status)
 
         return handle
+
+    async def run_extension(self, entry: ExtensionEntry, raw: dict[str, Any],
+                            body: bytes) -> tuple[int, Any]:
+        """One extension call, free of any server framework: ``raw`` holds the query
+        arguments, ``body`` the request body (a JSON object, merged over them). Returns the
+        HTTP status and JSON body, with the wire's error bodies, so an env mounted on another
+        framework's app (:mod:`.mounting`) answers exactly as this server does."""
+        if body.strip():
+            try:
+                loaded = loads_body(body)
+            except BadBody as exc:
+                return _ext_error("invalid_params", f"body is not valid JSON: {exc}", 400)
+            if not isinstance(loaded, dict):
+                return _ext_error("invalid_params", "body must be a JSON object", 400)
+            raw.update(loaded)
+        try:
+            kwargs = bind_arguments(entry.params, raw, entry.accepts_extra, reject_unknown=True)
+        except ArgumentError as exc:
+            return _ext_error("invalid_params", str(exc), 400)
+        try:
+            value = entry.fn(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        except AgentEnvError as exc:
+            return exc.status, {"ok": False, "error": exc.to_dict()}
+        except Exception as exc:
+            return _ext_error("extension_failed", str(exc) or type(exc).__name__, 500,
+                              applied="unknown")
+        return 200, {} if value is None else to_jsonable(value)
 
     async def tools_access(self, request: web.Request) -> web.Response:
         allow = request.path.endswith("/enable")
@@ -251,7 +262,8 @@ class EnvServer:
             result = self.rules.apply(body, allow=allow,
                                       tools={n: t.hidden for n, t in self.tools.items()})
         except (ValueError, AccessRuleError) as exc:
-            return _ext_error("invalid_params", str(exc), 400)
+            status, answer = _ext_error("invalid_params", str(exc), 400)
+            return json_response(answer, status=status)
         return json_response(result)
 
 

@@ -21,3 +21,8 @@ ROLE_HEADER = "AgentEnv-Role"
 HIDDEN_META_KEY = "agentenv.io/hiddenByDefault"
 ROLE_META_KEY = "agentenv.io/role"
 SESSION_META_KEY = "agentenv.io/session"
+
+#: Where an env server serves its card, its JSON-RPC data plane and MCP (the reference's names).
+WELL_KNOWN_PATH = "/.well-known/agent-env.json"
+RPC_PATH = "/agentenv"
+MCP_PATH = "/mcp"

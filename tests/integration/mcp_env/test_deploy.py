@@ -127,6 +127,46 @@ async def test_deploy_serves_only_with_the_token_and_passes_protocol_checks(
     assert leftovers() == []
 
 
+async def test_an_env_built_with_create_fastmcp_app_on_mcp_1_passes_the_protocol_checks(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+) -> None:
+    """``envs/notes`` is written the reference's way (``create_fastmcp_app``, a ToolContext
+    parameter) and pins what its images pin (``mcp>=1.25,<2``), with the protocol unpinned,
+    so the build gives it this repository's: behind the gateway it serves as ours does."""
+    from agentenv_protocol.client import McpClient
+
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["notes"], sandbox_type="docker",
+                    ttl_seconds=600).run(ctx)
+    env = ctx.env(ids["notes"])
+    assert env.tools == ("add_note", "whoami")
+    async with McpClient(env.mcp_url) as client:
+        assert (await client.call_tool("add_note", {"text": "hi"})).text \
+            == "default kept 'hi' (1 notes)"
+        assert (await client.call_tool("whoami")).text == "default"
+        await ResetEnv(id="reset", env_id=ids["notes"]).run(ctx)
+        assert (await client.call_tool("add_note", {"text": "again"})).text \
+            == "default kept 'again' (1 notes)"
+    await VerifyEnvCard(id="card", env_id=ids["notes"]).run(ctx)
+    await VerifyEnvCoreProtocol(id="core", env_id=ids["notes"]).run(ctx)
+    for verifier in ("card", "core"):
+        verification = ctx.verifications[verifier]
+        assert verification.score == 1.0, [r.to_json() for r in verification.results
+                                            if not r.result]
+
+    [container] = docker_client.containers.list(filters={
+        "label": [f"agentenv.run={run_id}", "agentenv.container=env"]})
+    probe = ("from importlib.metadata import version; import agentenv_protocol.mounting as m; "
+             "print(version('mcp'), version('agentenv-framework-protocol'))")
+    code, out = container.exec_run(["python", "-c", probe])
+    assert code == 0, out
+    mcp_version, protocol_version = out.decode().split()
+    assert mcp_version.startswith("1.")
+    from importlib.metadata import version
+
+    assert protocol_version == version("agentenv-framework-protocol")  # ours, not the PyPI one
+
+
 async def test_env_that_crashes_fails_at_once_with_its_exit_code_and_logs(
     task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
     leftovers: Callable[[], list[str]],
