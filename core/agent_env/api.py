@@ -128,6 +128,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "planned_folder": ("agent_env.bundles.planned", "planned_folder"),
     "cause": ("agent_env.errors", "cause"),
     "model_settings": ("agent_env.models", "model_settings"),
+    "upstream_key": ("agent_env.models", "upstream_key"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
@@ -295,7 +296,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.images.plan import slugify as image_slug
     from agent_env.logs import get_logger
-    from agent_env.models import chat, model_problem, model_settings
+    from agent_env.models import chat, model_problem, model_settings, upstream_key
     from agent_env.plugins.discovery import ACTIVE
     from agent_env.plugins.reporting import missing as missing_contribution
     from agent_env.runners import RunnerContext

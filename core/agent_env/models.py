@@ -23,6 +23,7 @@ from agent_env.runtime import current
 
 if TYPE_CHECKING:
     from agent_env.tasks.context import TaskContext
+    from agent_env.tasks.steps import RunChoices
 
 #: Who ``[model] roles`` can name a model for: the agent under test, the user a conversation
 #: simulates, and the rubric judge.
@@ -114,6 +115,23 @@ def _extra_headers() -> dict[str, Any]:
     return headers
 
 
+def upstream_key(choices: RunChoices, role: str) -> str | None:
+    """The upstream key the run chose for ``role``'s model calls (``--litellm-api-key``; a
+    judge's is ``--judge-litellm-api-key``, else the run's), resolved; None to use ``[model]
+    api_key``."""
+    given = (choices.judge_api_key or choices.model_api_key) if role == "judge" \
+        else choices.model_api_key
+    if not given:
+        return None
+    from agent_env.config import resolve_references
+
+    option = "--judge-litellm-api-key" if role == "judge" and choices.judge_api_key \
+        else "--litellm-api-key"
+    config = current().config
+    secrets = config.secrets().get if config.secrets is not None else None
+    return str(resolve_references(given, secrets=secrets, where=option))
+
+
 def model_problem(model: str) -> str | None:
     """Why nobody would answer ``model``, or None: a ``<provider>:...`` name a plugin serves is
     answered by it; any other name needs the upstream ``[model] base_url``.
@@ -137,17 +155,18 @@ def model_problem(model: str) -> str | None:
 
 async def chat(ctx: TaskContext, model: str, messages: list[dict[str, str]], *,
                timeout: float, who: str, response_format: Any = None,
-               extra: dict[str, Any] | None = None) -> str:
+               extra: dict[str, Any] | None = None, role: str = "agent") -> str:
     """The reply text of one OpenAI Chat Completions call (``temperature`` 0 unless ``[model]
     params`` says otherwise); ``who`` names the asker in errors (``the judge``); ``extra`` adds
-    request fields (``reasoning_effort``)."""
+    request fields (``reasoning_effort``); ``role`` (:data:`ROLES`) picks the upstream key the
+    run chose for it (``--judge-litellm-api-key``) when no gateway is up."""
     import aiohttp
 
     from agent_env.tasks.steps import InfraError, StepError
 
     settings = model_settings()
     base_url: Any = settings.base_url
-    api_key: Any = settings.api_key
+    api_key: Any = upstream_key(ctx.choices, role) or settings.api_key
     headers = dict(settings.headers)  # for the configured upstream only
     if ctx.model_endpoint is not None:  # the gateway adds them on its way upstream
         base_url, api_key = ctx.model_endpoint

@@ -113,8 +113,9 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
     (:class:`~agent_env.tasks.steps.RunChoices`): ``--model`` (also ``--agent-model``),
     ``--agent`` (also ``--a2a-agent-id``; left out with ``agent=False``), ``--user-model``,
     ``--judge-model``, and with ``per_role`` (``task run``, ``task run-batch``, as the
-    reference has them) ``--agent-sandbox``, ``--env-sandbox`` and
-    ``--apply-trajectory-filter/--no-trajectory-filter``. One definition, so every command
+    reference has them) ``--agent-sandbox``, ``--env-sandbox``,
+    ``--apply-trajectory-filter/--no-trajectory-filter``, ``--litellm-api-key`` and
+    ``--judge-litellm-api-key``. One definition, so every command
     that runs tasks spells them alike."""
     import functools
 
@@ -123,11 +124,13 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
         def with_choices(*args: Any, model: str | None = None, agent_id: str | None = None,
                          user_model: str | None = None, judge_model: str | None = None,
                          agent_sandbox: str | None = None, env_sandbox: str | None = None,
-                         trajectory_filter: bool | None = None, **kwargs: Any) -> Any:
+                         trajectory_filter: bool | None = None,
+                         model_api_key: str | None = None, judge_api_key: str | None = None,
+                         **kwargs: Any) -> Any:
             from agent_env.tasks.steps import RunChoices
 
             choices = RunChoices(model, agent_id, user_model, judge_model, agent_sandbox,
-                                 env_sandbox, trajectory_filter)
+                                 env_sandbox, trajectory_filter, model_api_key, judge_api_key)
             return command(*args, choices=choices, **kwargs)
 
         options = [
@@ -138,6 +141,13 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
         ]
         if per_role:
             options += [
+                click.option("--judge-litellm-api-key", "judge_api_key", metavar="KEY",
+                             help="The upstream key judges' model calls go with (default: "
+                                  "--litellm-api-key); env:NAME or secret:KEY read it."),
+                click.option("--litellm-api-key", "model_api_key", metavar="KEY",
+                             help="The upstream key this run's model calls go with "
+                                  "(replaces [model] api_key); env:NAME or secret:KEY read "
+                                  "it."),
                 click.option("--apply-trajectory-filter/--no-trajectory-filter",
                              "trajectory_filter", default=None,
                              help="Every rubrics_verifier's trajectory filter on (its own, or "

@@ -487,7 +487,8 @@ class RubricsVerifier(Step):
         async def ask(system: str, user: str) -> str:
             return await chat(ctx, str(model), [{"role": "system", "content": system},
                                                 {"role": "user", "content": user}],
-                              timeout=float(self.timeout_seconds), who="the judge", extra=extra)
+                              timeout=float(self.timeout_seconds), who="the judge", extra=extra,
+                              role="judge")
 
         return ask
 

@@ -108,11 +108,20 @@ class RunChoices:
     agent_sandbox: str | None = None
     env_sandbox: str | None = None
     trajectory_filter: bool | None = None
+    #: ``--litellm-api-key`` / ``--judge-litellm-api-key``: the upstream key model calls go
+    #: with (replacing ``[model] api_key``), and the one judges' calls go with; a value or an
+    #: ``env:NAME`` / ``secret:KEY`` reference, resolved where it is used
+    #: (:func:`agent_env.models.upstream_key`). Never recorded.
+    model_api_key: str | None = attrs.field(default=None, repr=False)
+    judge_api_key: str | None = attrs.field(default=None, repr=False)
 
     def recorded(self) -> dict[str, str | bool]:
-        """What the run's record keeps of them (the choices made)."""
+        """What the run's record keeps of them (the choices made; the keys are left out)."""
         return {key: value for key, value in attrs.asdict(self).items()
-                if value is not None and value != ""}
+                if value is not None and value != "" and key not in _UNRECORDED}
+
+
+_UNRECORDED = frozenset({"model_api_key", "judge_api_key"})
 
 
 @attrs.define(kw_only=True)

@@ -146,12 +146,16 @@ class ModelGatewayHandle:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_token}"}
 
-    async def add_caller(self, name: str, token: str) -> None:
-        """Give one agent a model token of its own, so its calls are recorded as its own."""
+    async def add_caller(self, name: str, token: str, upstream_key: str | None = None) -> None:
+        """Give one agent a model token of its own, so its calls are recorded as its own (and
+        go upstream with ``upstream_key``, when given)."""
         import aiohttp
 
+        caller = {"name": name, "token": token}
+        if upstream_key:
+            caller["upstream_key"] = upstream_key
         async with aiohttp.ClientSession() as http, http.post(
-                f"{self.url}/admin/callers", json={"name": name, "token": token},
+                f"{self.url}/admin/callers", json=caller,
                 headers=self._headers(), timeout=aiohttp.ClientTimeout(total=30)) as resp:
             if resp.status != 200:
                 raise InfraError(f"the model gateway refused a caller: HTTP {resp.status}")
@@ -207,10 +211,12 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         if key in ctx.state:
             handle: ModelGatewayHandle = ctx.state[key]
             return handle
-        from agent_env.api import model_settings
+        from agent_env.api import model_settings, upstream_key
 
         settings = model_settings()
-        base_url, api_key = settings.base_url, settings.api_key
+        # the run's --litellm-api-key over [model] api_key
+        base_url = settings.base_url
+        api_key = upstream_key(ctx.choices, "agent") or settings.api_key
         token, admin = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         for secret in (token, admin, api_key, *settings.secret_header_values()):
             ctx.register_secret(secret)
@@ -243,10 +249,23 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         if ctx.model_endpoint is None:  # judges (rubrics_verifier) ask the run's first gateway
             judge = secrets.token_urlsafe(32)
             ctx.register_secret(judge)
-            await handle.add_caller("judge", judge)
+            judge_key = _judge_key(ctx, api_key)
+            await handle.add_caller("judge", judge, judge_key)
             ctx.model_endpoint = (f"{url}/v1", judge)
         await load_run_scripts(ctx, handle)
         return handle
+
+
+def _judge_key(ctx: TaskContext, run_key: str | None) -> str | None:
+    """The upstream key judges' calls go with when the run chose one of its own
+    (``--judge-litellm-api-key``), else None: the gateway's key then serves them too."""
+    from agent_env.api import upstream_key
+
+    key = upstream_key(ctx.choices, "judge")
+    if key and key != run_key:
+        ctx.register_secret(key)
+        return key
+    return None
 
 
 def run_gateways(ctx: TaskContext) -> list[ModelGatewayHandle]:
@@ -801,7 +820,12 @@ class A2aAgentType:
         token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         ctx.register_secret(token)
         ctx.register_secret(model_token)
-        await gateway.add_caller(container, model_token)
+        # an agent deployed as a rubric's judge asks with the judges' key
+        from agent_env.api import JUDGE_ROLE, upstream_key
+
+        judge_key = _judge_key(ctx, upstream_key(ctx.choices, "agent")) \
+            if setup.role == JUDGE_ROLE else None
+        await gateway.add_caller(container, model_token, judge_key)
         reserved = sorted(k for k in step.env_vars
                           if k.startswith(("A2A_", "AGENTENV_MODEL_")))
         if reserved:

@@ -8,9 +8,9 @@ What the ``a2a`` agent type runs as container ``model-gateway`` in an agent's sa
   model ``scripted:<name>`` are answered by it (and recorded as that model);
 * ``GET /calls``: the model calls recorded so far, a page of at most 8 MiB at a time
   (``?after=<n>`` skips the first n), and ``count``, how many there are;
-* ``POST /admin/callers`` ``{name, token}``: accept one more token, whose calls are recorded
-  with ``caller = name`` (each agent gets its own, so agents sharing the gateway are told
-  apart in the records).
+* ``POST /admin/callers`` ``{name, token, upstream_key?}``: accept one more token, whose calls
+  are recorded with ``caller = name`` (each agent gets its own, so agents sharing the gateway
+  are told apart in the records) and go upstream with ``upstream_key`` when it is given.
 
 Calls for any other model go to the HTTP upstream when one is configured
 (``AGENTENV_UPSTREAM_BASE_URL``, ``AGENTENV_UPSTREAM_API_KEY``: only this container holds the
@@ -107,7 +107,9 @@ class ServedGateway(ModelGateway):
             return web.json_response({"error": "wrong or missing admin token"}, status=401)
         try:
             body = await request.json()
-            self.add_caller(str(body["name"]), str(body["token"]))
+            key = body.get("upstream_key")
+            self.add_caller(str(body["name"]), str(body["token"]),
+                            str(key) if key else None)
         except (ValueError, KeyError, TypeError) as exc:
             return web.json_response({"error": f"bad caller: {exc}"}, status=400)
         return web.json_response({"ok": True})

@@ -76,6 +76,9 @@ class UpstreamRequest:
     raw: bytes = b""
     headers: Mapping[str, str] = attrs.field(factory=dict)
     stream: bool = False
+    #: the upstream key this caller's calls go with, over the gateway's own (a judge's
+    #: ``--judge-litellm-api-key``); never shown
+    api_key: str | None = attrs.field(default=None, repr=False)
 
 
 @attrs.define
@@ -153,11 +156,12 @@ class HttpUpstream:
         anthropic = request.api == "messages"
         if anthropic:
             headers.setdefault("anthropic-version", "2023-06-01")
-        if self._api_key:
+        key = request.api_key or self._api_key
+        if key:
             if anthropic:
-                headers["x-api-key"] = self._api_key
+                headers["x-api-key"] = key
             else:
-                headers["Authorization"] = f"Bearer {self._api_key}"
+                headers["Authorization"] = f"Bearer {key}"
         return headers
 
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
@@ -220,6 +224,8 @@ class ModelGateway:
         self._token = token.encode()
         #: further tokens, each naming who calls with it (one per agent: its calls are its own)
         self._callers: dict[bytes, str] = {}
+        #: a caller's own upstream key, by caller name
+        self._caller_keys: dict[str, str] = {}
         self._max_body = max_body_bytes
         self._runner: web.AppRunner | None = None
 
@@ -279,11 +285,18 @@ class ModelGateway:
 
     # -- routes ----------------------------------------------------------------------------
 
-    def add_caller(self, name: str, token: str) -> None:
-        """Accept ``token`` too; calls made with it are recorded with ``caller = name``."""
+    def add_caller(self, name: str, token: str, upstream_key: str | None = None) -> None:
+        """Accept ``token`` too; calls made with it are recorded with ``caller = name``, and
+        go upstream with ``upstream_key`` when given (else the gateway's own key)."""
         if not token or token.encode() == self._token:
             raise ValueError("a caller's token must be set and differ from the run token")
         self._callers[token.encode()] = name
+        if upstream_key:
+            self._caller_keys[name] = upstream_key
+
+    def _key_for(self, request: web.Request) -> str | None:
+        caller = self._caller(request)
+        return self._caller_keys.get(caller) if caller else None
 
     def _caller(self, request: web.Request) -> str | None:
         """Who calls: ``""`` for the run token, a caller's name for its token, None if
@@ -327,7 +340,8 @@ class ModelGateway:
         if not self._authorized(request):
             return self._refuse(api, 401, "model gateway: wrong or missing token")
         reply = await self.upstream.send(UpstreamRequest(
-            api, "/models", "GET", headers=_forwardable(request), raw=b""))
+            api, "/models", "GET", headers=_forwardable(request), raw=b"",
+            api_key=self._key_for(request)))
         return await self._send_plain(request, reply)
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
@@ -340,7 +354,7 @@ class ModelGateway:
         body, raw = self._apply_aliases(body, raw)
         reply = await self.upstream.send(UpstreamRequest(
             "messages", "/messages/count_tokens", body=body, raw=raw,
-            headers=_forwardable(request)))
+            headers=_forwardable(request), api_key=self._key_for(request)))
         return await self._send_plain(request, reply)
 
     async def _send_plain(self, request: web.Request, reply: UpstreamReply) -> web.StreamResponse:
@@ -390,7 +404,8 @@ class ModelGateway:
                 strip_usage = True
                 body, raw = _with_usage(body, raw)
         reply = await self.upstream.send(UpstreamRequest(
-            api, path, body=body, raw=raw, headers=_forwardable(request), stream=stream))
+            api, path, body=body, raw=raw, headers=_forwardable(request), stream=stream,
+            api_key=self._caller_keys.get(caller) if caller else None))
         call.status = reply.status
         if reply.chunks is None:
             return await self._answer_whole(request, call, t0, reply)

@@ -513,7 +513,7 @@ class PromptAgent(Step):
                  "content": str(turn["text"])} for turn in conversation[1:]]
             text = await chat(ctx, str(self._user_model(ctx)), messages,
                               timeout=float(self.user_agent_timeout_seconds),
-                              who="the simulated user",
+                              who="the simulated user", role="user",
                               response_format=self.user_output_format or USER_OUTPUT_FORMAT)
         else:
             return None

@@ -57,3 +57,14 @@ def test_model_points_the_model_agent_at_an_openai_compatible_endpoint(
                               "input_tokens": 2 * USAGE["prompt_tokens"],
                               "output_tokens": 2 * USAGE["completion_tokens"], "cost_usd": None}
     assert KEY not in shown.stdout and KEY not in run.stdout + run.stderr
+
+    # --litellm-api-key gives one run the key [model] does not have (the fake refuses others)
+    keyless = tmp_path / "keyless.toml"
+    keyless.write_text(f'[model]\nbase_url = "{base_url}"\n')
+    again = subprocess.run(
+        [str(AGENT_ENV), "--config", str(keyless), "task", "run", "--id", row["task_id"],
+         "--model", MODEL, "--litellm-api-key", "env:E2E_UPSTREAM_KEY"],
+        capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake.requests) == 4  # two more calls, both let in by the fake
+    assert KEY not in again.stdout + again.stderr

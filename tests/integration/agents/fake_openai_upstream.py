@@ -3,9 +3,9 @@
 known usage numbers, so tests can check that the gateway forwards, streams, passes failures
 through and records the upstream's own counts.
 
-It accepts only ``KEY`` (``Authorization: Bearer`` on OpenAI routes, ``x-api-key`` on
-``/v1/messages``), remembers every request it got (``seen``), and fails the next calls on
-demand (``fail_next``) or breaks its streams off after two events (``break_streams``).
+It accepts only ``KEY`` and ``OTHER_KEY`` (``Authorization: Bearer`` on OpenAI routes,
+``x-api-key`` on ``/v1/messages``), remembers every request it got (``seen``), and fails the
+next calls on demand (``fail_next``) or breaks its streams off after two events (``break_streams``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import attrs
 from aiohttp import web
 
 KEY = "sk-upstream-SECRET-never-for-agents"
+#: a second account's key (a run's judges may ask with their own)
+OTHER_KEY = "sk-judge-SECRET-key"
 TEXT = "Hello from the fake upstream."
 #: The usage it reports, per API (deliberately unlike any word count).
 CHAT_USAGE = {"prompt_tokens": 111, "completion_tokens": 7, "total_tokens": 118}
@@ -72,7 +74,7 @@ class FakeUpstream:
         self.seen.append(Seen(request.path, dict(request.headers), body))
         given = (request.headers.get("x-api-key") if anthropic
                  else request.headers.get("Authorization", "").removeprefix("Bearer "))
-        if given != KEY:
+        if given not in (KEY, OTHER_KEY):
             return web.json_response(
                 {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
                            "code": "invalid_api_key"}}, status=401)

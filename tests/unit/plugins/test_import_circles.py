@@ -4,9 +4,10 @@ A circle is a set of modules that import each other, directly or through others 
 inside functions count: a lazy import is still a back-and-forth; imports under
 ``TYPE_CHECKING`` do not). The graph is read from the sources with ``ast`` and its strongly
 connected components are the circles. The kernel and the plugins have none. ``KNOWN`` lists the
-protocol SDK's two, which are its lazy ``serve()`` and ``mount()`` conveniences (a package that
-starts a server of its own submodule on request) and may stay: a new circle, or a known one that grows, fails
-this test, and so does a known one that is gone, so the list only shrinks.
+protocol SDK's two, which are its lazy ``serve()`` and ``mount()`` conveniences (a package
+that starts a server of its own submodule on request) and may stay: a new circle, or a known
+one that grows, fails this test, and so does a known one that is gone, so the list only
+shrinks.
 """
 
 from __future__ import annotations

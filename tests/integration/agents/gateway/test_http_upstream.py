@@ -16,6 +16,7 @@ from fake_openai_upstream import (
     CHAT_USAGE,
     KEY,
     MESSAGES_USAGE,
+    OTHER_KEY,
     RESPONSES_USAGE,
     TEXT,
     FakeUpstream,
@@ -227,3 +228,24 @@ async def test_an_upstream_dying_mid_stream_is_an_error_to_the_agent_and_in_the_
         "upstream unreachable: the stream broke off"), call.error
     if api == "messages":
         assert call.input_tokens == 333  # message_start had arrived
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_caller_with_its_own_upstream_key_is_forwarded_with_it(
+        http_gateway: ModelGateway, fake: Fake, stream: bool) -> None:
+    """``--judge-litellm-api-key``: the judge's calls go upstream with its key, the agent's
+    with the gateway's, and neither key shows in the records."""
+    upstream, _ = fake
+    judge_key = OTHER_KEY
+    http_gateway.add_caller("judge", "judge-token", judge_key)
+    http_gateway.add_caller("agent-2", "agent-token")
+    for token in ("judge-token", "agent-token", TOKEN):
+        response = await openai_client(http_gateway, token).chat.completions.create(
+            model="agent", messages=USER, stream=stream)
+        if stream:
+            assert [c async for c in response]  # type: ignore[union-attr]
+    sent = [seen.headers["Authorization"] for seen in upstream.seen[-3:]]
+    assert sent == [f"Bearer {judge_key}", f"Bearer {KEY}", f"Bearer {KEY}"]
+    calls = http_gateway.recorder.calls[-3:]
+    assert [c.caller for c in calls] == ["judge", "agent-2", None]
+    assert all(judge_key not in str(c.to_dict()) for c in calls)
