@@ -37,6 +37,7 @@ ENV_VARIABLES = {
     "AGENT_ENV_SANDBOX": ("sandbox", "default"),
     "AGENT_ENV_MODEL_BASE_URL": ("model", "base_url"),
     "AGENT_ENV_MODEL_API_KEY": ("model", "api_key"),
+    "AGENT_ENV_HUMAN_A2A_URL": ("conversations", "default_human_a2a_url"),
 }
 #: The model upstream as the host of a reference-framework user already names it: used only when
 #: neither the config file nor an ``AGENT_ENV_*`` variable sets that key.
@@ -57,14 +58,13 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
     "task_steps": {"impls"},
     "envs": {"impls"},
     "explorer": {"port", "allowed_hosts"},
+    "conversations": {"default_human_a2a_url"},
 }
 
 #: The reference framework's config settings that are not read here, and why (a warning says
 #: so when a config sets one, rather than the bare "unknown").
 NOT_READ: dict[str, str] = {
     "artifacts": "artifact types come from plugins here (file artifacts are built in)",
-    "conversations": "a user reached over A2A is not supported here; deploy the user as an "
-                     "agent (prompt_agent user_agent_name) or simulate it ([model] roles.user)",
     "state.providers": "env state providers belong to the multi-service env types, not "
                        "installed here",
     "explorer.cors_origins": "the explorer answers its own page only (a token in its URL)",

@@ -293,6 +293,10 @@ CONFIG_KEYS: dict[str, dict[str, str]] = {
                          "(default 8234)",
                  "allowed_hosts": "Host names `agent-env up` answers besides loopback, with "
                                   "its `--allow-host` ones"},
+    "conversations": {"default_human_a2a_url": "the A2A URL of the user (a human-in-the-loop "
+                                               "hub, or any agent) of a multi-turn "
+                                               "`prompt_agent` with no user agent, "
+                                               "`user_model` or `user_a2a_url`"},
 }
 
 #: Variables the kernel reads besides ``ENV_VARIABLES`` (which map onto config keys).

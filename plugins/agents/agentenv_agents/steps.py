@@ -56,6 +56,8 @@ from agent_env.api import (
     find_reply,
 )
 
+from .a2a_user import A2aUser
+
 if TYPE_CHECKING:
     from agent_env.api import TaskContext
 
@@ -455,10 +457,9 @@ class PromptAgent(Step):
         if self.user_agent_name == self.agent_name:
             problems.append(f"user_agent_name '{self.user_agent_name}' is the agent prompted; "
                             "the user must be another")
-        if self.user_a2a_url is not None:
-            problems.append("user_a2a_url: a user (or human) reached over A2A is not "
-                            "supported here; deploy the user as an agent (user_agent_name) "
-                            "or give user_model")
+        if self.user_a2a_url is not None and not str(self.user_a2a_url).startswith(
+                ("http://", "https://")):
+            problems.append(f"user_a2a_url must be an http(s) URL, not {self.user_a2a_url!r}")
         if self.snapshot_config is not None:
             problems.append("snapshot_config: env snapshots between turns are not supported "
                             "here; leave it out")
@@ -475,19 +476,38 @@ class PromptAgent(Step):
         return (ctx.choices.user_model or self.user_model
                 or model_settings().model_for("user", or_default=False))
 
+    def _user_url(self, ctx: TaskContext) -> str | None:
+        """Where the user is reached over A2A: ``user_a2a_url``, else (no user agent deployed,
+        no user model) ``[conversations] default_human_a2a_url``."""
+        if self.user_a2a_url:
+            return self.user_a2a_url
+        if self.user_agent_name in ctx.agents or self._user_model(ctx):
+            return None
+        from agent_env.api import current
+
+        url = current().config.section("conversations").get("default_human_a2a_url")
+        return str(url) if url else None
+
     def _user_label(self, ctx: TaskContext) -> str:
+        url = self._user_url(ctx)
+        if url:
+            return f"at {url}"
         if self.user_agent_name in ctx.agents:
             return f"agent '{self.user_agent_name}'"
         return f"simulated by {self._user_model(ctx)}"
 
     async def _user_says(self, ctx: TaskContext, conversation: list[dict[str, Any]],
-                         ) -> tuple[str, bool] | None:
+                         remote: A2aUser | None = None) -> tuple[str, bool] | None:
         """The user's next message and whether it ends the conversation; None when nobody
-        plays the user (the conversation ends after the agent's turn)."""
+        plays the user (the conversation ends after the agent's turn). ``remote``: the user
+        reached over A2A (:mod:`.a2a_user`), asked first."""
         import json
 
         user = ctx.agents.get(self.user_agent_name)
-        if user is not None:
+        if remote is not None:
+            text = await remote.says(str(conversation[-1]["text"]),
+                                     float(self.user_agent_timeout_seconds))
+        elif user is not None:
             # none of the agent's own settings (its effort, its conversation) reach the user
             unset = dict.fromkeys(AGENT_CONFIG_KEYS)
             ask = attrs.evolve(self, **{**unset, "model": self._user_model(ctx),
@@ -534,11 +554,16 @@ class PromptAgent(Step):
                                               {"role": "agent", "text": reply.response}]
         usage, trajectory, calls = reply.usage, list(reply.trajectory), list(reply.model_calls)
         turns = 1
+        remote = None
+        if self.max_conversation_turns > 1:
+            url = self._user_url(ctx)
+            remote = A2aUser(url) if url else None
         while turns < self.max_conversation_turns and reply.error_type is None:
-            said = await self._user_says(ctx, conversation)
+            said = await self._user_says(ctx, conversation, remote)
             if said is None:
-                ctx.note(f"nobody plays the user (no agent '{self.user_agent_name}' is deployed "
-                         "and the step names no user_model): the conversation ends here")
+                ctx.note(f"nobody plays the user (no agent '{self.user_agent_name}' is deployed, "
+                         "the step names no user_model or user_a2a_url, and [conversations] "
+                         "default_human_a2a_url is not set): the conversation ends here")
                 break
             message, done = said
             conversation.append({"role": "user", "text": message, **({"done": True}

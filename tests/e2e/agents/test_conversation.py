@@ -48,3 +48,53 @@ def test_a_simulated_user_answers_until_it_is_done(tmp_path: Path, left_by: Any)
     assert ask["conversation"][-1]["done"] is True
     assert ask["conversation_turns"] == 2 and ask["response"] == "7 * 7 is 49."
     assert ask["usage"]["model_calls"] == 2  # the agent's two turns, summed
+
+
+def test_a_user_reached_over_a2a_answers_in_the_conversations_own_thread(
+        tmp_path: Path, left_by: Any) -> None:
+    """``user_a2a_url``: the user is an agent served elsewhere (here a process of the agent
+    SDK on this machine), asked over A2A; nothing is deployed for it."""
+    import shutil
+    import socket
+    import time
+
+    from agentenv_agents.plugin import BUNDLES
+
+    bundle = tmp_path / "over-a2a"
+    shutil.copytree(BUNDLES / "conversation-smoke", bundle)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    task = bundle / "tasks" / "conversation.json"
+    steps = [s for s in json.loads(task.read_text()) if s["id"] != "user_model"]
+    for step in steps:
+        step["depends_on"] = [d for d in step.get("depends_on") or [] if d != "user_model"]
+        if step["id"] == "ask":
+            del step["user_model"]
+            step["user_a2a_url"] = f"http://127.0.0.1:{port}"
+    task.write_text(json.dumps(steps))
+    log = tmp_path / "user.log"
+    user = subprocess.Popen([sys.executable, str(Path(__file__).with_name("a2a_user_agent.py")),
+                             str(port)], env={**os.environ, "USER_AGENT_LOG": str(log)})
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        run = agent_env(tmp_path / "state", "run", str(bundle))
+    finally:
+        user.terminate()
+        user.wait(10)
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    assert "tasks/conversation.json v1: passed (answer: 1)" in out
+    url = f"http://127.0.0.1:{port}"
+    assert f"the user (at {url}) said: Thanks. And what is 7 * 7?" in out
+    assert f"the user (at {url}) said: That is all I needed. (and ended the conversation)" \
+        in out
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [s["text"] for s in seen] == ["6 * 7 is 42.", "7 * 7 is 49."]
+    assert len({s["context"] for s in seen}) == 1  # one thread for the whole conversation
+    assert left_by(out) == []

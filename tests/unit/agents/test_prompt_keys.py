@@ -48,9 +48,9 @@ def test_a_reference_key_not_implemented_is_a_problem_saying_why() -> None:
     problem; an unknown key is still refused by name."""
     assert problems(prompt="x", user_a2a_url=None, live_trajectory=False,
                     max_conversation_turns=1) == []
-    assert problems(prompt="x", user_a2a_url="http://h") == [
-        "user_a2a_url: a user (or human) reached over A2A is not supported here; deploy the "
-        "user as an agent (user_agent_name) or give user_model"]
+    assert problems(prompt="x", user_a2a_url="http://h") == []
+    assert problems(prompt="x", user_a2a_url="h:9000") == [
+        "user_a2a_url must be an http(s) URL, not 'h:9000'"]
     assert problems(prompt="x", live_trajectory=True)[0].startswith("live_trajectory: ")
     assert problems(prompt="x", max_conversation_turns=0) == [
         "max_conversation_turns must be 1 or more"]
@@ -62,3 +62,23 @@ def test_the_trajectory_prefix_is_the_references_layout() -> None:
     assert trajectory_key("run-1", "ask", "agent") == (
         "runs/run-1/prompt_agent_trajectories/prompt_id=ask/trajectory-agent.json")
     assert trajectory_key("run-1", "ask", "agent", "mine/t") == "mine/t/trajectory-agent.json"
+
+
+def test_who_plays_the_user_url_first_then_agent_then_model_then_the_default_human(
+        state_root: object) -> None:
+    """``user_a2a_url`` wins; ``[conversations] default_human_a2a_url`` is asked only when
+    nobody else would play the user (no user agent deployed, no user model)."""
+    import agent_env
+    from agent_env.tasks.artifacts import MemoryArtifacts
+    from agent_env.tasks.context import TaskContext
+
+    agent_env.configure(conversations={"default_human_a2a_url": "http://hub/human"})
+    ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+    ask = PromptAgent(id="p", prompt="x", max_conversation_turns=3)
+    assert ask._user_url(ctx) == "http://hub/human"
+    assert ask._user_label(ctx) == "at http://hub/human"
+    assert PromptAgent(id="p", prompt="x", user_model="scripted:u")._user_url(ctx) is None
+    own = PromptAgent(id="p", prompt="x", user_a2a_url="http://me", user_model="scripted:u")
+    assert own._user_url(ctx) == "http://me"
+    ctx.agents["human_agent"] = object()  # type: ignore[assignment]
+    assert ask._user_url(ctx) is None  # the deployed user agent plays it

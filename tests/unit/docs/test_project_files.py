@@ -68,7 +68,7 @@ def _read_variables() -> set[str]:
     found: set[str] = set()
     for folder in ("core", "plugins", "protocol"):
         for path in (ROOT / folder).rglob("*.py"):
-            found.update(re.findall(r"[\"'](AGENT_ENV_[A-Z][A-Z_]*)[\"']",
+            found.update(re.findall(r"[\"'](AGENT_ENV_[A-Z][A-Z0-9_]*)[\"']",
                                     path.read_text(encoding="utf-8")))
     return found - SET_NOT_READ
 
@@ -76,7 +76,7 @@ def _read_variables() -> set[str]:
 def test_the_env_example_lists_exactly_the_variables_the_code_reads() -> None:
     read = _read_variables()
     assert set(config.ENV_VARIABLES) <= read  # the scan sees the config's own table
-    listed = set(re.findall(r"^# (AGENT_ENV_[A-Z_]+)=", ENV_EXAMPLE.read_text(encoding="utf-8"),
+    listed = set(re.findall(r"^# (AGENT_ENV_[A-Z0-9_]+)=", ENV_EXAMPLE.read_text(encoding="utf-8"),
                             re.MULTILINE))
     assert listed == read, (f"undocumented: {sorted(read - listed)}; "
                             f"read by nothing: {sorted(listed - read)}")
