@@ -101,6 +101,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "EnvType": ("agent_env.env_types", "EnvType"),
     "EnvDeployment": ("agent_env.env_types", "EnvDeployment"),
     "EnvSource": ("agent_env.env_types", "EnvSource"),
+    "load_env_source": ("agent_env.env_types", "load_env_source"),
     "DEFAULT_TTL_SECONDS": ("agent_env.env_types", "DEFAULT_TTL_SECONDS"),
     "DEFAULT_READY_TIMEOUT": ("agent_env.env_types", "DEFAULT_READY_TIMEOUT"),
     "DEFAULT_GATEWAY_MODE": ("agent_env.env_types", "DEFAULT_GATEWAY_MODE"),
@@ -200,6 +201,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
     "put_env": ("agent_env.bundles.file_entities", "put_env"),
+    "put_settings_env": ("agent_env.bundles.file_entities", "put_settings_env"),
     "stored_env": ("agent_env.bundles.file_entities", "stored_env"),
     "stored_artifacts": ("agent_env.bundles.entities", "stored_artifacts"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
@@ -246,6 +248,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         folder_files,
         put_env,
         put_files_entity,
+        put_settings_env,
         stored_env,
         stored_folder,
     )
@@ -278,6 +281,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         EnvDeployment,
         EnvSource,
         EnvType,
+        load_env_source,
         write_env_files,
     )
     from agent_env.errors import ConfigError, MissingPluginError, UserError, cause

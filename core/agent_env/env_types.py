@@ -57,6 +57,8 @@ class EnvSource:
     environment_name: str | None
     image: str | None
     files: dict[str, dict[str, Any]] = attrs.field(factory=dict, repr=False)
+    #: The env.toml keys its type reads (see :attr:`EnvType.bundle_problems`).
+    settings: dict[str, Any] = attrs.field(factory=dict)
 
 
 class EnvDeployment(Protocol):
@@ -119,6 +121,23 @@ class EnvType:
         self.artifacts = artifacts
 
     @classmethod
+    def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
+        """What is wrong with ``env`` (a bundle's :class:`~agent_env.bundles.model.EnvEntry`
+        of this type) before anything runs: its env.toml keys beyond the kernel's
+        (``env.settings``), the other envs of ``bundle`` it names. A type that reads no key of
+        its own refuses any."""
+        if env.settings:
+            return [f"{env.label}/env.toml: unknown key(s) {', '.join(sorted(env.settings))} "
+                    f"(an env of type '{cls.name}' takes: environment_name, id, image, type)"]
+        return []
+
+    @classmethod
+    def referenced_envs(cls, env_id: str, settings: dict[str, Any]) -> list[str]:
+        """The ids of the other envs an env of this type deploys (a ``multi`` env's
+        children): a run stores them with it."""
+        return []
+
+    @classmethod
     def from_spec(cls, source: EnvSource, artifacts: Any) -> EnvType:
         """The env ``source`` names, its files read through ``artifacts``' stores."""
         return cls(source, artifacts)
@@ -168,7 +187,7 @@ def load_env_source(artifacts: Any, env_id: str, version: int | None = None) -> 
     return EnvSource(
         env_id, record.version, str(body.get("name") or env_id.rsplit("/", 1)[-1]),
         str(body.get("type") or DEFAULT_ENV_TYPE), body.get("environment_name"),
-        body.get("image"), dict(body.get("files") or {}),
+        body.get("image"), dict(body.get("files") or {}), dict(body.get("settings") or {}),
     )
 
 

@@ -137,6 +137,25 @@ def put_env(env_id: str, env_type: str, context: Path | None, dockerfile: Path |
     return list(ledger.lines)
 
 
+def put_settings_env(env_id: str, env_type: str, settings: dict[str, Any],
+                     environment_name: str | None = None) -> list[Any]:
+    """Store an env made of settings alone (a ``multi`` env names its children; it has no
+    build context) as the next version of ``env_id`` (unchanged: the same version); returns
+    the ledger lines."""
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.model import EnvEntry
+    from agent_env.errors import UserError
+    from agent_env.runtime import current
+
+    if not env_id.strip() or any(c.isspace() for c in env_id):
+        raise UserError(f"--id {env_id!r}: an env id has no spaces")
+    entry = EnvEntry(env_id.rsplit("/", 1)[-1], env_id, env_type, f"env {env_id}", Path("."),
+                     (), None, environment_name, dict(settings))
+    ledger = Ledger(current().versioned_store, current().object_store)
+    ledger.write_files_entity("envs", entry)
+    return list(ledger.lines)
+
+
 def stored_env(env_id: str, version: int | None = None) -> Any:
     """The stored env ``env_id`` (the latest unless ``version``); a UserError naming the
     versions there are, or how to store one."""

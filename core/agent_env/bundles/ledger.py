@@ -88,6 +88,26 @@ def steps_reason(old: Sequence[Any] | None, new: Sequence[Any]) -> str:
     return "; ".join(parts) or "step order changed"
 
 
+def referenced_envs(bundle: Any, wanted: set[str]) -> set[str]:
+    """The bundle's envs that the ``wanted`` ones name (a ``multi`` env's children), and the
+    ones those name: stored with them, so a deploy finds every one (the env type says which,
+    :meth:`agent_env.env_types.EnvType.referenced_envs`)."""
+    from agent_env.runtime import current
+
+    types = current().host.registry("env_type")
+    by_id = {env.id: env for env in bundle.envs}
+    found: set[str] = set()
+    todo = [by_id[i] for i in wanted if i in by_id]
+    while todo:
+        env = todo.pop()
+        kind = types.get(env.type)
+        for name in kind.referenced_envs(env.id, env.settings) if kind is not None else ():
+            if name in by_id and name not in found and name not in wanted:
+                found.add(name)
+                todo.append(by_id[name])
+    return found
+
+
 class Ledger:
     """Writes a plan's entities; ``dry_run`` computes the same lines and writes nothing."""
 
@@ -107,8 +127,10 @@ class Ledger:
         for artifact in bundle.artifacts:
             if artifact.id in wanted.get("artifacts", set()):
                 self.write_files_entity("artifacts", artifact)
+        envs = wanted.get("envs", set())
+        envs |= referenced_envs(bundle, envs)
         for env in bundle.envs:
-            if env.id in wanted.get("envs", set()):
+            if env.id in envs:
                 self.write_files_entity("envs", env)
         for agent in bundle.agents:
             if agent.id in wanted.get("agents", set()):
@@ -138,6 +160,8 @@ class Ledger:
         body: dict[str, Any] = {"name": entry.name, "type": entry.type, "files": files}
         if isinstance(entry, EnvEntry):
             extra = {"image": entry.image, "environment_name": entry.environment_name}
+            if entry.settings:  # left out when empty: an env stored before keeps its hash
+                extra["settings"] = entry.settings
             body.update(extra)
         digest = content_hash(_files_hash_input(entry.type, entry.files, extra))
         latest = self.versioned.get(kind, entry.id)

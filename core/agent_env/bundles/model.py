@@ -58,6 +58,10 @@ class EnvEntry:
     files: tuple[BundleFile, ...]
     image: str | None = None
     environment_name: str | None = None
+    #: The env.toml keys its type reads beyond the kernel's (``type``, ``image``,
+    #: ``environment_name``, ``id``): a ``multi`` env's ``mcp_server_envs``, say. Its env type
+    #: checks them (:meth:`agent_env.env_types.EnvType.bundle_problems`).
+    settings: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -315,6 +315,10 @@ def _parse_artifact(path: Path, id_root: str, problems: list[str]) -> ArtifactEn
     return ArtifactEntry(path.name, f"{id_root}/{path.name}", kind, label, tuple(files))
 
 
+#: The env.toml keys the kernel reads itself, whatever the env's type.
+_ENV_KEYS = frozenset({"type", "image", "environment_name", "id"})
+
+
 def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None:
     label = f"envs/{path.name}"
     if not path.is_dir():
@@ -324,13 +328,16 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
     settings: dict[str, Any] = {}
     if (path / "env.toml").is_file():
         settings = _read_toml(path / "env.toml", f"{label}/env.toml", problems) or {}
-        unknown = sorted(set(settings) - {"type", "image", "environment_name", "id"})
-        if unknown:
-            problems.append(f"{label}/env.toml: unknown key(s) {', '.join(unknown)} "
-                            "(known: environment_name, id, image, type)")
     elif not (path / "Dockerfile").is_file():
         problems.append(f"{label}: needs a Dockerfile or an env.toml")
     declared = settings.get("type", DEFAULT_ENV_TYPE)
+    # the keys beyond the kernel's are the env type's to read and check (bundle_problems);
+    # the default type takes none
+    own = {k: v for k, v in settings.items() if k not in _ENV_KEYS}
+    if own and declared == DEFAULT_ENV_TYPE:
+        problems.append(f"{label}/env.toml: unknown key(s) {', '.join(sorted(own))} "
+                        "(known: environment_name, id, image, type)")
+        own = {}
     if not isinstance(declared, str) or not declared:
         problems.append(f"{label}/env.toml: type must be the name of an env type (such as "
                         f"\"{DEFAULT_ENV_TYPE}\"), not {declared!r}")
@@ -352,7 +359,7 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
             )
     entity_id = str(settings.get("id") or f"{id_root}/{path.name}")
     return EnvEntry(path.name, entity_id, env_type, label, path, tuple(files),
-                    settings.get("image"), name)
+                    settings.get("image"), name, own)
 
 
 def _parse_skill(path: Path, id_root: str, problems: list[str]) -> ArtifactEntry | None:

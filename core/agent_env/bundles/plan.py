@@ -182,14 +182,21 @@ def plan_bundle(
 
 def _env_type_problems(bundle: Bundle) -> list[str]:
     """An env whose type no installed plugin provides would fail only once the run has
-    written entities and started sandboxes: say so now, with the plugin that provides it."""
+    written entities and started sandboxes: say so now, with the plugin that provides it; and
+    what its type finds wrong with it (:meth:`~agent_env.env_types.EnvType.bundle_problems`)."""
     from agent_env.plugins.reporting import missing
     from agent_env.runtime import current
 
     host = current().host
     types = host.registry("env_type")
-    return [f"{env.label}: {missing(host, 'env_type', env.type).message}"
-            for env in bundle.envs if env.type not in types]
+    problems = []
+    for env in bundle.envs:
+        kind = types.get(env.type)
+        if kind is None:
+            problems.append(f"{env.label}: {missing(host, 'env_type', env.type).message}")
+        else:  # its own keys, and the envs it names (a multi env's children)
+            problems.extend(kind.bundle_problems(env, bundle))
+    return problems
 
 
 def _unique(items: Sequence[str]) -> list[str]:

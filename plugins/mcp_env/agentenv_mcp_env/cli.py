@@ -1,5 +1,5 @@
-"""``agent-env env mcp-server``: register an env that serves MCP from a Docker build context,
-and validate one.
+"""``agent-env env mcp-server`` and ``env multi``: register an env that serves MCP from a Docker
+build context, or one made of several such envs, and validate one.
 
 ``put`` stores the build context as the next version of an env (the same content-hash ledger a
 bundle's envs go through: unchanged = the same version). ``validate`` runs deploy + card check +
@@ -55,6 +55,10 @@ def put(click_ctx: click.Context, env_id: str, dockerfile: Path | None, context:
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
     """Deploy the env, check its card (tool schemas) and core protocol, tear it down."""
+    return _validate(env_id, version, sandbox)
+
+
+def _validate(env_id: str, version: int | None, sandbox: str | None) -> int:
     from agent_env.api import (
         RunRequest,
         TaskSpec,
@@ -78,3 +82,56 @@ def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
     _, code = run_tasks([RunRequest(spec, stored_artifacts(), {})],
                         sandbox_chain=option_chain(sandbox))
     return code
+
+
+@click.group("multi")
+def multi() -> None:
+    """Envs made of several MCP server envs behind one gateway: put, validate."""
+
+
+@multi.command("put")
+@click.option("--id", "env_id", type=ENTITY_ID, required=True, help="The env's id.")
+@click.option("--mcp-server", "mcp_servers", multiple=True, type=ENTITY_ID, required=True,
+              metavar="ENV_ID", help="A stored mcp_server env it deploys; repeatable.")
+@click.option("--website", "websites", multiple=True, metavar="ENV_ID",
+              help="Refused: the website env type is not installed here.")
+@click.option("--name", help="What clients call it (default: the id's last part).")
+@click.option("--env-provider-type", default="gateway", show_default=True,
+              type=click.Choice(["gateway"]), help="How it deploys: behind one gateway.")
+@click.option("--validate", "then_validate", is_flag=True,
+              help="Then run env multi validate on the version stored.")
+def put_multi(env_id: str, mcp_servers: tuple[str, ...], websites: tuple[str, ...],
+              name: str | None, env_provider_type: str, then_validate: bool) -> int:
+    """Store a multi env as the next version of ID (unchanged: the same version)."""
+    from agent_env.api import UserError, load_env_source, put_settings_env, stored_artifacts
+
+    if websites:
+        raise UserError("--website: the website env type is not installed here; a multi env "
+                        "deploys mcp_server envs (--mcp-server)")
+    artifacts = stored_artifacts()
+    for child in mcp_servers:  # each must be stored, and an MCP server env
+        try:
+            source = load_env_source(artifacts, child)
+        except Exception as exc:
+            raise UserError(f"--mcp-server {child}: {exc} (store it with agent-env env "
+                            "mcp-server put)") from None
+        if source.type != "mcp_server":
+            raise UserError(f"--mcp-server {child}: an env of type '{source.type}', not "
+                            "mcp_server")
+    settings = {"mcp_server_envs": list(mcp_servers), "env_provider_type": env_provider_type,
+                **({"name": name} if name else {})}
+    lines = put_settings_env(env_id, "multi", settings)
+    for line in lines:
+        echo(line)
+    if then_validate:
+        return _validate(env_id, lines[-1].version, None)
+    return 0
+
+
+@multi.command("validate")
+@click.argument("env_id")
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+def validate_multi(env_id: str, version: int | None, sandbox: str | None) -> int:
+    """Deploy the env and its children, check the card and core protocol, tear it down."""
+    return _validate(env_id, version, sandbox)

@@ -1,5 +1,5 @@
-"""mcp_env's hook implementations: the ``mcp_server`` env type, its verify steps and two
-bundles.
+"""mcp_env's hook implementations: the ``mcp_server`` and ``multi`` env types, the verify steps
+and the bundles.
 
 Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """
@@ -24,7 +24,8 @@ STEPS = {
 
 @hookimpl
 def agent_env_env_types() -> list[Lazy]:
-    return [Lazy("mcp_server", "agentenv_mcp_env.deployment:McpServerEnv")]
+    return [Lazy("mcp_server", "agentenv_mcp_env.deployment:McpServerEnv"),
+            Lazy("multi", "agentenv_mcp_env.multi:MultiEnv")]
 
 
 @hookimpl
@@ -37,6 +38,7 @@ def agent_env_bundles() -> list[BundleSource]:
     return [
         BundleSource("echo-mcp", BUNDLES / "echo-mcp"),
         BundleSource("mail-mcp", BUNDLES / "mail-mcp"),
+        BundleSource("multi-mcp", BUNDLES / "multi-mcp"),
     ]
 
 
