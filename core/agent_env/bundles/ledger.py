@@ -156,7 +156,7 @@ class Ledger:
         from agent_env.stores.versioned import content_hash
 
         files = _files_body(entry.files)
-        extra = None
+        extra: dict[str, Any] | None = None
         body: dict[str, Any] = {"name": entry.name, "type": entry.type, "files": files}
         if isinstance(entry, EnvEntry):
             extra = {"image": entry.image, "environment_name": entry.environment_name}

@@ -37,14 +37,14 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agentenv-framework-mcp-env",
         None,
         {
-            "env_type": ("mcp_server",),
+            "env_type": ("mcp_server", "multi"),
             "step_type": (
                 "env_outcome_verifier",
                 "reset_env",
                 "verify_env_card",
                 "verify_env_core_protocol",
             ),
-            "bundle": ("echo-mcp", "mail-mcp"),
+            "bundle": ("echo-mcp", "mail-mcp", "multi-mcp"),
         },
     ),
     FirstPartyPlugin(

@@ -134,6 +134,33 @@ def test_validate_deploys_checks_and_leaves_nothing(agent_env: Any,
     assert docker_client.networks.list(filters=label) == []
 
 
+def test_multi_put_names_stored_children_and_validate_checks_them_together(
+        agent_env: Any, docker_client: Any) -> None:
+    root = Path(__file__).resolve().parents[3]
+    multi = root / "plugins/mcp_env/agentenv_mcp_env/bundles/multi-mcp/envs"
+    for name in ("notes", "digest"):
+        put = agent_env("env", "mcp-server", "put", "--id", f"t/{name}", "--context",
+                        str(multi / name))
+        assert put.returncode == 0, put.stderr
+    wrong = agent_env("env", "multi", "put", "--id", "t/office", "--mcp-server", "t/nope")
+    assert wrong.returncode == 1
+    assert wrong.stderr.strip() == ("Error: --mcp-server t/nope: no env 't/nope' is stored "
+                                    "(store it with agent-env env mcp-server put)")
+    checked = agent_env("env", "multi", "put", "--id", "t/office", "--mcp-server", "t/notes",
+                        "--mcp-server", "t/digest", "--name", "office", "--validate",
+                        timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("env t/office: v1 (new)\n")
+    assert "validate env t/office v1: passed (card: 1, core_protocol: 1)" in checked.stdout
+    nested = agent_env("env", "multi", "put", "--id", "t/nested", "--mcp-server", "t/office")
+    assert nested.stderr.strip() == ("Error: --mcp-server t/office: an env of type 'multi', "
+                                     "not mcp_server")
+    instance = re.search(r"instance (\S+)", checked.stdout)
+    assert instance is not None
+    label = {"label": f"agentenv.run={instance.group(1)}"}
+    assert docker_client.containers.list(all=True, filters=label) == []
+
+
 def test_an_expired_deployment_is_removed_by_gc(agent_env: Any, docker_client: Any) -> None:
     fields = _put_and_deploy(agent_env, "--ttl-seconds", "1")
     instance = fields["Instance ID"]

@@ -1,4 +1,5 @@
-"""``agent-env run echo-mcp`` and ``mail-mcp`` via the CLI: pass, rerun unchanged, no leftovers."""
+"""``agent-env run echo-mcp``, ``mail-mcp`` and ``multi-mcp`` via the CLI: pass, rerun unchanged,
+no leftovers."""
 
 from __future__ import annotations
 
@@ -54,6 +55,17 @@ def test_mail_mcp_finds_the_invoice(tmp_path: Path, left_by: Any) -> None:
     run = agent_env(tmp_path, "run", "mail-mcp")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tasks/smoke.json v1: passed (finds-the-invoice: 1)" in run.stdout
+    assert left_by(run.stdout) == []
+
+
+def test_multi_mcp_serves_two_services_as_one_env(tmp_path: Path, left_by: Any) -> None:
+    """The multi env's children are stored with it (only the multi env is named by a step),
+    and its verify script sees both services' tools, one reading the other."""
+    run = agent_env(tmp_path, "run", "multi-mcp")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tasks/smoke.json v1: passed (office: 1)" in run.stdout
+    for env in ("digest", "notes", "office"):
+        assert f"envs/{env}: v1 (new)" in run.stdout, run.stdout
     assert left_by(run.stdout) == []
 
 

@@ -253,6 +253,48 @@ async def test_a_tool_name_clash_refuses_the_deploy_and_leaves_nothing(
     assert leftovers() == []
 
 
+async def test_a_multi_env_deploys_its_children_behind_one_gateway(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    """``envs/pair`` (``type = "multi"``) is counter and greeter as one env: one gateway, one
+    token, one namespace, a card naming both; only the gateway is published."""
+    from agentenv_protocol.client import McpClient, fetch_card
+
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["pair"], sandbox_type="docker").run(ctx)
+    env = ctx.env(ids["pair"])
+    assert env.environment_name == "pair"
+    assert sorted(env.tools) == ["bump", "greet"]
+    assert [s.container for s in env.servers] == ["env-counter", "env-greeter"]
+    async with McpClient(env.mcp_url) as client:
+        assert (await client.call_tool("greet", {"name": "ada"})).text == "hello ada"
+        assert (await client.call_tool("bump")).text == "1"
+    card = await fetch_card(env.capability_url)
+    assert card.name == "pair"
+    assert sorted(c.name for c in card.children_environments or []) == ["counter", "greeter"]
+    containers = docker_client.containers.list(filters={"label": f"agentenv.run={run_id}"})
+    published = {c.labels.get("agentenv.container"): [
+        p for p, b in (c.attrs["NetworkSettings"]["Ports"] or {}).items() if b]
+        for c in containers}
+    assert published == {"env-counter": [], "env-greeter": [], "gateway": ["18765/tcp"]}
+    assert ctx.outputs["deploy"]["images"].keys() == {ids["counter"], ids["greeter"]}
+    assert (await ctx.teardown.run()).failed == ()
+    assert leftovers() == []
+
+
+async def test_a_multi_env_whose_children_clash_is_refused_and_leaves_nothing(
+    task: tuple[TaskContext, dict[str, str]], leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    with pytest.raises(StepError, match=r"refused: tool-name clash \('bump' served by "
+                                        r"counter, bumper\)"):
+        await DeployEnv(id="deploy", env_id=ids["clashing"], sandbox_type="docker",
+                        ready_timeout_seconds=60).run(ctx)
+    assert ctx.sandboxes == {} and ctx.envs == {}
+    assert leftovers() == []
+
+
 async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up(
     task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
     leftovers: Callable[[], list[str]], tmp_path: Path,

@@ -1,0 +1,91 @@
+"""A ``multi`` env in a bundle: its env.toml checked at preflight (its own keys, the children it
+names), and its children stored with it though no step names them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env.bundles.ledger import Ledger
+from agent_env.bundles.parse import parse_bundle
+from agent_env.bundles.plan import PreflightFailed, plan_bundle
+from agent_env.stores.filesystem import FilesystemObjectStore
+from agent_env.stores.sqlite import SqliteDocumentStore
+from agent_env.stores.versioned import VersionedStore
+
+SERVER = 'from agentenv_protocol import environment_card\n@environment_card(name="{name}")\n'
+
+
+def bundle(tmp_path: Path, multi_toml: str, envs: tuple[str, ...] = ("a", "b")) -> Path:
+    folder = tmp_path / "b"
+    for name in envs:
+        (folder / "envs" / name).mkdir(parents=True)
+        (folder / "envs" / name / "Dockerfile").write_text("FROM python:3.11-slim\n")
+        (folder / "envs" / name / "server.py").write_text(SERVER.format(name=name))
+    (folder / "envs" / "both").mkdir(parents=True)
+    (folder / "envs" / "both" / "env.toml").write_text(multi_toml)
+    (folder / "tasks").mkdir()
+    (folder / "tasks" / "t.json").write_text(json.dumps([
+        {"id": "deploy", "type": "deploy_env", "env_id": "both"}]))
+    return folder
+
+
+def problems(tmp_path: Path, multi_toml: str, **kw: Any) -> list[str]:
+    parsed, found = parse_bundle(bundle(tmp_path, multi_toml, **kw), "@local/b")
+    with pytest.raises(PreflightFailed) as caught:
+        plan_bundle(parsed, parse_problems=found)
+    return caught.value.problems
+
+
+def test_a_good_multi_env_stores_its_children_with_it(tmp_path: Path, state_root: Any) -> None:
+    parsed, found = parse_bundle(bundle(tmp_path, 'type = "multi"\nname = "pair"\n'
+                                                  'mcp_server_envs = ["a", "b"]\n'), "@local/b")
+    plan = plan_bundle(parsed, parse_problems=found)
+    documents = SqliteDocumentStore(tmp_path / "docs.sqlite3")
+    stores = VersionedStore(documents), FilesystemObjectStore(tmp_path / "o", fsync=False)
+    lines = [str(x) for x in Ledger(*stores).write_plan(plan).lines]
+    assert lines == ["envs/a: v1 (new)", "envs/b: v1 (new)", "envs/both: v1 (new)",
+                     "tasks/t.json: v1 (new)"]
+    stored = stores[0].get("envs", "@local/b/both")
+    assert stored.body["settings"] == {"name": "pair", "mcp_server_envs": ["a", "b"]}
+    documents.close()
+
+
+def test_what_a_multi_env_toml_gets_wrong_is_named_at_preflight(
+        tmp_path: Path, state_root: Any) -> None:
+    found = problems(tmp_path, 'type = "multi"\nmcp_server_envs = ["a", "nope", "a"]\n'
+                               'website_envs = ["site"]\nenv_provider_type = "modal"\n'
+                               'colour = "red"\n')
+    where = "envs/both/env.toml"
+    assert found == [
+        f"{where}: unknown key(s) colour (a multi env takes: mcp_server_envs, website_envs, "
+        "name, env_provider_type, environment_name, id, type)",
+        f"{where}: website_envs: the website env type is not installed here; a multi env "
+        "deploys mcp_server envs",
+        f"{where}: env_provider_type 'modal': a multi env deploys through the gateway here "
+        "('gateway')",
+        f"{where}: mcp_server_envs names an env twice",
+        f"{where}: mcp_server_envs names 'nope', which is not an env of this bundle (its "
+        "mcp_server envs: a, b)",
+    ]
+
+
+def test_a_multi_env_cannot_hold_another_or_nothing(tmp_path: Path, state_root: Any) -> None:
+    assert problems(tmp_path, 'type = "multi"\nmcp_server_envs = ["both"]\n') == [
+        "envs/both/env.toml: mcp_server_envs names 'both', an env of type 'multi'; a multi "
+        "env's children are 'mcp_server' envs (a multi env cannot hold another)"]
+    assert problems(tmp_path / "2", 'type = "multi"\nmcp_server_envs = []\n') == [
+        "envs/both/env.toml: mcp_server_envs must list the envs it deploys (names of the "
+        "bundle's envs, or stored env ids): [\"a\", \"b\"]"]
+
+
+def test_an_mcp_server_env_still_refuses_keys_of_its_own(
+        tmp_path: Path, state_root: Any) -> None:
+    folder = bundle(tmp_path, 'type = "multi"\nmcp_server_envs = ["a"]\n')
+    (folder / "envs" / "a" / "env.toml").write_text('mcp_server_envs = ["b"]\n')
+    _, found = parse_bundle(folder, "@local/b")
+    assert found == ["envs/a/env.toml: unknown key(s) mcp_server_envs (known: "
+                     "environment_name, id, image, type)"]
