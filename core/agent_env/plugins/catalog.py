@@ -58,7 +58,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
                           "agent_prompt_response_verifier", "verify_agent_card",
                           "scripted_model"),
-            "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke"),
+            "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke",
+                       "db-orders"),
         },
     ),
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a

@@ -40,7 +40,8 @@ def agent_env_bundles() -> list[BundleSource]:
     return [BundleSource("agents-smoke", BUNDLES / "agents-smoke"),
             BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
-            BundleSource("conversation-smoke", BUNDLES / "conversation-smoke")]
+            BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
+            BundleSource("db-orders", BUNDLES / "db-orders")]
 
 
 #: step type -> "module:class", imported when a task uses it
