@@ -38,6 +38,7 @@ BENCHMARKS = {
     "hello": ("bench.hello", False),
     "protocol": ("bench.protocol", False),
     "echo_mcp": ("bench.echo_mcp", True),
+    "multi_env": ("bench.multi_env", True),
     "stores": ("bench.stores", False),
     "episodes": ("bench.episodes", True),
     "evals": ("bench.evals", False),
