@@ -65,31 +65,37 @@ def _post(url: str, body: dict, session: str | None = None) -> tuple[dict, str |
     return json.loads(text), session
 
 
-def one_mcp_call(base: str) -> None:
-    """``initialize`` and ``tools/call echo``, as any client must (no library imported)."""
+def tool_text(base: str, name: str, arguments: dict) -> str:
+    """``initialize`` and one ``tools/call``, as any client must (no library imported); the
+    result's first text."""
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "bench", "version": "0"}}}
     _, session = _post(f"{base}/mcp", init)
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "floor"}}}
+            "params": {"name": name, "arguments": arguments}}
     reply, _ = _post(f"{base}/mcp", call, session)
-    assert reply["result"]["content"][0]["text"] == "floor", reply
+    return str(reply["result"]["content"][0]["text"])
 
 
-def ready_then_call(base: str) -> None:
-    """Poll ``base``/ready finely until it answers 200 (30 s at most), then one MCP call."""
-    deadline = time.monotonic() + 30
+def wait_ready(base: str, timeout: float = 30) -> None:
+    """Poll ``base``/ready finely until it answers 200 (``timeout`` seconds at most)."""
+    deadline = time.monotonic() + timeout
     while True:
         try:
             with urllib.request.urlopen(f"{base}/ready", timeout=2) as response:
                 if response.status == 200:
-                    break
+                    return
         except OSError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
-    one_mcp_call(base)
+
+
+def ready_then_call(base: str) -> None:
+    """``/ready``, then one call of the echo tool."""
+    wait_ready(base)
+    assert tool_text(base, "echo", {"text": "floor"}) == "floor"
 
 
 def floor_once(image: str) -> float:

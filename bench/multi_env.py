@@ -22,11 +22,10 @@ import secrets
 import shutil
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 from bench.bars import Bar
-from bench.echo_mcp import _agent_env, _post, _side_by_side, gateway_image
+from bench.echo_mcp import _agent_env, _side_by_side, gateway_image, tool_text, wait_ready
 from bench.measure import Series, time_command
 
 FLOOR = "multi env floor: 2 networks + db, app and gateway containers + 1 call, by hand"
@@ -71,25 +70,9 @@ def image_of(output: str, env: str) -> str:
 
 
 def call_list_orders(base: str) -> None:
-    """The gateway's ``/ready`` (polled finely, 60 s at most), then one MCP tool call."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base}/ready", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"}}}
-    _, session = _post(f"{base}/mcp", init)
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "list_orders", "arguments": {}}}
-    reply, _ = _post(f"{base}/mcp", call, session)
-    assert "1002" in reply["result"]["content"][0]["text"], reply
+    """The gateway's ``/ready`` (60 s at most: the database starts first), then one call."""
+    wait_ready(base, 60)
+    assert "1002" in tool_text(base, "list_orders", {})
 
 
 def floor_once(db_image: str, app_image: str, gateway: str) -> float:
