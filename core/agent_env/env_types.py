@@ -115,6 +115,10 @@ class EnvType:
 
     #: The ``type`` an ``env.toml`` names.
     name: ClassVar[str] = ""
+    #: Envs of this type are gateways: not deployed on their own, but named by a run's
+    #: ``--gateway-env-id`` (``env deploy --gateway``) to stand in front of the envs it
+    #: deploys in place of the built-in gateway.
+    is_gateway: ClassVar[bool] = False
 
     def __init__(self, source: EnvSource, artifacts: Any) -> None:
         self.source = source

@@ -94,7 +94,8 @@ def _deploy_step(record: Any, ttl: int, options: dict[str, Any]) -> Any:
     return step
 
 
-async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any) -> tuple[Any, Any]:
+async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
+                  gateway: str | None = None) -> tuple[Any, Any]:
     """Run the ``deploy_env`` step in a context of its own and keep what it brought up.
 
     Returns (ledger record, the env type's deployment object). On any failure everything the
@@ -107,7 +108,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any) -> 
     from agent_env.deployments import DEPLOYMENT_LABEL, Deployment, deployments, utc_now
     from agent_env.sandbox.base import SandboxError
     from agent_env.tasks.context import TaskContext
-    from agent_env.tasks.steps import StepError
+    from agent_env.tasks.steps import RunChoices, StepError
 
     # the reference's shape, <env>-<8 random>; chosen here so the sandbox carries it as its
     # DEPLOYMENT_LABEL from the start (docker ps --filter label=agentenv.deployment=<id>)
@@ -115,7 +116,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any) -> 
     slug = re.sub(r"[^a-z0-9-]+", "-", record.id.rsplit("/", 1)[-1].lower()).strip("-")
     deploy_id = f"{slug or 'env'}-{''.join(secrets.choice(alphabet) for _ in range(8))}"
     ctx = TaskContext(task_id=f"env deploy {record.id}", instance_id=deploy_id,
-                      artifacts=stored_artifacts(),
+                      artifacts=stored_artifacts(), choices=RunChoices(gateway_env=gateway),
                       sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
     ctx.note_sink = lambda line: echo(line, err=True)
     created = utc_now()
@@ -157,11 +158,14 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any) -> 
 @click.option("--env-state-type", metavar="TYPE",
               help="Env state (multi-service env types; not installed here).")
 @click.option("--env-state-instance-id", metavar="ID", help="An env state to attach to.")
+@click.option("--gateway", "--gateway-env-id", "gateway", type=ENTITY_ID, metavar="ID",
+              help="A stored gateway env (env gateway put) to deploy behind, instead of the "
+                   "built-in gateway.")
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,
            gateway_mode: str, cpu: float | None, memory_mb: int | None, disk_size_gb: float,
            env_state_type: str | None, env_state_instance_id: str | None,
-           as_json: bool) -> None:
+           gateway: str | None, as_json: bool) -> None:
     """Deploy a stored env behind its gateway; it stays up until its TTL or env teardown."""
     import asyncio
 
@@ -173,7 +177,13 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
         "gateway_mode": gateway_mode, "cpu": cpu, "memory_mb": memory_mb,
         "disk_size_gb": disk_size_gb, "env_state_type": env_state_type,
         "env_state_instance_id": env_state_instance_id})
-    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain, step))
+    if gateway:
+        from agent_env.tasks.step_types.env_steps import gateway_env_problem
+
+        problem = gateway_env_problem(gateway)
+        if problem:
+            raise UserError(f"--gateway {gateway}: {problem}")
+    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain, step, gateway))
     token = str(deployed.token or "")
     configs = deployed.client_configs() if token else []
     if as_json:

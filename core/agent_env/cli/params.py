@@ -114,8 +114,8 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
     ``--agent`` (also ``--a2a-agent-id``; left out with ``agent=False``), ``--user-model``,
     ``--judge-model``, and with ``per_role`` (``task run``, ``task run-batch``, as the
     reference has them) ``--agent-sandbox``, ``--env-sandbox``,
-    ``--apply-trajectory-filter/--no-trajectory-filter``, ``--litellm-api-key`` and
-    ``--judge-litellm-api-key``. One definition, so every command
+    ``--apply-trajectory-filter/--no-trajectory-filter``, ``--gateway-env-id``,
+    ``--litellm-api-key`` and ``--judge-litellm-api-key``. One definition, so every command
     that runs tasks spells them alike."""
     import functools
 
@@ -126,11 +126,12 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
                          agent_sandbox: str | None = None, env_sandbox: str | None = None,
                          trajectory_filter: bool | None = None,
                          model_api_key: str | None = None, judge_api_key: str | None = None,
-                         **kwargs: Any) -> Any:
+                         gateway_env: str | None = None, **kwargs: Any) -> Any:
             from agent_env.tasks.steps import RunChoices
 
             choices = RunChoices(model, agent_id, user_model, judge_model, agent_sandbox,
-                                 env_sandbox, trajectory_filter, model_api_key, judge_api_key)
+                                 env_sandbox, trajectory_filter, gateway_env, model_api_key,
+                                 judge_api_key)
             return command(*args, choices=choices, **kwargs)
 
         options = [
@@ -141,6 +142,9 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
         ]
         if per_role:
             options += [
+                click.option("--gateway-env-id", "gateway_env", type=ENTITY_ID, metavar="ID",
+                             help="A stored gateway env (agent-env env gateway put) every env "
+                                  "deploys behind, instead of the built-in gateway."),
                 click.option("--judge-litellm-api-key", "judge_api_key", metavar="KEY",
                              help="The upstream key judges' model calls go with (default: "
                                   "--litellm-api-key); env:NAME or secret:KEY read it."),

@@ -93,13 +93,14 @@ class ChoiceProblem(str):
 @attrs.frozen
 class RunChoices:
     """What the caller of a run chose for every task in it (``--model``, ``--agent``,
-    ``--user-model``, ``--judge-model``): a step that uses one takes it over its own (``model``
-    of a prompt, the agent a deploy brings up, the model that plays a conversation's user);
-    ``judge_model`` judges every rubric (the reference's precedence). ``agent_sandbox`` and
-    ``env_sandbox`` (``--agent-sandbox``, ``--env-sandbox``) are the provider chains agents and
-    envs deploy on; ``trajectory_filter`` (``--[no-]trajectory-filter``) turns every rubric's
-    trajectory filter on or off. A typed field of the run request and of :class:`TaskContext`
-    (``ctx.choices``), and kept in the run's record (metadata ``model``, ``agent``...)."""
+    ``--user-model``, ``--judge-model``, ``--gateway-env-id``...): a step that uses one takes it
+    over its own (``model`` of a prompt, the agent a deploy brings up, the model that plays a
+    conversation's user); ``judge_model`` judges every rubric (the reference's precedence).
+    ``agent_sandbox`` and ``env_sandbox`` (``--agent-sandbox``, ``--env-sandbox``) are the
+    provider chains agents and envs deploy on; ``trajectory_filter``
+    (``--[no-]trajectory-filter``) turns every rubric's trajectory filter on or off. A typed
+    field of the run request and of :class:`TaskContext` (``ctx.choices``), and kept in the
+    run's record (metadata ``model``, ``agent``...)."""
 
     model: str | None = None
     agent: str | None = None
@@ -108,6 +109,10 @@ class RunChoices:
     agent_sandbox: str | None = None
     env_sandbox: str | None = None
     trajectory_filter: bool | None = None
+    #: ``--gateway-env-id`` (``env deploy --gateway``): a stored gateway env (an env type
+    #: with :attr:`~agent_env.env_types.EnvType.is_gateway`) every env deploys behind instead
+    #: of the built-in gateway.
+    gateway_env: str | None = None
     #: ``--litellm-api-key`` / ``--judge-litellm-api-key``: the upstream key model calls go
     #: with (replacing ``[model] api_key``), and the one judges' calls go with; a value or an
     #: ``env:NAME`` / ``secret:KEY`` reference, resolved where it is used

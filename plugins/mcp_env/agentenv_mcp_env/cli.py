@@ -1,5 +1,5 @@
-"""``agent-env env mcp-server`` and ``env multi``: register an env that serves MCP from a Docker
-build context, or one made of several such envs, and validate one.
+"""``agent-env env mcp-server``, ``env multi`` and ``env gateway``: register an env that serves
+MCP from a Docker build context, one made of several such envs, or a gateway, and validate one.
 
 ``put`` stores the build context as the next version of an env (the same content-hash ledger a
 bundle's envs go through: unchanged = the same version). ``validate`` runs deploy + card check +
@@ -135,3 +135,30 @@ def put_multi(env_id: str, mcp_servers: tuple[str, ...], websites: tuple[str, ..
 def validate_multi(env_id: str, version: int | None, sandbox: str | None) -> int:
     """Deploy the env and its children, check the card and core protocol, tear it down."""
     return _validate(env_id, version, sandbox)
+
+
+@click.group("gateway")
+def gateway() -> None:
+    """Gateways envs deploy behind (--gateway-env-id): put."""
+
+
+@gateway.command("put")
+@click.option("--id", "env_id", type=ENTITY_ID, required=True, help="The gateway env's id.")
+@click.option("--context", type=click.Path(path_type=Path, file_okay=False),
+              help="A build context of your own (default: the gateway this installation "
+                   "builds).")
+@click.option("--dockerfile", type=click.Path(path_type=Path, dir_okay=False),
+              help="The Dockerfile (inside --context; default: its ./Dockerfile).")
+def put_gateway(env_id: str, context: Path | None, dockerfile: Path | None) -> int:
+    """Store a gateway as the next version of ID (unchanged: the same version)."""
+    import tempfile
+
+    from agent_env.api import put_env
+    from agentenv_mcp_env.gateway_image import write_gateway_context
+
+    with tempfile.TemporaryDirectory(prefix="agent-env-gateway-") as folder:
+        if context is None and dockerfile is None:
+            context = write_gateway_context(Path(folder))
+        for line in put_env(env_id, "gateway_server", context, dockerfile, None, "gateway"):
+            echo(line)
+    return 0

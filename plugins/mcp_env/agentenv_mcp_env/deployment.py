@@ -44,6 +44,7 @@ from agent_env.api import (
     EnvSource,
     EnvType,
     InfraError,
+    StepError,
     build_with_progress,
     cause,
     write_env_files,
@@ -276,18 +277,23 @@ class McpServerEnv(EnvType):
             return await build_with_progress(sandbox, str(env_dir), source.name,
                                              {ENV_LABEL: source.id}, f"envs/{source.name}", say)
 
-    async def build_images(self, sandbox: Sandbox, *,
-                           progress: Progress | None = None) -> tuple[list[str], str]:
+    async def build_images(self, sandbox: Sandbox, *, progress: Progress | None = None,
+                           gateway: EnvSource | None = None) -> tuple[list[str], str]:
         """Build (or find) every env image and the gateway's, side by side; returns the env refs
-        (in :attr:`servers` order) and the gateway's."""
+        (in :attr:`servers` order) and the gateway's: the built-in one, or ``gateway``'s (a
+        stored ``gateway_server`` env the run chose)."""
         say = progress or _quiet
         with scratch_folder("agent-env-gateway-") as gateway_dir:
-            write_gateway_context(gateway_dir)
+            if gateway is not None:
+                gateway_build = self._build_env(sandbox, gateway, say)
+            else:
+                write_gateway_context(gateway_dir)
+                gateway_build = build_with_progress(sandbox, str(gateway_dir), IMAGE_NAME,
+                                                    {"agentenv.role": "gateway"}, "gateway",
+                                                    say)
             refs = await asyncio.gather(
                 *(self._build_env(sandbox, server.source, say) for server in self.servers),
-                build_with_progress(sandbox, str(gateway_dir), IMAGE_NAME,
-                                    {"agentenv.role": "gateway"}, "gateway", say),
-            )
+                gateway_build)
         return list(refs[:-1]), refs[-1]
 
     async def deploy(
@@ -312,7 +318,9 @@ class McpServerEnv(EnvType):
         instance_id = new_instance_id(self.source.id)
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
-        env_refs, gateway_ref = await self.build_images(sandbox, progress=progress)
+        env_refs, gateway_ref = await self.build_images(sandbox, progress=progress,
+                                                        gateway=chosen_gateway(ctx,
+                                                                               self.artifacts))
         exposed = sandbox.env_isolation()
         if exposed is not None:
             (progress or _quiet)(f"envs/{self.source.name}: warning: {exposed}")
@@ -357,6 +365,21 @@ class McpServerEnv(EnvType):
             servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref)
                           for s, ref in zip(self.servers, env_refs, strict=True)),
         )
+
+
+def chosen_gateway(ctx: TaskContext, artifacts: Any) -> EnvSource | None:
+    """The stored gateway env the run chose (``--gateway-env-id``), or None for the built-in
+    gateway; StepError when it is not a gateway env."""
+    env_id = ctx.choices.gateway_env
+    if not env_id:
+        return None
+    from agent_env.api import load_env_source
+
+    source = load_env_source(artifacts, env_id)
+    if source.type != "gateway_server":
+        raise StepError(f"--gateway-env-id {env_id}: an env of type '{source.type}', not "
+                        "gateway_server")
+    return source
 
 
 #: How often the ready-wait asks whether a container has exited (a probe costs an inspect).

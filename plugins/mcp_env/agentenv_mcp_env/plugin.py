@@ -1,5 +1,5 @@
-"""mcp_env's hook implementations: the ``mcp_server`` and ``multi`` env types, the verify steps
-and the bundles.
+"""mcp_env's hook implementations: the ``mcp_server``, ``multi`` and ``gateway_server`` env
+types, the verify steps and the bundles.
 
 Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """
@@ -25,7 +25,8 @@ STEPS = {
 @hookimpl
 def agent_env_env_types() -> list[Lazy]:
     return [Lazy("mcp_server", "agentenv_mcp_env.deployment:McpServerEnv"),
-            Lazy("multi", "agentenv_mcp_env.multi:MultiEnv")]
+            Lazy("multi", "agentenv_mcp_env.multi:MultiEnv"),
+            Lazy("gateway_server", "agentenv_mcp_env.gateway_server:GatewayServerEnv")]
 
 
 @hookimpl

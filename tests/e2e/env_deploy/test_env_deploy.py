@@ -161,6 +161,30 @@ def test_multi_put_names_stored_children_and_validate_checks_them_together(
     assert docker_client.containers.list(all=True, filters=label) == []
 
 
+def test_deploy_behind_a_stored_gateway(agent_env: Any, docker_client: Any) -> None:
+    """``env gateway put`` stores the gateway this installation builds; ``env deploy
+    --gateway`` deploys behind it; a gateway that is not stored is one line, before anything
+    starts."""
+    put = agent_env("env", "gateway", "put", "--id", "gw")
+    assert put.returncode == 0, put.stderr
+    assert put.stdout.strip() == "env gw: v1 (new)"
+    fields = _put_and_deploy(agent_env, "--gateway", "gw")
+    instance = fields["Instance ID"]
+    try:
+        labelled = {"label": f"agentenv.deployment={instance}"}
+        images = sorted(tag for c in docker_client.containers.list(filters=labelled)
+                        for tag in c.image.tags)
+        assert any(tag.startswith("agentenv/gw:") for tag in images), images
+        tools, echoed = asyncio.run(_use(fields["Env MCP Url"], fields["Token"]))
+        assert tools == ["echo"] and echoed == "hi from a deployed env"
+        wrong = agent_env("env", "deploy", "--id", "echo", "--gateway", "nope")
+        assert wrong.returncode == 1
+        assert wrong.stderr.strip() == ("Error: --gateway nope: no env 'nope' is stored (store "
+                                        "one with agent-env env gateway put)")
+    finally:
+        agent_env("env", "teardown", "--all", timeout=120)
+
+
 def test_an_expired_deployment_is_removed_by_gc(agent_env: Any, docker_client: Any) -> None:
     fields = _put_and_deploy(agent_env, "--ttl-seconds", "1")
     instance = fields["Instance ID"]

@@ -295,6 +295,36 @@ async def test_a_multi_env_whose_children_clash_is_refused_and_leaves_nothing(
     assert leftovers() == []
 
 
+async def test_a_run_can_deploy_behind_a_stored_gateway_of_its_own(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, tmp_path: Path,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    """``--gateway-env-id``: a gateway_server env (here the built-in context with a label of
+    its own) is built and stands in front of the env; a non-gateway env is refused."""
+    from agent_env.api import RunChoices, put_env
+    from agentenv_mcp_env.gateway_image import write_gateway_context
+    from agentenv_protocol.client import McpClient
+
+    ctx, ids = task
+    context = write_gateway_context(tmp_path / "gateway")
+    dockerfile = context / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + 'LABEL test.gateway="ours"\n')
+    put_env("t/gateway", "gateway_server", context, None, None, "gateway")
+    ctx.choices = RunChoices(gateway_env="t/gateway")
+    await DeployEnv(id="deploy", env_id=ids["counter"], sandbox_type="docker").run(ctx)
+    env = ctx.env(ids["counter"])
+    assert docker_client.images.get(env.gateway_image).labels.get("test.gateway") == "ours"
+    async with McpClient(env.mcp_url) as client:
+        assert (await client.call_tool("bump")).text == "1"
+    assert (await ctx.teardown.run()).failed == ()
+
+    ctx.choices = RunChoices(gateway_env=ids["greeter"])
+    with pytest.raises(StepError, match="an env of type 'mcp_server', not gateway_server"):
+        await DeployEnv(id="again", env_id=ids["counter"], sandbox_type="docker").run(ctx)
+    assert ctx.sandboxes == {}
+    assert leftovers() == []
+
+
 async def test_env_container_killed_mid_run_fails_clearly_and_teardown_cleans_up(
     task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
     leftovers: Callable[[], list[str]], tmp_path: Path,

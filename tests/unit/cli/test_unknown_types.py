@@ -15,7 +15,8 @@ from cli_runner import cli
     ("7", "envs/e/env.toml: type must be the name of an env type (such as \"mcp_server\"), "
           "not 7"),
     ('""', "type must be the name of an env type"),
-    ('"nosuch"', "envs/e: no env type named 'nosuch' (installed: mcp_server"),
+    ('"nosuch"', "envs/e: no env type named 'nosuch' (installed: gateway_server, mcp_server, "
+                 "multi)"),
 ])
 def test_an_unknown_env_type_fails_preflight(state_root: Path, tmp_path: Path, capsys: Any,
                                              declared: str, why: str) -> None:

@@ -25,6 +25,7 @@ import attrs
 
 from agent_env.env_types import (
     DEFAULT_DISK_SIZE_GB,
+    DEFAULT_ENV_TYPE,
     DEFAULT_GATEWAY_MODE,
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
@@ -33,7 +34,7 @@ from agent_env.env_types import (
     env_provider_chain,
     load_env_source,
 )
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.tasks.steps import ChoiceProblem, PreflightView, RunChoices, Step, StepError
 
 if TYPE_CHECKING:
     from agent_env.tasks.context import TaskContext
@@ -66,6 +67,14 @@ class DeployEnv(Step):
     env_state_instance_id: str | None = None
     artifact_id: str | None = None
     artifact_version: int | None = None
+
+    def needs(self, choices: RunChoices) -> list[str]:
+        """``--gateway-env-id`` must name a stored env of a gateway type."""
+        if not choices.gateway_env:
+            return []
+        problem = gateway_env_problem(choices.gateway_env)
+        return [ChoiceProblem(f"--gateway-env-id {choices.gateway_env}: {problem}")] \
+            if problem else []
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
@@ -152,3 +161,17 @@ class DeployEnv(Step):
         ctx.outputs[self.id] = deployed.step_output()
         if self.metadata:
             ctx.outputs[self.id]["metadata"] = dict(self.metadata)
+
+
+def gateway_env_problem(env_id: str) -> str | None:
+    """Why the stored env ``env_id`` cannot stand in for the built-in gateway, or None."""
+    from agent_env.runtime import current
+
+    record = current().versioned_store.get("envs", env_id)
+    if record is None:
+        return f"no env '{env_id}' is stored (store one with agent-env env gateway put)"
+    kind = str(record.body.get("type") or DEFAULT_ENV_TYPE)
+    env_type = current().host.registry("env_type").get(kind)
+    if env_type is None or not env_type.is_gateway:
+        return f"env '{env_id}' is of type '{kind}', not a gateway type (gateway_server)"
+    return None
