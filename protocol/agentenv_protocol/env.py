@@ -458,6 +458,8 @@ class AgentEnvEnvironment:
               transport: str = "streamable-http", **options: Any) -> None:
         """Serve forever on ``MCP_HOST``:``MCP_PORT`` (default ``0.0.0.0:18765``); with
         ``self.mcp`` set, mount on that app and run it instead (``transport`` is its)."""
+        if host in ("streamable-http", "sse", "stdio"):  # the reference's serve(transport)
+            host, transport = None, host
         if self.mcp is not None:
             if not self.__dict__.get("_agentenv_mounted"):
                 self.mount(self.mcp)

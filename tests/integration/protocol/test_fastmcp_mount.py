@@ -166,3 +166,13 @@ def test_starlette_app_serves_the_data_plane_and_refuses_tools() -> None:
     assert client.post("/agentenv", content=b"{").json()["error"]["code"] == -32700
     with pytest.raises(TypeError, match="AgentEnvEnvironment"):
         AgentEnvStarletteApplication(EnvironmentCard(name="x"), object())
+
+
+def test_serve_takes_the_references_positional_transport() -> None:
+    """``env.serve("stdio")`` (the reference's signature) is read as the transport, not a host;
+    this server speaks streamable HTTP only, and says how to get another."""
+    from agentenv_protocol import AgentEnvEnvironment
+
+    with pytest.raises(ValueError, match="transport 'stdio': this server speaks "
+                                         "streamable-http; set self.mcp"):
+        AgentEnvEnvironment().serve("stdio")
