@@ -173,6 +173,6 @@ def test_serve_takes_the_references_positional_transport() -> None:
     this server speaks streamable HTTP only, and says how to get another."""
     from agentenv_protocol import AgentEnvEnvironment
 
-    with pytest.raises(ValueError, match="transport 'stdio': this server speaks "
-                                         "streamable-http; set self.mcp"):
+    with pytest.raises(ValueError, match=r"transport 'stdio': this server speaks "
+                                         r"streamable-http; set self\.mcp"):
         AgentEnvEnvironment().serve("stdio")
