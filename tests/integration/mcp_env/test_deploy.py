@@ -318,10 +318,10 @@ async def test_a_run_can_deploy_behind_a_stored_gateway_of_its_own(
         assert (await client.call_tool("bump")).text == "1"
     assert (await ctx.teardown.run()).failed == ()
 
-    ctx.choices = RunChoices(gateway_env=ids["greeter"])
+    ctx.choices = RunChoices(gateway_env=ids["counter"])  # not a gateway env
     with pytest.raises(StepError, match="an env of type 'mcp_server', not gateway_server"):
-        await DeployEnv(id="again", env_id=ids["counter"], sandbox_type="docker").run(ctx)
-    assert ctx.sandboxes == {}
+        await DeployEnv(id="again", env_id=ids["greeter"], sandbox_type="docker").run(ctx)
+    assert "env-greeter" not in ctx.sandboxes  # the failed deploy took its sandbox down
     assert leftovers() == []
 
 
