@@ -92,6 +92,8 @@ def referenced_envs(bundle: Any, wanted: set[str]) -> set[str]:
     """The bundle's envs that the ``wanted`` ones name (a ``multi`` env's children), and the
     ones those name: stored with them, so a deploy finds every one (the env type says which,
     :meth:`agent_env.env_types.EnvType.referenced_envs`)."""
+    if not wanted:
+        return set()
     from agent_env.runtime import current
 
     types = current().host.registry("env_type")
