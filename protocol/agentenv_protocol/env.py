@@ -459,7 +459,7 @@ class AgentEnvEnvironment:
         """Serve forever on ``MCP_HOST``:``MCP_PORT`` (default ``0.0.0.0:18765``); with
         ``self.mcp`` set, mount on that app and run it instead (``transport`` is its)."""
         if host in ("streamable-http", "sse", "stdio"):  # the reference's serve(transport)
-            host, transport = None, host
+            transport, host = host, None
         if self.mcp is not None:
             if not self.__dict__.get("_agentenv_mounted"):
                 self.mount(self.mcp)
