@@ -34,7 +34,7 @@ from .card import EnvironmentCard
 from .env import AgentEnvEnvironment, ToolContext, bound
 from .guard import BadBody, loads_body
 from .mcp_http import caller_from
-from .server import DEFAULT_HOST, DEFAULT_PORT, EnvServer
+from .server import DEFAULT_HOST, DEFAULT_PORT, EnvServer, query_arguments
 from .wire import RPC_PATH, WELL_KNOWN_PATH
 
 #: The keyword the app's request context is passed under, in a signature :func:`injecting` made.
@@ -97,10 +97,8 @@ class AgentEnvApplication:
 
         def extension(entry: Any) -> Callable[[Request], Any]:
             async def handle(request: Request) -> Response:
-                raw: dict[str, Any] = {}
-                for key in request.query_params:
-                    values = request.query_params.getlist(key)
-                    raw[key] = values[0] if len(values) == 1 else values
+                query = request.query_params
+                raw = query_arguments(query.keys(), query.getlist)
                 body = await request.body() if request.method != "GET" else b""
                 status, answer = await server.run_extension(entry, raw, body)
                 return reply(answer, status)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -216,10 +216,7 @@ class EnvServer:
         """One aiohttp handler per extension route (:meth:`run_extension` does the work)."""
 
         async def handle(request: web.Request) -> web.Response:
-            raw: dict[str, Any] = {}
-            for key in request.query:
-                values = request.query.getall(key)
-                raw[key] = values[0] if len(values) == 1 else values
+            raw = query_arguments(request.query, request.query.getall)
             body = await request.read() if request.method != "GET" else b""
             status, answer = await self.run_extension(entry, raw, body)
             return json_response(answer, status=status)
@@ -265,6 +262,16 @@ class EnvServer:
             status, answer = _ext_error("invalid_params", str(exc), 400)
             return json_response(answer, status=status)
         return json_response(result)
+
+
+def query_arguments(keys: Iterable[str], getall: Callable[[str], list[str]]) -> dict[str, Any]:
+    """An extension call's query string as arguments: a key given once is a value, a key given
+    more often a list (any server framework's query mapping, by its keys and ``getall``)."""
+    raw: dict[str, Any] = {}
+    for key in keys:
+        values = getall(key)
+        raw[key] = values[0] if len(values) == 1 else values
+    return raw
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:

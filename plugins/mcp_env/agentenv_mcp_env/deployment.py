@@ -258,15 +258,7 @@ class McpServerEnv(EnvType):
     @property
     def servers(self) -> tuple[EnvServer, ...]:
         """The env servers: the env itself as container ``env``, companions as ``env-<name>``."""
-        servers = [EnvServer(self.source, ENV_CONTAINER)]
-        taken = {ENV_CONTAINER, GATEWAY_CONTAINER}
-        for source in self.companions:
-            name = f"{ENV_CONTAINER}-{_slug(source.name)}"
-            while name in taken:
-                name += "-2"
-            taken.add(name)
-            servers.append(EnvServer(source, name))
-        return tuple(servers)
+        return (EnvServer(self.source, ENV_CONTAINER), *named_servers(self.companions))
 
     async def _build_env(self, sandbox: Sandbox, source: EnvSource, say: Progress) -> str:
         if source.image:
@@ -384,6 +376,20 @@ def chosen_gateway(ctx: TaskContext, artifacts: Any) -> EnvSource | None:
 
 #: How often the ready-wait asks whether a container has exited (a probe costs an inspect).
 EXIT_CHECK_SECONDS = 0.5
+
+
+def named_servers(sources: Sequence[EnvSource]) -> list[EnvServer]:
+    """Each source as container ``env-<its name>``, the names made unique (and never ``env``
+    or ``gateway``): what the other servers of the env reach it by."""
+    taken = {ENV_CONTAINER, GATEWAY_CONTAINER}
+    servers = []
+    for source in sources:
+        name = f"{ENV_CONTAINER}-{_slug(source.name)}"
+        while name in taken:
+            name += "-2"
+        taken.add(name)
+        servers.append(EnvServer(source, name))
+    return servers
 
 
 def _slug(name: str) -> str:

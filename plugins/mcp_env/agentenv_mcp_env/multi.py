@@ -24,13 +24,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from agent_env.api import EnvSource, StepError, load_env_source
-from agentenv_mcp_env.deployment import (
-    ENV_CONTAINER,
-    GATEWAY_CONTAINER,
-    EnvServer,
-    McpServerEnv,
-    _slug,
-)
+from agentenv_mcp_env.deployment import EnvServer, McpServerEnv, named_servers
 
 KEYS = ("mcp_server_envs", "website_envs", "name", "env_provider_type")
 CHILD_TYPE = "mcp_server"
@@ -85,15 +79,7 @@ class MultiEnv(McpServerEnv):
     @property
     def servers(self) -> tuple[EnvServer, ...]:
         """Each child as container ``env-<its name>``."""
-        taken = {ENV_CONTAINER, GATEWAY_CONTAINER}
-        servers = []
-        for child in self.children:
-            container = f"{ENV_CONTAINER}-{_slug(child.name)}"
-            while container in taken:
-                container += "-2"
-            taken.add(container)
-            servers.append(EnvServer(child, container))
-        return tuple(servers)
+        return tuple(named_servers(self.children))
 
     @classmethod
     def referenced_envs(cls, env_id: str, settings: dict[str, Any]) -> list[str]:
