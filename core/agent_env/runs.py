@@ -203,7 +203,9 @@ class Interrupts:
 def json_on_stdout(as_json: bool) -> Iterator[Any]:
     """With ``--json``: everything printed inside goes to stderr; yields the real stdout, where
     the JSON goes."""
-    out = sys.stdout
+    from agent_env.plugins.discovery import unrouted_stdout
+
+    out = unrouted_stdout()
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         yield out
 

@@ -36,7 +36,9 @@ class ProgressPrinter:
     finished run."""
 
     def __init__(self, stream: Any = None, *, group_total: int | None = None) -> None:
-        self.stream = stream or sys.stdout
+        from agent_env.plugins.discovery import unrouted_stdout
+
+        self.stream = stream or unrouted_stdout()
         #: a group's size (its mode: see the module doc), and its runs done so far
         self.group_total = group_total
         self.done = 0

@@ -10,9 +10,11 @@ recorded as ``failed`` with the reason, never taking the CLI down.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import re
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from types import ModuleType
@@ -82,11 +84,54 @@ def names_from_env(variable: str) -> set[str] | None:
     return {normalise(part) for part in raw.split(",") if part.strip()}
 
 
+#: Whether what the current thread or task prints goes to stderr (:func:`stdout_to_stderr`).
+_TO_STDERR: contextvars.ContextVar[bool] = contextvars.ContextVar("agentenv_stdout_to_stderr",
+                                                                  default=False)
+_INSTALL = threading.Lock()
+
+
+class _RoutedStdout:
+    """``sys.stdout`` while plugins run: a write goes to stderr in a thread or task inside
+    :func:`stdout_to_stderr`, to the real stdout everywhere else; anything else is the real
+    stream's."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def write(self, text: str) -> int:
+        return int((sys.stderr if _TO_STDERR.get() else self.real).write(text))
+
+    def flush(self) -> None:
+        (sys.stderr if _TO_STDERR.get() else self.real).flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def unrouted_stdout() -> Any:
+    """The stream ``sys.stdout`` stands for, without the plugin routing: what a printer made
+    now keeps writing to, even from inside a hook (the run's own reporter is one)."""
+    stream = sys.stdout
+    return stream.real if isinstance(stream, _RoutedStdout) else stream
+
+
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
-    """What a plugin prints goes to stderr, so ``--json`` output stays clean."""
-    with contextlib.redirect_stdout(sys.stderr):
+    """What a plugin prints goes to stderr, so ``--json`` output stays clean.
+
+    Why not ``contextlib.redirect_stdout``: it swaps the process-wide ``sys.stdout``, and
+    hooks run in worker threads too; two redirects that end out of order left ``sys.stdout``
+    pointing at stderr for good (a run's summary then went to stderr), and while one was on,
+    the main thread's own lines went to stderr as well. Here the choice is per thread and task
+    (a context variable), read by one routing stream installed once."""
+    with _INSTALL:
+        if not isinstance(sys.stdout, _RoutedStdout):
+            sys.stdout = _RoutedStdout(sys.stdout)
+    token = _TO_STDERR.set(True)
+    try:
         yield
+    finally:
+        _TO_STDERR.reset(token)
 
 
 @attrs.frozen
