@@ -19,9 +19,9 @@ Groups, in the order a plugin author meets them:
   ``PreflightView``, ``TaskContext``, ``ScoreRow``,
   ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
-  ``ContainerSpec``, ``ExecResult``, ``SandboxError``, ``SandboxUnsupported``,
-  ``PathOutsideSandbox``, ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``,
-  ``hermetic_context``, ``ownership_labels``;
+  ``ContainerSpec`` with its ``Healthcheck`` and ``VolumeMount``, ``ExecResult``,
+  ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``, ``build_with_progress``,
+  ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``, ``ownership_labels``;
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
   ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
 * images, for a provider that builds with an engine: ``plan_build`` and its ``BuildPlan``
@@ -154,6 +154,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Sandbox": ("agent_env.sandbox.base", "Sandbox"),
     "SandboxSpec": ("agent_env.sandbox.base", "SandboxSpec"),
     "ContainerSpec": ("agent_env.sandbox.base", "ContainerSpec"),
+    "Healthcheck": ("agent_env.sandbox.base", "Healthcheck"),
+    "VolumeMount": ("agent_env.sandbox.base", "VolumeMount"),
     "DEFAULT_MEMORY_MB": ("agent_env.sandbox.base", "DEFAULT_MEMORY_MB"),
     "CommittedImage": ("agent_env.sandbox.base", "CommittedImage"),
     "ExecResult": ("agent_env.sandbox.base", "ExecResult"),
@@ -312,12 +314,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         CommittedImage,
         ContainerSpec,
         ExecResult,
+        Healthcheck,
         PathOutsideSandbox,
         Sandbox,
         SandboxError,
         SandboxProvider,
         SandboxSpec,
         SandboxUnsupported,
+        VolumeMount,
         build_with_progress,
     )
     from agent_env.sandbox.chain import option_chain, split_chain

@@ -55,7 +55,8 @@ def agent_env(tmp_path) -> AgentEnv:
 
 @pytest.fixture
 def left_by(docker_client: Any) -> Callable[[str], list[str]]:
-    """``left_by(output)``: containers and networks still labelled with the runs it names."""
+    """``left_by(output)``: containers, networks and volumes still labelled with the runs it
+    names."""
 
     def find(output: str) -> list[str]:
         instances = re.findall(r"instance (\S+)", output)
@@ -65,6 +66,7 @@ def left_by(docker_client: Any) -> Callable[[str], list[str]]:
             label = {"label": f"agentenv.run={instance}"}
             names += [c.name for c in docker_client.containers.list(all=True, filters=label)]
             names += [n.name for n in docker_client.networks.list(filters=label)]
+            names += [v.name for v in docker_client.volumes.list(filters=label)]
         return names
 
     return find

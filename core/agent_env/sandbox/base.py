@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from agent_env._tuples import int_tuple
+from agent_env._tuples import int_tuple, str_tuple
 from agent_env.errors import UserError
 
 
@@ -77,6 +77,43 @@ class SandboxSpec:
     env_vars: dict[str, str] = attrs.field(factory=dict)
     network_policy: str | None = None
     labels: dict[str, str] = attrs.field(factory=dict)  # includes agentenv.run
+
+
+@attrs.frozen
+class Healthcheck:
+    """How a container says it is ready (Docker's healthcheck, as compose spells it).
+
+    Why the sandbox contract has it: a service that is not an env server (a database beside an
+    app) has no ``/ready`` to poll, so the deploy waits for ``healthy`` instead.
+    ``test`` is ``("CMD", argv...)`` or ``("CMD-SHELL", "a shell line")``.
+    """
+
+    test: tuple[str, ...] = attrs.field(converter=str_tuple)
+    interval: float = 5.0
+    timeout: float = 5.0
+    retries: int = 3
+    start_period: float = 0.0
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.test) < 2 or self.test[0] not in ("CMD", "CMD-SHELL"):
+            raise ValueError("a healthcheck's test is ('CMD', argv...) or ('CMD-SHELL', line)")
+
+    @property
+    def shell_line(self) -> str:
+        """The test as one shell line (what ``docker run --health-cmd`` takes)."""
+        import shlex
+
+        return self.test[1] if self.test[0] == "CMD-SHELL" else shlex.join(self.test[1:])
+
+
+@attrs.frozen
+class VolumeMount:
+    """A named volume of the sandbox mounted at ``path``: containers that mount the same name
+    share its files; the sandbox's teardown removes it."""
+
+    name: str
+    path: str
+    read_only: bool = False
 
 
 #: The memory a container gets when neither its spec nor its sandbox's names a size (MiB):
@@ -126,6 +163,10 @@ class ContainerSpec:
     sealed: bool = False
     #: Its memory limit in MiB; None: its sandbox's ``memory_mb``, else :data:`DEFAULT_MEMORY_MB`.
     memory_mb: int | None = None
+    #: How it says it is ready (:meth:`Sandbox.container_health` reports it); None: no check.
+    healthcheck: Healthcheck | None = None
+    #: Named volumes of the sandbox it mounts (a provider that has none refuses the spec).
+    volumes: tuple[VolumeMount, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.sealed and (self.publish or self.egress or self.private):
@@ -213,6 +254,12 @@ class Sandbox(abc.ABC):
         """How a container is: ``running``, ``exited with code 3``, ``gone``...; None when this
         sandbox cannot tell. Env types and agents ask it to say why a server stopped answering
         (and to stop waiting for one that exited)."""
+        return None
+
+    async def container_health(self, name: str) -> str | None:
+        """``healthy``, ``unhealthy`` or ``starting`` for a container started with a
+        ``healthcheck``; None when it has none or this sandbox cannot tell (then being up is
+        all a deploy can wait for)."""
         return None
 
     # -- committed containers (``can_commit``): forked episodes start from one warmed env --

@@ -185,12 +185,25 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             argv += ["-e", f"{key}={value}"]
         for port in spec.publish:
             argv += ["-p", f"0.0.0.0::{port}"]
+        check = spec.healthcheck
+        if check is not None:
+            argv += ["--health-cmd", check.shell_line, "--health-interval", f"{check.interval}s",
+                     "--health-timeout", f"{check.timeout}s",
+                     "--health-retries", str(check.retries),
+                     "--health-start-period", f"{check.start_period}s"]
+        volumes = ""
+        for mount in spec.volumes:
+            volume = self.container_name(f"vol-{mount.name}")
+            argv += ["-v", f"{volume}:{mount.path}" + (":ro" if mount.read_only else "")]
+            volumes += (f"(docker volume inspect {shlex.quote(volume)} >/dev/null 2>&1 || "
+                        f"docker volume create --label {shlex.quote(own)} "
+                        f"{shlex.quote(volume)} >/dev/null) && ")
         argv.append(spec.image)
         argv += list(spec.command or ())
         connect = "".join(
             f" && docker network connect --alias {shlex.quote(spec.name)} "
             f"{shlex.quote(network)} {shlex.quote(name)}" for network in joins[1:])
-        await self.docker(f"docker rm -f {shlex.quote(name)} >/dev/null 2>&1; "
+        await self.docker(f"docker rm -f {shlex.quote(name)} >/dev/null 2>&1; " + volumes
                           + shlex.join(argv) + " >/dev/null" + connect
                           + f" && docker start {shlex.quote(name)} >/dev/null")
         if spec.publish:
@@ -248,11 +261,20 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         )
         return result.stdout if result.exit_code == 0 else ""
 
+    async def container_health(self, name: str) -> str | None:
+        result = await self.exec(
+            "docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "
+            f"{shlex.quote(self.container_name(name))}")
+        return (result.stdout.strip() or None) if result.exit_code == 0 else None
+
     async def remove_containers(self) -> None:
-        """Remove this sandbox's containers and network (for daemons that outlive it)."""
+        """Remove this sandbox's containers, volumes and networks (for daemons that outlive
+        it)."""
         own = shlex.quote(f"label={SANDBOX_LABEL}={self.id}")
         await self.exec(
             f"ids=$(docker ps -aq --filter {own}); [ -z \"$ids\" ] || docker rm -f $ids; "
+            f"vols=$(docker volume ls -q --filter {own}); [ -z \"$vols\" ] || "
+            "docker volume rm -f $vols >/dev/null; "
             f"docker network rm {shlex.quote(self.network_name)} "
             f"{shlex.quote(self.edge_network_name)} >/dev/null 2>&1; "
             f"docker network rm {shlex.quote(self.sealed_network_name)} >/dev/null 2>&1; true"

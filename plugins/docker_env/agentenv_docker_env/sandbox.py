@@ -72,11 +72,13 @@ from agent_env.api import (
     ConfigError,
     ContainerSpec,
     ExecResult,
+    Healthcheck,
     Sandbox,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    VolumeMount,
     image_slug,
     ownership_labels,
 )
@@ -163,6 +165,16 @@ def _published(attrs: dict[str, Any]) -> dict[int, str]:
                 urls[int(key.split("/")[0])] = f"http://{LOOPBACK}:{binding['HostPort']}"
                 break
     return urls
+
+
+def _docker_healthcheck(check: Healthcheck | None) -> dict[str, Any] | None:
+    """The Engine API's healthcheck object (durations in nanoseconds)."""
+    if check is None:
+        return None
+    ns = 1_000_000_000
+    return {"test": list(check.test), "interval": int(check.interval * ns),
+            "timeout": int(check.timeout * ns), "retries": check.retries,
+            "start_period": int(check.start_period * ns)}
 
 
 def _in_sandbox_path(path: str, workdir: str = "/") -> str:
@@ -284,6 +296,8 @@ class DockerSandbox(Sandbox):
         edge: bool = False,
         egress: bool = False,
         sealed: bool = False,
+        healthcheck: Healthcheck | None = None,
+        volumes: tuple[VolumeMount, ...] = (),
     ) -> dict[int, str]:
         """Create and start a container, attached to the sandbox's networks; returns its URLs.
 
@@ -293,15 +307,21 @@ class DockerSandbox(Sandbox):
         network once it exists.
         ``egress`` also names the host ``host.docker.internal`` (a model upstream on the host).
         ``memory_mb``: its memory limit (default: the sandbox's, :attr:`memory_mb`).
+        ``volumes``: named volumes of this sandbox (made on first use, labelled as its own so
+        the teardown removes them).
         """
         import docker.errors
 
         api = self.client.api
         limit = f"{memory_mb or self.memory_mb}m"  # swap included: the limit is the limit
+        binds = {self._volume(mount.name): {"bind": mount.path,
+                                            "mode": "ro" if mount.read_only else "rw"}
+                 for mount in volumes}
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
             init=True,
             extra_hosts={"host.docker.internal": "host-gateway"} if egress else None,
+            binds=binds or None,
             **{"mem_limit": limit, "memswap_limit": limit, **(host_options or {})},
         )
         networking = None
@@ -331,6 +351,7 @@ class DockerSandbox(Sandbox):
                 ports=list(publish) or None,
                 host_config=host_config,
                 networking_config=networking,
+                healthcheck=_docker_healthcheck(healthcheck),
             )
         except docker.errors.ImageNotFound:
             raise SandboxError(
@@ -347,6 +368,17 @@ class DockerSandbox(Sandbox):
         except BaseException:
             api.remove_container(created["Id"], force=True)
             raise
+
+    def _volume(self, name: str) -> str:
+        """This sandbox's volume ``name`` on the engine, made (with its labels) on first use."""
+        import docker.errors
+
+        full = self.container_name(f"vol-{name}")
+        try:
+            self.client.api.inspect_volume(full)
+        except docker.errors.NotFound:
+            self.client.api.create_volume(full, labels=self._labels("volume"))
+        return full
 
     def _ensure_shell_container(self) -> Any:
         """The container to exec into (created on first use for vm sandboxes)."""
@@ -511,6 +543,13 @@ class DockerSandbox(Sandbox):
             and "already in progress" not in str(exc)]
         if failed:
             raise failed[0]
+        volumes = (api.volumes(filters={"label": f"{SANDBOX_LABEL}={self.id}"})
+                   or {}).get("Volumes") or []
+        failed = [exc for exc in _side_by_side([
+            (lambda name=v["Name"]: api.remove_volume(name, force=True)) for v in volumes])
+            if exc is not None and not _gone(exc)]
+        if failed:
+            raise failed[0]
         left: list[BaseException] = []
         for _attempt in range(3):
             networks = api.networks(filters={"label": f"{SANDBOX_LABEL}={self.id}"})
@@ -577,6 +616,7 @@ class DockerSandbox(Sandbox):
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
                 private=spec.private, edge=spec.edge, egress=spec.egress,
                 sealed=spec.sealed, memory_mb=spec.memory_mb,
+                healthcheck=spec.healthcheck, volumes=spec.volumes,
             )
 
         if spec.sealed:
@@ -687,6 +727,20 @@ class DockerSandbox(Sandbox):
                 return f"exited with code {state.get('ExitCode')}{why}"
             return status
         return "gone"
+
+    async def container_health(self, name: str) -> str | None:
+        """Docker's health status of a container started with a healthcheck."""
+        return await asyncio.to_thread(self._health_blocking, name)
+
+    def _health_blocking(self, name: str) -> str | None:
+        try:
+            state = self.client.api.inspect_container(self.container_name(name)).get("State")
+        except Exception as exc:
+            if _gone(exc):
+                return None
+            raise
+        health = (state or {}).get("Health") or {}
+        return str(health["Status"]) if health.get("Status") else None
 
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         return await asyncio.to_thread(self._logs_blocking, name, tail)

@@ -22,12 +22,17 @@ Export is the reverse for a bundle's tasks of that shape (the folders an import 
 not); other tasks are named with the reason they do not fit. Import then export gives the
 original files back.
 
-What does not carry over, said in the import's lines: ``docker-compose.yaml`` environments
-(refused), ``[environment]`` resources and ``allow_internet`` (kept in ``task.toml`` for export;
-env servers here have no route out, so ``test.sh`` cannot download what it needs), an image
-without ``python3``, which cannot run the shell server (the build fails naming the line), and
-a ``USER`` the Dockerfile sets: the server, and so the agent's commands, run as root (as
-Harbor's verifier does), since the tests write ``/tests`` and ``/logs/verifier``.
+A task whose ``environment/`` has a ``docker-compose.yaml`` becomes a ``multi`` env:
+``envs/<name>/`` deploys ``main`` (``envs/<name>-main/``, the container as above) and each
+other service (``envs/<name>-<service>/``, a ``service`` env) together; see
+:mod:`agentenv_harbor.compose` for what maps and what is refused.
+
+What does not carry over, said in the import's lines: ``[environment]`` resources and
+``allow_internet`` (kept in ``task.toml`` for export; env servers here have no route out, so
+``test.sh`` cannot download what it needs), an image without ``python3``, which cannot run
+the shell server (the build fails naming the line), and a ``USER`` the Dockerfile sets: the
+server, and so the agent's commands, run as root (as Harbor's verifier does), since the tests
+write ``/tests`` and ``/logs/verifier``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from typing import Any
 import attrs
 
 from agent_env.api import MAX_TASK_FILE_BYTES, UserError, is_inside
+from agentenv_harbor.compose import ComposePlan, compose_file
+from agentenv_harbor.compose import plan as compose_plan
 
 TEMPLATES = Path(__file__).parent / "templates"
 SHELL_FILE = "agentenv_harbor_shell.py"
@@ -58,6 +65,8 @@ CMD ["python3", "/opt/agentenv-harbor/{SHELL_FILE}"]
 """
 ENV_TOML = 'environment_name = "harbor"\n'
 ARTIFACT_SUFFIX = "-harbor"
+#: A compose task's main container, beside the multi env named for the task.
+MAIN_SUFFIX = "-main"
 #: What the import copies into the artifact as it was (export writes them back).
 KEPT = ("task.toml", "instruction.md", "tests", "solution")
 DEFAULT_AGENT_TIMEOUT = 600.0
@@ -236,15 +245,29 @@ def _name(settings: dict[str, Any], folder: Path) -> str:
     return _slug(declared.rsplit("/", 1)[-1]) if declared else _slug(folder.name)
 
 
+def _compose(folder: Path) -> ComposePlan | None:
+    """The task's compose plan, or None for a one-container task; UserError when it cannot
+    be honoured."""
+    path = compose_file(folder / "environment")
+    return None if path is None else compose_plan(path, read_text(path))
+
+
+def env_names(name: str, compose: ComposePlan | None) -> list[str]:
+    """The env folders a task's import writes."""
+    if compose is None:
+        return [name]
+    return [name, f"{name}{MAIN_SUFFIX}", *(f"{name}-{s.name}" for s in compose.sidecars)]
+
+
 def _check(folder: Path) -> list[str]:
     problems = []
     environment = folder / "environment"
-    if (environment / "docker-compose.yaml").is_file() or (
-            environment / "docker-compose.yml").is_file():
-        problems.append(f"{folder}: environment/docker-compose.yaml is not supported (give "
-                        "environment/Dockerfile: one container)")
-    elif not (environment / "Dockerfile").is_file():
+    if not (environment / "Dockerfile").is_file():
         problems.append(f"{folder}: has no environment/Dockerfile")
+    try:
+        _compose(folder)
+    except UserError as exc:
+        problems.append(str(exc))
     if not os.path.lexists(folder / "instruction.md"):
         problems.append(f"{folder}: has no instruction.md")
     else:
@@ -285,7 +308,9 @@ class HarborFormat:
         folders = task_folders(source)
         problems = [p for folder in folders for p in _check(folder)]
         planned: dict[str, Path] = {}
+        envs: dict[str, Path] = {}
         settings: dict[Path, dict[str, Any]] = {}
+        composes: dict[Path, ComposePlan | None] = {}
         for folder in folders:
             settings[folder] = _read_settings(folder)
             _seconds(settings[folder], "agent", folder)
@@ -295,11 +320,21 @@ class HarborFormat:
                 problems.append(f"{folder} and {planned[name]} are both task '{name}' (rename "
                                 "one)")
             planned[name] = folder
+            try:
+                composes[folder] = _compose(folder)
+            except UserError:
+                composes[folder] = None  # already a problem of _check's
+            for env in env_names(name, composes[folder]):
+                if env in envs and envs[env] != folder:
+                    problems.append(f"{folder} and {envs[env]} would both write envs/{env}/ "
+                                    "(rename one task)")
+                envs[env] = folder
         if problems:
             raise UserError("; ".join(problems))
         lines, budget = [], Budget()
         for name, folder in planned.items():
-            lines += _import_one(name, folder, settings[folder], output, budget)
+            lines += _import_one(name, folder, settings[folder], output, budget,
+                                 composes[folder])
         lines.append("Its tasks leave the agent to the run: give --agent ID (agent-env a2a-agent "
                      "list) or set [agents] default")
         return lines
@@ -324,15 +359,19 @@ class HarborFormat:
 
 
 def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
-                budget: Budget) -> list[str]:
-    env = output / "envs" / name
+                budget: Budget, compose: ComposePlan | None = None) -> list[str]:
+    env = output / "envs" / (name + MAIN_SUFFIX if compose else name)
     copy_tree(folder / "environment", env, budget)
     dockerfile = read_text(env / "Dockerfile")
     if not dockerfile.endswith("\n"):
         dockerfile += "\n"
-    (env / "Dockerfile").write_text(dockerfile + ADDED_LINES, encoding="utf-8")
+    added = ADDED_LINES + "".join(f"ENV {key}={_env_value(value)}\n" for key, value in
+                                  (compose.main_environment if compose else {}).items())
+    (env / "Dockerfile").write_text(dockerfile + added, encoding="utf-8")
     shutil.copyfile(TEMPLATES / SHELL_FILE, env / SHELL_FILE)
     (env / "env.toml").write_text(ENV_TOML, encoding="utf-8")
+    if compose is not None:
+        _write_compose_envs(name, compose, output, budget)
 
     artifact = output / "artifacts" / (name + ARTIFACT_SUFFIX)
     artifact.mkdir(parents=True)
@@ -354,8 +393,14 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
                         f"{MAX_TASK_FILE_BYTES // 1024**2} MiB with its steps)")
     (tasks / f"{name}.json").write_text(text, encoding="utf-8")
 
-    lines = [f"imported {folder} -> tasks/{name}.json, envs/{name}/, "
+    written = ", ".join(f"envs/{e}/" for e in env_names(name, compose))
+    lines = [f"imported {folder} -> tasks/{name}.json, {written}, "
              f"artifacts/{name}{ARTIFACT_SUFFIX}/"]
+    if compose is not None:
+        services = ", ".join(s.name for s in compose.sidecars) or "none"
+        lines.append(f"  compose: main and its services ({services}) deploy as one multi env "
+                     f"(envs/{name}/)")
+        lines += [f"  note: {note}" for note in compose.notes]
     environment = settings.get("environment") or {}
     unused = sorted(k for k in environment if k not in ("build_timeout_sec",))
     if unused:
@@ -365,6 +410,54 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
         lines.append("  note: tests/test.sh seems to download (pip, uv, curl, apt...); the env "
                      "has no route out, so install what it needs in environment/Dockerfile")
     return lines
+
+
+def _env_value(value: str) -> str:
+    """A value for a Dockerfile ``ENV`` line, quoted so spaces, quotes and ``$`` stay as
+    written."""
+    if "\n" in value or "\r" in value:
+        raise UserError(f"an environment value holds a line break: {value[:60]!r}")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def _write_compose_envs(name: str, compose: ComposePlan, output: Path, budget: Budget) -> None:
+    """The service envs and the multi env that deploys them with ``main``."""
+    import tomlkit
+
+    for sidecar in compose.sidecars:
+        folder = output / "envs" / f"{name}-{sidecar.name}"
+        if sidecar.context is not None:
+            copy_tree(sidecar.context, folder, budget)
+            if sidecar.dockerfile != "Dockerfile":
+                (folder / "Dockerfile").write_bytes((folder / sidecar.dockerfile).read_bytes())
+        else:
+            folder.mkdir(parents=True)
+        (folder / "env.toml").write_text(
+            "# a service of the Harbor task's docker-compose.yaml (agent-env bundle import)\n"
+            + tomlkit.dumps({"type": "service", **sidecar.settings}), encoding="utf-8")
+    (output / "envs" / name).mkdir(parents=True)
+    (output / "envs" / name / "env.toml").write_text(
+        "# the Harbor task's docker-compose.yaml: main and its services as one env\n"
+        + tomlkit.dumps({"type": "multi", "name": "harbor",
+                         "mcp_server_envs": [name + MAIN_SUFFIX],
+                         "service_envs": [f"{name}-{s.name}" for s in compose.sidecars]}),
+        encoding="utf-8")
+
+
+def _main_env(bundle: Path, env: Path) -> Path | None:
+    """``env`` itself, or for a multi env (a compose task) its MCP server's folder."""
+    settings_file = env / "env.toml"
+    if not settings_file.is_file():
+        return env
+    try:
+        settings = tomllib.loads(read_text(settings_file))
+    except (tomllib.TOMLDecodeError, UserError):
+        return env
+    if settings.get("type") != "multi":
+        return env
+    children = settings.get("mcp_server_envs") or []
+    return _bundle_folder(bundle, "envs", children[0]) if children else None
 
 
 def _export_one(bundle: Path, task: Path, output: Path, budget: Budget) -> str | None:
@@ -391,6 +484,9 @@ def _export_one(bundle: Path, task: Path, output: Path, budget: Budget) -> str |
     if artifact is None:
         return (f"file_artifact_id {artifact_id!r} names no folder in artifacts/ (a plain "
                 "name, not a path)")
+    env = _main_env(bundle, env)
+    if env is None:
+        return f"env {env_id} is a multi env whose mcp_server_envs name no env folder"
     dockerfile = env / "Dockerfile"
     if not dockerfile.is_file() or MARKER not in read_text(dockerfile):
         return f"env {env.name} is not a Harbor container (its Dockerfile has no import marker)"

@@ -113,6 +113,8 @@ class GatewayDeployment:
     sandbox: Sandbox | None = attrs.field(default=None, repr=False, eq=False)
     #: Every env server behind the gateway (the env itself first, then ``with_envs``).
     servers: tuple[EnvServerRecord, ...] = ()
+    #: The service containers beside them (a ``multi`` env's ``service_envs``).
+    services: tuple[EnvServerRecord, ...] = ()
 
     @property
     def capability_url(self) -> str:
@@ -163,6 +165,7 @@ class GatewayDeployment:
             "created_at": self.created_at, "expires_at": self.expires_at,
             "tools": list(self.tools),
             "servers": [attrs.asdict(server) for server in self.servers],
+            "services": [attrs.asdict(service) for service in self.services],
             "sandbox": sandbox_record(self.sandbox) if self.sandbox is not None else None,
         }
 
@@ -317,6 +320,8 @@ class McpServerEnv(EnvType):
         if exposed is not None:
             (progress or _quiet)(f"envs/{self.source.name}: warning: {exposed}")
         labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
+        services = await self.start_services(sandbox, labels=labels, timeout=ready_timeout,
+                                             progress=progress or _quiet)
         specs = [ContainerSpec(
             name=server.container, image=ref,
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
@@ -356,7 +361,15 @@ class McpServerEnv(EnvType):
             expires_at=_utc(started + ttl_seconds), tools=ready.tools, sandbox=sandbox,
             servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref)
                           for s, ref in zip(self.servers, env_refs, strict=True)),
+            services=services,
         )
+
+    async def start_services(self, sandbox: Sandbox, *, labels: dict[str, str],
+                             timeout: float, progress: Progress,
+                             ) -> tuple[EnvServerRecord, ...]:
+        """Start the containers the env servers need first (a ``multi`` env's services) and
+        wait until they are ready; an env of one MCP server has none."""
+        return ()
 
 
 def chosen_gateway(ctx: TaskContext, artifacts: Any) -> EnvSource | None:
@@ -561,11 +574,24 @@ async def why_down(env: GatewayDeployment) -> str | None:
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
                 error = cause(exc)
             problems.append(f"env server {name} does not answer ({error})")
+    for service in env.services:
+        status = await _status(env.sandbox, service.container)
+        if status is not None and status != "running":
+            problems.append(f"service {service.container}: {status}")
     if not problems:
         return None
-    containers = [s.container for s in env.servers] or [ENV_CONTAINER]
+    containers = [s.container for s in (*env.servers, *env.services)] or [ENV_CONTAINER]
     details = await _container_details(env.sandbox, [*containers, GATEWAY_CONTAINER])
     return "; ".join(problems) + details
+
+
+async def _status(sandbox: Sandbox | None, container: str) -> str | None:
+    if sandbox is None:
+        return None
+    try:
+        return await sandbox.container_status(container)
+    except Exception:  # a probe for an error message
+        return None
 
 
 async def _container_details(sandbox: Sandbox | None, containers: Sequence[str]) -> str:

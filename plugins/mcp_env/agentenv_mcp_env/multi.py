@@ -13,6 +13,11 @@ the env's private network, where the others reach it by that name; nothing but t
 published. It is :class:`~agentenv_mcp_env.deployment.McpServerEnv` with the children as its
 servers, so deploy, readiness, failure messages and teardown are the same code.
 
+``service_envs = ["db"]`` (ours; the reference has no such key) adds containers that serve no
+tools (``service`` envs: a database, a Harbor compose sidecar). They start first, under their
+own ``name`` on the same private network, and the env servers start once each is healthy (see
+:mod:`agentenv_mcp_env.service`).
+
 What the reference's multi env also has and this one refuses by name at preflight:
 ``website_envs`` (the website env type is not installed) and an ``env_provider_type`` other
 than ``gateway``.
@@ -20,22 +25,49 @@ than ``gateway``.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
 
 from agent_env.api import EnvSource, StepError, load_env_source
-from agentenv_mcp_env.deployment import EnvServer, McpServerEnv, named_servers
+from agentenv_mcp_env.deployment import (
+    ENV_LABEL,
+    DeployError,
+    EnvServer,
+    EnvServerRecord,
+    McpServerEnv,
+    Progress,
+    named_servers,
+)
+from agentenv_mcp_env.service import ServiceSettings, service_settings
 
-KEYS = ("mcp_server_envs", "website_envs", "name", "env_provider_type")
+if TYPE_CHECKING:
+    from agent_env.api import Sandbox
+
+KEYS = ("mcp_server_envs", "service_envs", "website_envs", "name", "env_provider_type")
 CHILD_TYPE = "mcp_server"
+SERVICE_TYPE = "service"
+#: How often a deploy looks at its services while they start.
+SERVICE_POLL = 0.1
 
 
-def child_ids(env_id: str, settings: dict[str, Any]) -> list[str]:
-    """The children's env ids: a bare name is an env of the same bundle (an id beside this
+def child_ids(env_id: str, settings: dict[str, Any], key: str = "mcp_server_envs") -> list[str]:
+    """The env ids ``key`` names: a bare name is an env of the same bundle (an id beside this
     env's own), anything with a ``/`` a stored env's id."""
     root = env_id.rsplit("/", 1)[0]
-    names = settings.get("mcp_server_envs") or []
+    names = settings.get(key) or []
     return [str(n) if "/" in str(n) else f"{root}/{n}" for n in names if isinstance(n, str)]
+
+
+@attrs.frozen
+class Service:
+    """A service child: its stored source and its checked settings."""
+
+    source: EnvSource
+    settings: ServiceSettings
 
 
 class MultiEnv(McpServerEnv):
@@ -47,6 +79,7 @@ class MultiEnv(McpServerEnv):
                  companions: Sequence[EnvSource] = ()) -> None:
         super().__init__(source, artifacts, companions)
         self.children = tuple(self._load_children())
+        self.services = tuple(self._load_services())
 
     def _load_children(self) -> list[EnvSource]:
         ids = child_ids(self.source.id, self.source.settings)
@@ -60,6 +93,50 @@ class MultiEnv(McpServerEnv):
                                 f"type '{child.type}'; mcp_server_envs are '{CHILD_TYPE}' envs")
             children.append(child)
         return children
+
+    def _load_services(self) -> list[Service]:
+        services: list[Service] = []
+        for child_id in child_ids(self.source.id, self.source.settings, "service_envs"):
+            child = load_env_source(self.artifacts, child_id)
+            if child.type != SERVICE_TYPE:
+                raise StepError(f"multi env '{self.source.id}': its service '{child_id}' is of "
+                                f"type '{child.type}'; service_envs are '{SERVICE_TYPE}' envs")
+            try:
+                settings = service_settings(child.name, child.settings,
+                                            f"service env '{child_id}'")
+            except ValueError as exc:
+                raise StepError(str(exc)) from None
+            if any(s.settings.name == settings.name for s in services):
+                raise StepError(f"multi env '{self.source.id}': two services are named "
+                                f"'{settings.name}' (give one another name in its env.toml)")
+            services.append(Service(child, settings))
+        return services
+
+    async def start_services(self, sandbox: Sandbox, *, labels: dict[str, str],
+                             timeout: float, progress: Progress,
+                             ) -> tuple[EnvServerRecord, ...]:
+        """Build and start every service side by side, then wait until each is healthy (or
+        running, without a healthcheck); a service that exits or turns unhealthy fails the
+        deploy at once with its last log lines."""
+        if not self.services:
+            return ()
+        from agent_env.api import ContainerSpec
+
+        refs = await asyncio.gather(*(self._build_env(sandbox, service.source, progress)
+                                      for service in self.services))
+        specs = [ContainerSpec(
+            name=service.settings.name, image=ref, env=dict(service.settings.environment),
+            command=service.settings.command, labels={**labels, ENV_LABEL: service.source.id},
+            healthcheck=service.settings.healthcheck, volumes=service.settings.volumes,
+        ) for service, ref in zip(self.services, refs, strict=True)]
+        outcomes = await asyncio.gather(*(sandbox.run_container(spec) for spec in specs),
+                                        return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        await wait_services(sandbox, specs, timeout, self.environment_name, progress)
+        return tuple(EnvServerRecord(service.source.id, service.source.version, spec.name, ref)
+                     for service, spec, ref in zip(self.services, specs, refs, strict=True))
 
     @classmethod
     def command(cls) -> Any:
@@ -83,7 +160,7 @@ class MultiEnv(McpServerEnv):
 
     @classmethod
     def referenced_envs(cls, env_id: str, settings: dict[str, Any]) -> list[str]:
-        return child_ids(env_id, settings)
+        return [*child_ids(env_id, settings), *child_ids(env_id, settings, "service_envs")]
 
     @classmethod
     def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
@@ -125,4 +202,63 @@ class MultiEnv(McpServerEnv):
                 problems.append(f"{where}: mcp_server_envs names '{name}', an env of type "
                                 f"'{child.type}'; a multi env's children are '{CHILD_TYPE}' "
                                 "envs (a multi env cannot hold another)")
-        return problems
+        return problems + _service_problems(where, settings.get("service_envs"), ours)
+
+
+def _service_problems(where: str, names: object, ours: dict[str, Any]) -> list[str]:
+    """What is wrong with ``service_envs``: not a list of names, a name that is no service env
+    of the bundle, two services with one host name."""
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        return [f"{where}: service_envs must list service envs (names of the bundle's envs, "
+                'or stored env ids): ["db"]']
+    problems, hosts = [], {}
+    for name in names:
+        if "/" in name:
+            continue
+        child = ours.get(name)
+        if child is None or child.type != SERVICE_TYPE:
+            known = ", ".join(sorted(n for n, e in ours.items() if e.type == SERVICE_TYPE))
+            what = "not an env of this bundle" if child is None else \
+                f"an env of type '{child.type}'"
+            problems.append(f"{where}: service_envs names '{name}', {what} (its service envs: "
+                            f"{known or 'none'})")
+            continue
+        host = child.settings.get("name", name.lower())
+        if host in hosts:
+            problems.append(f"{where}: service_envs '{hosts[host]}' and '{name}' are both "
+                            f"named '{host}' on the env's network")
+        hosts[host] = name
+    return problems
+
+
+async def wait_services(sandbox: Sandbox, specs: Sequence[Any], timeout: float, env_name: str,
+                        progress: Progress) -> None:
+    """Until every service is healthy (with a healthcheck) or running (without one)."""
+    from agentenv_mcp_env.deployment import LOG_LINES
+
+    deadline = time.monotonic() + timeout
+    waiting = {spec.name: spec for spec in specs}
+    while waiting:
+        for name, spec in list(waiting.items()):
+            status = await sandbox.container_status(name)
+            health = await sandbox.container_health(name) if spec.healthcheck else None
+            if status is not None and status.startswith(("exited", "dead", "gone")):
+                why = f"stopped before it was ready ({status})"
+            elif health == "unhealthy":
+                why = "is unhealthy (its healthcheck failed)"
+            elif health == "healthy" or status is None or (
+                    status == "running" and spec.healthcheck is None):
+                progress(f"envs/{env_name}: service {name} ready")
+                del waiting[name]
+                continue
+            elif time.monotonic() > deadline:
+                why = f"was not healthy within {timeout:.0f}s"
+            else:
+                continue
+            logs = (await sandbox.container_logs(name, tail=LOG_LINES)).rstrip()
+            raise DeployError(f"env {env_name}: service {name} {why}\n--- last log lines of "
+                              f"the {name} container ---\n{logs or '(no output)'}")
+        if waiting:
+            await asyncio.sleep(SERVICE_POLL)

@@ -1,5 +1,5 @@
-"""mcp_env's hook implementations: the ``mcp_server``, ``multi`` and ``gateway_server`` env
-types, the verify steps and the bundles.
+"""mcp_env's hook implementations: the ``mcp_server``, ``multi``, ``service`` and
+``gateway_server`` env types, the verify steps and the bundles.
 
 Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """
@@ -26,6 +26,7 @@ STEPS = {
 def agent_env_env_types() -> list[Lazy]:
     return [Lazy("mcp_server", "agentenv_mcp_env.deployment:McpServerEnv"),
             Lazy("multi", "agentenv_mcp_env.multi:MultiEnv"),
+            Lazy("service", "agentenv_mcp_env.service:ServiceEnv"),
             Lazy("gateway_server", "agentenv_mcp_env.gateway_server:GatewayServerEnv")]
 
 

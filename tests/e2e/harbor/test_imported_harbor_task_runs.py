@@ -97,3 +97,58 @@ def test_reward_json_gives_one_row_per_named_reward(
     rows = rows_of(agent_env, done.stdout)
     assert [(r["id"], r["score"]) for r in rows] == [("correct", 0.0), ("exists", 1.0)]
     assert left_by(done.stdout) == []
+
+
+# -- a compose task: main and a PostgreSQL sidecar (built from Debian's packages) ----------------
+
+FIX_ORDER = [
+    {"match": {"tool_offered": "bash"},
+     "tool_calls": [{"name": "bash", "arguments": {
+         "command": "psql -c \"UPDATE orders SET status = 'delivered' WHERE id = 1002\""}}]},
+    # answered only if psql reached the db service by its name and changed one row
+    {"match": {"last_tool_result_contains": "UPDATE 1"}, "text": "Order 1002 is delivered."},
+]
+
+
+def test_a_compose_task_runs_main_beside_its_database_sidecar(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    """The sidecar keeps its name (main's psql reaches ``db``), its healthcheck (main starts once
+    PostgreSQL answers) and its named volume (seeded from the image, removed at teardown)."""
+    bundle = imported(agent_env, tmp_path, "orders-compose")
+    add_scripted_agent(bundle, "orders-compose", FIX_ORDER)
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "service db ready" in done.stdout + done.stderr
+    assert "tasks/orders-compose.json v1: passed (tests: 1)" in done.stdout, done.stdout
+    (row,) = rows_of(agent_env, done.stdout)
+    assert "1002=delivered" in row["justification"]  # test.sh read the rows from db
+    assert left_by(done.stdout) == []
+
+
+def test_a_compose_task_left_alone_scores_0(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    bundle = imported(agent_env, tmp_path, "orders-compose")
+    add_scripted_agent(bundle, "orders-compose", [{"text": "I did nothing."}])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 1
+    assert "tasks/orders-compose.json v1: scored below 1 (tests: 0)" in done.stdout, done.stdout
+    (row,) = rows_of(agent_env, done.stdout)
+    assert "1002=pending" in row["justification"]
+    assert left_by(done.stdout) == []
+
+
+def test_a_sidecar_that_never_gets_healthy_fails_the_deploy_naming_it(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    bundle = imported(agent_env, tmp_path, "orders-compose")
+    settings = bundle / "envs" / "orders-compose-db" / "env.toml"
+    text = settings.read_text().replace("pg_isready -h 127.0.0.1 -U shop -d shop",
+                                        "exit 1").replace("retries = 60", "retries = 2")
+    settings.write_text(text)
+    add_scripted_agent(bundle, "orders-compose", FIX_ORDER)
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert "service db is unhealthy (its healthcheck failed)" in out, out
+    assert "--- last log lines of the db container ---" in out
+    assert "tasks/orders-compose.json v1: error" in done.stdout, done.stdout
+    assert left_by(done.stdout) == []

@@ -61,8 +61,8 @@ def test_what_a_multi_env_toml_gets_wrong_is_named_at_preflight(
                                'colour = "red"\n')
     where = "envs/both/env.toml"
     assert found == [
-        f"{where}: unknown key(s) colour (a multi env takes: mcp_server_envs, website_envs, "
-        "name, env_provider_type, environment_name, id, type)",
+        f"{where}: unknown key(s) colour (a multi env takes: mcp_server_envs, service_envs, "
+        "website_envs, name, env_provider_type, environment_name, id, type)",
         f"{where}: website_envs: the website env type is not installed here; a multi env "
         "deploys mcp_server envs",
         f"{where}: env_provider_type 'modal': a multi env deploys through the gateway here "
@@ -89,3 +89,72 @@ def test_an_mcp_server_env_still_refuses_keys_of_its_own(
     _, found = parse_bundle(folder, "@local/b")
     assert found == ["envs/a/env.toml: unknown key(s) mcp_server_envs (known: "
                      "environment_name, id, image, type)"]
+
+
+def service(folder: Path, name: str, toml: str) -> None:
+    (folder / "envs" / name).mkdir(parents=True)
+    (folder / "envs" / name / "env.toml").write_text('type = "service"\n' + toml)
+
+
+def test_service_envs_are_stored_with_the_multi_env_and_checked(
+        tmp_path: Path, state_root: Any) -> None:
+    folder = bundle(tmp_path, 'type = "multi"\nmcp_server_envs = ["a"]\n'
+                              'service_envs = ["db", "cache"]\n')
+    service(folder, "db", 'image = "postgres:16"\nvolumes = ["pg:/var/lib/postgresql"]\n'
+                          '[healthcheck]\ntest = "pg_isready"\ninterval = "1m30s"\n')
+    service(folder, "cache", 'image = "redis"\ncommand = "redis-server --save \'\'"\n')
+    parsed, found = parse_bundle(folder, "@local/b")
+    plan = plan_bundle(parsed, parse_problems=found)
+    documents = SqliteDocumentStore(tmp_path / "docs.sqlite3")
+    stores = VersionedStore(documents), FilesystemObjectStore(tmp_path / "o", fsync=False)
+    lines = [str(x) for x in Ledger(*stores).write_plan(plan).lines]
+    assert "envs/db: v1 (new)" in lines and "envs/cache: v1 (new)" in lines
+    documents.close()
+
+    from agentenv_mcp_env.service import service_settings
+
+    settings = service_settings("db", {"volumes": ["pg:/data:ro"], "healthcheck": {
+        "test": "pg_isready", "interval": "1m30s", "timeout": 2, "retries": 9}}, "db")
+    assert (settings.name, settings.volumes[0].read_only) == ("db", True)
+    check = settings.healthcheck
+    assert check is not None
+    assert (check.test, check.interval, check.timeout, check.retries) == (
+        ("CMD-SHELL", "pg_isready"), 90.0, 2.0, 9)
+
+
+@pytest.mark.parametrize(("toml", "error"), [
+    ('volumes = ["/srv:/data"]\n', "'/srv' is not a volume name (a host path cannot be mounted"),
+    ('name = "gateway"\n', "name 'gateway' is not a host name a service can take"),
+    ('[healthcheck]\ntest = ["CMD"]\n', 'healthcheck.test must be ["CMD", argv...]'),
+    ('[healthcheck]\ntest = "x"\ninterval = "soon"\n', "healthcheck.interval must be a duration"),
+    ('ports = ["http"]\n', "ports must be a list of port numbers"),
+    ('privileged = true\n', "unknown key(s) privileged (a service env takes:"),
+])
+def test_what_a_service_env_toml_gets_wrong_is_named_at_preflight(
+        tmp_path: Path, state_root: Any, toml: str, error: str) -> None:
+    folder = bundle(tmp_path, 'type = "multi"\nmcp_server_envs = ["a"]\nservice_envs = ["db"]\n')
+    service(folder, "db", toml)
+    parsed, found = parse_bundle(folder, "@local/b")
+    with pytest.raises(PreflightFailed) as caught:
+        plan_bundle(parsed, parse_problems=found)
+    assert any(error in p for p in caught.value.problems), caught.value.problems
+
+
+def test_service_envs_must_name_service_envs_with_distinct_names(
+        tmp_path: Path, state_root: Any) -> None:
+    folder = bundle(tmp_path, 'type = "multi"\nmcp_server_envs = ["a"]\n'
+                              'service_envs = ["b", "nope", "db1", "db2"]\n')
+    service(folder, "db1", 'name = "db"\nimage = "x"\n')
+    service(folder, "db2", 'name = "db"\nimage = "x"\n')
+    found = " | ".join(problems_of(folder))
+    assert "service_envs names 'b', an env of type 'mcp_server' (its service envs: db1, db2)" \
+        in found
+    assert "service_envs names 'nope', not an env of this bundle" in found
+    assert "service_envs 'db1' and 'db2' are both named 'db' on the env's network" in found
+
+
+def problems_of(folder: Path) -> list[str]:
+    parsed, found = parse_bundle(folder, "@local/b")
+    with pytest.raises(PreflightFailed) as caught:
+        plan_bundle(parsed, parse_problems=found)
+    return caught.value.problems

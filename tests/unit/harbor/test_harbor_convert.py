@@ -36,7 +36,7 @@ def test_import_then_export_gives_the_original_task_folders_back(capsys, tmp_pat
                        str(tmp_path / "back"))
     assert code == 0
     assert "exported tasks/hello-file.json -> hello-file/" in out
-    for task in ("hello-file", "partial-credit"):
+    for task in ("hello-file", "orders-compose", "partial-credit"):
         assert files(tmp_path / "back" / task) == files(TASKS / task)
 
 
@@ -74,6 +74,12 @@ def harbor_task(root: Path, name: str = "t") -> Path:
     return folder
 
 
+def compose(folder: Path, services: str, main: str = "    build: .\n") -> None:
+    """A compose file with ``main`` and ``services`` (YAML under ``services:``)."""
+    (folder / "environment" / "docker-compose.yaml").write_text(
+        f"services:\n  main:\n{main}{services}")
+
+
 @pytest.mark.parametrize(("change", "error"), [
     (lambda f: (f / "task.toml").unlink(), "no Harbor task here"),
     (lambda f: (f / "task.toml").write_text("[verifier\n"), "task.toml: not valid TOML"),
@@ -96,7 +102,27 @@ def harbor_task(root: Path, name: str = "t") -> Path:
     (lambda f: (f / "instruction.md").write_bytes(b"\xff\xfe"), "instruction.md: not UTF-8 text"),
     (lambda f: (f / "tests" / "test.sh").unlink(), "has no tests/test.sh"),
     (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: {}\n"),
-     "environment/docker-compose.yaml is not supported"),
+     "a Harbor compose file has services, one of them 'main'"),
+    (lambda f: compose(f, "  db:\n    image: x\n    network_mode: host\n"),
+     "service 'db': network_mode is not supported (an env's services share its one private"),
+    (lambda f: compose(f, "  db:\n    image: x\n    privileged: true\n    devices: [a]\n"),
+     "service 'db': privileged is not supported (an env is a sandbox); "),
+    (lambda f: compose(f, "  db:\n    build: ../..\n"),
+     "service 'db': build context '../..' is not a folder inside environment/"),
+    (lambda f: compose(f, "  db:\n    image: x\n    volumes: ['./data:/data']\n"),
+     "volume './data:/data' mounts a host path, which an env cannot do"),
+    (lambda f: compose(f, "  db:\n    image: x\n    volumes: ['data:/data']\n"),
+     "volume 'data' is not declared under the top-level volumes"),
+    (lambda f: compose(f, "  db:\n    image: x\n    environment: [TOKEN]\n"),
+     "environment entry 'TOKEN' has no value"),
+    (lambda f: compose(f, "  db:\n    image: x\n    healthcheck: {test: ok, every: 1s}\n"),
+     "healthcheck: unknown key(s) every"),
+    (lambda f: compose(f, "  gateway:\n    image: x\n"),
+     "service 'gateway': the name cannot be a service's host name here"),
+    (lambda f: compose(f, "  db: {image: x}\n", main="    image: ubuntu\n"),
+     "service 'main': must build from environment/Dockerfile (build: .)"),
+    (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: [\n"),
+     "docker-compose.yaml: not valid YAML"),
     (lambda f: (f / "environment" / "Dockerfile").unlink(), "has no environment/Dockerfile"),
     (lambda f: (f / "tests" / "link").symlink_to("/etc/passwd"), "link is a symlink: only regular"),
     (lambda f: os.mkfifo(f / "tests" / "pipe"), "pipe is a FIFO: only regular"),
@@ -145,7 +171,7 @@ def test_export_names_the_tasks_that_do_not_fit(capsys, tmp_path) -> None:
     assert ("skipped tasks/other.json: a Harbor task is one env, one prompt and one test run"
             in out)
     assert sorted(p.name for p in (tmp_path / "back").iterdir()) == [
-        "hello-file", "partial-credit"]
+        "hello-file", "orders-compose", "partial-credit"]
 
     hello = tmp_path / "hello-bundle"
     shutil.copytree(Path(__file__).parents[3] / "core/agent_env/bundles/shipped/hello", hello)
