@@ -244,12 +244,14 @@ async def wait_services(sandbox: Sandbox, specs: Sequence[Any], timeout: float, 
         for name, spec in list(waiting.items()):
             status = await sandbox.container_status(name)
             health = await sandbox.container_health(name) if spec.healthcheck else None
+            # a sandbox that cannot tell health (None) is judged on running; one that can tell
+            # nothing at all, on having started
+            ready = health == "healthy" if health is not None else status in (None, "running")
             if status is not None and status.startswith(("exited", "dead", "gone")):
                 why = f"stopped before it was ready ({status})"
             elif health == "unhealthy":
                 why = "is unhealthy (its healthcheck failed)"
-            elif health == "healthy" or status is None or (
-                    status == "running" and spec.healthcheck is None):
+            elif ready:
                 progress(f"envs/{env_name}: service {name} ready")
                 del waiting[name]
                 continue

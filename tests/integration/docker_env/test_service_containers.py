@@ -1,0 +1,124 @@
+"""Service containers on the real engine: a healthcheck the sandbox reports, a named volume two
+containers share, and a teardown that removes the volume. Run twice: through the ``docker``
+provider (Engine API) and through ``DockerHostSandbox`` (the ``docker`` CLI the VM providers
+drive), here with a TEST DOUBLE whose ``exec`` runs on this machine, whose dockerd stands in for
+the one inside a VM."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+import pytest
+
+from agent_env.sandbox.base import (
+    ContainerSpec,
+    ExecResult,
+    Healthcheck,
+    Sandbox,
+    SandboxSpec,
+    VolumeMount,
+)
+from agent_env.sandbox.docker_host import DockerHostSandbox
+from agentenv_docker_env.sandbox import DockerSandboxProvider
+
+pytestmark = pytest.mark.docker
+
+IMAGE = "python:3.11-slim"
+#: ready only once the file the command writes exists
+CHECK = Healthcheck(("CMD-SHELL", "test -f /data/ready"), interval=0.5, timeout=2, retries=20)
+WRITE = ("sh", "-c", "sleep 1; echo hello > /data/greeting; touch /data/ready; sleep 600")
+
+
+class HostShellSandbox(DockerHostSandbox):
+    """TEST DOUBLE of a VM sandbox: ``exec`` runs on this machine (its dockerd is the "VM's")."""
+
+    provider_name = "host-shell (test double)"
+
+    def __init__(self, run_id: str) -> None:
+        self.id = f"hs-{secrets.token_hex(4)}"
+        self.run_id = run_id
+
+    async def exec(self, command: str | list[str], *, cwd: str | None = None,
+                   env: dict[str, str] | None = None, timeout: float | None = None,
+                   ) -> ExecResult:
+        assert isinstance(command, str)
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-c", command, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        return ExecResult(proc.returncode or 0, out.decode(), err.decode())
+
+    async def start_docker(self) -> None:
+        raise AssertionError("this machine's dockerd is up")
+
+    async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        raise NotImplementedError
+
+    async def get_file(self, path: str) -> bytes:
+        raise NotImplementedError
+
+    async def expose(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}"
+
+    async def terminate(self) -> None:
+        await self.remove_containers()
+
+
+async def _docker_sandbox(run_id: str) -> Sandbox:
+    return await DockerSandboxProvider().create(
+        SandboxSpec(name="svc", mode="vm", labels={"agentenv.run": run_id}))
+
+
+async def _host_shell_sandbox(run_id: str) -> Sandbox:
+    return HostShellSandbox(run_id)
+
+
+async def _health(sandbox: Sandbox, name: str) -> str | None:
+    for _ in range(100):
+        health = await sandbox.container_health(name)
+        if health in ("healthy", "unhealthy"):
+            return health
+        await asyncio.sleep(0.2)
+    return await sandbox.container_health(name)
+
+
+@pytest.mark.parametrize("make", [_docker_sandbox, _host_shell_sandbox],
+                         ids=["docker", "docker-host"])
+async def test_healthcheck_and_a_shared_named_volume(docker_client: Any, run_id: str,
+                                                     make: Any) -> None:
+    sandbox = await make(run_id)
+    try:
+        await sandbox.run_container(ContainerSpec(
+            name="writer", image=IMAGE, command=WRITE, healthcheck=CHECK,
+            volumes=(VolumeMount("shared", "/data"),)))
+        await sandbox.run_container(ContainerSpec(
+            name="plain", image=IMAGE, command=("sleep", "600")))
+        assert await sandbox.container_health("plain") is None  # no healthcheck, no health
+        assert await _health(sandbox, "writer") == "healthy"
+        await sandbox.run_container(ContainerSpec(
+            name="reader", image=IMAGE, command=("sh", "-c", "cat /data/greeting; sleep 600"),
+            volumes=(VolumeMount("shared", "/data", read_only=True),)))
+        for _ in range(50):
+            if "hello" in await sandbox.container_logs("reader"):
+                break
+            await asyncio.sleep(0.1)
+        assert "hello" in await sandbox.container_logs("reader")
+        owned = {"label": f"agentenv.sandbox={sandbox.id}"}
+        assert len(docker_client.volumes.list(filters=owned)) == 1
+    finally:
+        await sandbox.terminate()
+    assert docker_client.volumes.list(filters=owned) == []
+    assert docker_client.containers.list(all=True, filters=owned) == []
+
+
+async def test_a_failing_healthcheck_reads_unhealthy(docker_client: Any, run_id: str) -> None:
+    sandbox = await _docker_sandbox(run_id)
+    try:
+        await sandbox.run_container(ContainerSpec(
+            name="sick", image=IMAGE, command=("sleep", "600"),
+            healthcheck=Healthcheck(("CMD", "false"), interval=0.3, timeout=1, retries=2)))
+        assert await _health(sandbox, "sick") == "unhealthy"
+    finally:
+        await sandbox.terminate()
