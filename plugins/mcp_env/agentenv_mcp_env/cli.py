@@ -86,13 +86,16 @@ def _validate(env_id: str, version: int | None, sandbox: str | None) -> int:
 
 @click.group("multi")
 def multi() -> None:
-    """Envs made of several MCP server envs behind one gateway: put, validate."""
+    """Envs made of several MCP server envs (and services) behind one gateway: put,
+    validate."""
 
 
 @multi.command("put")
 @click.option("--id", "env_id", type=ENTITY_ID, required=True, help="The env's id.")
 @click.option("--mcp-server", "mcp_servers", multiple=True, type=ENTITY_ID, required=True,
               metavar="ENV_ID", help="A stored mcp_server env it deploys; repeatable.")
+@click.option("--service", "services", multiple=True, type=ENTITY_ID, metavar="ENV_ID",
+              help="A stored service env started beside them (a database...); repeatable.")
 @click.option("--website", "websites", multiple=True, metavar="ENV_ID",
               help="Refused: the website env type is not installed here.")
 @click.option("--name", help="What clients call it (default: the id's last part).")
@@ -100,8 +103,9 @@ def multi() -> None:
               type=click.Choice(["gateway"]), help="How it deploys: behind one gateway.")
 @click.option("--validate", "then_validate", is_flag=True,
               help="Then run env multi validate on the version stored.")
-def put_multi(env_id: str, mcp_servers: tuple[str, ...], websites: tuple[str, ...],
-              name: str | None, env_provider_type: str, then_validate: bool) -> int:
+def put_multi(env_id: str, mcp_servers: tuple[str, ...], services: tuple[str, ...],
+              websites: tuple[str, ...], name: str | None, env_provider_type: str,
+              then_validate: bool) -> int:
     """Store a multi env as the next version of ID (unchanged: the same version)."""
     from agent_env.api import UserError, load_env_source, put_settings_env, stored_artifacts
 
@@ -109,16 +113,19 @@ def put_multi(env_id: str, mcp_servers: tuple[str, ...], websites: tuple[str, ..
         raise UserError("--website: the website env type is not installed here; a multi env "
                         "deploys mcp_server envs (--mcp-server)")
     artifacts = stored_artifacts()
-    for child in mcp_servers:  # each must be stored, and an MCP server env
-        try:
-            source = load_env_source(artifacts, child)
-        except Exception as exc:
-            raise UserError(f"--mcp-server {child}: {exc} (store it with agent-env env "
-                            "mcp-server put)") from None
-        if source.type != "mcp_server":
-            raise UserError(f"--mcp-server {child}: an env of type '{source.type}', not "
-                            "mcp_server")
+    for option, children, kind, how in (
+            ("--mcp-server", mcp_servers, "mcp_server", "agent-env env mcp-server put"),
+            ("--service", services, "service", "a bundle run: it stores its envs")):
+        for child in children:  # each must be stored, and of its kind
+            try:
+                source = load_env_source(artifacts, child)
+            except Exception as exc:
+                raise UserError(f"{option} {child}: {exc} (store it with {how})") from None
+            if source.type != kind:
+                raise UserError(f"{option} {child}: an env of type '{source.type}', not "
+                                f"{kind}")
     settings = {"mcp_server_envs": list(mcp_servers), "env_provider_type": env_provider_type,
+                **({"service_envs": list(services)} if services else {}),
                 **({"name": name} if name else {})}
     lines = put_settings_env(env_id, "multi", settings)
     for line in lines:
