@@ -34,8 +34,9 @@ Groups, in the order a plugin author meets them:
   used together, so they are exported as one name). The stores themselves are
   ``current().object_store``...;
 * env types: the contract ``EnvType`` and ``EnvDeployment`` (see :mod:`agent_env.env_types`),
-  the stored ``EnvSource`` a type deploys (``write_env_files`` lays its files out) and the
-  deploy defaults;
+  the stored ``EnvSource`` a type deploys (``write_env_files`` lays its files out), the
+  deploy defaults, and the env state a deploy asks for (``EnvStateChoice``, the durable
+  ``EnvStateInstance``: see :mod:`agent_env.env_state`);
 * agents: the contract agent types, agent steps and the episode API share (see
   :mod:`agent_env.agents`): ``Agent``, ``AgentReply``, ``Usage``, ``AgentSetup``,
   ``AgentDefinition``, ``AgentType``, the step roles and ``find_reply``; ``model_problem``
@@ -92,6 +93,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "rows_from_results": ("agent_env.tasks.scores", "rows_from_results"),
     "AGGREGATORS": ("agent_env.tasks.scores", "AGGREGATORS"),
     "open_provider": ("agent_env.tasks.sandboxes", "open_provider"),
+    "EnvStateChoice": ("agent_env.env_state", "EnvStateChoice"),
+    "EnvStateInstance": ("agent_env.env_state", "EnvStateInstance"),
     "TaskSpec": ("agent_env.tasks.plan", "TaskSpec"),
     "ArtifactContent": ("agent_env.tasks.artifacts", "ArtifactContent"),
     "SKILL_FILE": ("agent_env.tasks.artifacts", "SKILL_FILE"),
@@ -276,6 +279,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         deployments,
         utc_now,
     )
+    from agent_env.env_state import EnvStateChoice, EnvStateInstance
     from agent_env.env_types import (
         DEFAULT_GATEWAY_MODE,
         DEFAULT_READY_TIMEOUT,

@@ -119,6 +119,9 @@ class EnvType:
     #: ``--gateway-env-id`` (``env deploy --gateway``) to stand in front of the envs it
     #: deploys in place of the built-in gateway.
     is_gateway: ClassVar[bool] = False
+    #: The env state types (``deploy_env``'s ``env_state_type``, see :mod:`agent_env.env_state`)
+    #: this type deploys a store of; ``deploy`` then gets ``env_state``.
+    env_state_types: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, source: EnvSource, artifacts: Any) -> None:
         self.source = source
@@ -163,8 +166,21 @@ class EnvType:
                      gateway_mode: str = DEFAULT_GATEWAY_MODE) -> EnvDeployment:
         """Bring the env up in ``sandbox`` (a fresh VM-like one; the run tears it down) and wait
         until it answers within ``ready_timeout``; ``progress`` takes lines for people. A type
-        with a gateway runs its tool calls as ``gateway_mode`` says (:data:`GATEWAY_MODES`)."""
+        with a gateway runs its tool calls as ``gateway_mode`` says (:data:`GATEWAY_MODES`).
+        A type with :attr:`env_state_types` also takes ``env_state`` (an
+        :class:`~agent_env.env_state.EnvStateChoice`), passed only when a deploy asks for one."""
         raise NotImplementedError(f"env type '{self.name}' does not implement deploy()")
+
+    def state_names(self) -> list[str]:
+        """What a state store of this env keeps apart (one schema each): its servers'
+        environment names. Recorded with a durable instance by ``env init-env-state``."""
+        return []
+
+    @classmethod
+    async def release_env_state(cls, instance: Any) -> None:
+        """Remove what the durable env state ``instance`` keeps (``env teardown-env-state``);
+        its record is dropped after. A type without env state has nothing to remove."""
+        return None
 
 
 def env_stores(artifacts: Any) -> tuple[Any, Any]:

@@ -156,8 +156,9 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
 @click.option("--disk-size-gb", type=float, default=10.0, show_default=True,
               help="Its disk (no provider here sizes one: only the default is taken).")
 @click.option("--env-state-type", metavar="TYPE",
-              help="Env state (multi-service env types; not installed here).")
-@click.option("--env-state-instance-id", metavar="ID", help="An env state to attach to.")
+              help="A state store deployed beside the env for it (local_postgres).")
+@click.option("--env-state-instance-id", metavar="ID",
+              help="A durable env state to attach (env init-env-state).")
 @click.option("--gateway", "--gateway-env-id", "gateway", type=ENTITY_ID, metavar="ID",
               help="A stored gateway env (env gateway put) to deploy behind, instead of the "
                    "built-in gateway.")
@@ -233,3 +234,85 @@ def teardown(instance_id: str | None, everything: bool) -> int:
     from agent_env.cli.deployed import teardown_kind
 
     return teardown_kind("env", instance_id, everything)
+
+
+# -- durable env state ---------------------------------------------------------------------------
+
+
+@env.command("init-env-state")
+@click.option("--id", "env_id", type=ENTITY_ID, required=True,
+              help="The stored env whose servers keep their data in it.")
+@click.option("--env-state-type", metavar="TYPE", required=True,
+              help="The kind of store (local_postgres: a PostgreSQL, one schema per server).")
+@click.option("--ttl-seconds", type=click.IntRange(3 * 3600, 365 * 24 * 3600),
+              default=30 * 24 * 3600, show_default=True,
+              help="How long it is kept (3 hours to a year).")
+@click.option("--sandbox", default="docker", show_default=True, metavar="PROVIDER",
+              help="The sandbox provider whose engine keeps its data (deploys that attach "
+                   "it run there).")
+def init_env_state(env_id: str, env_state_type: str, ttl_seconds: int, sandbox: str) -> None:
+    """Make a durable env state for an env and print its instance id: deploys that name it
+    (env_state_instance_id) read and write the same data, run after run."""
+    import datetime as dt
+
+    from agent_env.bundles.entities import stored_artifacts
+    from agent_env.deployments import utc_now
+    from agent_env.env_state import EnvStateInstance, env_states, new_instance_id
+    from agent_env.env_types import load_env_source
+    from agent_env.runtime import current
+    from agent_env.tasks.sandboxes import open_provider
+
+    artifacts = stored_artifacts()
+    try:
+        source = load_env_source(artifacts, env_id)
+    except Exception as exc:
+        raise UserError(f"--id {env_id}: {exc}") from None
+    env_type = current().host.registry("env_type").get(source.type)
+    if env_type is None:
+        raise UserError(f"--id {env_id}: its type '{source.type}' is not installed")
+    if env_state_type not in env_type.env_state_types:
+        backs = ", ".join(env_type.env_state_types) or "none"
+        raise UserError(f"--env-state-type {env_state_type}: envs of type '{source.type}' back "
+                        f"no such env state (they back: {backs})")
+    open_provider(sandbox)  # an unknown or unavailable provider is one line, before the record
+    names = env_type.from_spec(source, artifacts).state_names()
+    now = utc_now()
+    instance = EnvStateInstance(
+        instance_id=new_instance_id(), state_type=env_state_type, env_id=source.id,
+        provider=sandbox, created_at=now, expires_at=now + dt.timedelta(seconds=ttl_seconds),
+        metadata={"env_type": source.type, "schemas": names})
+    env_states().add(instance)
+    echo(f"Initialized {env_state_type} env state for env {source.id} "
+         f"(its store starts with the first deploy that attaches it, on '{sandbox}')")
+    echo(f"  schemas:   {', '.join(names) or '(none)'}")
+    echo(f"  created:   {instance.created_at:%Y-%m-%d %H:%M} UTC")
+    echo(f"  expires:   {instance.expires_at:%Y-%m-%d %H:%M} UTC")
+    echo(f"Env State Instance ID: {instance.instance_id}")
+    echo(f"Attach it with: agent-env env deploy --id {source.id} --env-state-instance-id "
+         f"{instance.instance_id} (or env_state_instance_id in a deploy_env step)")
+
+
+@env.command("teardown-env-state")
+@click.option("--instance-id", required=True, metavar="ID",
+              help="The env state instance id (esi-...) init-env-state printed.")
+def teardown_env_state(instance_id: str) -> None:
+    """Remove a durable env state and its data; idempotent."""
+    import asyncio
+
+    from agent_env.env_state import env_states
+    from agent_env.runtime import current
+
+    states = env_states()
+    instance = states.get(instance_id)
+    if instance is None:
+        echo(f"No env state instance {instance_id} found; nothing to tear down.")
+        return
+    kind = str(instance.metadata.get("env_type") or "")
+    env_type = current().host.registry("env_type").get(kind)
+    if env_type is None:
+        raise UserError(f"env state {instance_id} was made by env type '{kind}', which is not "
+                        "installed: install it to remove its data (the record is kept)")
+    echo(f"Tearing down env state instance {instance_id} ({instance.state_type})...")
+    asyncio.run(env_type.release_env_state(instance))
+    states.remove(instance_id)
+    echo(f"Done. {instance_id} torn down, its data removed.")

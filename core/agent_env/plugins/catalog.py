@@ -44,7 +44,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "verify_env_card",
                 "verify_env_core_protocol",
             ),
-            "bundle": ("echo-mcp", "mail-mcp", "multi-mcp"),
+            "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db"),
         },
     ),
     FirstPartyPlugin(

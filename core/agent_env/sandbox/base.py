@@ -109,11 +109,17 @@ class Healthcheck:
 @attrs.frozen
 class VolumeMount:
     """A named volume of the sandbox mounted at ``path``: containers that mount the same name
-    share its files; the sandbox's teardown removes it."""
+    share its files; the sandbox's teardown removes it.
+
+    A ``durable`` one is not the sandbox's: it keeps ``name`` as it is on the engine, outlives
+    the sandbox, and a later sandbox of the same provider that mounts it finds its files (a
+    durable env state); :meth:`SandboxProvider.remove_volume` removes it. A provider whose
+    engine dies with the sandbox refuses it."""
 
     name: str
     path: str
     read_only: bool = False
+    durable: bool = False
 
 
 #: The memory a container gets when neither its spec nor its sandbox's names a size (MiB):
@@ -355,6 +361,12 @@ class SandboxProvider(abc.ABC):
         returns one line per item removed (or, with ``dry_run``, that would be). For
         ``agent-env gc``; a provider with no image store of its own has nothing to prune."""
         return []
+
+    async def remove_volume(self, name: str) -> bool:
+        """Remove the durable volume ``name`` (:class:`VolumeMount`); False when there was
+        none. A provider whose volumes die with their sandbox has none to remove."""
+        raise SandboxUnsupported(f"the '{self.name}' sandbox provider keeps no volume beyond "
+                                 "a sandbox")
 
     def check_spec(self, spec: SandboxSpec) -> None:
         """Refuse what this provider cannot do, before creating anything."""

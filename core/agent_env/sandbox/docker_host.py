@@ -32,7 +32,13 @@ import tempfile
 from typing import Any
 
 from agent_env.images.plan import BUILD_DIGEST_LABEL, plan_build, split_tag, write_build_tar
-from agent_env.sandbox.base import ContainerSpec, ExecResult, Sandbox, SandboxError
+from agent_env.sandbox.base import (
+    ContainerSpec,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxUnsupported,
+)
 
 SANDBOX_LABEL = "agentenv.sandbox"
 BUILD_TIMEOUT = 1800.0
@@ -192,6 +198,10 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                      "--health-retries", str(check.retries),
                      "--health-start-period", f"{check.start_period}s"]
         volumes = ""
+        if any(mount.durable for mount in spec.volumes):
+            raise SandboxUnsupported(f"container '{spec.name}': the {self.provider_name} "
+                                     "sandbox's Docker engine goes with the sandbox, so it keeps "
+                                     "no durable volume (use the docker provider)")
         for mount in spec.volumes:
             volume = self.container_name(f"vol-{mount.name}")
             argv += ["-v", f"{volume}:{mount.path}" + (":ro" if mount.read_only else "")]

@@ -96,6 +96,8 @@ MEMORY_LABEL = "agentenv.memory_mb"
 LOOPBACK = "127.0.0.1"
 DEFAULT_IMAGE = "python:3.11-slim"
 EDGE_LABEL = "agentenv.edge"  # "1" when the sandbox has an internal network plus an edge one
+#: On a durable volume (a ``VolumeMount(durable=True)``): no sandbox's, kept until removed.
+DURABLE_LABEL = "agentenv.durable"
 #: The internal network's bridge gets no address on the host, so the host has no route to it.
 NO_HOST_ADDRESS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
@@ -314,8 +316,8 @@ class DockerSandbox(Sandbox):
 
         api = self.client.api
         limit = f"{memory_mb or self.memory_mb}m"  # swap included: the limit is the limit
-        binds = {self._volume(mount.name): {"bind": mount.path,
-                                            "mode": "ro" if mount.read_only else "rw"}
+        binds = {self._volume(mount): {"bind": mount.path,
+                                       "mode": "ro" if mount.read_only else "rw"}
                  for mount in volumes}
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
@@ -369,15 +371,19 @@ class DockerSandbox(Sandbox):
             api.remove_container(created["Id"], force=True)
             raise
 
-    def _volume(self, name: str) -> str:
-        """This sandbox's volume ``name`` on the engine, made (with its labels) on first use."""
+    def _volume(self, mount: VolumeMount) -> str:
+        """The engine's volume for ``mount``, made on first use: this sandbox's (labelled as
+        its own, so its teardown removes it), or a durable one under its own name."""
         import docker.errors
 
-        full = self.container_name(f"vol-{name}")
+        if mount.durable:
+            full, labels = mount.name, {DURABLE_LABEL: "1"}
+        else:
+            full, labels = self.container_name(f"vol-{mount.name}"), self._labels("volume")
         try:
             self.client.api.inspect_volume(full)
         except docker.errors.NotFound:
-            self.client.api.create_volume(full, labels=self._labels("volume"))
+            self.client.api.create_volume(full, labels=labels)
         return full
 
     def _ensure_shell_container(self) -> Any:
@@ -874,6 +880,24 @@ class DockerSandboxProvider(SandboxProvider):
                     raise
             done.append(line)
         return done
+
+    async def remove_volume(self, name: str) -> bool:
+        """Remove a durable volume (one this provider made: it carries the durable label)."""
+        return await asyncio.to_thread(self._remove_volume_blocking, name)
+
+    def _remove_volume_blocking(self, name: str) -> bool:
+        import docker.errors
+
+        api = self.client.api
+        try:
+            found = api.inspect_volume(name)
+        except docker.errors.NotFound:
+            return False
+        if (found.get("Labels") or {}).get(DURABLE_LABEL) != "1":
+            raise SandboxError(f"volume {name} is not a durable volume agent-env made; left "
+                               "as it is")
+        api.remove_volume(name, force=True)
+        return True
 
     async def attach(self, sandbox_id: str) -> DockerSandbox | None:
         found = await asyncio.to_thread(self._find_blocking, {SANDBOX_LABEL: sandbox_id})

@@ -139,9 +139,10 @@ def plan(path: Path, text: str) -> ComposePlan:
                              "container runs the shell server; the services start first)")
             continue
         if not isinstance(name, str) or not _SERVICE.fullmatch(name) or name.startswith("env-") \
-                or name in ("env", "gateway"):
+                or name in ("env", "gateway", "servicedb"):
             problems.append(f"{where}: the name cannot be a service's host name here "
-                            "(lowercase letters, digits, '-', '_', '.'; not env, gateway, env-*)")
+                            "(lowercase letters, digits, '-', '_', '.'; not env, gateway, "
+                            "servicedb, env-*)")
             continue
         try:
             sidecars.append(_sidecar(name, service, where, environment, env_vars, declared))

@@ -58,7 +58,7 @@ from agentenv_mcp_env.gateway_image import (
 from agentenv_mcp_env.sources import scratch_folder
 
 if TYPE_CHECKING:
-    from agent_env.api import Sandbox, TaskContext
+    from agent_env.api import EnvStateChoice, Sandbox, TaskContext
 
 ENV_PORT = 18765
 ENV_CONTAINER = "env"
@@ -115,6 +115,8 @@ class GatewayDeployment:
     servers: tuple[EnvServerRecord, ...] = ()
     #: The service containers beside them (a ``multi`` env's ``service_envs``).
     services: tuple[EnvServerRecord, ...] = ()
+    #: The env state it deployed with: ``{"type", "instance_id"}`` (None: none).
+    env_state: dict[str, Any] | None = None
 
     @property
     def capability_url(self) -> str:
@@ -166,6 +168,7 @@ class GatewayDeployment:
             "tools": list(self.tools),
             "servers": [attrs.asdict(server) for server in self.servers],
             "services": [attrs.asdict(service) for service in self.services],
+            "env_state": self.env_state,
             "sandbox": sandbox_record(self.sandbox) if self.sandbox is not None else None,
         }
 
@@ -238,6 +241,8 @@ class McpServerEnv(EnvType):
     """
 
     name: ClassVar[str] = "mcp_server"
+    #: :mod:`agentenv_mcp_env.state`
+    env_state_types: ClassVar[tuple[str, ...]] = ("local_postgres",)
 
     def __init__(self, source: EnvSource, artifacts: Any,
                  companions: Sequence[EnvSource] = ()) -> None:
@@ -300,9 +305,11 @@ class McpServerEnv(EnvType):
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         progress: Progress | None = None,
         gateway_mode: str = DEFAULT_GATEWAY_MODE,
+        env_state: EnvStateChoice | None = None,
     ) -> GatewayDeployment:
         """Run the env servers and their gateway in ``sandbox`` and wait until they are ready
-        (``[plugins.agentenv-framework-mcp-env] progress = false`` drops the image lines)."""
+        (``[plugins.agentenv-framework-mcp-env] progress = false`` drops the image lines);
+        with ``env_state``, its store first (:mod:`agentenv_mcp_env.state`)."""
         from agent_env.api import ContainerSpec
         from agentenv_mcp_env.settings import mcp_env_settings
 
@@ -320,12 +327,16 @@ class McpServerEnv(EnvType):
         if exposed is not None:
             (progress or _quiet)(f"envs/{self.source.name}: warning: {exposed}")
         labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
-        services = await self.start_services(sandbox, labels=labels, timeout=ready_timeout,
-                                             progress=progress or _quiet)
+        planned = self.planned_services(labels, env_state)
+        services = await start_services(sandbox, planned, timeout=ready_timeout,
+                                        env_name=self.environment_name,
+                                        progress=progress or _quiet,
+                                        build=lambda p: self._build_planned(sandbox, p, progress))
         specs = [ContainerSpec(
             name=server.container, image=ref,
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
-                 "ENVIRONMENT_NAME": server.environment_name},
+                 "ENVIRONMENT_NAME": server.environment_name,
+                 **self.state_env(server, env_state)},
             labels={**labels, ENV_LABEL: server.source.id},
         ) for server, ref in zip(self.servers, env_refs, strict=True)]
         specs.append(ContainerSpec(
@@ -362,14 +373,123 @@ class McpServerEnv(EnvType):
             servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref)
                           for s, ref in zip(self.servers, env_refs, strict=True)),
             services=services,
+            env_state=(None if env_state is None else
+                       {"type": env_state.state_type,
+                        "instance_id": env_state.instance.instance_id
+                        if env_state.instance is not None else None}),
         )
 
-    async def start_services(self, sandbox: Sandbox, *, labels: dict[str, str],
-                             timeout: float, progress: Progress,
-                             ) -> tuple[EnvServerRecord, ...]:
-        """Start the containers the env servers need first (a ``multi`` env's services) and
-        wait until they are ready; an env of one MCP server has none."""
+    # -- services: containers the env servers need up first ----------------------------------
+
+    def planned_services(self, labels: dict[str, str],
+                         env_state: EnvStateChoice | None) -> list[PlannedService]:
+        """The env state's store, when the deploy asked for one (a ``multi`` env adds its
+        ``service_envs``)."""
+        if env_state is None:
+            return []
+        from agentenv_mcp_env.state import CONTEXT, schemas, servicedb_spec
+
+        spec = servicedb_spec(schemas(self.state_names()), labels, env_state.instance)
+        return [PlannedService(spec, None, CONTEXT, f"env-state:{env_state.state_type}", 0)]
+
+    async def _build_planned(self, sandbox: Sandbox, planned: PlannedService,
+                             progress: Progress | None) -> str:
+        say = progress or _quiet
+        if planned.source is not None:
+            return await self._build_env(sandbox, planned.source, say)
+        assert planned.context is not None
+        return await build_with_progress(sandbox, str(planned.context), planned.spec.name,
+                                         {"agentenv.role": "service"},
+                                         f"services/{planned.spec.name}", say)
+
+    def state_names(self) -> list[str]:
+        return [server.environment_name for server in self.servers]
+
+    def state_env(self, server: EnvServer, env_state: EnvStateChoice | None) -> dict[str, str]:
+        """``DATABASE_URL`` (its own schema) for a server of an env with a state store."""
+        if env_state is None:
+            return {}
+        from agentenv_mcp_env.state import database_url
+
+        return {"DATABASE_URL": database_url(server.environment_name),
+                "AGENTENV_ENV_STATE_TYPE": env_state.state_type}
+
+    @classmethod
+    async def release_env_state(cls, instance: Any) -> None:
+        """Remove a durable store's volume from the engine of its provider."""
+        from agent_env.api import open_provider
+        from agentenv_mcp_env.state import volume_name
+
+        await open_provider(instance.provider).remove_volume(volume_name(instance.instance_id))
+
+
+@attrs.frozen
+class PlannedService:
+    """A service to start before the env servers: its spec (image set once built) and what to
+    build it from (a stored env, or a build-context folder)."""
+
+    spec: Any
+    source: EnvSource | None
+    context: Any
+    record_id: str
+    record_version: int
+
+
+async def start_services(sandbox: Sandbox, planned: Sequence[PlannedService], *,
+                         timeout: float, env_name: str, progress: Progress,
+                         build: Callable[[PlannedService], Any],
+                         ) -> tuple[EnvServerRecord, ...]:
+    """Build and start ``planned`` side by side, then wait until each is healthy (or running,
+    without a healthcheck); a service that exits or turns unhealthy fails the deploy at once
+    with its last log lines."""
+    if not planned:
         return ()
+    refs = await asyncio.gather(*(build(p) for p in planned))
+    specs = [attrs.evolve(p.spec, image=ref) for p, ref in zip(planned, refs, strict=True)]
+    outcomes = await asyncio.gather(*(sandbox.run_container(spec) for spec in specs),
+                                    return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    await wait_services(sandbox, specs, timeout, env_name, progress)
+    return tuple(EnvServerRecord(p.record_id, p.record_version, spec.name, spec.image)
+                 for p, spec in zip(planned, specs, strict=True))
+
+
+#: How often a deploy looks at its services while they start.
+SERVICE_POLL = 0.1
+
+
+async def wait_services(sandbox: Sandbox, specs: Sequence[Any], timeout: float, env_name: str,
+                        progress: Progress) -> None:
+    """Until every service is healthy (with a healthcheck) or running (without one)."""
+    deadline = time.monotonic() + timeout
+    waiting = {spec.name: spec for spec in specs}
+    while waiting:
+        for name, spec in list(waiting.items()):
+            status = await sandbox.container_status(name)
+            health = await sandbox.container_health(name) if spec.healthcheck else None
+            # a sandbox that cannot tell health (None) is judged on running; one that can tell
+            # nothing at all, on having started
+            ready = health == "healthy" if health is not None else status in (None, "running")
+            if status is not None and status.startswith(("exited", "dead", "gone")):
+                why = f"stopped before it was ready ({status})"
+            elif health == "unhealthy":
+                why = "is unhealthy (its healthcheck failed)"
+            elif ready:
+                progress(f"envs/{env_name}: service {name} ready")
+                del waiting[name]
+                continue
+            elif time.monotonic() > deadline:
+                why = f"was not healthy within {timeout:.0f}s"
+            else:
+                continue
+            logs = (await sandbox.container_logs(name, tail=LOG_LINES)).rstrip()
+            raise DeployError(f"env {env_name}: service {name} {why}\n--- last log lines of "
+                              f"the {name} container ---\n{logs or '(no output)'}")
+        if waiting:
+            await asyncio.sleep(SERVICE_POLL)
+
 
 
 def chosen_gateway(ctx: TaskContext, artifacts: Any) -> EnvSource | None:

@@ -25,8 +25,6 @@ than ``gateway``.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -35,23 +33,19 @@ import attrs
 from agent_env.api import EnvSource, StepError, load_env_source
 from agentenv_mcp_env.deployment import (
     ENV_LABEL,
-    DeployError,
     EnvServer,
-    EnvServerRecord,
     McpServerEnv,
-    Progress,
+    PlannedService,
     named_servers,
 )
 from agentenv_mcp_env.service import ServiceSettings, service_settings
 
 if TYPE_CHECKING:
-    from agent_env.api import Sandbox
+    from agent_env.api import EnvStateChoice
 
 KEYS = ("mcp_server_envs", "service_envs", "website_envs", "name", "env_provider_type")
 CHILD_TYPE = "mcp_server"
 SERVICE_TYPE = "service"
-#: How often a deploy looks at its services while they start.
-SERVICE_POLL = 0.1
 
 
 def child_ids(env_id: str, settings: dict[str, Any], key: str = "mcp_server_envs") -> list[str]:
@@ -112,31 +106,20 @@ class MultiEnv(McpServerEnv):
             services.append(Service(child, settings))
         return services
 
-    async def start_services(self, sandbox: Sandbox, *, labels: dict[str, str],
-                             timeout: float, progress: Progress,
-                             ) -> tuple[EnvServerRecord, ...]:
-        """Build and start every service side by side, then wait until each is healthy (or
-        running, without a healthcheck); a service that exits or turns unhealthy fails the
-        deploy at once with its last log lines."""
-        if not self.services:
-            return ()
+    def planned_services(self, labels: dict[str, str],
+                         env_state: EnvStateChoice | None) -> list[PlannedService]:
+        """The env state's store (if asked for) and every ``service_envs`` service."""
         from agent_env.api import ContainerSpec
 
-        refs = await asyncio.gather(*(self._build_env(sandbox, service.source, progress)
-                                      for service in self.services))
-        specs = [ContainerSpec(
-            name=service.settings.name, image=ref, env=dict(service.settings.environment),
-            command=service.settings.command, labels={**labels, ENV_LABEL: service.source.id},
-            healthcheck=service.settings.healthcheck, volumes=service.settings.volumes,
-        ) for service, ref in zip(self.services, refs, strict=True)]
-        outcomes = await asyncio.gather(*(sandbox.run_container(spec) for spec in specs),
-                                        return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        await wait_services(sandbox, specs, timeout, self.environment_name, progress)
-        return tuple(EnvServerRecord(service.source.id, service.source.version, spec.name, ref)
-                     for service, spec, ref in zip(self.services, specs, refs, strict=True))
+        return [*super().planned_services(labels, env_state), *(PlannedService(
+            ContainerSpec(name=service.settings.name, image="",
+                          env=dict(service.settings.environment),
+                          command=service.settings.command,
+                          labels={**labels, ENV_LABEL: service.source.id},
+                          healthcheck=service.settings.healthcheck,
+                          volumes=service.settings.volumes),
+            service.source, None, service.source.id, service.source.version)
+            for service in self.services)]
 
     @classmethod
     def command(cls) -> Any:
@@ -232,35 +215,3 @@ def _service_problems(where: str, names: object, ours: dict[str, Any]) -> list[s
         hosts[host] = name
     return problems
 
-
-async def wait_services(sandbox: Sandbox, specs: Sequence[Any], timeout: float, env_name: str,
-                        progress: Progress) -> None:
-    """Until every service is healthy (with a healthcheck) or running (without one)."""
-    from agentenv_mcp_env.deployment import LOG_LINES
-
-    deadline = time.monotonic() + timeout
-    waiting = {spec.name: spec for spec in specs}
-    while waiting:
-        for name, spec in list(waiting.items()):
-            status = await sandbox.container_status(name)
-            health = await sandbox.container_health(name) if spec.healthcheck else None
-            # a sandbox that cannot tell health (None) is judged on running; one that can tell
-            # nothing at all, on having started
-            ready = health == "healthy" if health is not None else status in (None, "running")
-            if status is not None and status.startswith(("exited", "dead", "gone")):
-                why = f"stopped before it was ready ({status})"
-            elif health == "unhealthy":
-                why = "is unhealthy (its healthcheck failed)"
-            elif ready:
-                progress(f"envs/{env_name}: service {name} ready")
-                del waiting[name]
-                continue
-            elif time.monotonic() > deadline:
-                why = f"was not healthy within {timeout:.0f}s"
-            else:
-                continue
-            logs = (await sandbox.container_logs(name, tail=LOG_LINES)).rstrip()
-            raise DeployError(f"env {env_name}: service {name} {why}\n--- last log lines of "
-                              f"the {name} container ---\n{logs or '(no output)'}")
-        if waiting:
-            await asyncio.sleep(SERVICE_POLL)

@@ -41,6 +41,7 @@ def agent_env_bundles() -> list[BundleSource]:
         BundleSource("echo-mcp", BUNDLES / "echo-mcp"),
         BundleSource("mail-mcp", BUNDLES / "mail-mcp"),
         BundleSource("multi-mcp", BUNDLES / "multi-mcp"),
+        BundleSource("shared-db", BUNDLES / "shared-db"),
     ]
 
 

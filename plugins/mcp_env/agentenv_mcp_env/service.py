@@ -33,8 +33,9 @@ from agent_env.api import EnvType, Healthcheck, StepError, VolumeMount
 
 KEYS = ("name", "command", "environment", "volumes", "ports", "healthcheck")
 HEALTH_KEYS = ("test", "interval", "timeout", "retries", "start_period")
-#: Names the env's own containers take: a service may not use them.
-RESERVED = ("env", "gateway")
+#: Names the env's own containers take (its servers, gateway, env-state store): a service may
+#: not use them.
+RESERVED = ("env", "gateway", "servicedb")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
 _VOLUME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h)")
@@ -113,8 +114,8 @@ def service_settings(folder_name: str, settings: dict[str, Any], where: str) -> 
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in RESERVED \
             or name.startswith("env-"):
         raise ValueError(f"{where}: name {name!r} is not a host name a service can take "
-                         "(lowercase letters, digits, '-', '_', '.'; not 'env', 'gateway' or "
-                         "env-*)")
+                         "(lowercase letters, digits, '-', '_', '.'; not env, gateway, servicedb "
+                         "or env-*)")
     command = settings.get("command")
     if isinstance(command, str):
         import shlex

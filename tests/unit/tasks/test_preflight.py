@@ -73,7 +73,8 @@ def test_deploy_env_reads_other_tools_keys_and_refuses_what_it_cannot_honour():
     text = "\n".join(problems)
     assert "gateway_mode must be one of performance, consistent, not 'fast'" in text
     assert "disk_size_gb 50: no sandbox provider here sizes an env's disk" in text
-    assert "env_state_type 'postgres': env state" in text
+    assert ("env_state_type 'postgres': no installed env type backs such an env state "
+            "(installed: local_postgres)") in text
     assert "artifact_id: no env type here takes an artifact at deploy" in text
 
 

@@ -11,8 +11,10 @@ Keys task files written for other tools carry are read, each with its behaviour 
 provider or env type here can honour the value, a preflight problem that says why:
 ``gateway_mode`` (the gateway runs calls side by side or one at a time), ``metadata`` (kept in
 the step's output, so the run record has it), ``disk_size_gb`` (only its default: no provider
-here sizes an env's disk), ``env_state_type``/``env_state_instance_id`` (unset: env state
-belongs to the multi-service env types) and ``artifact_id``/``artifact_version`` (unset: no env type
+here sizes an env's disk), ``env_state_type`` (a state store deployed beside the env for this
+run, by env types that back that type: :attr:`EnvType.env_state_types`),
+``env_state_instance_id`` (a durable state, ``agent-env env init-env-state``, attached instead:
+see :mod:`agent_env.env_state`) and ``artifact_id``/``artifact_version`` (unset: no env type
 here takes an artifact at deploy; ``load_artifact`` loads one).
 """
 
@@ -36,7 +38,11 @@ from agent_env.env_types import (
 )
 from agent_env.tasks.steps import ChoiceProblem, PreflightView, RunChoices, Step, StepError
 
+#: How a durable env state instance's id starts (agent_env.env_state, imported when used).
+ESI_PREFIX = "esi-"
+
 if TYPE_CHECKING:
+    from agent_env.env_state import EnvStateChoice
     from agent_env.tasks.context import TaskContext
 
 
@@ -105,10 +111,19 @@ class DeployEnv(Step):
                             f"disk (an env uses its sandbox's); leave it at "
                             f"{DEFAULT_DISK_SIZE_GB:g} or out")
         for key in ("env_state_type", "env_state_instance_id"):
-            if getattr(self, key) is not None:
-                problems.append(f"{key} {getattr(self, key)!r}: env state (a service_db env's "
-                                "database kept between runs) needs the multi-service env "
-                                "types, which are not installed here; leave it out")
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                problems.append(f"{key} must be a name, not {value!r}")
+        if isinstance(self.env_state_type, str) and self.env_state_type.strip():
+            known = installed_env_state_types()
+            if self.env_state_type not in known:
+                problems.append(f"env_state_type {self.env_state_type!r}: no installed env type "
+                                f"backs such an env state (installed: "
+                                f"{', '.join(known) or 'none'})")
+        instance = self.env_state_instance_id
+        if isinstance(instance, str) and not instance.startswith(ESI_PREFIX):
+            problems.append(f"env_state_instance_id {instance!r} is not an env state instance "
+                            f"id ({ESI_PREFIX}..., as agent-env env init-env-state prints)")
         if self.artifact_id is not None or self.artifact_version is not None:
             problems.append("artifact_id: no env type here takes an artifact at deploy; load "
                             f"it with a load_artifact step (env_id '{self.env_id}') after "
@@ -127,6 +142,7 @@ class DeployEnv(Step):
             raise StepError(f"env '{self.env_id}' has type '{source.type}', which no installed "
                             "plugin provides")
         env: EnvType = env_type.from_spec(source, ctx.artifacts)
+        state = await asyncio.to_thread(self.env_state, env_type)
         if self.with_envs:
             companions = await asyncio.gather(*(
                 asyncio.to_thread(load_env_source, ctx.artifacts, env_id)
@@ -144,7 +160,14 @@ class DeployEnv(Step):
         )
         if name in ctx.sandboxes:
             raise StepError(f"env '{self.env_id}' is already deployed in this task")
-        provider = open_provider(choose_provider(env_provider_chain(ctx, self.sandbox_type)))
+        provider_name = choose_provider(env_provider_chain(ctx, self.sandbox_type))
+        if state is not None and state.instance is not None and \
+                state.instance.provider != provider_name:
+            raise StepError(f"env_state_instance_id {state.instance.instance_id} keeps its data "
+                            f"on the '{state.instance.provider}' sandbox provider; deploy there "
+                            f"(sandbox_type '{state.instance.provider}'), not on "
+                            f"'{provider_name}'")
+        provider = open_provider(provider_name)
         sandbox = await provider.create(spec)
         ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
         try:
@@ -152,6 +175,7 @@ class DeployEnv(Step):
                 ctx, sandbox, ttl_seconds=ttl,
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
                 progress=ctx.note, gateway_mode=self.gateway_mode,
+                **({"env_state": state} if state is not None else {}),
             )
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
@@ -161,6 +185,47 @@ class DeployEnv(Step):
         ctx.outputs[self.id] = deployed.step_output()
         if self.metadata:
             ctx.outputs[self.id]["metadata"] = dict(self.metadata)
+
+
+    def env_state(self, env_type: Any) -> EnvStateChoice | None:
+        """The env state this deploy asked for, checked against the env type and the durable
+        instance's record; None when it asked for none."""
+        from agent_env.env_state import EnvStateChoice, env_states
+
+        state_type, instance = self.env_state_type, None
+        if self.env_state_instance_id:
+            instance = env_states().get(self.env_state_instance_id)
+            if instance is None:
+                raise StepError(f"env_state_instance_id {self.env_state_instance_id}: no such "
+                                "env state instance (make one with agent-env env "
+                                "init-env-state)")
+            if instance.expired():
+                raise StepError(f"env_state_instance_id {instance.instance_id} expired at "
+                                f"{instance.expires_at:%Y-%m-%d %H:%M} UTC (make a new one with "
+                                "agent-env env init-env-state)")
+            if state_type and state_type != instance.state_type:
+                raise StepError(f"env_state_instance_id {instance.instance_id} is of type "
+                                f"'{instance.state_type}', not env_state_type '{state_type}'")
+            if instance.env_id != self.env_id:
+                raise StepError(f"env_state_instance_id {instance.instance_id} was made for env "
+                                f"'{instance.env_id}', not '{self.env_id}'")
+            state_type = instance.state_type
+        if not state_type:
+            return None
+        if state_type not in env_type.env_state_types:
+            backs = ", ".join(env_type.env_state_types) or "none"
+            raise StepError(f"env_state_type '{state_type}': envs of type '{env_type.name}' "
+                            f"back no such env state (they back: {backs})")
+        return EnvStateChoice(state_type, instance)
+
+
+def installed_env_state_types() -> list[str]:
+    """Every env state type an installed env type backs (imports the env types: asked only
+    when a step names one)."""
+    from agent_env.runtime import current
+
+    registry = current().host.registry("env_type")
+    return sorted({kind for name in registry for kind in registry[name].env_state_types})
 
 
 def gateway_env_problem(env_id: str) -> str | None:

@@ -1,0 +1,81 @@
+"""Env state on the real engine: ``agent-env run shared-db`` deploys a PostgreSQL beside two MCP
+servers (one schema each; one reads what the other wrote), and a durable state made with ``env
+init-env-state`` keeps its rows from one deploy to the next until ``env teardown-env-state``
+removes them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+BOOKS = "@local/agentenv-framework-mcp-env/shared-db/books"
+
+
+async def _call(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
+    from agentenv_protocol.client import McpClient
+
+    async with McpClient(url, headers={"Authorization": f"Bearer {token}"}) as client:
+        return json.loads((await client.call_tool(tool, arguments)).text)
+
+
+def _deploy(agent_env: Any, *extra: str) -> dict[str, Any]:
+    done = agent_env("env", "deploy", "--id", BOOKS, *extra, "--json", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_shared_db_runs_two_servers_over_one_state_store(agent_env: Any, left_by: Any) -> None:
+    done = agent_env("run", "shared-db", timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "envs/books: service servicedb ready" in done.stdout + done.stderr
+    assert "tasks/share.json v1: passed (books: 1)" in done.stdout, done.stdout
+    assert left_by(done.stdout) == []
+
+
+def test_a_durable_state_keeps_its_rows_between_deploys(agent_env: Any,
+                                                        docker_client: Any) -> None:
+    stored = agent_env("run", "shared-db", timeout=900)  # stores the envs (and checks them)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    wrong = agent_env("env", "init-env-state", "--id", BOOKS, "--env-state-type", "redis")
+    assert wrong.returncode == 1
+    assert wrong.stderr.strip() == ("Error: --env-state-type redis: envs of type 'multi' back "
+                                    "no such env state (they back: local_postgres)")
+    made = agent_env("env", "init-env-state", "--id", BOOKS, "--env-state-type",
+                     "local_postgres")
+    assert made.returncode == 0, made.stderr
+    assert "  schemas:   ledger, audit" in made.stdout
+    found = re.search(r"^Env State Instance ID: (esi-[a-z0-9]{12})$", made.stdout, re.M)
+    assert found, made.stdout
+    esi = found.group(1)
+    volume = f"agentenv-state-{esi}"
+
+    first = _deploy(agent_env, "--env-state-instance-id", esi)
+    mcp = first["urls"]["mcp"]
+    asyncio.run(_call(mcp, first["token"], "add_entry", {"text": "kept across deploys"}))
+    assert agent_env("env", "teardown", "--id", first["instance_id"]).returncode == 0
+    assert [v.name for v in docker_client.volumes.list(filters={"name": volume})] == [volume]
+
+    second = _deploy(agent_env, "--env-state-instance-id", esi)
+    read = asyncio.run(_call(second["urls"]["mcp"], second["token"], "ledger_entries", {}))
+    assert read == {"entries": ["kept across deploys"]}
+    assert agent_env("env", "teardown", "--id", second["instance_id"]).returncode == 0
+
+    fresh = _deploy(agent_env, "--env-state-type", "local_postgres")  # a run's own store
+    read = asyncio.run(_call(fresh["urls"]["mcp"], fresh["token"], "ledger_entries", {}))
+    assert read == {"entries": []}
+    assert agent_env("env", "teardown", "--id", fresh["instance_id"]).returncode == 0
+
+    gone = agent_env("env", "teardown-env-state", "--instance-id", esi)
+    assert gone.returncode == 0, gone.stderr
+    assert docker_client.volumes.list(filters={"name": volume}) == []
+    again = agent_env("env", "teardown-env-state", "--instance-id", esi)
+    assert again.stdout.strip() == f"No env state instance {esi} found; nothing to tear down."
+    late = agent_env("env", "deploy", "--id", BOOKS, "--env-state-instance-id", esi)
+    assert late.returncode == 1
+    assert f"env_state_instance_id {esi}: no such env state instance" in late.stderr
