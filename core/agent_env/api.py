@@ -10,8 +10,8 @@ at start-up): each name loads its module on first use.
 Groups, in the order a plugin author meets them:
 
 * hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``,
-  ``AgentSource``, ``ModelProvider``, ``Lazy`` (a contribution imported only when a run uses
-  it: keeps the CLI's start-up cheap);
+  ``AgentSource``, ``ModelProvider``, ``ImportReport`` (a bundle format's partial import),
+  ``Lazy`` (a contribution imported only when a run uses it: keeps the CLI's start-up cheap);
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
 * the runtime: ``current()`` (config, plugin registries, stores, providers, and
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
@@ -67,6 +67,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hookimpl": ("agent_env.hookspecs", "hookimpl"),
     "StoreBackend": ("agent_env.contributions", "StoreBackend"),
     "BundleSource": ("agent_env.contributions", "BundleSource"),
+    "ImportReport": ("agent_env.contributions", "ImportReport"),
     "AgentSource": ("agent_env.contributions", "AgentSource"),
     "ModelProvider": ("agent_env.contributions", "ModelProvider"),
     "Lazy": ("agent_env.contributions", "Lazy"),
@@ -210,6 +211,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "stored_env": ("agent_env.bundles.file_entities", "stored_env"),
     "stored_artifacts": ("agent_env.bundles.entities", "stored_artifacts"),
     "is_inside": ("agent_env.bundles.parse", "is_inside"),
+    "FILE_DROPPED": ("agent_env.bundles.parse", "FILE_DROPPED"),
     "owned_scratch": ("agent_env.scratch", "owned_scratch"),
     # runners (agent_env_runners): what a runner receives, returns and may reuse
     "RunnerContext": ("agent_env.runners", "RunnerContext"),
@@ -258,7 +260,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         stored_folder,
     )
     from agent_env.bundles.jsonfile import MAX_FILE_BYTES as MAX_TASK_FILE_BYTES
-    from agent_env.bundles.parse import is_inside
+    from agent_env.bundles.parse import FILE_DROPPED, is_inside
     from agent_env.bundles.planned import planned_folder
     from agent_env.cli.console import echo
     from agent_env.cli.deployed import get_kind as get_deployed
@@ -269,6 +271,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.contributions import (
         AgentSource,
         BundleSource,
+        ImportReport,
         Lazy,
         ModelProvider,
         StoreBackend,

@@ -86,3 +86,15 @@ class ModelProvider:
 
     name: str
     description: str = ""
+
+
+@attrs.frozen
+class ImportReport:
+    """What a bundle format's ``import_tasks`` did, when some tasks could not be imported:
+    its lines (one per task imported, with notes), how many it imported, and each task it
+    refused with why. Why not an exception: one task the format cannot honour must not cost
+    a dataset's other tasks."""
+
+    lines: tuple[str, ...] = attrs.field(default=(), converter=str_tuple)
+    imported: int = 0
+    refused: tuple[str, ...] = attrs.field(default=(), converter=str_tuple)

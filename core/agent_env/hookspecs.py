@@ -141,7 +141,10 @@ def agent_env_bundle_formats() -> list[type]:
     ``import_tasks(source: Path, output: Path) -> list[str]`` writes a bundle folder from the
     format's task folders and ``export_tasks(bundle: Path, output: Path) -> list[str]`` writes
     the format's folders from a bundle's tasks that fit it; each returns the lines to print and
-    raises ``UserError`` (one line, nothing written) for input it cannot convert. Return a
+    raises ``UserError`` (one line, nothing written) for input it cannot convert. An import
+    that refuses some tasks and imports the others returns an
+    :class:`~agent_env.contributions.ImportReport` instead, and one that takes a ``progress``
+    keyword gets a callable for a line per task as it goes. Return a
     :class:`~agent_env.contributions.Lazy`: the converter is imported only when used.
     """
 

@@ -32,8 +32,9 @@ _CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
 
 
 def ignored(name: str) -> bool:
-    """Dot files and ``__pycache__`` are not part of a bundle's tasks, evals or file
-    artifacts (editor and OS litter). Build contexts follow :func:`context_dropped` instead."""
+    """Dot entries and ``__pycache__`` directly in a bundle's ``tasks/``, ``envs/``,
+    ``artifacts/``... are not tasks, envs or artifacts (editor and OS litter). The files inside
+    an artifact or env follow :func:`file_dropped` and :func:`context_dropped` instead."""
     return name.startswith(".") or name == "__pycache__"
 
 
@@ -41,6 +42,16 @@ def ignored(name: str) -> bool:
 #: metadata and bytecode caches, which no image means to hold and which would change the
 #: digest on every checkout or import.
 CONTEXT_DROPPED = frozenset({".git", ".hg", ".svn", "__pycache__"})
+
+
+#: What a file artifact or skill never keeps: :data:`CONTEXT_DROPPED` and macOS's folder
+#: litter. Every other file goes, dot-files and dot-folders too: a task's ``tests/.truth/``
+#: must reach the container as it was written.
+FILE_DROPPED = CONTEXT_DROPPED | {".DS_Store"}
+
+
+def file_dropped(name: str) -> bool:
+    return name in FILE_DROPPED
 
 
 def context_dropped(name: str) -> bool:
@@ -204,13 +215,13 @@ def collect_files(folder: Path, label: str, problems: list[str], *,
                   ) -> list[BundleFile]:
     """Every file under ``folder``; symlinks must stay in; names must be UTF-8.
 
-    Without ``build_context`` dot files and __pycache__ are skipped. With it, the files are
+    Without ``build_context`` only :data:`FILE_DROPPED` is skipped. With it, the files are
     exactly what ``docker build`` would send from ``folder`` (its ``.dockerignore`` applied,
     dot files kept) less :data:`CONTEXT_DROPPED`, so what is stored, hashed and built is one
     set and an ignored file never leaves the machine."""
     root = os.path.realpath(folder)
     found: list[BundleFile] = []
-    skip = context_dropped if build_context else ignored
+    skip = context_dropped if build_context else file_dropped
     ignore = _context_ignore(folder, label, problems, dockerfile) if build_context else None
     if build_context and ignore is None:
         return found

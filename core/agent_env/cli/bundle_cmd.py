@@ -55,14 +55,38 @@ def _fresh_output(output: Path, source: Path | None = None) -> None:
 @click.argument("source", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--output", "-o", type=click.Path(path_type=Path, file_okay=False),
               required=True, help="The bundle folder to write (new or empty).")
-def import_bundle(format_name: str, source: Path, output: Path) -> None:
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when any task is refused (the others are imported all the same).")
+def import_bundle(format_name: str, source: Path, output: Path, strict: bool) -> int:
     """Convert FORMAT task folders (one, or a folder of them) into a bundle; run it with
-    agent-env run OUTPUT."""
+    agent-env run OUTPUT. A task that cannot be converted is refused on a line of its own,
+    and the others are imported."""
+    import inspect
+
+    from agent_env.contributions import ImportReport
+
     converter = _format(format_name)
     _fresh_output(output, source)
-    for line in _written(output, lambda scratch: converter.import_tasks(source, scratch)):
+    takes_progress = "progress" in inspect.signature(converter.import_tasks).parameters
+    extra = {"progress": lambda line: echo(line, err=True)} if takes_progress else {}
+    report: ImportReport | None = None
+
+    def write(scratch: Path) -> list[str]:
+        nonlocal report
+        result = converter.import_tasks(source, scratch, **extra)
+        if isinstance(result, ImportReport):
+            report = result
+            return list(result.lines)
+        return list(result)
+
+    for line in _written(output, write):
         echo(line)
+    if report is not None and report.refused:
+        for refusal in report.refused:
+            echo(f"refused {refusal}")
+        echo(f"imported {report.imported}, refused {len(report.refused)}")
     echo(f"Run it with: agent-env run {output}")
+    return 1 if strict and report is not None and report.refused else 0
 
 
 @bundle.command("export")

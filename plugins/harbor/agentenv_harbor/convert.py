@@ -43,12 +43,13 @@ import re
 import shutil
 import stat
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from agent_env.api import MAX_TASK_FILE_BYTES, UserError, is_inside
+from agent_env.api import FILE_DROPPED, MAX_TASK_FILE_BYTES, ImportReport, UserError, is_inside
 from agentenv_harbor.compose import ComposePlan, compose_file
 from agentenv_harbor.compose import plan as compose_plan
 
@@ -80,8 +81,9 @@ MAX_TOTAL_BYTES = 2 * 1024**3
 #: The most a text file the conversion reads (task.toml, instruction.md, test.sh) may hold.
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 _CHUNK = 1024 * 1024
-#: names a copy never carries (bytecode caches)
-_SKIPPED = frozenset({"__pycache__"})
+#: names a copy never carries: what a bundle never keeps (version control, bytecode caches,
+#: folder litter), said in the import's lines
+_SKIPPED = FILE_DROPPED
 
 
 @attrs.define
@@ -90,6 +92,8 @@ class Budget:
     early and Ctrl-C or SIGTERM (raised between chunks) ends it at once."""
 
     left: int = attrs.field(factory=lambda: MAX_TOTAL_BYTES)
+    #: what the copies left out (:data:`_SKIPPED`), for the import's lines
+    skipped: list[Path] = attrs.field(factory=list)
 
     def charge(self, size: int, path: Path) -> None:
         self.left -= size
@@ -148,7 +152,10 @@ def copy_tree(source: Path, target: Path, budget: Budget,
     with os.scandir(source) as items:
         entries = sorted(items, key=lambda e: e.name)
     for entry in entries:
-        if entry.name in skip or entry.name in _SKIPPED:
+        if entry.name in skip:
+            continue
+        if entry.name in _SKIPPED:
+            budget.skipped.append(Path(entry.path))
             continue
         path = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):
@@ -259,6 +266,25 @@ def env_names(name: str, compose: ComposePlan | None) -> list[str]:
     return [name, f"{name}{MAIN_SUFFIX}", *(f"{name}-{s.name}" for s in compose.sidecars)]
 
 
+def _plan(folder: Path) -> tuple[str, dict[str, Any], ComposePlan | None]:
+    """A task folder's name, settings and compose plan; UserError naming every problem."""
+    problems = _check(folder)
+    if problems:
+        raise UserError("; ".join(problems))
+    settings = _read_settings(folder)
+    _seconds(settings, "agent", folder)
+    _seconds(settings, "verifier", folder)
+    return _name(settings, folder), settings, _compose(folder)
+
+
+def _remove_task(output: Path, name: str, compose: ComposePlan | None) -> None:
+    """What an import that failed half-way wrote for one task."""
+    for env in env_names(name, compose):
+        shutil.rmtree(output / "envs" / env, ignore_errors=True)
+    shutil.rmtree(output / "artifacts" / (name + ARTIFACT_SUFFIX), ignore_errors=True)
+    (output / "tasks" / f"{name}.json").unlink(missing_ok=True)
+
+
 def _check(folder: Path) -> list[str]:
     problems = []
     environment = folder / "environment"
@@ -304,40 +330,45 @@ class HarborFormat:
     description = "Harbor task folders (task.toml, instruction.md, environment/, tests/test.sh)"
 
     @classmethod
-    def import_tasks(cls, source: Path, output: Path) -> list[str]:
+    def import_tasks(cls, source: Path, output: Path,
+                     progress: Callable[[str], None] | None = None) -> ImportReport:
+        """Every task folder of ``source`` that can be imported, each on its own: a task that
+        cannot is refused with why (its partly written files removed), and the others are
+        imported all the same; nothing imported at all is a UserError."""
         folders = task_folders(source)
-        problems = [p for folder in folders for p in _check(folder)]
-        planned: dict[str, Path] = {}
+        say = progress or (lambda line: None)
+        lines: list[str] = []
+        refused: list[str] = []
+        names: dict[str, Path] = {}
         envs: dict[str, Path] = {}
-        settings: dict[Path, dict[str, Any]] = {}
-        composes: dict[Path, ComposePlan | None] = {}
-        for folder in folders:
-            settings[folder] = _read_settings(folder)
-            _seconds(settings[folder], "agent", folder)
-            _seconds(settings[folder], "verifier", folder)
-            name = _name(settings[folder], folder)
-            if name in planned:
-                problems.append(f"{folder} and {planned[name]} are both task '{name}' (rename "
-                                "one)")
-            planned[name] = folder
+        budget = Budget()
+        for index, folder in enumerate(folders, 1):
+            if len(folders) > 1:  # a dataset: a line per task as it goes
+                say(f"[{index}/{len(folders)}] {folder}")
             try:
-                composes[folder] = _compose(folder)
-            except UserError:
-                composes[folder] = None  # already a problem of _check's
-            for env in env_names(name, composes[folder]):
-                if env in envs and envs[env] != folder:
-                    problems.append(f"{folder} and {envs[env]} would both write envs/{env}/ "
-                                    "(rename one task)")
-                envs[env] = folder
-        if problems:
-            raise UserError("; ".join(problems))
-        lines, budget = [], Budget()
-        for name, folder in planned.items():
-            lines += _import_one(name, folder, settings[folder], output, budget,
-                                 composes[folder])
+                name, settings, compose = _plan(folder)
+                taken = [f"task '{name}' (as {names[name]})"] if name in names else []
+                taken += [f"envs/{env}/ (written for {envs[env]})"
+                          for env in env_names(name, compose) if env in envs]
+                if taken:
+                    raise UserError(f"{folder}: would write {', '.join(taken)} again (rename "
+                                    "the task)")
+            except UserError as exc:
+                refused.append(str(exc))
+                continue
+            try:
+                lines += _import_one(name, folder, settings, output, budget, compose)
+            except UserError as exc:
+                _remove_task(output, name, compose)
+                refused.append(str(exc))
+                continue
+            names[name] = folder
+            envs.update(dict.fromkeys(env_names(name, compose), folder))
+        if not names:
+            raise UserError("; ".join(refused))
         lines.append("Its tasks leave the agent to the run: give --agent ID (agent-env a2a-agent "
                      "list) or set [agents] default")
-        return lines
+        return ImportReport(lines, len(names), refused)
 
     @classmethod
     def export_tasks(cls, bundle: Path, output: Path) -> list[str]:
@@ -406,6 +437,10 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
     if unused:
         lines.append(f"  note: [environment] {', '.join(unused)} kept in task.toml, not "
                      "applied (env servers run with the sandbox's defaults and no route out)")
+    skipped = [p.relative_to(folder).as_posix() for p in budget.skipped if is_inside(p, folder)]
+    if skipped:
+        lines.append(f"  note: left out {', '.join(skipped)} (version control, caches and "
+                     "folder litter are never part of a bundle)")
     if DOWNLOADS.search(read_text(folder / "tests" / "test.sh")):
         lines.append("  note: tests/test.sh seems to download (pip, uv, curl, apt...); the env "
                      "has no route out, so install what it needs in environment/Dockerfile")

@@ -214,7 +214,11 @@ def test_options_it_cannot_honour_are_one_line_before_anything_starts(
                      str(echo)).returncode == 0
     for option, value, says in (
             ("--disk-size-gb", "20", "--disk-size-gb 20: no sandbox provider here sizes"),
-            ("--env-state-type", "postgres", "--env-state-type 'postgres': env state")):
+            ("--env-state-type", "postgres", "--env-state-type 'postgres': no installed env "
+                                              "type backs such an env state (installed: "
+                                              "local_postgres)"),
+            ("--env-state-instance-id", "nope", "--env-state-instance-id 'nope' is not an env "
+                                                "state instance id (esi-...")):
         done = agent_env("env", "deploy", "--id", "echo", option, value)
         assert done.returncode == 1 and done.stderr.startswith(f"Error: {says}"), done.stderr
         assert len(done.stderr.strip().splitlines()) == 1

@@ -152,3 +152,29 @@ def test_a_sidecar_that_never_gets_healthy_fails_the_deploy_naming_it(
     assert "--- last log lines of the db container ---" in out
     assert "tasks/orders-compose.json v1: error" in done.stdout, done.stdout
     assert left_by(done.stdout) == []
+
+
+def test_tests_that_read_a_dot_folder_find_it_in_the_container(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    """tests/.truth/ is part of what the task ships: it reaches /tests with the rest."""
+    source = tmp_path / "harbor" / "truth"
+    shutil.copytree(TASKS / "hello-file", source)
+    (source / "tests" / ".truth").mkdir()
+    (source / "tests" / ".truth" / "expected.txt").write_text("Hello, world!")
+    (source / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nif cmp -s /app/hello.txt /tests/.truth/expected.txt; then\n"
+        "  echo 1 > /logs/verifier/reward.txt\nelse\n  ls -la /tests/.truth\n"
+        "  echo 0 > /logs/verifier/reward.txt\nfi\n")
+    done = agent_env("bundle", "import", "harbor", str(source), "-o", str(tmp_path / "bundle"))
+    assert done.returncode == 0, done.stderr
+    bundle = tmp_path / "bundle"
+    add_scripted_agent(bundle, "truth", [
+        {"match": {"tool_offered": "bash"},
+         "tool_calls": [{"name": "bash", "arguments": {
+             "command": "printf 'Hello, world!' > hello.txt"}}]},
+        {"match": {"last_tool_result_contains": "exit_code"}, "text": "Done."},
+    ])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tasks/truth.json v1: passed (tests: 1)" in done.stdout, done.stdout
+    assert left_by(done.stdout) == []

@@ -52,10 +52,17 @@ def test_an_image_artifact_is_a_build_context_and_a_file_artifact_is_not(tmp_pat
     (bundle / "artifacts" / "data").mkdir(parents=True)
     (bundle / "artifacts" / "data" / "a.txt").write_text("a")
     (bundle / "artifacts" / "data" / ".hidden").write_text("h")
+    (bundle / "artifacts" / "data" / ".truth").mkdir()
+    (bundle / "artifacts" / "data" / ".truth" / "expected.txt").write_text("e")
+    for dropped in (".git", "__pycache__"):  # version control and caches are never kept
+        (bundle / "artifacts" / "data" / dropped).mkdir()
+        (bundle / "artifacts" / "data" / dropped / "x").write_text("x")
+    (bundle / "artifacts" / "data" / ".DS_Store").write_text("litter")
     parsed, problems = parse_bundle(bundle, local_id_root(bundle))
     assert problems == []
     by_name = {a.name: sorted(f.path for f in a.files) for a in parsed.artifacts}
-    assert by_name == {"img": KEPT, "data": ["a.txt"]}
+    # a file artifact keeps its dot-files and dot-folders, as a task ships them
+    assert by_name == {"img": KEPT, "data": [".hidden", ".truth/expected.txt", "a.txt"]}
 
 
 def test_an_exception_can_bring_back_a_file_inside_an_ignored_folder(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def test_parse_a_bundle(tmp_path):
     assert bundle.description == "A test bundle"
     greeting = next(a for a in bundle.artifacts if a.name == "greeting")
     assert greeting.type == "file_artifact_universe"
-    assert [f.path for f in greeting.files] == ["check.sh", "hello.txt"]
+    # a dot-file is part of the artifact (a task's tests/.truth/ must reach the container)
+    assert [f.path for f in greeting.files] == [".hidden", "check.sh", "hello.txt"]
     assert next(a for a in bundle.artifacts if a.name == "one").type == "file"
     assert bundle.tasks[0].label == "tasks/t.json"
     assert bundle.evals[0].task_names == ("t.json",)

@@ -25,7 +25,10 @@ def files(root: Path) -> dict[str, bytes]:
 def test_import_then_export_gives_the_original_task_folders_back(capsys, tmp_path) -> None:
     code, out, err = cli(capsys, "bundle", "import", "harbor", str(TASKS), "-o",
                          str(tmp_path / "bundle"))
-    assert (code, err) == (0, "")
+    assert code == 0
+    # a dataset shows a line per task as it goes (on stderr: stdout is the report)
+    assert err.splitlines() == [f"[{i}/3] {TASKS / name}" for i, name in enumerate(
+        ("hello-file", "orders-compose", "partial-credit"), 1)]
     assert f"imported {TASKS / 'hello-file'} -> tasks/hello-file.json" in out
     # the [task] name of a 1.1 task.toml names it (its last part), else the folder does
     assert "-> tasks/partial-credit.json" in out
@@ -147,9 +150,58 @@ def test_two_tasks_of_one_name_are_refused(capsys, tmp_path) -> None:
     harbor_task(tmp_path / "src", "a")
     second = harbor_task(tmp_path / "src", "b")
     (second / "task.toml").write_text('[task]\nname = "org/a"\n')
-    code, _, err = cli(capsys, "bundle", "import", "harbor", str(tmp_path / "src"), "-o",
+    code, out, _ = cli(capsys, "bundle", "import", "harbor", str(tmp_path / "src"), "-o",
                        str(tmp_path / "out"))
-    assert code == 1 and "are both task 'a' (rename one)" in err
+    assert code == 0  # the first is imported, the second refused on its line
+    assert f"refused {second}: would write task 'a' (as {tmp_path / 'src' / 'a'})" in out
+    assert "imported 1, refused 1" in out
+
+
+def test_a_dataset_imports_every_task_it_can_and_refuses_the_rest(capsys, tmp_path) -> None:
+    """One task the import cannot honour never costs the others; --strict makes it exit 1."""
+    harbor_task(tmp_path / "src", "good")
+    bad = harbor_task(tmp_path / "src", "bad")
+    compose(bad, "  db:\n    image: x\n    privileged: true\n")
+    broken = harbor_task(tmp_path / "src", "broken")
+    (broken / "tests" / "test.sh").unlink()
+    code, out, _ = cli(capsys, "bundle", "import", "harbor", str(tmp_path / "src"), "-o",
+                       str(tmp_path / "out"))
+    assert code == 0, out
+    lines = out.splitlines()
+    assert [line for line in lines if line.startswith("refused ")] == [
+        f"refused {bad}/environment/docker-compose.yaml: service 'db': privileged is not "
+        "supported (an env is a sandbox)",
+        f"refused {broken}: has no tests/test.sh"]
+    assert "imported 1, refused 2" in lines
+    assert sorted(p.name for p in (tmp_path / "out" / "tasks").iterdir()) == ["good.json"]
+    assert sorted(p.name for p in (tmp_path / "out" / "envs").iterdir()) == ["good"]
+
+    code, out, _ = cli(capsys, "bundle", "import", "harbor", str(tmp_path / "src"), "-o",
+                       str(tmp_path / "strict"), "--strict")
+    assert code == 1 and "imported 1, refused 2" in out
+    assert (tmp_path / "strict" / "tasks" / "good.json").is_file()  # written all the same
+
+
+def test_a_task_that_fails_half_way_leaves_none_of_its_files(capsys, tmp_path,
+                                                             monkeypatch) -> None:
+    import agentenv_harbor.convert as convert
+
+    harbor_task(tmp_path / "src", "good")
+    harbor_task(tmp_path / "src", "late")
+    real = convert.shutil.copyfile
+
+    def failing(source, target, *args, **kwargs):
+        if "late" in str(target) and str(source).endswith("verify.py"):
+            raise convert.UserError("late: the disk is full")
+        return real(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(convert.shutil, "copyfile", failing)
+    code, out, _ = cli(capsys, "bundle", "import", "harbor", str(tmp_path / "src"), "-o",
+                       str(tmp_path / "out"))
+    assert code == 0 and "refused late: the disk is full" in out
+    written = sorted(p.relative_to(tmp_path / "out").as_posix()
+                     for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert not any("late" in path for path in written), written
 
 
 def test_an_existing_output_folder_is_never_overwritten(capsys, tmp_path) -> None:
@@ -265,3 +317,27 @@ def test_an_output_inside_the_source_is_refused(capsys, tmp_path, command) -> No
                        str(source / "sub" / "out"))
     assert code == 1 and "is inside" in err and "give a folder outside it" in err
     assert not (source / "sub").exists()
+
+
+def test_dot_files_are_kept_and_what_is_left_out_is_said(capsys, tmp_path) -> None:
+    """A task's tests/.truth/ reaches the bundle (and so the container); version control and
+    caches are left out, and the import says so."""
+    from agent_env.bundles.model import local_id_root
+    from agent_env.bundles.parse import parse_bundle
+
+    folder = harbor_task(tmp_path / "src", "t")
+    (folder / "tests" / ".truth").mkdir()
+    (folder / "tests" / ".truth" / "expected.txt").write_text("42\n")
+    (folder / "environment" / "__pycache__").mkdir()
+    (folder / "environment" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    code, out, _ = cli(capsys, "bundle", "import", "harbor", str(folder), "-o",
+                       str(tmp_path / "b"))
+    assert code == 0
+    assert ("  note: left out environment/__pycache__ (version control, caches and folder "
+            "litter are never part of a bundle)") in out
+    parsed, problems = parse_bundle(tmp_path / "b", local_id_root(tmp_path / "b"))
+    assert problems == []
+    (tests,) = [a for a in parsed.artifacts if a.name == "t-harbor"]
+    assert "tests/.truth/expected.txt" in [f.path for f in tests.files]
