@@ -68,6 +68,9 @@ ENV_TOML = 'environment_name = "harbor"\n'
 ARTIFACT_SUFFIX = "-harbor"
 #: A compose task's main container, beside the multi env named for the task.
 MAIN_SUFFIX = "-main"
+#: A separate verifier's env, and the artifact's file telling verify.py about it.
+VERIFIER_SUFFIX = "-verifier"
+VERIFIER_FILE = "harbor-verifier.json"
 #: What the import copies into the artifact as it was (export writes them back).
 KEPT = ("task.toml", "instruction.md", "tests", "solution")
 DEFAULT_AGENT_TIMEOUT = 600.0
@@ -259,30 +262,107 @@ def _compose(folder: Path) -> ComposePlan | None:
     return None if path is None else compose_plan(path, read_text(path))
 
 
-def env_names(name: str, compose: ComposePlan | None) -> list[str]:
-    """The env folders a task's import writes."""
-    if compose is None:
-        return [name]
-    return [name, f"{name}{MAIN_SUFFIX}", *(f"{name}-{s.name}" for s in compose.sidecars)]
+@attrs.frozen
+class TaskPlan:
+    """What the import writes for one task folder."""
+
+    name: str
+    settings: dict[str, Any]
+    compose: ComposePlan | None = None
+    #: A separate verifier (``[verifier] environment_mode = "separate"``): the artifact paths
+    #: it gets from the agent's container; None: the tests run in the agent's container.
+    verifier_artifacts: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def separate(self) -> bool:
+        return self.verifier_artifacts is not None
+
+    @property
+    def main_env(self) -> str:
+        """The env the agent works in (a compose task's ``main``)."""
+        return f"{self.name}{MAIN_SUFFIX}" if self.compose else self.name
+
+    def env_names(self) -> list[str]:
+        """The env folders the import writes."""
+        names = [self.name]
+        if self.compose is not None:
+            names += [self.main_env, *(f"{self.name}-{s.name}" for s in self.compose.sidecars)]
+        if self.separate:
+            names.append(self.name + VERIFIER_SUFFIX)
+        return names
 
 
-def _plan(folder: Path) -> tuple[str, dict[str, Any], ComposePlan | None]:
-    """A task folder's name, settings and compose plan; UserError naming every problem."""
+def _plan(folder: Path) -> TaskPlan:
+    """A task folder's plan; UserError naming every problem."""
     problems = _check(folder)
     if problems:
         raise UserError("; ".join(problems))
     settings = _read_settings(folder)
     _seconds(settings, "agent", folder)
     _seconds(settings, "verifier", folder)
-    return _name(settings, folder), settings, _compose(folder)
+    artifacts, notes = _verifier(settings, folder)
+    return TaskPlan(_name(settings, folder), settings, _compose(folder), artifacts, notes)
 
 
-def _remove_task(output: Path, name: str, compose: ComposePlan | None) -> None:
+def _verifier(settings: dict[str, Any], folder: Path) -> tuple[tuple[str, ...] | None,
+                                                                 tuple[str, ...]]:
+    """Schema 1.3's verifier keys: the artifact paths a separate verifier gets (None: shared
+    mode) and note lines; UserError for what cannot be honoured."""
+    where = folder / "task.toml"
+    verifier = settings.get("verifier") or {}
+    mode = verifier.get("environment_mode")
+    table = verifier.get("environment")
+    problems, notes = [], []
+    if mode not in (None, "shared", "separate"):
+        problems.append(f"{where}: [verifier] environment_mode must be \"shared\" or "
+                        f"\"separate\", not {mode!r}")
+    if mode == "shared" and table is not None:
+        problems.append(f"{where}: [verifier.environment] needs environment_mode "
+                        "\"separate\" (Harbor refuses it with \"shared\")")
+    separate = mode == "separate" or (mode is None and table is not None)
+    if table is not None and not isinstance(table, dict):
+        problems.append(f"{where}: [verifier] environment must be a table")
+    elif isinstance(table, dict):
+        if table.get("docker_image"):
+            problems.append(f"{where}: [verifier.environment] docker_image: a prebuilt "
+                            "verifier image is not supported (give tests/Dockerfile)")
+        unused = sorted(k for k in table if k not in ("docker_image", "build_timeout_sec"))
+        if unused:
+            notes.append(f"[verifier.environment] {', '.join(unused)} kept in task.toml, not "
+                         "applied")
+    if separate and not (folder / "tests" / "Dockerfile").is_file():
+        problems.append(f"{folder}: a separate verifier is built from tests/Dockerfile, and "
+                        "this task has none")
+    if "steps" in settings:
+        problems.append(f"{where}: [[steps]]: multi-step tasks are not supported")
+    paths = []
+    for entry in settings.get("artifacts") or []:
+        source = entry.get("source") if isinstance(entry, dict) else entry
+        if not isinstance(source, str) or not source.startswith("/"):
+            problems.append(f"{where}: artifacts entry {entry!r} names no absolute path"[:300])
+        elif isinstance(entry, dict) and entry.get("service") not in (None, "main"):
+            problems.append(f"{where}: artifacts entry {source}: collecting from service "
+                            f"{entry['service']!r} is not supported (only main's files)")
+        else:
+            paths.append(source)
+    if settings.get("artifacts") is not None and not separate:
+        notes.append("artifacts kept in task.toml: Harbor copies them to its trial folder; "
+                     "here a shared verifier reads them in the container itself")
+    if (settings.get("solution") or {}).get("env"):
+        notes.append("[solution] env kept in task.toml (for an oracle agent, which this "
+                     "installation does not have)")
+    if problems:
+        raise UserError("; ".join(problems))
+    return (tuple(paths) if separate else None), tuple(notes)
+
+
+def _remove_task(output: Path, plan: TaskPlan) -> None:
     """What an import that failed half-way wrote for one task."""
-    for env in env_names(name, compose):
+    for env in plan.env_names():
         shutil.rmtree(output / "envs" / env, ignore_errors=True)
-    shutil.rmtree(output / "artifacts" / (name + ARTIFACT_SUFFIX), ignore_errors=True)
-    (output / "tasks" / f"{name}.json").unlink(missing_ok=True)
+    shutil.rmtree(output / "artifacts" / (plan.name + ARTIFACT_SUFFIX), ignore_errors=True)
+    (output / "tasks" / f"{plan.name}.json").unlink(missing_ok=True)
 
 
 def _check(folder: Path) -> list[str]:
@@ -311,8 +391,10 @@ def _check(folder: Path) -> list[str]:
     return problems
 
 
-def _task_steps(name: str, instruction: str, agent_timeout: float | None) -> list[dict[str, Any]]:
-    return [
+def _task_steps(plan: TaskPlan, instruction: str,
+                agent_timeout: float | None) -> list[dict[str, Any]]:
+    name = plan.name
+    steps: list[dict[str, Any]] = [
         {"id": "deploy", "type": "deploy_env", "env_id": name},
         {"id": "agent", "type": "deploy_agent", "depends_on": ["deploy"], "env_ids": [name]},
         {"id": "solve", "type": "prompt_agent", "depends_on": ["agent"], "prompt": instruction,
@@ -321,6 +403,11 @@ def _task_steps(name: str, instruction: str, agent_timeout: float | None) -> lis
          "file_artifact_id": name + ARTIFACT_SUFFIX, "verifier_id": "reward",
          "score_aggregator": "weighted_average"},
     ]
+    if plan.separate:  # its own container, deployed once the agent is done
+        steps.insert(3, {"id": "verifier", "type": "deploy_env", "depends_on": ["solve"],
+                         "env_id": name + VERIFIER_SUFFIX})
+        steps[-1]["depends_on"] = ["verifier"]
+    return steps
 
 
 class HarborFormat:
@@ -346,10 +433,11 @@ class HarborFormat:
             if len(folders) > 1:  # a dataset: a line per task as it goes
                 say(f"[{index}/{len(folders)}] {folder}")
             try:
-                name, settings, compose = _plan(folder)
-                taken = [f"task '{name}' (as {names[name]})"] if name in names else []
+                plan = _plan(folder)
+                taken = [f"task '{plan.name}' (as {names[plan.name]})"] \
+                    if plan.name in names else []
                 taken += [f"envs/{env}/ (written for {envs[env]})"
-                          for env in env_names(name, compose) if env in envs]
+                          for env in plan.env_names() if env in envs]
                 if taken:
                     raise UserError(f"{folder}: would write {', '.join(taken)} again (rename "
                                     "the task)")
@@ -357,13 +445,13 @@ class HarborFormat:
                 refused.append(str(exc))
                 continue
             try:
-                lines += _import_one(name, folder, settings, output, budget, compose)
+                lines += _import_one(plan, folder, output, budget)
             except UserError as exc:
-                _remove_task(output, name, compose)
+                _remove_task(output, plan)
                 refused.append(str(exc))
                 continue
-            names[name] = folder
-            envs.update(dict.fromkeys(env_names(name, compose), folder))
+            names[plan.name] = folder
+            envs.update(dict.fromkeys(plan.env_names(), folder))
         if not names:
             raise UserError("; ".join(refused))
         lines.append("Its tasks leave the agent to the run: give --agent ID (agent-env a2a-agent "
@@ -389,20 +477,28 @@ class HarborFormat:
         return lines
 
 
-def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
-                budget: Budget, compose: ComposePlan | None = None) -> list[str]:
-    env = output / "envs" / (name + MAIN_SUFFIX if compose else name)
-    copy_tree(folder / "environment", env, budget)
+def _shell_env(source: Path, env: Path, budget: Budget,
+               environment: dict[str, str] | None = None) -> None:
+    """``source`` (a build context) as an env served by the shell server."""
+    copy_tree(source, env, budget)
     dockerfile = read_text(env / "Dockerfile")
     if not dockerfile.endswith("\n"):
         dockerfile += "\n"
-    added = ADDED_LINES + "".join(f"ENV {key}={_env_value(value)}\n" for key, value in
-                                  (compose.main_environment if compose else {}).items())
+    added = ADDED_LINES + "".join(f"ENV {key}={_env_value(value)}\n"
+                                  for key, value in (environment or {}).items())
     (env / "Dockerfile").write_text(dockerfile + added, encoding="utf-8")
     shutil.copyfile(TEMPLATES / SHELL_FILE, env / SHELL_FILE)
     (env / "env.toml").write_text(ENV_TOML, encoding="utf-8")
+
+
+def _import_one(plan: TaskPlan, folder: Path, output: Path, budget: Budget) -> list[str]:
+    name, settings, compose = plan.name, plan.settings, plan.compose
+    _shell_env(folder / "environment", output / "envs" / plan.main_env, budget,
+               compose.main_environment if compose else None)
     if compose is not None:
         _write_compose_envs(name, compose, output, budget)
+    if plan.separate:
+        _shell_env(folder / "tests", output / "envs" / (name + VERIFIER_SUFFIX), budget)
 
     artifact = output / "artifacts" / (name + ARTIFACT_SUFFIX)
     artifact.mkdir(parents=True)
@@ -413,20 +509,30 @@ def _import_one(name: str, folder: Path, settings: dict[str, Any], output: Path,
         elif os.path.lexists(source):
             copy_file(source, artifact / kept, budget)
     shutil.copyfile(TEMPLATES / "verify.py", artifact / "verify.py")
+    if plan.separate:
+        (artifact / VERIFIER_FILE).write_text(json.dumps({
+            "env": name + VERIFIER_SUFFIX, "artifacts": list(plan.verifier_artifacts or ())},
+            indent=2) + "\n", encoding="utf-8")
 
     instruction = read_text(folder / "instruction.md")
     tasks = output / "tasks"
     tasks.mkdir(exist_ok=True)
-    steps = _task_steps(name, instruction, _seconds(settings, "agent", folder))
+    steps = _task_steps(plan, instruction, _seconds(settings, "agent", folder))
     text = json.dumps(steps, indent=2) + "\n"
     if len(text.encode("utf-8")) > MAX_TASK_FILE_BYTES:  # a bundle we could not run
         raise UserError(f"{folder / 'instruction.md'}: too long for a task file (at most "
                         f"{MAX_TASK_FILE_BYTES // 1024**2} MiB with its steps)")
     (tasks / f"{name}.json").write_text(text, encoding="utf-8")
 
-    written = ", ".join(f"envs/{e}/" for e in env_names(name, compose))
+    written = ", ".join(f"envs/{e}/" for e in plan.env_names())
     lines = [f"imported {folder} -> tasks/{name}.json, {written}, "
              f"artifacts/{name}{ARTIFACT_SUFFIX}/"]
+    if plan.separate:
+        lines.append(f"  verifier: its own container (envs/{name}{VERIFIER_SUFFIX}/, from "
+                     "tests/Dockerfile), given the artifacts "
+                     f"{', '.join(plan.verifier_artifacts or ()) or '(none)'} and "
+                     "/logs/artifacts")
+    lines += [f"  note: {note}" for note in plan.notes]
     if compose is not None:
         services = ", ".join(s.name for s in compose.sidecars) or "none"
         lines.append(f"  compose: main and its services ({services}) deploy as one multi env "
@@ -508,6 +614,9 @@ def _export_one(bundle: Path, task: Path, output: Path, budget: Budget) -> str |
         by_type.setdefault(str(step.get("type")), []).append(step)
     deploys, prompts = by_type.get("deploy_env", []), by_type.get("prompt_agent", [])
     verifiers = by_type.get("env_outcome_verifier", [])
+    # a separate verifier's env is deployed too; its files come back from the tests
+    deploys = [d for d in deploys if not (len(deploys) == 2 and str(d.get("env_id")).endswith(
+        VERIFIER_SUFFIX))]
     if len(deploys) != 1 or len(prompts) != 1 or len(verifiers) != 1:
         return ("a Harbor task is one env, one prompt and one test run (deploy_env, "
                 "prompt_agent, env_outcome_verifier once each)")

@@ -130,16 +130,17 @@ class EnvOutcomeVerifier(Step):
     def run_context(self, ctx: TaskContext) -> Any:
         """The :class:`~agentenv_mcp_env.run_context.Run` its script may ask for."""
         from agent_env.api import find_reply
-        from agentenv_mcp_env.run_context import run_of
+        from agentenv_mcp_env.run_context import env_urls, run_of
 
+        envs = env_urls(ctx.envs)
         if self.prompt_id is not None:
             reply = find_reply(ctx, self.prompt_id)
             if reply is None:
                 raise StepError(f"no reply to prompt '{self.prompt_id}' is recorded")
-            return run_of(reply)
+            return run_of(reply, envs)
         answered = [o for o in ctx.outputs.values()
                     if isinstance(o, dict) and "prompt_id" in o and "response" in o]
-        return run_of(answered[-1] if answered else None)
+        return run_of(answered[-1] if answered else None, envs)
 
     def _entry(self, artifact: Any) -> str:
         """The script to run: ``script_file``, else ``verify.py``, else the only ``.py``."""

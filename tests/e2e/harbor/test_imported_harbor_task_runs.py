@@ -178,3 +178,39 @@ def test_tests_that_read_a_dot_folder_find_it_in_the_container(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "tasks/truth.json v1: passed (tests: 1)" in done.stdout, done.stdout
     assert left_by(done.stdout) == []
+
+
+# -- schema 1.3: the verifier in a container of its own, given the task's artifacts ---------------
+
+def test_a_separate_verifier_scores_the_artifacts_in_its_own_container(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    bundle = imported(agent_env, tmp_path, "answer-separate")
+    add_scripted_agent(bundle, "answer-separate", [
+        {"match": {"tool_offered": "bash"},
+         "tool_calls": [{"name": "bash", "arguments": {
+             "command": "echo 42 > /app/answer.txt; ls /verifier-marker"}}]},
+        # answered only if the agent's container lacks the verifier's marker
+        {"match": {"last_tool_result_contains": "No such file"}, "text": "Written."},
+    ])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tasks/answer-separate.json v1: passed (tests: 1)" in done.stdout, done.stdout
+    (row,) = rows_of(agent_env, done.stdout)
+    assert "the answer is right" in row["justification"]
+    assert left_by(done.stdout) == []
+
+
+def test_a_separate_verifier_without_the_artifact_scores_0(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    """An artifact the agent never wrote is missing in the verifier's container: the tests
+    judge that (0), it is not an error of the run."""
+    bundle = imported(agent_env, tmp_path, "answer-separate")
+    add_scripted_agent(bundle, "answer-separate", [{"text": "I did nothing."}])
+    done = agent_env("run", str(bundle), timeout=900)
+    assert done.returncode == 1
+    assert "tasks/answer-separate.json v1: scored below 1 (tests: 0)" in done.stdout, done.stdout
+    (row,) = rows_of(agent_env, done.stdout)
+    # the tests ran in the verifier's container (its marker), and no answer reached it
+    assert "marker: the verifier's container; answer: cat: /app/answer.txt: No such file" \
+        in row["justification"]
+    assert left_by(done.stdout) == []

@@ -27,8 +27,8 @@ def test_import_then_export_gives_the_original_task_folders_back(capsys, tmp_pat
                          str(tmp_path / "bundle"))
     assert code == 0
     # a dataset shows a line per task as it goes (on stderr: stdout is the report)
-    assert err.splitlines() == [f"[{i}/3] {TASKS / name}" for i, name in enumerate(
-        ("hello-file", "orders-compose", "partial-credit"), 1)]
+    assert err.splitlines() == [f"[{i}/4] {TASKS / name}" for i, name in enumerate(
+        ("answer-separate", "hello-file", "orders-compose", "partial-credit"), 1)]
     assert f"imported {TASKS / 'hello-file'} -> tasks/hello-file.json" in out
     # the [task] name of a 1.1 task.toml names it (its last part), else the folder does
     assert "-> tasks/partial-credit.json" in out
@@ -39,7 +39,7 @@ def test_import_then_export_gives_the_original_task_folders_back(capsys, tmp_pat
                        str(tmp_path / "back"))
     assert code == 0
     assert "exported tasks/hello-file.json -> hello-file/" in out
-    for task in ("hello-file", "orders-compose", "partial-credit"):
+    for task in ("answer-separate", "hello-file", "orders-compose", "partial-credit"):
         assert files(tmp_path / "back" / task) == files(TASKS / task)
 
 
@@ -126,6 +126,24 @@ def compose(folder: Path, services: str, main: str = "    build: .\n") -> None:
      "service 'main': must build from environment/Dockerfile (build: .)"),
     (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: [\n"),
      "docker-compose.yaml: not valid YAML"),
+    # schema 1.3: what cannot be honoured is refused by name, never dropped
+    (lambda f: (f / "task.toml").write_text('[verifier]\nenvironment_mode = "apart"\n'),
+     '[verifier] environment_mode must be "shared" or "separate", not \'apart\''),
+    (lambda f: (f / "task.toml").write_text(
+        '[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 2\n'),
+     '[verifier.environment] needs environment_mode "separate"'),
+    (lambda f: (f / "task.toml").write_text('[verifier]\nenvironment_mode = "separate"\n'),
+     "a separate verifier is built from tests/Dockerfile, and this task has none"),
+    (lambda f: ((f / "tests" / "Dockerfile").write_text("FROM x\n"), (f / "task.toml")
+                .write_text('[verifier.environment]\ndocker_image = "org/verifier:1"\n')),
+     "docker_image: a prebuilt verifier image is not supported"),
+    (lambda f: (f / "task.toml").write_text('[[steps]]\nname = "one"\n'),
+     "[[steps]]: multi-step tasks are not supported"),
+    (lambda f: (f / "task.toml").write_text(
+        'artifacts = [{source = "/var/log/api.log", service = "api"}]\n'),
+     "artifacts entry /var/log/api.log: collecting from service 'api' is not supported"),
+    (lambda f: (f / "task.toml").write_text('artifacts = ["relative.txt"]\n'),
+     "artifacts entry 'relative.txt' names no absolute path"),
     (lambda f: (f / "environment" / "Dockerfile").unlink(), "has no environment/Dockerfile"),
     (lambda f: (f / "tests" / "link").symlink_to("/etc/passwd"), "link is a symlink: only regular"),
     (lambda f: os.mkfifo(f / "tests" / "pipe"), "pipe is a FIFO: only regular"),
@@ -223,7 +241,7 @@ def test_export_names_the_tasks_that_do_not_fit(capsys, tmp_path) -> None:
     assert ("skipped tasks/other.json: a Harbor task is one env, one prompt and one test run"
             in out)
     assert sorted(p.name for p in (tmp_path / "back").iterdir()) == [
-        "hello-file", "orders-compose", "partial-credit"]
+        "answer-separate", "hello-file", "orders-compose", "partial-credit"]
 
     hello = tmp_path / "hello-bundle"
     shutil.copytree(Path(__file__).parents[3] / "core/agent_env/bundles/shipped/hello", hello)

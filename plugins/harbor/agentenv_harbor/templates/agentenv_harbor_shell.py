@@ -9,6 +9,12 @@ empty ``/tests`` and ``/logs/verifier``, write the tests to ``/tests``, run ``ba
 /tests/test.sh`` (its output to ``/logs/verifier/test-stdout.txt``) and read the reward from
 ``/logs/verifier/reward.txt`` or ``reward.json``. ``data/get`` answers how that run went; the
 run goes on in the background, since a gateway call lasts at most 30 s.
+
+A task whose verifier runs in a container of its own (``[verifier] environment_mode =
+"separate"``) uses two more parts: ``harbor_collect`` (in the agent's container: read the
+task's ``artifacts`` and ``/logs/artifacts``; ``data/get`` answers them as
+``harbor_collected``) and ``harbor_files`` (in the verifier's container, whose image holds
+``/tests`` itself: write those files where they were, then run the tests).
 """
 
 from __future__ import annotations
@@ -38,6 +44,36 @@ MAX_COMMAND_SECONDS = 25.0
 OUTPUT_LIMIT = 32 * 1024
 TESTS = Path("/tests")
 VERIFIER_LOGS = Path("/logs/verifier")
+#: Harbor's convention: what lands here is collected with the task's artifacts.
+ARTIFACTS = Path("/logs/artifacts")
+#: The most artifacts one collect carries (they travel through the gateway as JSON).
+MAX_COLLECT_BYTES = 8 * 1024 * 1024
+
+
+def _collect(paths: list[str]) -> dict[str, Any]:
+    """``{"files": {absolute path: {"data": base64, "mode": int}}, "missing": [...]}`` of every
+    file under ``paths`` (and ``/logs/artifacts``): an artifact the agent never wrote is
+    missing, for the tests to judge; ``{"error": why}`` when they are too big."""
+    files: dict[str, Any] = {}
+    missing: list[str] = []
+    total = 0
+    for raw in [*paths, str(ARTIFACTS)]:
+        root = Path(raw)
+        if not root.is_absolute() or ".." in root.parts:
+            return {"error": f"artifact path {raw!r} is not an absolute path"}
+        if not root.exists():
+            if root != ARTIFACTS:
+                missing.append(raw)
+            continue
+        found = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for path in found:
+            total += path.stat().st_size
+            if total > MAX_COLLECT_BYTES:
+                return {"error": f"the artifacts are larger than "
+                                 f"{MAX_COLLECT_BYTES // 1024 // 1024} MiB"}
+            files[str(path)] = {"data": base64.b64encode(path.read_bytes()).decode("ascii"),
+                                "mode": path.stat().st_mode & 0o777}
+    return {"files": files, "missing": missing}
 
 
 def _tail(text: str) -> str:
@@ -91,6 +127,7 @@ class HarborShell(AgentEnvEnvironment):
         self.workdir = os.getcwd()
         self.result: dict[str, Any] = {"state": "not run"}
         self._run: asyncio.Task[None] | None = None
+        self.collected: dict[str, Any] | None = None
 
     @tool(name="bash")
     async def bash(self, command: str, timeout_sec: float = MAX_COMMAND_SECONDS) -> dict:
@@ -120,14 +157,33 @@ class HarborShell(AgentEnvEnvironment):
         the tests (parts without ``harbor_tests`` are not for this server and are ignored)."""
         for part in parts:
             data = getattr(part, "data", None)
-            if isinstance(data, dict) and isinstance(data.get("harbor_tests"), dict):
+            if not isinstance(data, dict):
+                continue
+            if isinstance(data.get("harbor_collect"), list):
+                self.collected = _collect([str(p) for p in data["harbor_collect"]])
+            elif isinstance(data.get("harbor_tests"), dict) or \
+                    isinstance(data.get("harbor_files"), dict):
                 if self._run is not None and not self._run.done():
                     raise RuntimeError("the tests are already running")
-                files = data["harbor_tests"]
                 timeout = float(data.get("timeout_sec") or 600)
-                self._prepare(files)
+                if isinstance(data.get("harbor_tests"), dict):
+                    self._prepare(data["harbor_tests"])
+                else:  # a verifier container: its image holds /tests
+                    self._place(data["harbor_files"])
                 self.result = {"state": "running", "started": time.time()}
                 self._run = asyncio.get_running_loop().create_task(self._test(timeout))
+
+    def _place(self, files: dict[str, Any]) -> None:
+        """The agent's artifacts, written where they were in its container."""
+        shutil.rmtree(VERIFIER_LOGS, ignore_errors=True)
+        VERIFIER_LOGS.mkdir(parents=True)
+        for name, meta in files.items():
+            target = Path(name)
+            if not target.is_absolute() or ".." in target.parts:
+                raise ValueError(f"artifact path is not absolute: {name!r}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(base64.b64decode(meta["data"]))
+            os.chmod(target, int(meta.get("mode", 0o644)))
 
     def _prepare(self, files: dict[str, Any]) -> None:
         for folder in (TESTS, VERIFIER_LOGS):
@@ -155,7 +211,10 @@ class HarborShell(AgentEnvEnvironment):
 
     @get_data
     def test_result(self) -> list:
-        return [DataPart({"harbor_result": self.result})]
+        parts = [DataPart({"harbor_result": self.result})]
+        if self.collected is not None:
+            parts.append(DataPart({"harbor_collected": self.collected}))
+        return parts
 
 
 if __name__ == "__main__":

@@ -5,15 +5,23 @@ folder sits next to this file (the agent never saw it): it is sent to the env's 
 where the task's container runs ``tests/test.sh`` (see ``agentenv_harbor_shell.py`` in the env),
 and the rewards it wrote become the score rows: ``reward.txt`` one row, ``reward.json`` one
 row per named reward. A row passes at 1.0.
+
+A task whose verifier runs in a container of its own (``[verifier] environment_mode =
+"separate"``, or a ``[verifier.environment]`` table) is scored there instead: the task's
+``artifacts`` (and ``/logs/artifacts``) are collected from the agent's container and written
+at the same paths in the verifier's, deployed after the agent from ``tests/Dockerfile`` (its
+env is named in ``harbor-verifier.json``), whose image holds ``/tests`` itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from agentenv_protocol.client import DataPlaneClient
 
@@ -30,6 +38,18 @@ def _timeout() -> float:
         return DEFAULT_TIMEOUT
 
 
+def _separate() -> dict[str, Any] | None:
+    """``{"env": the verifier's env, "artifacts": [paths]}`` for a separate verifier, else
+    None (written by the import: ``harbor-verifier.json``)."""
+    path = HERE / "harbor-verifier.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _data_part(answer: dict[str, Any], key: str) -> Any:
+    return next((p["data"][key] for p in answer.get("parts", [])
+                 if isinstance(p.get("data"), dict) and key in p["data"]), None)
+
+
 def _tests() -> dict[str, dict[str, object]]:
     root = HERE / "tests"
     return {path.relative_to(root).as_posix(): {
@@ -38,18 +58,38 @@ def _tests() -> dict[str, dict[str, object]]:
         for path in sorted(root.rglob("*")) if path.is_file()}
 
 
-async def verify(mcp_url: str) -> list[dict[str, object]]:
-    timeout = _timeout()
-    base = mcp_url[: -len("/mcp")] if mcp_url.endswith("/mcp") else mcp_url
-    async with DataPlaneClient(base, timeout=30) as data:
+def _base(mcp_url: str) -> str:
+    return mcp_url[: -len("/mcp")] if mcp_url.endswith("/mcp") else mcp_url
+
+
+async def _collect(mcp_url: str, paths: list[str]) -> dict[str, Any]:
+    """The artifacts from the agent's container, as the shell server read them."""
+    async with DataPlaneClient(_base(mcp_url), timeout=30) as data:
         await data.call("data/add", {"parts": [{"kind": "data", "data": {
-            "harbor_tests": _tests(), "timeout_sec": timeout}}]})
+            "harbor_collect": paths}}]})
+        collected = _data_part(await data.call("data/get", {}), "harbor_collected")
+    if not isinstance(collected, dict) or "files" not in collected:
+        raise RuntimeError(f"collecting the artifacts failed: "
+                           f"{(collected or {}).get('error', 'no answer')}")
+    return dict(collected["files"])
+
+
+async def verify(mcp_url: str, run: Any = None) -> list[dict[str, object]]:
+    timeout = _timeout()
+    separate = _separate()
+    if separate is None:
+        payload: dict[str, Any] = {"harbor_tests": _tests(), "timeout_sec": timeout}
+        target = mcp_url
+    else:
+        files = await _collect(mcp_url, list(separate.get("artifacts") or []))
+        payload = {"harbor_files": files, "timeout_sec": timeout}
+        target = run.env_url(separate["env"])
+    async with DataPlaneClient(_base(target), timeout=30) as data:
+        await data.call("data/add", {"parts": [{"kind": "data", "data": payload}]})
         deadline = time.monotonic() + timeout + 30
         while True:
             answer = await data.call("data/get", {})
-            result = next((p["data"]["harbor_result"] for p in answer.get("parts", [])
-                           if isinstance(p.get("data"), dict)
-                           and "harbor_result" in p["data"]), None)
+            result = _data_part(answer, "harbor_result")
             if result is None:
                 raise RuntimeError("the env answered no harbor_result: is it an imported "
                                    "Harbor env?")

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "$ANSWER" > /app/answer.txt
