@@ -52,8 +52,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agentenv-framework-agents",
         "agents",
         {
-            "agent_type": ("a2a",),
-            "agent": ("model-agent", "claude-code", "codex"),
+            "agent_type": ("a2a", "nop", "oracle"),
+            "agent": ("model-agent", "claude-code", "codex", "oracle", "nop"),
             "model_provider": ("scripted",),
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
                           "agent_prompt_response_verifier", "verify_agent_card",

@@ -1,7 +1,8 @@
 """The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
 ``snapshot_agent_state``, ``agent_prompt_response_verifier``, ``verify_agent_card``,
-``scripted_model``), the ``a2a-agent`` command, the ``a2a`` agent type, the shipped
-``model-agent``, ``claude-code`` and ``codex`` agents and the ``agents-smoke``,
+``scripted_model``), the ``a2a-agent`` command, the ``a2a``, ``oracle`` and ``nop`` agent
+types, the shipped ``model-agent``, ``claude-code``, ``codex``, ``oracle`` and ``nop`` agents
+and the ``agents-smoke``,
 ``claude-code-smoke``, ``codex-smoke`` and ``conversation-smoke`` bundles.
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
@@ -25,14 +26,18 @@ BUNDLES = HERE / "bundles"
 
 @hookimpl
 def agent_env_agent_types() -> list[Lazy]:
-    return [Lazy("a2a", "agentenv_agents.a2a_type:A2aAgentType")]
+    return [Lazy("a2a", "agentenv_agents.a2a_type:A2aAgentType"),
+            Lazy("oracle", "agentenv_agents.validators:OracleAgentType"),
+            Lazy("nop", "agentenv_agents.validators:NopAgentType")]
 
 
 @hookimpl
 def agent_env_agents() -> list[AgentSource]:
     return [AgentSource("model-agent", AGENTS / "model-agent"),
             AgentSource("claude-code", AGENTS / "claude-code"),
-            AgentSource("codex", AGENTS / "codex")]
+            AgentSource("codex", AGENTS / "codex"),
+            AgentSource("oracle", AGENTS / "oracle"),
+            AgentSource("nop", AGENTS / "nop")]
 
 
 @hookimpl

@@ -83,9 +83,11 @@ class DeployAgent(Step):
     type = "deploy_agent"
     agent_role = DEPLOYS
     entity_fields = {"env_ids": "envs", "agent_snapshot_files_artifact_id": "artifacts",
-                     "a2a_agent_id": "agents", "skills[].artifact_id": "artifacts"}
+                     "a2a_agent_id": "agents", "skills[].artifact_id": "artifacts",
+                     "solution_artifact_id": "artifacts"}
     version_fields = {"agent_snapshot_files_artifact_version": "agent_snapshot_files_artifact_id",
-                      "a2a_agent_version": "a2a_agent_id"}
+                      "a2a_agent_version": "a2a_agent_id",
+                      "solution_artifact_version": "solution_artifact_id"}
     #: an agent a plugin installs is named by its name, not a bundle's (``needs`` finds it)
     installed_entity_fields = frozenset({"a2a_agent_id"})
 
@@ -125,6 +127,10 @@ class DeployAgent(Step):
     agent_snapshot_files_artifact_id: str | None = None
     agent_snapshot_files_artifact_version: int | None = None
     agent_snapshot_target_context_id: str | None = None
+    #: Ours: the task's reference solution, which the ``oracle`` agent runs in place of an
+    #: agent (other agents never see it: see :mod:`agentenv_agents.validators`).
+    solution_artifact_id: str | None = None
+    solution_artifact_version: int | None = None
     #: Keep a changelog (snapshot/v1): the agent writes an increment ``000001.tar``... after
     #: each tool call it marks and each turn, under
     #: ``runs/<instance>/agent_changelog/<step id>/<agent>/`` (the output's
@@ -599,6 +605,9 @@ class PromptAgent(Step):
         if reply.error_type == INFRA_ERROR:
             raise InfraError(f"agent '{self.agent_name}' could not answer (infra_error): "
                              f"{reply.error_message or 'no message'}")
+        if reply.error_type is not None:  # recorded and scored; said, so it is not missed
+            ctx.note(f"agent '{self.agent_name}' failed the prompt ({reply.error_type}): "
+                     f"{reply.error_message or 'no message'}")
 
 
 @attrs.define(kw_only=True)

@@ -273,6 +273,8 @@ class TaskPlan:
     #: it gets from the agent's container; None: the tests run in the agent's container.
     verifier_artifacts: tuple[str, ...] | None = None
     notes: tuple[str, ...] = ()
+    #: ``solution/solve.sh`` is there: ``--agent oracle`` can run it
+    has_solution: bool = False
 
     @property
     def separate(self) -> bool:
@@ -302,7 +304,8 @@ def _plan(folder: Path) -> TaskPlan:
     _seconds(settings, "agent", folder)
     _seconds(settings, "verifier", folder)
     artifacts, notes = _verifier(settings, folder)
-    return TaskPlan(_name(settings, folder), settings, _compose(folder), artifacts, notes)
+    return TaskPlan(_name(settings, folder), settings, _compose(folder), artifacts, notes,
+                    (folder / "solution" / "solve.sh").is_file())
 
 
 def _verifier(settings: dict[str, Any], folder: Path) -> tuple[tuple[str, ...] | None,
@@ -403,6 +406,8 @@ def _task_steps(plan: TaskPlan, instruction: str,
          "file_artifact_id": name + ARTIFACT_SUFFIX, "verifier_id": "reward",
          "score_aggregator": "weighted_average"},
     ]
+    if plan.has_solution:  # what --agent oracle runs in place of an agent
+        steps[1]["solution_artifact_id"] = name + ARTIFACT_SUFFIX
     if plan.separate:  # its own container, deployed once the agent is done
         steps.insert(3, {"id": "verifier", "type": "deploy_env", "depends_on": ["solve"],
                          "env_id": name + VERIFIER_SUFFIX})

@@ -214,3 +214,30 @@ def test_a_separate_verifier_without_the_artifact_scores_0(
     assert "marker: the verifier's container; answer: cat: /app/answer.txt: No such file" \
         in row["justification"]
     assert left_by(done.stdout) == []
+
+
+# -- oracle and nop: is each task solvable, and does doing nothing score 0? ----------------------
+
+def test_the_oracle_passes_every_task_with_a_solution_and_nop_passes_none(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    """A dataset of one-container, compose and separate-verifier tasks: --agent oracle runs each
+    task's solution/solve.sh (with [solution] env) and passes; the task without a solution is
+    one line and the others still run; --agent nop scores 0 on every task."""
+    source = tmp_path / "harbor"
+    shutil.copytree(TASKS, source)
+    done = agent_env("bundle", "import", "harbor", str(source), "-o", str(tmp_path / "bundle"))
+    assert done.returncode == 0, done.stderr
+    bundle = str(tmp_path / "bundle")
+
+    oracle = agent_env("run", bundle, "--agent", "oracle", timeout=1200)
+    out = oracle.stdout
+    for task in ("answer-separate", "hello-file", "orders-compose"):
+        assert f"tasks/{task}.json v1: passed (tests: 1)" in out, out + oracle.stderr
+    assert "tasks/partial-credit.json v1: scored below 1" in out, out
+    assert "names no solution for the oracle" in out + oracle.stderr
+    assert left_by(out) == []
+
+    nop = agent_env("run", bundle, "--agent", "nop", timeout=1200)
+    for task in ("answer-separate", "hello-file", "orders-compose", "partial-credit"):
+        assert f"tasks/{task}.json v1: scored below 1" in nop.stdout, nop.stdout + nop.stderr
+    assert left_by(nop.stdout) == []

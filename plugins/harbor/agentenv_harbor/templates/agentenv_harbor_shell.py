@@ -15,6 +15,11 @@ A task whose verifier runs in a container of its own (``[verifier] environment_m
 task's ``artifacts`` and ``/logs/artifacts``; ``data/get`` answers them as
 ``harbor_collected``) and ``harbor_files`` (in the verifier's container, whose image holds
 ``/tests`` itself: write those files where they were, then run the tests).
+
+The ``oracle`` agent sends the task's reference solution the same way (``harbor_solution``):
+it is written to ``/solution`` only then and ``bash /solution/solve.sh`` runs as root in the
+working directory, with the task's ``[solution] env``; ``data/get`` answers how it went as
+``harbor_solution_result``.
 """
 
 from __future__ import annotations
@@ -43,11 +48,26 @@ from agentenv_protocol import (
 MAX_COMMAND_SECONDS = 25.0
 OUTPUT_LIMIT = 32 * 1024
 TESTS = Path("/tests")
+SOLUTION = Path("/solution")
 VERIFIER_LOGS = Path("/logs/verifier")
 #: Harbor's convention: what lands here is collected with the task's artifacts.
 ARTIFACTS = Path("/logs/artifacts")
 #: The most artifacts one collect carries (they travel through the gateway as JSON).
 MAX_COLLECT_BYTES = 8 * 1024 * 1024
+
+
+def _write_tree(root: Path, files: dict[str, Any]) -> None:
+    """``root`` emptied, then ``{relative path: {"data": base64, "mode"}}`` written under it."""
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    for name, meta in files.items():
+        parts = name.split("/")
+        if posixpath.isabs(name) or ".." in parts:
+            raise ValueError(f"file path escapes {root}: {name!r}")
+        target = root.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(base64.b64decode(meta["data"]))
+        os.chmod(target, int(meta.get("mode", 0o644)))
 
 
 def _collect(paths: list[str]) -> dict[str, Any]:
@@ -128,6 +148,8 @@ class HarborShell(AgentEnvEnvironment):
         self.result: dict[str, Any] = {"state": "not run"}
         self._run: asyncio.Task[None] | None = None
         self.collected: dict[str, Any] | None = None
+        self.solution: dict[str, Any] = {"state": "not run"}
+        self._solving: asyncio.Task[None] | None = None
 
     @tool(name="bash")
     async def bash(self, command: str, timeout_sec: float = MAX_COMMAND_SECONDS) -> dict:
@@ -161,6 +183,14 @@ class HarborShell(AgentEnvEnvironment):
                 continue
             if isinstance(data.get("harbor_collect"), list):
                 self.collected = _collect([str(p) for p in data["harbor_collect"]])
+            elif isinstance(data.get("harbor_solution"), dict):
+                if self._solving is not None and not self._solving.done():
+                    raise RuntimeError("the solution is already running")
+                _write_tree(SOLUTION, data["harbor_solution"])
+                env = {str(k): str(v) for k, v in (data.get("env") or {}).items()}
+                self.solution = {"state": "running", "started": time.time()}
+                self._solving = asyncio.get_running_loop().create_task(
+                    self._solve(float(data.get("timeout_sec") or 600), env))
             elif isinstance(data.get("harbor_tests"), dict) or \
                     isinstance(data.get("harbor_files"), dict):
                 if self._run is not None and not self._run.done():
@@ -172,6 +202,14 @@ class HarborShell(AgentEnvEnvironment):
                     self._place(data["harbor_files"])
                 self.result = {"state": "running", "started": time.time()}
                 self._run = asyncio.get_running_loop().create_task(self._test(timeout))
+
+    async def _solve(self, timeout: float, env: dict[str, str]) -> None:
+        started = time.monotonic()
+        code, output = await _run(["env", *(f"{k}={v}" for k, v in env.items()), "bash",
+                                   str(SOLUTION / "solve.sh")], self.workdir, timeout)
+        self.solution = {"state": "done", "exit_code": code,
+                         "seconds": round(time.monotonic() - started, 3),
+                         "output_tail": output[-2000:]}
 
     def _place(self, files: dict[str, Any]) -> None:
         """The agent's artifacts, written where they were in its container."""
@@ -186,17 +224,9 @@ class HarborShell(AgentEnvEnvironment):
             os.chmod(target, int(meta.get("mode", 0o644)))
 
     def _prepare(self, files: dict[str, Any]) -> None:
-        for folder in (TESTS, VERIFIER_LOGS):
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-        for name, meta in files.items():
-            parts = name.split("/")
-            if posixpath.isabs(name) or ".." in parts:
-                raise ValueError(f"test file path escapes /tests: {name!r}")
-            target = TESTS.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(base64.b64decode(meta["data"]))
-            os.chmod(target, int(meta.get("mode", 0o644)))
+        shutil.rmtree(VERIFIER_LOGS, ignore_errors=True)
+        VERIFIER_LOGS.mkdir(parents=True)
+        _write_tree(TESTS, files)
         os.chmod(TESTS / "test.sh", 0o755)
 
     async def _test(self, timeout: float) -> None:
@@ -211,7 +241,8 @@ class HarborShell(AgentEnvEnvironment):
 
     @get_data
     def test_result(self) -> list:
-        parts = [DataPart({"harbor_result": self.result})]
+        parts = [DataPart({"harbor_result": self.result}),
+                 DataPart({"harbor_solution_result": self.solution})]
         if self.collected is not None:
             parts.append(DataPart({"harbor_collected": self.collected}))
         return parts
