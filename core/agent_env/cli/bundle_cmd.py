@@ -250,3 +250,76 @@ def init(folder: Path, task_id: str | None, eval_id: str | None, version: int | 
               for kind, sub in (("task", "tasks"), ("env", "envs"), ("artifact", "artifacts"))}
     echo(f"Wrote {folder}: " + ", ".join(plural(n, k) for k, n in counts.items()))
     echo(f"Run it with: agent-env run {folder}")
+
+
+# -- validate: is every task solvable, and does doing nothing score 0? ----------------------------
+
+
+@bundle.command("validate")
+@click.argument("bundle_ref", metavar="BUNDLE")
+@click.option("--task", "tasks", multiple=True, metavar="NAME",
+              help="Validate only this task (file name or stem); repeatable.")
+@click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
+@click.option("--oracle", "oracle", default="oracle", show_default=True, metavar="AGENT",
+              help="The agent that must score 1 on every task (it runs each task's solution).")
+@click.option("--nop", "nop", default="nop", show_default=True, metavar="AGENT",
+              help="The agent that must score 0 on every task (it does nothing).")
+def validate_bundle(bundle_ref: str, tasks: tuple[str, ...], sandbox: str | None, oracle: str,
+                    nop: str) -> int:
+    """Run every task twice, with an agent that runs its reference solution and one that
+    does nothing: the first must pass and the second score 0. Lists each broken task with its
+    verifier's own words; exit 1 when any is broken."""
+    from agent_env.cli.run_cmd import run_bundle
+    from agent_env.tasks.engine import TaskResult
+    from agent_env.tasks.steps import RunChoices
+
+    runs: dict[str, list[TaskResult]] = {}
+    for agent, must in ((oracle, "pass"), (nop, "score 0")):
+        echo(f"== --agent {agent}: every task must {must}")
+        runs[agent] = []
+        run_bundle(bundle_ref, tasks=tasks, sandbox=sandbox, choices=RunChoices(agent=agent),
+                   collect=runs[agent])
+    broken = _broken(runs[oracle], runs[nop], oracle, nop)
+    names = sorted({r.task.id for rs in runs.values() for r in rs})
+    echo()
+    echo(f"Validation: {len(names) - len(broken)} of {plural(len(names), 'task')} valid")
+    for task_id, why in sorted(broken.items()):
+        echo(f"  broken: {task_id.rsplit('/', 1)[-1]}: {'; '.join(why)}")
+    return 1 if broken else 0
+
+
+def _broken(solved: list[Any], idle: list[Any], oracle: str, nop: str) -> dict[str, list[str]]:
+    """task id -> why it is broken: the solver did not pass, or doing nothing scored."""
+    from agent_env.tasks import scores
+
+    broken: dict[str, list[str]] = {}
+    for result in solved:
+        if result.outcome != scores.PASSED:
+            broken.setdefault(result.task.id, []).append(
+                f"{oracle} {result.describe()}{_words(result, failing=True)}")
+    for result in idle:
+        if result.outcome == scores.ERROR or any(v > 0 for v in result.scores.values()) \
+                or result.outcome == scores.PASSED:
+            broken.setdefault(result.task.id, []).append(
+                f"{nop} {result.describe()}{_words(result, failing=False)}")
+    return broken
+
+
+def _words(result: Any, *, failing: bool) -> str:
+    """What the task's verifiers said of the rows that make it broken (their own words)."""
+    from agent_env.runtime import current
+    from agent_env.tasks.records import StoredInstances
+
+    record = StoredInstances(current().document_store).get(result.instance_id)
+    verifications = ((record.context if record else {}).get("metadata") or {}).get(
+        "verifications") or {}
+    said = [str(row.get("justification") or "").strip()
+            for verification in verifications.values() if isinstance(verification, dict)
+            for row in verification.get("results") or []
+            if isinstance(row, dict) and (not row.get("result") if failing
+                                          else float(row.get("score") or 0) > 0)]
+    outputs = (record.context if record else {}).get("outputs") or {}
+    said += [f"the agent: {out['error_message']}" for out in outputs.values()
+             if isinstance(out, dict) and out.get("error_message")]
+    said = [s for s in said if s]
+    return f" ({' | '.join(said)[:400]})" if said else ""

@@ -218,26 +218,27 @@ def test_a_separate_verifier_without_the_artifact_scores_0(
 
 # -- oracle and nop: is each task solvable, and does doing nothing score 0? ----------------------
 
-def test_the_oracle_passes_every_task_with_a_solution_and_nop_passes_none(
+def test_validate_runs_the_oracle_and_nop_and_names_the_broken_task(
         agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
-    """A dataset of one-container, compose and separate-verifier tasks: --agent oracle runs each
-    task's solution/solve.sh (with [solution] env) and passes; the task without a solution is
-    one line and the others still run; --agent nop scores 0 on every task."""
+    """A dataset of one-container, compose and separate-verifier tasks: ``bundle validate``
+    runs --agent oracle (each task's solution/solve.sh, with [solution] env), which passes
+    every task with a solution, and --agent nop, which scores 0 on every task; the task
+    without a solution is named broken, with its verifier's words, and the others still ran."""
     source = tmp_path / "harbor"
     shutil.copytree(TASKS, source)
     done = agent_env("bundle", "import", "harbor", str(source), "-o", str(tmp_path / "bundle"))
     assert done.returncode == 0, done.stderr
-    bundle = str(tmp_path / "bundle")
 
-    oracle = agent_env("run", bundle, "--agent", "oracle", timeout=1200)
-    out = oracle.stdout
+    checked = agent_env("bundle", "validate", str(tmp_path / "bundle"), timeout=1800)
+    out = checked.stdout
+    assert checked.returncode == 1, out + checked.stderr
+    oracle, nop = out.split("== --agent nop: every task must score 0")
     for task in ("answer-separate", "hello-file", "orders-compose"):
-        assert f"tasks/{task}.json v1: passed (tests: 1)" in out, out + oracle.stderr
-    assert "tasks/partial-credit.json v1: scored below 1" in out, out
-    assert "names no solution for the oracle" in out + oracle.stderr
+        assert f"tasks/{task}.json v1: passed (tests: 1)" in oracle, out + checked.stderr
+        assert f"tasks/{task}.json v1: scored below 1 (tests: 0)" in nop, out
+    assert "names no solution for the oracle" in out + checked.stderr
+    assert "Validation: 3 of 4 tasks valid" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("  broken: ")]
+    assert line.startswith("  broken: partial-credit: oracle scored below 1 (tests: 0) ("), line
+    assert "the agent: this task names no solution for the oracle" in line
     assert left_by(out) == []
-
-    nop = agent_env("run", bundle, "--agent", "nop", timeout=1200)
-    for task in ("answer-separate", "hello-file", "orders-compose", "partial-credit"):
-        assert f"tasks/{task}.json v1: scored below 1" in nop.stdout, nop.stdout + nop.stderr
-    assert left_by(nop.stdout) == []
