@@ -54,10 +54,16 @@ def _fresh_output(output: Path, source: Path | None = None) -> None:
 @click.argument("format_name", metavar="FORMAT")
 @click.argument("source", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--output", "-o", type=click.Path(path_type=Path, file_okay=False),
-              required=True, help="The bundle folder to write (new or empty).")
+              required=True, help="The bundle folder to write (new or empty, or one an earlier "
+                                  "import of the same SOURCE wrote: then only what changed is "
+                                  "rewritten).")
+@click.option("--layout", type=click.Choice(["dataset", "per-task"]), default="dataset",
+              show_default=True,
+              help="One bundle for all the tasks, or one bundle per task (OUTPUT/<task>/).")
 @click.option("--strict", is_flag=True,
               help="Exit 1 when any task is refused (the others are imported all the same).")
-def import_bundle(format_name: str, source: Path, output: Path, strict: bool) -> int:
+def import_bundle(format_name: str, source: Path, output: Path, layout: str,
+                  strict: bool) -> int:
     """Convert FORMAT task folders (one, or a folder of them) into a bundle; run it with
     agent-env run OUTPUT. A task that cannot be converted is refused on a line of its own,
     and the others are imported."""
@@ -66,27 +72,117 @@ def import_bundle(format_name: str, source: Path, output: Path, strict: bool) ->
     from agent_env.contributions import ImportReport
 
     converter = _format(format_name)
-    _fresh_output(output, source)
-    takes_progress = "progress" in inspect.signature(converter.import_tasks).parameters
-    extra = {"progress": lambda line: echo(line, err=True)} if takes_progress else {}
+    previous = _previous_import(output, format_name, source, layout)
+    if previous is None:
+        _fresh_output(output, source)
+    parameters = inspect.signature(converter.import_tasks).parameters
+    extra: dict[str, Any] = {}
+    if "progress" in parameters:
+        extra["progress"] = _progress_line()
+    if layout != "dataset":
+        if "layout" not in parameters:
+            raise UserError(f"--layout {layout}: the {format_name} format writes one bundle")
+        extra["layout"] = layout
     report: ImportReport | None = None
 
     def write(scratch: Path) -> list[str]:
         nonlocal report
         result = converter.import_tasks(source, scratch, **extra)
-        if isinstance(result, ImportReport):
-            report = result
-            return list(result.lines)
-        return list(result)
+        if getattr(extra.get("progress"), "done", None):
+            extra["progress"].done()
+        lines = list(result.lines) if isinstance(result, ImportReport) else list(result)
+        report = result if isinstance(result, ImportReport) else None
+        (scratch / IMPORT_MARKER).write_text(json.dumps({
+            "format": format_name, "source": str(source.resolve()), "layout": layout,
+            "files": sorted(p.relative_to(scratch).as_posix()
+                            for p in scratch.rglob("*") if p.is_file())}, indent=2) + "\n")
+        return lines
 
-    for line in _written(output, write):
+    if previous is None:
+        lines = _written(output, write)
+    else:
+        lines = _rewritten(output, previous, write)
+    for line in lines:
         echo(line)
     if report is not None and report.refused:
         for refusal in report.refused:
             echo(f"refused {refusal}")
         echo(f"imported {report.imported}, refused {len(report.refused)}")
-    echo(f"Run it with: agent-env run {output}")
+    echo(f"Run it with: agent-env run {output}" if layout == "dataset" else
+         f"Run one with: agent-env run {output}/<task>")
     return 1 if strict and report is not None and report.refused else 0
+
+
+#: What an import leaves in the bundle it wrote, so that a rerun rewrites only what changed.
+IMPORT_MARKER = ".agentenv-import.json"
+
+
+def _previous_import(output: Path, format_name: str, source: Path,
+                     layout: str) -> dict[str, Any] | None:
+    """The marker of an earlier import of the same source into ``output``, else None."""
+    marker = output / IMPORT_MARKER
+    if not marker.is_file():
+        return None
+    try:
+        found = json.loads(marker.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    same = (found.get("format"), found.get("source"), found.get("layout")) == (
+        format_name, str(source.resolve()), layout)
+    return found if same and isinstance(found.get("files"), list) else None
+
+
+def _rewritten(output: Path, previous: dict[str, Any], write: Any) -> list[str]:
+    """Import again beside ``output``, then rewrite only the files that changed and remove
+    those the earlier import wrote that this one did not; one line says how many."""
+    import filecmp
+    import shutil
+
+    from agent_env.scratch import owned_scratch
+
+    with owned_scratch(".bundle-", output.parent) as scratch:
+        lines = list(write(scratch))
+        fresh = {p.relative_to(scratch).as_posix() for p in scratch.rglob("*") if p.is_file()}
+        changed = 0
+        for name in sorted(fresh):
+            target = output / name
+            if target.is_file() and name != IMPORT_MARKER and filecmp.cmp(
+                    scratch / name, target, shallow=False):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(scratch / name, target)
+            changed += name != IMPORT_MARKER
+        gone = [name for name in previous["files"] if name not in fresh
+                and isinstance(name, str) and ".." not in name.split("/")]
+        for name in gone:
+            (output / name).unlink(missing_ok=True)
+        for folder in sorted({(output / n).parent for n in gone}, reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
+    same = len(fresh) - 1 - changed
+    lines.append(f"updated {output}: {plural(changed, 'file')} rewritten, {same} unchanged, "
+                 f"{len(gone)} removed")
+    return lines
+
+
+def _progress_line() -> Any:
+    """A line per task on stderr; on a terminal, one line rewritten in place (a bar)."""
+    import sys
+
+    tty = sys.stderr.isatty()
+
+    def say(line: str) -> None:
+        if tty:
+            click.echo(f"\r\x1b[K{line}", nl=False, err=True)
+        else:
+            echo(line, err=True)
+
+    def done() -> None:
+        if tty:
+            click.echo("", err=True)
+
+    say.done = done  # type: ignore[attr-defined]
+    return say
 
 
 @bundle.command("export")

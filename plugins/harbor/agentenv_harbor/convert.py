@@ -423,10 +423,12 @@ class HarborFormat:
 
     @classmethod
     def import_tasks(cls, source: Path, output: Path,
-                     progress: Callable[[str], None] | None = None) -> ImportReport:
+                     progress: Callable[[str], None] | None = None,
+                     layout: str = "dataset") -> ImportReport:
         """Every task folder of ``source`` that can be imported, each on its own: a task that
         cannot is refused with why (its partly written files removed), and the others are
-        imported all the same; nothing imported at all is a UserError."""
+        imported all the same; nothing imported at all is a UserError. ``layout``
+        ``per-task`` writes each task as a bundle of its own, ``output/<task>/``."""
         folders = task_folders(source)
         say = progress or (lambda line: None)
         lines: list[str] = []
@@ -449,10 +451,17 @@ class HarborFormat:
             except UserError as exc:
                 refused.append(str(exc))
                 continue
+            root = output if layout == "dataset" else output / plan.name
             try:
-                lines += _import_one(plan, folder, output, budget)
+                written = _import_one(plan, folder, root, budget)
+                if root != output:  # its own bundle: the line names its folder
+                    written[0] = written[0].replace(" -> ", f" -> {plan.name}/: ", 1)
+                lines += written
             except UserError as exc:
-                _remove_task(output, plan)
+                if root == output:
+                    _remove_task(output, plan)
+                else:
+                    shutil.rmtree(root, ignore_errors=True)
                 refused.append(str(exc))
                 continue
             names[plan.name] = folder

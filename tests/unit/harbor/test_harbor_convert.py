@@ -359,3 +359,48 @@ def test_dot_files_are_kept_and_what_is_left_out_is_said(capsys, tmp_path) -> No
     assert problems == []
     (tests,) = [a for a in parsed.artifacts if a.name == "t-harbor"]
     assert "tests/.truth/expected.txt" in [f.path for f in tests.files]
+
+
+def test_per_task_layout_writes_one_bundle_per_task(capsys, tmp_path) -> None:
+    code, out, _ = cli(capsys, "bundle", "import", "harbor", str(TASKS), "-o",
+                       str(tmp_path / "out"), "--layout", "per-task")
+    assert code == 0, out
+    assert f"imported {TASKS / 'hello-file'} -> hello-file/: tasks/hello-file.json" in out
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")) \
+        == ["answer-separate", "hello-file", "orders-compose", "partial-credit"]
+    from agent_env.bundles.model import local_id_root
+    from agent_env.bundles.parse import parse_bundle
+
+    for task in ("hello-file", "orders-compose"):
+        bundle = tmp_path / "out" / task
+        parsed, problems = parse_bundle(bundle, local_id_root(bundle))
+        assert problems == []
+        assert [t.name for t in parsed.tasks] == [task]
+
+
+def test_a_rerun_rewrites_only_what_changed(capsys, tmp_path) -> None:
+    source = tmp_path / "src"
+    harbor_task(source, "a")
+    harbor_task(source, "b")
+    out = tmp_path / "out"
+    assert cli(capsys, "bundle", "import", "harbor", str(source), "-o", str(out))[0] == 0
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    code, text, _ = cli(capsys, "bundle", "import", "harbor", str(source), "-o", str(out))
+    assert code == 0
+    assert "0 files rewritten" in text and ", 0 removed" in text
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()
+            and p.name != ".agentenv-import.json"} == {
+        p: t for p, t in before.items() if p.name != ".agentenv-import.json"}
+
+    (source / "a" / "instruction.md").write_text("Say hello, louder.\n")
+    shutil.rmtree(source / "b")
+    code, text, _ = cli(capsys, "bundle", "import", "harbor", str(source), "-o", str(out))
+    assert code == 0
+    assert "2 files rewritten" in text  # the artifact's instruction.md and the task file
+    assert not (out / "tasks" / "b.json").exists() and not (out / "envs" / "b").exists()
+    assert "louder" in (out / "tasks" / "a.json").read_text()
+    # another folder's import into it is refused, as any non-empty output is
+    other = tmp_path / "other"
+    harbor_task(other, "c")
+    code, _, err = cli(capsys, "bundle", "import", "harbor", str(other), "-o", str(out))
+    assert code == 1 and "exists and is not empty" in err
