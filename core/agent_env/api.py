@@ -109,6 +109,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DEFAULT_TTL_SECONDS": ("agent_env.env_types", "DEFAULT_TTL_SECONDS"),
     "DEFAULT_READY_TIMEOUT": ("agent_env.env_types", "DEFAULT_READY_TIMEOUT"),
     "DEFAULT_GATEWAY_MODE": ("agent_env.env_types", "DEFAULT_GATEWAY_MODE"),
+    "DEFAULT_ENV_NETWORK_POLICY": ("agent_env.env_types", "DEFAULT_ENV_NETWORK_POLICY"),
+    "ENV_NETWORK_POLICIES": ("agent_env.env_types", "ENV_NETWORK_POLICIES"),
     "write_env_files": ("agent_env.env_types", "write_env_files"),
     # agents: the contract agent types, agent steps and the episode API share
     "Agent": ("agent_env.agents", "Agent"),
@@ -284,9 +286,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.env_state import EnvStateChoice, EnvStateInstance
     from agent_env.env_types import (
+        DEFAULT_ENV_NETWORK_POLICY,
         DEFAULT_GATEWAY_MODE,
         DEFAULT_READY_TIMEOUT,
         DEFAULT_TTL_SECONDS,
+        ENV_NETWORK_POLICIES,
         EnvDeployment,
         EnvSource,
         EnvType,

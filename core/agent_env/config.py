@@ -56,7 +56,7 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
     "state": {"root"},
     "agents": {"default", "default_a2a_agent_id"},
     "task_steps": {"impls"},
-    "envs": {"impls"},
+    "envs": {"impls", "network_policy"},
     "explorer": {"port", "allowed_hosts"},
     "conversations": {"default_human_a2a_url"},
 }
@@ -65,8 +65,8 @@ KNOWN_KEYS: dict[str, set[str] | None] = {
 #: so when a config sets one, rather than the bare "unknown").
 NOT_READ: dict[str, str] = {
     "artifacts": "artifact types come from plugins here (file artifacts are built in)",
-    "state.providers": "env state providers belong to the multi-service env types, not "
-                       "installed here",
+    "state.providers": "env state types come from env types here (local_postgres, from the "
+                       "mcp_env plugin); no provider class is configured",
     "explorer.cors_origins": "the explorer answers its own page only (a token in its URL)",
     "explorer.static_dir": "the explorer serves its own page",
     "explorer.plugins": "the explorer takes no plugins here",

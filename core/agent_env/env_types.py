@@ -42,6 +42,12 @@ GATEWAY_MODES = ("performance", "consistent")
 DEFAULT_GATEWAY_MODE = "performance"
 #: The disk a ``deploy_env`` asks for when it names none (what providers that size disks use).
 DEFAULT_DISK_SIZE_GB = 10.0
+#: What an env's servers may reach outside its sandbox (``deploy_env``'s ``network_policy``,
+#: an ``env.toml``'s, ``[envs] network_policy``): ``none`` (nothing: the default) or ``open``
+#: (a route out). ``registries`` (an allow-list of package hosts) is refused: it needs a
+#: filtering proxy this installation does not have.
+ENV_NETWORK_POLICIES = ("none", "open")
+DEFAULT_ENV_NETWORK_POLICY = "none"
 
 Progress = Callable[[str], None]
 
@@ -122,6 +128,9 @@ class EnvType:
     #: The env state types (``deploy_env``'s ``env_state_type``, see :mod:`agent_env.env_state`)
     #: this type deploys a store of; ``deploy`` then gets ``env_state``.
     env_state_types: ClassVar[tuple[str, ...]] = ()
+    #: Whether ``deploy`` takes ``network_policy`` (:data:`ENV_NETWORK_POLICIES`), passed only
+    #: when a deploy step names one; a type without it refuses a step that does.
+    takes_network_policy: ClassVar[bool] = False
 
     def __init__(self, source: EnvSource, artifacts: Any) -> None:
         self.source = source

@@ -288,7 +288,10 @@ CONFIG_KEYS: dict[str, dict[str, str]] = {
                             "`TaskStep` written for the reference), loaded beside the "
                             "plugins'"},
     "envs": {"impls": "env type classes of your own by `module:Class` (`EnvType` "
-                      "subclasses), loaded beside the plugins'"},
+                      "subclasses), loaded beside the plugins'",
+             "network_policy": "what env servers may reach outside their sandbox when neither "
+                               "the deploy step nor the env's `env.toml` says: `none` (the "
+                               "default) or `open`"},
     "explorer": {"port": "the port `agent-env up` serves on when `--port` names none "
                          "(default 8234)",
                  "allowed_hosts": "Host names `agent-env up` answers besides loopback, with "

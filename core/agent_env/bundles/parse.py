@@ -342,13 +342,8 @@ def _parse_env(path: Path, id_root: str, problems: list[str]) -> EnvEntry | None
     elif not (path / "Dockerfile").is_file():
         problems.append(f"{label}: needs a Dockerfile or an env.toml")
     declared = settings.get("type", DEFAULT_ENV_TYPE)
-    # the keys beyond the kernel's are the env type's to read and check (bundle_problems);
-    # the default type takes none
+    # the keys beyond the kernel's are the env type's to read and check (bundle_problems)
     own = {k: v for k, v in settings.items() if k not in _ENV_KEYS}
-    if own and declared == DEFAULT_ENV_TYPE:
-        problems.append(f"{label}/env.toml: unknown key(s) {', '.join(sorted(own))} "
-                        "(known: environment_name, id, image, type)")
-        own = {}
     if not isinstance(declared, str) or not declared:
         problems.append(f"{label}/env.toml: type must be the name of an env type (such as "
                         f"\"{DEFAULT_ENV_TYPE}\"), not {declared!r}")

@@ -60,10 +60,13 @@ def _fresh_output(output: Path, source: Path | None = None) -> None:
 @click.option("--layout", type=click.Choice(["dataset", "per-task"]), default="dataset",
               show_default=True,
               help="One bundle for all the tasks, or one bundle per task (OUTPUT/<task>/).")
+@click.option("--image-map", "image_maps", multiple=True, metavar="FROM=TO",
+              help="Rewrite base image FROM to TO in the tasks' Dockerfiles (a registry "
+                   "mirror); repeatable.")
 @click.option("--strict", is_flag=True,
               help="Exit 1 when any task is refused (the others are imported all the same).")
 def import_bundle(format_name: str, source: Path, output: Path, layout: str,
-                  strict: bool) -> int:
+                  image_maps: tuple[str, ...], strict: bool) -> int:
     """Convert FORMAT task folders (one, or a folder of them) into a bundle; run it with
     agent-env run OUTPUT. A task that cannot be converted is refused on a line of its own,
     and the others are imported."""
@@ -83,6 +86,15 @@ def import_bundle(format_name: str, source: Path, output: Path, layout: str,
         if "layout" not in parameters:
             raise UserError(f"--layout {layout}: the {format_name} format writes one bundle")
         extra["layout"] = layout
+    if image_maps:
+        if "image_map" not in parameters:
+            raise UserError(f"--image-map: the {format_name} format rewrites no images")
+        pairs = [m.split("=", 1) for m in image_maps]
+        bad = [m for m, pair in zip(image_maps, pairs, strict=True)
+               if len(pair) != 2 or not all(part.strip() for part in pair)]
+        if bad:
+            raise UserError(f"--image-map {bad[0]}: give FROM=TO (two image names)")
+        extra["image_map"] = {a.strip(): b.strip() for a, b in pairs}
     report: ImportReport | None = None
 
     def write(scratch: Path) -> list[str]:

@@ -70,7 +70,7 @@ URL_NAMES = {"mcp": "MCP"}
 
 #: ``env deploy`` options that are ``deploy_env`` keys of the same name.
 DEPLOY_KEYS = ("gateway_mode", "cpu", "memory_mb", "disk_size_gb", "env_state_type",
-               "env_state_instance_id")
+               "env_state_instance_id", "network_policy")
 
 
 def _deploy_step(record: Any, ttl: int, options: dict[str, Any]) -> Any:
@@ -159,6 +159,9 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
               help="A state store deployed beside the env for it (local_postgres).")
 @click.option("--env-state-instance-id", metavar="ID",
               help="A durable env state to attach (env init-env-state).")
+@click.option("--network-policy", metavar="POLICY",
+              help="What the env's servers may reach outside: none or open (default: its "
+                   "env.toml's, else [envs] network_policy, else none).")
 @click.option("--gateway", "--gateway-env-id", "gateway", type=ENTITY_ID, metavar="ID",
               help="A stored gateway env (env gateway put) to deploy behind, instead of the "
                    "built-in gateway.")
@@ -166,7 +169,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
 def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,
            gateway_mode: str, cpu: float | None, memory_mb: int | None, disk_size_gb: float,
            env_state_type: str | None, env_state_instance_id: str | None,
-           gateway: str | None, as_json: bool) -> None:
+           network_policy: str | None, gateway: str | None, as_json: bool) -> None:
     """Deploy a stored env behind its gateway; it stays up until its TTL or env teardown."""
     import asyncio
 
@@ -177,7 +180,7 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     step = _deploy_step(record, ttl_seconds, {
         "gateway_mode": gateway_mode, "cpu": cpu, "memory_mb": memory_mb,
         "disk_size_gb": disk_size_gb, "env_state_type": env_state_type,
-        "env_state_instance_id": env_state_instance_id})
+        "env_state_instance_id": env_state_instance_id, "network_policy": network_policy})
     if gateway:
         from agent_env.tasks.step_types.env_steps import gateway_env_problem
 

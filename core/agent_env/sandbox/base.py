@@ -167,6 +167,12 @@ class ContainerSpec:
     egress: bool = False
     #: On the sealed network only (an agent): it reaches the publishing containers, nothing else.
     sealed: bool = False
+    #: A private container that may also reach outside (an env whose network policy is
+    #: ``open``): it joins the sandbox's *outbound* network too, which has a route out and
+    #: holds nothing but such containers (no gateway, no agent). A private container without
+    #: it has no route out, and a provider that can makes its lookups of outside names fail at
+    #: once rather than time out.
+    outbound: bool = False
     #: Its memory limit in MiB; None: its sandbox's ``memory_mb``, else :data:`DEFAULT_MEMORY_MB`.
     memory_mb: int | None = None
     #: How it says it is ready (:meth:`Sandbox.container_health` reports it); None: no check.
@@ -175,9 +181,13 @@ class ContainerSpec:
     volumes: tuple[VolumeMount, ...] = ()
 
     def __attrs_post_init__(self) -> None:
-        if self.sealed and (self.publish or self.egress or self.private):
+        if self.sealed and (self.publish or self.egress or self.private or self.outbound):
             raise ValueError(f"container '{self.name}': a sealed container takes no publish, "
-                             "egress or private (it reaches only the sandbox's gateways)")
+                             "egress, outbound or private (it reaches only the sandbox's "
+                             "gateways)")
+        if self.outbound and not self.private:
+            raise ValueError(f"container '{self.name}': outbound is for private containers "
+                             "(others reach out through the edge network: egress)")
 
     @property
     def edge(self) -> bool:

@@ -111,6 +111,11 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         return f"{self.container_prefix}-edge"
 
     @property
+    def outbound_network_name(self) -> str:
+        """The outbound network (private containers that may reach outside)."""
+        return f"{self.container_prefix}-out"
+
+    @property
     def sealed_network_name(self) -> str:
         """The sealed network (sealed containers and the publishing ones they may reach)."""
         return f"{self.container_prefix}-sealed"
@@ -181,6 +186,12 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             joins = [self.network_name] * spec.private + [self.edge_network_name] * spec.edge
             if spec.publish and self.__dict__.get("_sealed_ready"):
                 joins.append(self.sealed_network_name)
+            if spec.outbound:
+                await self.docker(
+                    f"docker network inspect {shlex.quote(self.outbound_network_name)} "
+                    f">/dev/null 2>&1 || docker network create --label {shlex.quote(own)} "
+                    f"{shlex.quote(self.outbound_network_name)} >/dev/null")
+                joins.append(self.outbound_network_name)
         argv = ["docker", "create", "--name", name, "--network", joins[0],
                 "--network-alias", spec.name, "--init", "--label", own]
         if spec.egress:
@@ -191,6 +202,8 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             argv += ["-e", f"{key}={value}"]
         for port in spec.publish:
             argv += ["-p", f"0.0.0.0::{port}"]
+        if spec.private and not (spec.edge or spec.outbound):  # offline: fail lookups fast
+            argv += ["--dns-opt", "timeout:1", "--dns-opt", "attempts:1"]
         check = spec.healthcheck
         if check is not None:
             argv += ["--health-cmd", check.shell_line, "--health-interval", f"{check.interval}s",
@@ -287,7 +300,8 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             "docker volume rm -f $vols >/dev/null; "
             f"docker network rm {shlex.quote(self.network_name)} "
             f"{shlex.quote(self.edge_network_name)} >/dev/null 2>&1; "
-            f"docker network rm {shlex.quote(self.sealed_network_name)} >/dev/null 2>&1; true"
+            f"docker network rm {shlex.quote(self.sealed_network_name)} "
+            f"{shlex.quote(self.outbound_network_name)} >/dev/null 2>&1; true"
         )
 
 

@@ -155,6 +155,9 @@ def build_image(
     try:
         image_id, log = _run_build(client, plan, all_labels, build_args, say, tail, stop,
                                    deadline, layers)
+    except ImageBuildError as exc:
+        _drop_partial_layers(client, layers)
+        raise _unpulled(client, Path(context) / dockerfile, exc) from None
     except BaseException:
         _drop_partial_layers(client, layers)
         raise
@@ -284,6 +287,7 @@ def _run_build(
                 f" ({PROTOCOL_DISTRIBUTION} is pinned to this repository's wheel; "
                 "drop the version pin, or build with hermetic_build=False)"
             )
+
         raise ImageBuildError(f"building {plan.tag} failed: {reason}{hint}", lines)
     return image_id, list(log)
 
@@ -319,6 +323,29 @@ def _interrupt_on(stop: threading.Event | None, stream: Any) -> threading.Event 
 
 
 # -- base images the engine cannot pull -----------------------------------------------------------
+
+#: What an engine says when a FROM image cannot be had (no registry, no such image, no access).
+_PULL_FAILED = ("pull access denied", "manifest unknown", "not found", "no such host",
+                "/v2/", "repository does not exist", "connection refused", "i/o timeout")
+
+
+def _unpulled(client: Any, dockerfile: Path, exc: ImageBuildError) -> ImageBuildError:
+    """``exc``, naming the FROM image the engine could not get and how to map it, when that is
+    why the build failed."""
+    message = str(exc)
+    if not any(sign in message for sign in _PULL_FAILED):
+        return exc
+    try:
+        refs = from_refs(dockerfile.read_text(encoding="utf-8"))
+    except OSError:
+        return exc
+    missing = [ref for ref in refs if _existing_image(client, ref) is None]
+    if not missing:
+        return exc
+    return ImageBuildError(f"{message} (FROM {missing[0]} cannot be pulled here: pull or "
+                           "mirror it, and map it at import with bundle import --image-map "
+                           "FROM=TO)", exc.log_tail)
+
 
 _UNREACHABLE: dict[str, str] = {}  # ref -> why its pull failed (once per process)
 

@@ -98,6 +98,8 @@ DEFAULT_IMAGE = "python:3.11-slim"
 EDGE_LABEL = "agentenv.edge"  # "1" when the sandbox has an internal network plus an edge one
 #: On a durable volume (a ``VolumeMount(durable=True)``): no sandbox's, kept until removed.
 DURABLE_LABEL = "agentenv.durable"
+#: A private container's resolver options when it has no route out: one try, one second.
+FAST_FAIL_DNS = ["timeout:1", "attempts:1"]
 #: The internal network's bridge gets no address on the host, so the host has no route to it.
 NO_HOST_ADDRESS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
@@ -215,6 +217,7 @@ class DockerSandbox(Sandbox):
         self._started_committed: set[str] = set()
         #: the sealed network exists and publishing containers join it (made on first use)
         self._sealed = False
+        self._outbound = False
         self._seal_lock = threading.Lock()
 
     @property
@@ -238,6 +241,10 @@ class DockerSandbox(Sandbox):
     @property
     def sealed_network(self) -> str:
         return f"{self.id}-sealed"
+
+    @property
+    def outbound_network(self) -> str:
+        return f"{self.id}-out"
 
     @property
     def has_edge(self) -> bool:
@@ -300,6 +307,7 @@ class DockerSandbox(Sandbox):
         sealed: bool = False,
         healthcheck: Healthcheck | None = None,
         volumes: tuple[VolumeMount, ...] = (),
+        outbound: bool = False,
     ) -> dict[int, str]:
         """Create and start a container, attached to the sandbox's networks; returns its URLs.
 
@@ -311,6 +319,10 @@ class DockerSandbox(Sandbox):
         ``memory_mb``: its memory limit (default: the sandbox's, :attr:`memory_mb`).
         ``volumes``: named volumes of this sandbox (made on first use, labelled as its own so
         the teardown removes them).
+        ``outbound``: a private container that also joins the outbound network (a route out).
+        A private container without a route out gets a resolver that gives up on an outside
+        name after one try of one second (Docker's own waits 10 s or more per lookup, on a
+        network where every outside lookup fails), so a task's script fails fast offline.
         """
         import docker.errors
 
@@ -319,11 +331,14 @@ class DockerSandbox(Sandbox):
         binds = {self._volume(mount): {"bind": mount.path,
                                        "mode": "ro" if mount.read_only else "rw"}
                  for mount in volumes}
+        offline = (self.mode == "vm" and self.has_edge and private and not outbound
+                   and not sealed and not publish and not egress)
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
             init=True,
             extra_hosts={"host.docker.internal": "host-gateway"} if egress else None,
             binds=binds or None,
+            dns_opt=FAST_FAIL_DNS if offline else None,
             **{"mem_limit": limit, "memswap_limit": limit, **(host_options or {})},
         )
         networking = None
@@ -339,6 +354,9 @@ class DockerSandbox(Sandbox):
                 joins = [self.network] * private + [self.edge_network] * edge
                 if publish and self._sealed:
                     joins.append(self.sealed_network)
+                if outbound:
+                    self._outbound_blocking()
+                    joins.append(self.outbound_network)
             networking = api.create_networking_config(
                 {joins[0]: api.create_endpoint_config(aliases=aliases)}
             )
@@ -622,7 +640,7 @@ class DockerSandbox(Sandbox):
                 extra_labels={**spec.labels, NAME_LABEL: spec.name},
                 private=spec.private, edge=spec.edge, egress=spec.egress,
                 sealed=spec.sealed, memory_mb=spec.memory_mb,
-                healthcheck=spec.healthcheck, volumes=spec.volumes,
+                healthcheck=spec.healthcheck, volumes=spec.volumes, outbound=spec.outbound,
             )
 
         if spec.sealed:
@@ -643,6 +661,18 @@ class DockerSandbox(Sandbox):
         if image != spec.image:
             self._started_committed.add(image)
         return urls
+
+    def _outbound_blocking(self) -> None:
+        """Make the outbound network once: a plain bridge (a route out) only outbound private
+        containers join, so nothing else of the sandbox reaches them through it."""
+        with self._seal_lock:
+            if self._outbound:
+                return
+            api = self.client.api
+            name = self.outbound_network
+            if not any(n.get("Name") == name for n in api.networks(names=[name])):
+                api.create_network(name, driver="bridge", labels=self._labels("network"))
+            self._outbound = True
 
     def _seal_blocking(self) -> None:
         """Make the sealed network (once) and connect every publishing container to it."""

@@ -27,9 +27,12 @@ A task whose ``environment/`` has a ``docker-compose.yaml`` becomes a ``multi`` 
 other service (``envs/<name>-<service>/``, a ``service`` env) together; see
 :mod:`agentenv_harbor.compose` for what maps and what is refused.
 
-What does not carry over, said in the import's lines: ``[environment]`` resources and
-``allow_internet`` (kept in ``task.toml`` for export; env servers here have no route out, so
-``test.sh`` cannot download what it needs), an image without ``python3``, which cannot run
+``[environment] allow_internet`` (true unless the task says false, as in Harbor; or
+``network_mode = "no-network"``) is the env's ``network_policy``: ``open`` gives the task's
+containers a route out, so ``test.sh`` can download what it needs; ``none`` gives them none.
+
+What does not carry over, said in the import's lines: ``[environment]`` resources (kept in
+``task.toml`` for export), an image without ``python3``, which cannot run
 the shell server (the build fails naming the line), and a ``USER`` the Dockerfile sets: the
 server, and so the agent's commands, run as root (as Harbor's verifier does), since the tests
 write ``/tests`` and ``/logs/verifier``.
@@ -64,7 +67,7 @@ RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir \\
     --disable-pip-version-check agentenv-framework-protocol
 CMD ["python3", "/opt/agentenv-harbor/{SHELL_FILE}"]
 """
-ENV_TOML = 'environment_name = "harbor"\n'
+ENV_TOML = 'environment_name = "harbor"\nnetwork_policy = "{policy}"\n'
 ARTIFACT_SUFFIX = "-harbor"
 #: A compose task's main container, beside the multi env named for the task.
 MAIN_SUFFIX = "-main"
@@ -97,6 +100,9 @@ class Budget:
     left: int = attrs.field(factory=lambda: MAX_TOTAL_BYTES)
     #: what the copies left out (:data:`_SKIPPED`), for the import's lines
     skipped: list[Path] = attrs.field(factory=list)
+    #: base images to rewrite (``--image-map``), and the rewrites made, for the lines
+    images: dict[str, str] = attrs.field(factory=dict)
+    mapped: list[tuple[str, str, str]] = attrs.field(factory=list)
 
     def charge(self, size: int, path: Path) -> None:
         self.left -= size
@@ -424,7 +430,8 @@ class HarborFormat:
     @classmethod
     def import_tasks(cls, source: Path, output: Path,
                      progress: Callable[[str], None] | None = None,
-                     layout: str = "dataset") -> ImportReport:
+                     layout: str = "dataset",
+                     image_map: dict[str, str] | None = None) -> ImportReport:
         """Every task folder of ``source`` that can be imported, each on its own: a task that
         cannot is refused with why (its partly written files removed), and the others are
         imported all the same; nothing imported at all is a UserError. ``layout``
@@ -435,7 +442,9 @@ class HarborFormat:
         refused: list[str] = []
         names: dict[str, Path] = {}
         envs: dict[str, Path] = {}
-        budget = Budget()
+        from agentenv_harbor.settings import harbor_settings
+
+        budget = Budget(images={**harbor_settings().image_map, **(image_map or {})})
         for index, folder in enumerate(folders, 1):
             if len(folders) > 1:  # a dataset: a line per task as it goes
                 say(f"[{index}/{len(folders)}] {folder}")
@@ -491,28 +500,71 @@ class HarborFormat:
         return lines
 
 
+#: In the added block of a Dockerfile whose base image the import rewrote: export puts the
+#: original back.
+IMAGE_MAP_LINE = "# agent-env image map: "
+_FROM = re.compile(r"^(\s*FROM\s+(?:--\S+\s+)*)(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def map_images(dockerfile: str, images: dict[str, str]) -> tuple[str, list[tuple[str, str]]]:
+    """``dockerfile`` with each ``FROM`` image ``images`` maps rewritten, and the rewrites."""
+    mapped: list[tuple[str, str]] = []
+
+    def swap(match: re.Match[str]) -> str:
+        image = match.group(2)
+        if image not in images:
+            return match.group(0)
+        mapped.append((image, images[image]))
+        return match.group(1) + images[image]
+
+    return _FROM.sub(swap, dockerfile), list(dict.fromkeys(mapped))
+
+
+def unmap_images(dockerfile: str, added: str) -> str:
+    """``dockerfile`` with the rewrites ``added`` records undone (for export)."""
+    for line in added.splitlines():
+        if line.startswith(IMAGE_MAP_LINE):
+            original, _, mapped = line[len(IMAGE_MAP_LINE):].partition(" -> ")
+            dockerfile = _FROM.sub(lambda m, a=original, b=mapped: m.group(1) + a
+                                   if m.group(2) == b else m.group(0), dockerfile)
+    return dockerfile
+
+
+def network_policy(table: object) -> str:
+    """An ``[environment]`` table's egress as an env network policy: ``open`` unless it says
+    ``allow_internet = false`` or ``network_mode = "no-network"``."""
+    table = table if isinstance(table, dict) else {}
+    closed = table.get("allow_internet") is False or table.get("network_mode") == "no-network"
+    return "none" if closed else "open"
+
+
 def _shell_env(source: Path, env: Path, budget: Budget,
-               environment: dict[str, str] | None = None) -> None:
+               environment: dict[str, str] | None = None, policy: str = "open") -> None:
     """``source`` (a build context) as an env served by the shell server."""
     copy_tree(source, env, budget)
     dockerfile = read_text(env / "Dockerfile")
     if not dockerfile.endswith("\n"):
         dockerfile += "\n"
-    added = ADDED_LINES + "".join(f"ENV {key}={_env_value(value)}\n"
-                                  for key, value in (environment or {}).items())
+    dockerfile, mapped = map_images(dockerfile, budget.images)
+    budget.mapped += [(a, b, f"{source.name}/Dockerfile") for a, b in mapped]
+    added = ADDED_LINES + "".join(f"{IMAGE_MAP_LINE}{a} -> {b}\n" for a, b in mapped) + "".join(
+        f"ENV {key}={_env_value(value)}\n" for key, value in (environment or {}).items())
     (env / "Dockerfile").write_text(dockerfile + added, encoding="utf-8")
     shutil.copyfile(TEMPLATES / SHELL_FILE, env / SHELL_FILE)
-    (env / "env.toml").write_text(ENV_TOML, encoding="utf-8")
+    (env / "env.toml").write_text(ENV_TOML.format(policy=policy), encoding="utf-8")
 
 
 def _import_one(plan: TaskPlan, folder: Path, output: Path, budget: Budget) -> list[str]:
     name, settings, compose = plan.name, plan.settings, plan.compose
+    policy = network_policy(settings.get("environment"))
     _shell_env(folder / "environment", output / "envs" / plan.main_env, budget,
-               compose.main_environment if compose else None)
+               compose.main_environment if compose else None, policy)
     if compose is not None:
-        _write_compose_envs(name, compose, output, budget)
+        _write_compose_envs(name, compose, output, budget, policy)
     if plan.separate:
-        _shell_env(folder / "tests", output / "envs" / (name + VERIFIER_SUFFIX), budget)
+        verifier = (settings.get("verifier") or {}).get("environment")
+        _shell_env(folder / "tests", output / "envs" / (name + VERIFIER_SUFFIX), budget,
+                   policy=network_policy(verifier) if isinstance(verifier, dict) else policy)
 
     artifact = output / "artifacts" / (name + ARTIFACT_SUFFIX)
     artifact.mkdir(parents=True)
@@ -553,15 +605,22 @@ def _import_one(plan: TaskPlan, folder: Path, output: Path, budget: Budget) -> l
                      f"(envs/{name}/)")
         lines += [f"  note: {note}" for note in compose.notes]
     environment = settings.get("environment") or {}
-    unused = sorted(k for k in environment if k not in ("build_timeout_sec",))
+    lines.append(f"  network: {policy} ("
+                 + ("a route out, as [environment] allow_internet asks" if policy == "open"
+                    else "no route out: [environment] allow_internet is false") + ")")
+    unused = sorted(k for k in environment
+                    if k not in ("build_timeout_sec", "allow_internet", "network_mode"))
     if unused:
         lines.append(f"  note: [environment] {', '.join(unused)} kept in task.toml, not "
-                     "applied (env servers run with the sandbox's defaults and no route out)")
+                     "applied (env servers run with the sandbox's defaults)")
+    for original, mapped, where in budget.mapped:
+        lines.append(f"  image map: {where}: FROM {original} -> {mapped}")
+    budget.mapped.clear()
     skipped = [p.relative_to(folder).as_posix() for p in budget.skipped if is_inside(p, folder)]
     if skipped:
         lines.append(f"  note: left out {', '.join(skipped)} (version control, caches and "
                      "folder litter are never part of a bundle)")
-    if DOWNLOADS.search(read_text(folder / "tests" / "test.sh")):
+    if policy == "none" and DOWNLOADS.search(read_text(folder / "tests" / "test.sh")):
         lines.append("  note: tests/test.sh seems to download (pip, uv, curl, apt...); the env "
                      "has no route out, so install what it needs in environment/Dockerfile")
     return lines
@@ -576,25 +635,34 @@ def _env_value(value: str) -> str:
     return f'"{escaped}"'
 
 
-def _write_compose_envs(name: str, compose: ComposePlan, output: Path, budget: Budget) -> None:
+def _write_compose_envs(name: str, compose: ComposePlan, output: Path, budget: Budget,
+                        policy: str = "open") -> None:
     """The service envs and the multi env that deploys them with ``main``."""
     import tomlkit
 
     for sidecar in compose.sidecars:
         folder = output / "envs" / f"{name}-{sidecar.name}"
+        settings = dict(sidecar.settings)
         if sidecar.context is not None:
             copy_tree(sidecar.context, folder, budget)
-            if sidecar.dockerfile != "Dockerfile":
-                (folder / "Dockerfile").write_bytes((folder / sidecar.dockerfile).read_bytes())
+            text = read_text(folder / sidecar.dockerfile)
+            text, mapped = map_images(text, budget.images)
+            budget.mapped += [(a, b, f"service {sidecar.name}") for a, b in mapped]
+            if mapped or sidecar.dockerfile != "Dockerfile":
+                (folder / "Dockerfile").write_text(text, encoding="utf-8")
         else:
             folder.mkdir(parents=True)
+            if settings.get("image") in budget.images:
+                budget.mapped.append((settings["image"], budget.images[settings["image"]],
+                                      f"service {sidecar.name}"))
+                settings["image"] = budget.images[settings["image"]]
         (folder / "env.toml").write_text(
             "# a service of the Harbor task's docker-compose.yaml (agent-env bundle import)\n"
-            + tomlkit.dumps({"type": "service", **sidecar.settings}), encoding="utf-8")
+            + tomlkit.dumps({"type": "service", **settings}), encoding="utf-8")
     (output / "envs" / name).mkdir(parents=True)
     (output / "envs" / name / "env.toml").write_text(
         "# the Harbor task's docker-compose.yaml: main and its services as one env\n"
-        + tomlkit.dumps({"type": "multi", "name": "harbor",
+        + tomlkit.dumps({"type": "multi", "name": "harbor", "network_policy": policy,
                          "mcp_server_envs": [name + MAIN_SUFFIX],
                          "service_envs": [f"{name}-{s.name}" for s in compose.sidecars]}),
         encoding="utf-8")
@@ -657,7 +725,8 @@ def _export_one(bundle: Path, task: Path, output: Path, budget: Budget) -> str |
     target = output / task.stem
     copy_tree(env, target / "environment", budget, skip=frozenset({SHELL_FILE, "env.toml"}))
     text = read_text(dockerfile)
-    (target / "environment" / "Dockerfile").write_text(text[: text.index(MARKER)],
+    cut = text.index(MARKER)
+    (target / "environment" / "Dockerfile").write_text(unmap_images(text[:cut], text[cut:]),
                                                        encoding="utf-8")
     for kept in KEPT:
         source = artifact / kept

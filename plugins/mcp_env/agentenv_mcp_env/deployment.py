@@ -117,6 +117,8 @@ class GatewayDeployment:
     services: tuple[EnvServerRecord, ...] = ()
     #: The env state it deployed with: ``{"type", "instance_id"}`` (None: none).
     env_state: dict[str, Any] | None = None
+    #: What its servers could reach outside (``none`` or ``open``).
+    network_policy: str = "none"
 
     @property
     def capability_url(self) -> str:
@@ -168,7 +170,7 @@ class GatewayDeployment:
             "tools": list(self.tools),
             "servers": [attrs.asdict(server) for server in self.servers],
             "services": [attrs.asdict(service) for service in self.services],
-            "env_state": self.env_state,
+            "env_state": self.env_state, "network_policy": self.network_policy,
             "sandbox": sandbox_record(self.sandbox) if self.sandbox is not None else None,
         }
 
@@ -243,11 +245,35 @@ class McpServerEnv(EnvType):
     name: ClassVar[str] = "mcp_server"
     #: :mod:`agentenv_mcp_env.state`
     env_state_types: ClassVar[tuple[str, ...]] = ("local_postgres",)
+    takes_network_policy: ClassVar[bool] = True
+    #: The env.toml keys it reads beyond the kernel's.
+    settings_keys: ClassVar[tuple[str, ...]] = ("network_policy",)
 
     def __init__(self, source: EnvSource, artifacts: Any,
                  companions: Sequence[EnvSource] = ()) -> None:
         super().__init__(source, artifacts)
         self.companions = tuple(companions)
+
+    @classmethod
+    def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
+        where = f"{env.label}/env.toml"
+        unknown = sorted(set(env.settings) - set(cls.settings_keys))
+        if unknown:
+            return [f"{where}: unknown key(s) {', '.join(unknown)} (an env of type "
+                    f"'{cls.name}' takes: environment_name, id, image, network_policy, type)"]
+        return policy_problems(where, env.settings)
+
+    def network_policy(self, asked: str | None) -> str:
+        """The deploy's, else the env.toml's, else ``[envs] network_policy``, else none."""
+        from agent_env.api import DEFAULT_ENV_NETWORK_POLICY, current
+
+        configured = current().config.section("envs").get("network_policy")
+        policy = asked or self.source.settings.get("network_policy") or configured \
+            or DEFAULT_ENV_NETWORK_POLICY
+        problems = policy_problems("network_policy", {"network_policy": policy})
+        if problems:
+            raise StepError(problems[0])
+        return str(policy)
 
     @classmethod
     def command(cls) -> Any:
@@ -306,10 +332,12 @@ class McpServerEnv(EnvType):
         progress: Progress | None = None,
         gateway_mode: str = DEFAULT_GATEWAY_MODE,
         env_state: EnvStateChoice | None = None,
+        network_policy: str | None = None,
     ) -> GatewayDeployment:
         """Run the env servers and their gateway in ``sandbox`` and wait until they are ready
         (``[plugins.agentenv-framework-mcp-env] progress = false`` drops the image lines);
-        with ``env_state``, its store first (:mod:`agentenv_mcp_env.state`)."""
+        with ``env_state``, its store first (:mod:`agentenv_mcp_env.state`). With
+        ``network_policy`` ``open`` its servers and services have a route out."""
         from agent_env.api import ContainerSpec
         from agentenv_mcp_env.settings import mcp_env_settings
 
@@ -317,6 +345,7 @@ class McpServerEnv(EnvType):
             progress = None
 
         started = time.time()
+        policy = self.network_policy(network_policy)
         instance_id = new_instance_id(self.source.id)
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
@@ -328,6 +357,9 @@ class McpServerEnv(EnvType):
             (progress or _quiet)(f"envs/{self.source.name}: warning: {exposed}")
         labels = {ENV_LABEL: self.source.id, INSTANCE_LABEL: instance_id}
         planned = self.planned_services(labels, env_state)
+        if policy == "open":  # the env's own services go out as its servers do; the store not
+            planned = [attrs.evolve(p, spec=attrs.evolve(p.spec, outbound=True))
+                       if p.source is not None else p for p in planned]
         services = await start_services(sandbox, planned, timeout=ready_timeout,
                                         env_name=self.environment_name,
                                         progress=progress or _quiet,
@@ -337,7 +369,7 @@ class McpServerEnv(EnvType):
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
                  "ENVIRONMENT_NAME": server.environment_name,
                  **self.state_env(server, env_state)},
-            labels={**labels, ENV_LABEL: server.source.id},
+            labels={**labels, ENV_LABEL: server.source.id}, outbound=policy == "open",
         ) for server, ref in zip(self.servers, env_refs, strict=True)]
         specs.append(ContainerSpec(
             name=GATEWAY_CONTAINER, image=gateway_ref,
@@ -372,7 +404,7 @@ class McpServerEnv(EnvType):
             expires_at=_utc(started + ttl_seconds), tools=ready.tools, sandbox=sandbox,
             servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref)
                           for s, ref in zip(self.servers, env_refs, strict=True)),
-            services=services,
+            services=services, network_policy=policy,
             env_state=(None if env_state is None else
                        {"type": env_state.state_type,
                         "instance_id": env_state.instance.instance_id
@@ -421,6 +453,19 @@ class McpServerEnv(EnvType):
         from agentenv_mcp_env.state import volume_name
 
         await open_provider(instance.provider).remove_volume(volume_name(instance.instance_id))
+
+
+def policy_problems(where: str, settings: dict[str, Any]) -> list[str]:
+    """What is wrong with a ``network_policy`` setting."""
+    from agent_env.api import ENV_NETWORK_POLICIES
+
+    policy = settings.get("network_policy")
+    if policy is None or policy in ENV_NETWORK_POLICIES:
+        return []
+    why = (": an allow-list of package hosts needs a filtering proxy, not here yet"
+           if policy == "registries" else "")
+    return [f"{where}: network_policy must be one of {', '.join(ENV_NETWORK_POLICIES)}, not "
+            f"{policy!r}{why}"]
 
 
 @attrs.frozen

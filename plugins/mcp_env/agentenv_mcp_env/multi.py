@@ -37,13 +37,15 @@ from agentenv_mcp_env.deployment import (
     McpServerEnv,
     PlannedService,
     named_servers,
+    policy_problems,
 )
 from agentenv_mcp_env.service import ServiceSettings, service_settings
 
 if TYPE_CHECKING:
     from agent_env.api import EnvStateChoice
 
-KEYS = ("mcp_server_envs", "service_envs", "website_envs", "name", "env_provider_type")
+KEYS = ("mcp_server_envs", "service_envs", "website_envs", "name", "env_provider_type",
+        "network_policy")
 CHILD_TYPE = "mcp_server"
 SERVICE_TYPE = "service"
 
@@ -157,6 +159,7 @@ class MultiEnv(McpServerEnv):
         if settings.get("website_envs"):
             problems.append(f"{where}: website_envs: the website env type is not installed "
                             "here; a multi env deploys mcp_server envs")
+        problems += policy_problems(where, settings)
         provider = settings.get("env_provider_type", "gateway")
         if provider != "gateway":
             problems.append(f"{where}: env_provider_type {provider!r}: a multi env deploys "

@@ -321,3 +321,11 @@ def test_a_build_killed_with_9_leaves_step_images_gc_removes(tmp_path: Path,
     removed = asyncio.run(provider.prune_build_leftovers(older_than=0, dry_run=False))
     assert any(leftover[0].id[7:19] in line for line in removed)
     assert left() == []
+
+
+def test_a_base_image_that_cannot_be_pulled_is_named_with_the_map_option(tmp_path: Path) -> None:
+    context = _context(tmp_path / "c", "FROM nosuch.invalid/agentenv-test:1\nCMD [\"true\"]\n")
+    with pytest.raises(ImageBuildError) as caught:
+        build_image(context, name=_name())
+    assert ("(FROM nosuch.invalid/agentenv-test:1 cannot be pulled here: pull or mirror it, "
+            "and map it at import with bundle import --image-map FROM=TO)") in str(caught.value)

@@ -122,3 +122,65 @@ async def test_a_failing_healthcheck_reads_unhealthy(docker_client: Any, run_id:
         assert await _health(sandbox, "sick") == "unhealthy"
     finally:
         await sandbox.terminate()
+
+
+def _network_gateway(docker_client: Any, name: str) -> str:
+    config = docker_client.networks.get(name).attrs["IPAM"]["Config"]
+    return str(config[0]["Gateway"])
+
+
+@pytest.mark.parametrize("make", [_docker_sandbox, _host_shell_sandbox],
+                         ids=["docker", "docker-host"])
+async def test_outbound_containers_reach_out_and_offline_ones_fail_lookups_fast(
+        docker_client: Any, run_id: str, make: Any) -> None:
+    """An env with network policy open: its containers join the outbound network, through
+    which this machine (standing in for the world) is reached; an offline one has no route,
+    and an outside name fails in about a second instead of Docker's 10-20."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"outside")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("0.0.0.0", 0), Hello)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sandbox = await make(run_id)
+    try:
+        await sandbox.run_container(ContainerSpec(
+            name="open", image=IMAGE, command=("sleep", "600"), outbound=True))
+        await sandbox.run_container(ContainerSpec(
+            name="closed", image=IMAGE, command=("sleep", "600")))
+        out = getattr(sandbox, "outbound_network_name", None) or sandbox.outbound_network
+        host = _network_gateway(docker_client, out)  # this machine, on the outbound network
+        fetch = ("import time, urllib.request as u; t = time.time()\n"
+                 f"try: print(u.urlopen('http://{host}:{port}', timeout=5).read().decode())\n"
+                 "except Exception as e: print('failed', type(e).__name__)\n"
+                 "print(round(time.time() - t, 2))")
+        lookup = ("import socket, time; t = time.time()\n"
+                  "try: socket.getaddrinfo('example.com', 80)\n"
+                  "except OSError: pass\n"
+                  "print(round(time.time() - t, 2))")
+        opened = await _exec_in(docker_client, sandbox, "open", fetch)
+        assert opened.splitlines()[0] == "outside", opened
+        closed = await _exec_in(docker_client, sandbox, "closed", fetch)
+        assert closed.startswith("failed"), closed
+        waited = float((await _exec_in(docker_client, sandbox, "closed", lookup)).strip())
+        assert waited < 4.0, waited  # Docker's own resolver waits 10-20 s
+    finally:
+        server.shutdown()
+        await sandbox.terminate()
+    owned = {"label": f"agentenv.sandbox={sandbox.id}"}
+    assert docker_client.networks.list(filters=owned) == []
+
+
+async def _exec_in(docker_client: Any, sandbox: Any, name: str, code: str) -> str:
+    container = docker_client.containers.get(sandbox.container_name(name))
+    result = await asyncio.to_thread(container.exec_run, ["python", "-c", code])
+    return str(result.output.decode())

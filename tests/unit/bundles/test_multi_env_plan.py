@@ -62,7 +62,7 @@ def test_what_a_multi_env_toml_gets_wrong_is_named_at_preflight(
     where = "envs/both/env.toml"
     assert found == [
         f"{where}: unknown key(s) colour (a multi env takes: mcp_server_envs, service_envs, "
-        "website_envs, name, env_provider_type, environment_name, id, type)",
+        "website_envs, name, env_provider_type, network_policy, environment_name, id, type)",
         f"{where}: website_envs: the website env type is not installed here; a multi env "
         "deploys mcp_server envs",
         f"{where}: env_provider_type 'modal': a multi env deploys through the gateway here "
@@ -86,9 +86,21 @@ def test_an_mcp_server_env_still_refuses_keys_of_its_own(
         tmp_path: Path, state_root: Any) -> None:
     folder = bundle(tmp_path, 'type = "multi"\nmcp_server_envs = ["a"]\n')
     (folder / "envs" / "a" / "env.toml").write_text('mcp_server_envs = ["b"]\n')
-    _, found = parse_bundle(folder, "@local/b")
-    assert found == ["envs/a/env.toml: unknown key(s) mcp_server_envs (known: "
-                     "environment_name, id, image, type)"]
+    assert problems_of(folder) == [
+        "envs/a/env.toml: unknown key(s) mcp_server_envs (an env of type 'mcp_server' takes: "
+        "environment_name, id, image, network_policy, type)"]
+
+
+def test_network_policy_is_an_env_toml_key_checked_at_preflight(
+        tmp_path: Path, state_root: Any) -> None:
+    folder = bundle(tmp_path, 'type = "multi"\nmcp_server_envs = ["a"]\n'
+                              'network_policy = "registries"\n')
+    (folder / "envs" / "a" / "env.toml").write_text('network_policy = "everywhere"\n')
+    found = " | ".join(problems_of(folder))
+    assert ("envs/a/env.toml: network_policy must be one of none, open, not 'everywhere'"
+            in found)
+    assert ("envs/both/env.toml: network_policy must be one of none, open, not 'registries': "
+            "an allow-list of package hosts needs a filtering proxy, not here yet") in found
 
 
 def service(folder: Path, name: str, toml: str) -> None:

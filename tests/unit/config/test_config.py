@@ -298,6 +298,6 @@ def test_the_references_settings_not_read_here_say_why(tmp_path: Path) -> None:
                            '[state]\nproviders = {}\n[artifacts]\ntype_aliases = {}\n')
     warnings = "\n".join(cfg.load_config().warnings)
     assert "conversations" not in warnings  # read: the user of a conversation over A2A
-    assert "[state] providers is not read: env state providers belong to the multi-service " \
-        "env types" in warnings
+    assert "[state] providers is not read: env state types come from env types here " \
+        "(local_postgres" in warnings
     assert "[artifacts] is not read: artifact types come from plugins here" in warnings

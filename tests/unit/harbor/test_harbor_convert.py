@@ -404,3 +404,31 @@ def test_a_rerun_rewrites_only_what_changed(capsys, tmp_path) -> None:
     harbor_task(other, "c")
     code, _, err = cli(capsys, "bundle", "import", "harbor", str(other), "-o", str(out))
     assert code == 1 and "exists and is not empty" in err
+
+
+def test_an_image_map_rewrites_base_images_and_export_puts_them_back(capsys, tmp_path) -> None:
+    """--image-map (over the config's image_map) rewrites FROM lines and sidecar images at
+    import, says so, and export gives the original files back."""
+    source = tmp_path / "src"
+    shutil.copytree(TASKS / "orders-compose", source / "orders-compose")
+    config = tmp_path / "state" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    code, out, err = cli(capsys, "bundle", "import", "harbor", str(source), "-o",
+                         str(tmp_path / "b"), "--image-map",
+                         "python:3.11-slim=mirror.example/library/python:3.11-slim")
+    assert code == 0, err
+    assert ("  image map: environment/Dockerfile: FROM python:3.11-slim -> "
+            "mirror.example/library/python:3.11-slim") in out
+    assert ("  image map: service db: FROM python:3.11-slim -> "
+            "mirror.example/library/python:3.11-slim") in out
+    main = (tmp_path / "b" / "envs" / "orders-compose-main" / "Dockerfile").read_text()
+    assert main.startswith("FROM mirror.example/library/python:3.11-slim\n")
+    db = (tmp_path / "b" / "envs" / "orders-compose-db" / "Dockerfile").read_text()
+    assert db.startswith("FROM mirror.example/library/python:3.11-slim\n")
+    code, _, _ = cli(capsys, "bundle", "export", "harbor", str(tmp_path / "b"), "-o",
+                     str(tmp_path / "back"))
+    assert code == 0
+    assert files(tmp_path / "back" / "orders-compose") == files(source / "orders-compose")
+    code, _, err = cli(capsys, "bundle", "import", "harbor", str(source), "-o",
+                       str(tmp_path / "c"), "--image-map", "python")
+    assert code == 1 and "--image-map python: give FROM=TO (two image names)" in err

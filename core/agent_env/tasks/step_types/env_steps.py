@@ -31,6 +31,7 @@ from agent_env.env_types import (
     DEFAULT_GATEWAY_MODE,
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
+    ENV_NETWORK_POLICIES,
     GATEWAY_MODES,
     EnvType,
     env_provider_chain,
@@ -73,6 +74,9 @@ class DeployEnv(Step):
     env_state_instance_id: str | None = None
     artifact_id: str | None = None
     artifact_version: int | None = None
+    #: Ours: what the env's servers may reach outside (``none`` or ``open``), over its
+    #: ``env.toml``'s and ``[envs] network_policy``.
+    network_policy: str | None = None
 
     def needs(self, choices: RunChoices) -> list[str]:
         """``--gateway-env-id`` must name a stored env of a gateway type."""
@@ -124,6 +128,11 @@ class DeployEnv(Step):
         if isinstance(instance, str) and not instance.startswith(ESI_PREFIX):
             problems.append(f"env_state_instance_id {instance!r} is not an env state instance "
                             f"id ({ESI_PREFIX}..., as agent-env env init-env-state prints)")
+        if self.network_policy is not None and self.network_policy not in ENV_NETWORK_POLICIES:
+            why = (": an allow-list of package hosts needs a filtering proxy, not here yet"
+                   if self.network_policy == "registries" else "")
+            problems.append(f"network_policy must be one of {', '.join(ENV_NETWORK_POLICIES)}, "
+                            f"not {self.network_policy!r}{why}")
         if self.artifact_id is not None or self.artifact_version is not None:
             problems.append("artifact_id: no env type here takes an artifact at deploy; load "
                             f"it with a load_artifact step (env_id '{self.env_id}') after "
@@ -143,6 +152,9 @@ class DeployEnv(Step):
                             "plugin provides")
         env: EnvType = env_type.from_spec(source, ctx.artifacts)
         state = await asyncio.to_thread(self.env_state, env_type)
+        if self.network_policy and not env_type.takes_network_policy:
+            raise StepError(f"network_policy: envs of type '{env_type.name}' take no network "
+                            "policy")
         if self.with_envs:
             companions = await asyncio.gather(*(
                 asyncio.to_thread(load_env_source, ctx.artifacts, env_id)
@@ -176,6 +188,7 @@ class DeployEnv(Step):
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
                 progress=ctx.note, gateway_mode=self.gateway_mode,
                 **({"env_state": state} if state is not None else {}),
+                **({"network_policy": self.network_policy} if self.network_policy else {}),
             )
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
