@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env.cli.console import echo
 from agent_env.errors import UserError
 from agent_env.plural import plural
-from agent_env.tasks.summary import count_line, is_success, task_line
+from agent_env.tasks.summary import count_line, is_success, task_line, why_lines
 
 if TYPE_CHECKING:
     from agent_env.evals.groups import Group, GroupStore, Slot
@@ -301,6 +301,8 @@ async def _run_tasks(
             echo("Tasks:")
             for result in results:
                 echo(task_line(result))
+                for line in why_lines(result):
+                    echo(line)
             if len(results) > 1 or any(r.outcome == scores.ERROR for r in results):
                 echo(f"  {count_line(results)}")
             lines = eval_lines(results) if eval_lines is not None else []

@@ -415,19 +415,7 @@ def _broken(solved: list[Any], idle: list[Any], oracle: str, nop: str) -> dict[s
 
 def _words(result: Any, *, failing: bool) -> str:
     """What the task's verifiers said of the rows that make it broken (their own words)."""
-    from agent_env.runtime import current
-    from agent_env.tasks.records import StoredInstances
+    from agent_env.tasks.summary import verifier_said
 
-    record = StoredInstances(current().document_store).get(result.instance_id)
-    verifications = ((record.context if record else {}).get("metadata") or {}).get(
-        "verifications") or {}
-    said = [str(row.get("justification") or "").strip()
-            for verification in verifications.values() if isinstance(verification, dict)
-            for row in verification.get("results") or []
-            if isinstance(row, dict) and (not row.get("result") if failing
-                                          else float(row.get("score") or 0) > 0)]
-    outputs = (record.context if record else {}).get("outputs") or {}
-    said += [f"the agent: {out['error_message']}" for out in outputs.values()
-             if isinstance(out, dict) and out.get("error_message")]
-    said = [s for s in said if s]
-    return f" ({' | '.join(said)[:400]})" if said else ""
+    said = verifier_said(result, failing=failing)
+    return f" ({' | '.join(said)})" if said else ""

@@ -27,6 +27,41 @@ def task_line(result: TaskResult) -> str:
             f"{result.duration_seconds:.1f}s, instance {result.instance_id}")
 
 
+#: How many of a run's failing rows its summary quotes, and how much of each.
+SAID_ROWS, SAID_CHARS = 3, 240
+
+
+def verifier_said(result: TaskResult, *, failing: bool = True) -> list[str]:
+    """What the run's verifiers said of the rows that failed (``failing=False``: of those that
+    scored above 0), in their own words, and why an agent failed a prompt, from its record."""
+    from agent_env.runtime import current
+    from agent_env.tasks.records import StoredInstances
+
+    record = StoredInstances(current().document_store).get(result.instance_id)
+    context = record.context if record is not None else {}
+    verifications = (context.get("metadata") or {}).get("verifications") or {}
+    said = [f"{row.get('id', '?')}: {str(row.get('justification') or '').strip()}"
+            for verification in verifications.values() if isinstance(verification, dict)
+            for row in verification.get("results") or []
+            if isinstance(row, dict) and str(row.get("justification") or "").strip()
+            and (not row.get("result") if failing else float(row.get("score") or 0) > 0)]
+    said += [f"the agent: {out['error_message']}"
+             for out in (context.get("outputs") or {}).values()
+             if isinstance(out, dict) and out.get("error_message")]
+    return [line if len(line) <= SAID_CHARS else line[:SAID_CHARS - 3] + "..."
+            for line in said[:SAID_ROWS]]
+
+
+def why_lines(result: TaskResult) -> list[str]:
+    """Under a run that scored below 1, its verifiers' words (a run that failed or erred
+    says why on its own line already)."""
+    from agent_env.tasks import scores
+
+    if result.outcome != scores.SCORED_BELOW_1:
+        return []
+    return [f"      {line}" for line in verifier_said(result)]
+
+
 def is_success(result: TaskResult) -> bool:
     from agent_env.tasks import scores
 
@@ -58,6 +93,8 @@ def run_json(result: TaskResult) -> dict[str, Any]:
         "error": fatal.summary if ended_badly and fatal is not None else None,
         "failed_step": fatal.step_id if ended_badly and fatal is not None else None,
         "scores": dict(result.scores), "duration_seconds": round(result.duration_seconds, 3),
+        "verifier_said": (verifier_said(result) if result.outcome == scores.SCORED_BELOW_1
+                          else []),
     }
 
 
