@@ -58,3 +58,29 @@ def test_tests_that_download_pass_with_harbors_default_and_fail_fast_without(
     assert quoted, out
     assert int(quoted.group(1)) < 30  # lookups fail at once, not after 10-20 s each
     assert left_by(out) == []
+
+
+def test_an_image_map_runs_a_task_whose_base_image_cannot_be_pulled(
+        agent_env, tmp_path: Path, left_by: Callable[[str], list[str]]) -> None:
+    """The task names a registry this machine cannot reach; mapped at import onto an image the
+    engine has, it builds and its oracle passes. Unmapped, the build fails naming the image."""
+    source = tmp_path / "harbor" / "mirrored"
+    shutil.copytree(TASKS / "hello-file", source)
+    dockerfile = source / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace(
+        "FROM python:3.11-slim", "FROM registry.invalid/library/python:3.11-slim"))
+    done = agent_env("bundle", "import", "harbor", str(source), "-o", str(tmp_path / "plain"))
+    assert done.returncode == 0, done.stderr
+    failed = agent_env("run", str(tmp_path / "plain"), "--agent", "oracle", timeout=600)
+    assert failed.returncode != 0
+    assert ("(FROM registry.invalid/library/python:3.11-slim cannot be pulled here: pull or "
+            "mirror it, and map it at import with bundle import --image-map FROM=TO)") \
+        in failed.stdout + failed.stderr
+    done = agent_env("bundle", "import", "harbor", str(source), "-o", str(tmp_path / "mapped"),
+                     "--image-map", "registry.invalid/library/python:3.11-slim=python:3.11-slim")
+    assert done.returncode == 0, done.stderr
+    assert "image map: environment/Dockerfile: FROM registry.invalid/library/python:3.11-slim" \
+        " -> python:3.11-slim" in done.stdout
+    run = agent_env("run", str(tmp_path / "mapped"), "--agent", "oracle", timeout=600)
+    assert "tasks/mirrored.json v1: passed (tests: 1)" in run.stdout, run.stdout + run.stderr
+    assert left_by(run.stdout) == []
