@@ -57,6 +57,8 @@ class Deployment:
     urls: dict[str, str]
     created_at: dt.datetime = attrs.field(converter=_utc)
     expires_at: dt.datetime = attrs.field(converter=_utc)
+    #: The env state type it was deployed with (a snapshot of it deploys with the same).
+    env_state_type: str | None = None
 
     def expired(self, now: dt.datetime | None = None) -> bool:
         return self.expires_at <= (now or utc_now())
@@ -66,7 +68,8 @@ class Deployment:
                 "entity_id": self.entity_id, "entity_version": self.entity_version,
                 "provider": self.provider, "sandbox_id": self.sandbox_id,
                 "urls": dict(self.urls), "created_at": self.created_at.isoformat(),
-                "expires_at": self.expires_at.isoformat()}
+                "expires_at": self.expires_at.isoformat(),
+                "env_state_type": self.env_state_type}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Deployment:

@@ -70,7 +70,7 @@ URL_NAMES = {"mcp": "MCP"}
 
 #: ``env deploy`` options that are ``deploy_env`` keys of the same name.
 DEPLOY_KEYS = ("gateway_mode", "cpu", "memory_mb", "disk_size_gb", "env_state_type",
-               "env_state_instance_id", "network_policy")
+               "env_state_instance_id", "network_policy", "snapshot_id")
 
 
 def _deploy_step(record: Any, ttl: int, options: dict[str, Any]) -> Any:
@@ -130,6 +130,7 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
             entity_id=record.id, entity_version=record.version,
             provider=sandbox.provider_name, sandbox_id=sandbox.id,
             urls=deployed.urls(), created_at=created, expires_at=expires,
+            env_state_type=(getattr(deployed, "env_state", None) or {}).get("type"),
         )
         deployments().add(entry)
     except BaseException as exc:
@@ -159,6 +160,8 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
               help="A state store deployed beside the env for it (local_postgres).")
 @click.option("--env-state-instance-id", metavar="ID",
               help="A durable env state to attach (env init-env-state).")
+@click.option("--from-snapshot", "snapshot_id", metavar="ID",
+              help="Start each container from a snapshot env snapshot saved.")
 @click.option("--network-policy", metavar="POLICY",
               help="What the env's servers may reach outside: none or open (default: its "
                    "env.toml's, else [envs] network_policy, else none).")
@@ -169,7 +172,8 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
 def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,
            gateway_mode: str, cpu: float | None, memory_mb: int | None, disk_size_gb: float,
            env_state_type: str | None, env_state_instance_id: str | None,
-           network_policy: str | None, gateway: str | None, as_json: bool) -> None:
+           snapshot_id: str | None, network_policy: str | None, gateway: str | None,
+           as_json: bool) -> None:
     """Deploy a stored env behind its gateway; it stays up until its TTL or env teardown."""
     import asyncio
 
@@ -180,7 +184,8 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
     step = _deploy_step(record, ttl_seconds, {
         "gateway_mode": gateway_mode, "cpu": cpu, "memory_mb": memory_mb,
         "disk_size_gb": disk_size_gb, "env_state_type": env_state_type,
-        "env_state_instance_id": env_state_instance_id, "network_policy": network_policy})
+        "env_state_instance_id": env_state_instance_id, "network_policy": network_policy,
+        "snapshot_id": snapshot_id})
     if gateway:
         from agent_env.tasks.step_types.env_steps import gateway_env_problem
 
@@ -319,3 +324,79 @@ def teardown_env_state(instance_id: str) -> None:
     asyncio.run(env_type.release_env_state(instance))
     states.remove(instance_id)
     echo(f"Done. {instance_id} torn down, its data removed.")
+
+
+# -- snapshots -----------------------------------------------------------------------------------
+
+
+@env.command("snapshot")
+@click.option("--instance-id", metavar="ID", help="The deployment (env deploy's instance id) "
+                                                  "whose containers to save.")
+@click.option("--list", "listing", is_flag=True, help="The saved snapshots.")
+@click.option("--remove", metavar="SNAPSHOT_ID", help="Remove a snapshot and its images.")
+def snapshot(instance_id: str | None, listing: bool, remove: str | None) -> None:
+    """Save a deployed env's containers (its servers, services and state store, with their
+    data) as images; env deploy --from-snapshot ID (deploy_env's snapshot_id) starts from them."""
+    import asyncio
+
+    from agent_env.env_snapshots import env_snapshots
+
+    snapshots = env_snapshots()
+    if listing:
+        for found in snapshots.list():
+            echo(f"{found.snapshot_id}  {found.env_id} v{found.env_version}  {found.provider}  "
+                 f"{found.created_at:%Y-%m-%d %H:%M} UTC  "
+                 f"{', '.join(sorted(i.container for i in found.images))}")
+        return
+    if remove:
+        asyncio.run(_remove_snapshot(remove))
+        return
+    if not instance_id:
+        raise UserError("give --instance-id ID (a deployed env), --list or --remove ID")
+    saved = asyncio.run(_save_snapshot(instance_id))
+    echo(f"Saved {', '.join(sorted(i.container for i in saved.images))} of env {saved.env_id} "
+         f"v{saved.env_version}")
+    echo(f"Snapshot ID: {saved.snapshot_id}")
+    echo(f"Deploy from it with: agent-env env deploy --id {saved.env_id} --from-snapshot "
+         f"{saved.snapshot_id}")
+
+
+async def _save_snapshot(instance_id: str) -> Any:
+    from agent_env.deployments import deployments, utc_now
+    from agent_env.env_snapshots import (
+        SNAPSHOT_LABEL,
+        EnvSnapshot,
+        env_snapshots,
+        new_snapshot_id,
+    )
+    from agent_env.tasks.sandboxes import open_provider
+
+    deployment = deployments().get(instance_id)
+    if deployment is None or deployment.kind != "env":
+        raise UserError(f"--instance-id {instance_id}: no deployed env has that id (agent-env "
+                        "env list)")
+    sandbox = await open_provider(deployment.provider).attach(deployment.sandbox_id)
+    if sandbox is None:
+        raise UserError(f"--instance-id {instance_id}: its sandbox is gone")
+    snapshot_id = new_snapshot_id()
+    images = await sandbox.commit_containers(labels={
+        SNAPSHOT_LABEL: snapshot_id, "agentenv.env": deployment.entity_id})
+    saved = EnvSnapshot(snapshot_id, deployment.entity_id, deployment.entity_version,
+                        deployment.provider, utc_now(), tuple(images),
+                        deployment.env_state_type)
+    env_snapshots().add(saved)
+    return saved
+
+
+async def _remove_snapshot(snapshot_id: str) -> None:
+    from agent_env.env_snapshots import env_snapshots
+    from agent_env.tasks.sandboxes import open_provider
+
+    snapshots = env_snapshots()
+    found = snapshots.get(snapshot_id)
+    if found is None:
+        echo(f"No snapshot {snapshot_id}; nothing to remove.")
+        return
+    await open_provider(found.provider).remove_committed(found.images)
+    snapshots.remove(snapshot_id)
+    echo(f"Removed snapshot {snapshot_id} and its images.")

@@ -372,6 +372,12 @@ class SandboxProvider(abc.ABC):
         ``agent-env gc``; a provider with no image store of its own has nothing to prune."""
         return []
 
+    async def remove_committed(self, images: Sequence[CommittedImage]) -> None:
+        """Remove committed images no sandbox is up for any more (a snapshot removed): a
+        provider whose images outlive its sandboxes implements it."""
+        raise SandboxUnsupported(f"the '{self.name}' sandbox provider keeps no images beyond "
+                                 "a sandbox")
+
     async def remove_volume(self, name: str) -> bool:
         """Remove the durable volume ``name`` (:class:`VolumeMount`); False when there was
         none. A provider whose volumes die with their sandbox has none to remove."""

@@ -762,12 +762,38 @@ class DockerSandbox(Sandbox):
 
     async def commit_containers(self, *, labels: dict[str, str]) -> tuple[CommittedImage, ...]:
         servers = [spec for spec in self._specs.values() if spec.private and not spec.edge]
+        if self.mode == "vm" and not servers:  # attached again: what the engine says it runs
+            servers = await asyncio.to_thread(self._private_containers)
         if self.mode != "vm" or not servers:
             raise SandboxUnsupported(f"docker sandbox {self.id} started no env servers to "
                                      "commit (only containers run_container started here are)")
+        kept = [(spec.name, m.name) for spec in servers for m in spec.volumes]
+        if kept:
+            raise SandboxUnsupported(f"container '{kept[0][0]}' keeps its files in volume "
+                                     f"'{kept[0][1]}', which a commit does not save")
         token = secrets.token_hex(6)
         return tuple(await settle(*(
             (lambda spec=spec: self._commit_blocking(spec, token, labels)) for spec in servers)))
+
+    def _private_containers(self) -> list[ContainerSpec]:
+        """The specs of this sandbox's private containers (those run_container started that
+        publish nothing and have no edge), read back from the engine for a sandbox attached
+        from its id."""
+        api = self.client.api
+        found = []
+        for summary in api.containers(filters={"label": [f"{SANDBOX_LABEL}={self.id}",
+                                                         f"{ROLE_LABEL}=container"]}):
+            info = api.inspect_container(summary["Id"])
+            networks = set((info.get("NetworkSettings") or {}).get("Networks") or {})
+            if networks != {self.network} and networks != {self.network, self.outbound_network}:
+                continue  # on the edge or sealed network: a gateway or an agent
+            volumes = tuple(VolumeMount(str(m.get("Name")), str(m.get("Destination")))
+                            for m in info.get("Mounts") or () if m.get("Type") == "volume")
+            name = (info.get("Config", {}).get("Labels") or {}).get(NAME_LABEL)
+            if name:
+                found.append(ContainerSpec(name=name, image=str(info["Config"]["Image"]),
+                                           volumes=volumes))
+        return found
 
     def _commit_blocking(self, spec: ContainerSpec, token: str,
                          labels: dict[str, str]) -> CommittedImage:
@@ -968,6 +994,18 @@ class DockerSandboxProvider(SandboxProvider):
                     raise
             done.append(line)
         return done
+
+    async def remove_committed(self, images: Sequence[CommittedImage]) -> None:
+        """Remove a snapshot's images from the engine."""
+        import docker.errors
+
+        def remove(ref: str) -> None:
+            try:
+                self.client.api.remove_image(ref, noprune=False)
+            except docker.errors.NotFound:
+                pass
+
+        await settle(*((lambda ref=image.ref: remove(ref)) for image in images))
 
     async def remove_volume(self, name: str) -> bool:
         """Remove a durable volume (one this provider made: it carries the durable label)."""

@@ -79,3 +79,66 @@ def test_a_durable_state_keeps_its_rows_between_deploys(agent_env: Any,
     late = agent_env("env", "deploy", "--id", BOOKS, "--env-state-instance-id", esi)
     assert late.returncode == 1
     assert f"env_state_instance_id {esi}: no such env state instance" in late.stderr
+
+
+def test_a_snapshot_keeps_the_seeded_rows_and_a_stale_one_is_refused(
+        agent_env: Any, docker_client: Any, tmp_path: Any) -> None:
+    """env snapshot saves the deployment's servers and its state store with their data; a
+    deploy from it starts with the rows; once an env server changes, the snapshot is refused
+    naming it; a store in a durable volume cannot be snapshotted; --remove drops the images."""
+    import shutil
+
+    from agentenv_mcp_env.plugin import BUNDLES
+
+    bundle = tmp_path / "books"
+    shutil.copytree(BUNDLES / "shared-db", bundle)
+    stored = agent_env("run", str(bundle), timeout=900)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    books = "@local" + str(bundle) + "/books"
+    first = agent_env("env", "deploy", "--id", books, "--env-state-type", "local_postgres",
+                      "--json", timeout=300)
+    assert first.returncode == 0, first.stderr
+    deployed = json.loads(first.stdout)
+    for text in ("one", "two"):
+        asyncio.run(_call(deployed["urls"]["mcp"], deployed["token"], "add_entry",
+                          {"text": text}))
+    saved = agent_env("env", "snapshot", "--instance-id", deployed["instance_id"], timeout=300)
+    assert saved.returncode == 0, saved.stderr
+    assert "Saved env-audit, env-ledger, servicedb of env" in saved.stdout
+    snap = re.search(r"^Snapshot ID: (snap-[a-z0-9]{12})$", saved.stdout, re.M)
+    assert snap, saved.stdout
+    assert agent_env("env", "teardown", "--id", deployed["instance_id"]).returncode == 0
+
+    again = agent_env("env", "deploy", "--id", books, "--from-snapshot", snap.group(1),
+                      "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    restored = json.loads(again.stdout)
+    read = asyncio.run(_call(restored["urls"]["mcp"], restored["token"], "ledger_entries", {}))
+    assert read == {"entries": ["one", "two"]}
+    assert agent_env("env", "teardown", "--id", restored["instance_id"]).returncode == 0
+
+    server = bundle / "envs" / "ledger" / "server.py"
+    server.write_text(server.read_text() + "\n# changed after the snapshot\n")
+    assert agent_env("run", str(bundle), timeout=900).returncode == 0
+    stale = agent_env("env", "deploy", "--id", books, "--from-snapshot", snap.group(1),
+                      timeout=300)
+    assert stale.returncode == 1
+    assert (f"snapshot {snap.group(1)} is stale: env-ledger did not start from it (the env "
+            "changed since it was saved)") in stale.stderr
+
+    made = agent_env("env", "init-env-state", "--id", books, "--env-state-type",
+                     "local_postgres")
+    esi = re.search(r"Env State Instance ID: (\S+)", made.stdout)
+    assert esi, made.stdout
+    durable = json.loads(agent_env("env", "deploy", "--id", books, "--env-state-instance-id",
+                                   esi.group(1), "--json", timeout=300).stdout)
+    refused = agent_env("env", "snapshot", "--instance-id", durable["instance_id"])
+    assert refused.returncode == 1
+    assert "container 'servicedb' keeps its files in volume" in refused.stderr
+    assert agent_env("env", "teardown", "--id", durable["instance_id"]).returncode == 0
+    assert agent_env("env", "teardown-env-state", "--instance-id", esi.group(1)).returncode == 0
+
+    removed = agent_env("env", "snapshot", "--remove", snap.group(1))
+    assert removed.stdout.strip() == f"Removed snapshot {snap.group(1)} and its images."
+    assert not [i for i in docker_client.images.list(filters={
+        "label": f"agentenv.snapshot={snap.group(1)}"})]

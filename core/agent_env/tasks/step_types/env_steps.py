@@ -77,6 +77,9 @@ class DeployEnv(Step):
     #: Ours: what the env's servers may reach outside (``none`` or ``open``), over its
     #: ``env.toml``'s and ``[envs] network_policy``.
     network_policy: str | None = None
+    #: Ours: deploy from this snapshot (``agent-env env snapshot``): each container starts from
+    #: its saved image (see :mod:`agent_env.env_snapshots`).
+    snapshot_id: str | None = None
 
     def needs(self, choices: RunChoices) -> list[str]:
         """``--gateway-env-id`` must name a stored env of a gateway type."""
@@ -151,7 +154,12 @@ class DeployEnv(Step):
             raise StepError(f"env '{self.env_id}' has type '{source.type}', which no installed "
                             "plugin provides")
         env: EnvType = env_type.from_spec(source, ctx.artifacts)
+        snapshot = await asyncio.to_thread(self.snapshot)
         state = await asyncio.to_thread(self.env_state, env_type)
+        if state is None and snapshot is not None and snapshot.env_state_type:
+            from agent_env.env_state import EnvStateChoice
+
+            state = EnvStateChoice(snapshot.env_state_type)  # its store is in the snapshot
         if self.network_policy and not env_type.takes_network_policy:
             raise StepError(f"network_policy: envs of type '{env_type.name}' take no network "
                             "policy")
@@ -179,10 +187,16 @@ class DeployEnv(Step):
                             f"on the '{state.instance.provider}' sandbox provider; deploy there "
                             f"(sandbox_type '{state.instance.provider}'), not on "
                             f"'{provider_name}'")
+        if snapshot is not None and snapshot.provider != provider_name:
+            raise StepError(f"snapshot_id {snapshot.snapshot_id} was saved on the "
+                            f"'{snapshot.provider}' sandbox provider; deploy there, not on "
+                            f"'{provider_name}'")
         provider = open_provider(provider_name)
         sandbox = await provider.create(spec)
         ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
         try:
+            if snapshot is not None:
+                sandbox.start_from_committed(snapshot.images)
             deployed = await env.deploy(
                 ctx, sandbox, ttl_seconds=ttl,
                 ready_timeout=float(self.ready_timeout_seconds or DEFAULT_READY_TIMEOUT),
@@ -190,6 +204,14 @@ class DeployEnv(Step):
                 **({"env_state": state} if state is not None else {}),
                 **({"network_policy": self.network_policy} if self.network_policy else {}),
             )
+            if snapshot is not None:
+                stale = sorted(i.container for i in snapshot.images
+                               if i.ref not in sandbox.started_from_committed())
+                if stale:
+                    raise StepError(f"snapshot {snapshot.snapshot_id} is stale: "
+                                    f"{', '.join(stale)} did not start from it (the env changed "
+                                    "since it was saved); save a new one with agent-env env "
+                                    "snapshot")
         except BaseException:
             await asyncio.shield(ctx.tear_down_sandbox(name))  # a failed deploy leaves nothing
             raise
@@ -199,6 +221,21 @@ class DeployEnv(Step):
         if self.metadata:
             ctx.outputs[self.id]["metadata"] = dict(self.metadata)
 
+
+    def snapshot(self) -> Any:
+        """The snapshot this deploy starts from, checked against its env; None without one."""
+        if not self.snapshot_id:
+            return None
+        from agent_env.env_snapshots import env_snapshots
+
+        found = env_snapshots().get(self.snapshot_id)
+        if found is None:
+            raise StepError(f"snapshot_id {self.snapshot_id}: no such snapshot (save one with "
+                            "agent-env env snapshot --instance-id ID)")
+        if found.env_id != self.env_id:
+            raise StepError(f"snapshot_id {self.snapshot_id} is of env '{found.env_id}', not "
+                            f"'{self.env_id}'")
+        return found
 
     def env_state(self, env_type: Any) -> EnvStateChoice | None:
         """The env state this deploy asked for, checked against the env type and the durable
