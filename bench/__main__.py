@@ -39,6 +39,7 @@ BENCHMARKS = {
     "protocol": ("bench.protocol", False),
     "echo_mcp": ("bench.echo_mcp", True),
     "multi_env": ("bench.multi_env", True),
+    "env_snapshot": ("bench.env_snapshot", True),
     "stores": ("bench.stores", False),
     "episodes": ("bench.episodes", True),
     "evals": ("bench.evals", False),
