@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import builtins
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-if TYPE_CHECKING:
-    from agent_env.stores.base import DocumentStore
+from agent_env.stores.records import Records
 
 #: Put on a deployment's sandbox, valued with its instance id; see the module docstring.
 DEPLOYMENT_LABEL = "agentenv.deployment"
@@ -77,30 +76,22 @@ class Deployment:
         return cls(**{k: v for k, v in doc.items() if k in fields})
 
 
-class Deployments:
+class Deployments(Records[Deployment]):
     """The ledger on a document store (one document per deployment, ``_id`` = instance id)."""
 
-    def __init__(self, documents: DocumentStore) -> None:
-        self.documents = documents
+    collection = COLLECTION
 
-    def add(self, deployment: Deployment) -> None:
-        """Record a new deployment (its instance id must be new: DuplicateKeyError else)."""
-        self.documents.insert(COLLECTION, {"_id": deployment.instance_id,
-                                           **deployment.to_json()})
+    @staticmethod
+    def key(record: Deployment) -> str:
+        return record.instance_id
 
-    def get(self, instance_id: str) -> Deployment | None:
-        doc = self.documents.find_one(COLLECTION, {"_id": instance_id})
-        return Deployment.from_json(doc) if doc else None
+    @staticmethod
+    def load(document: dict[str, Any]) -> Deployment:
+        return Deployment.from_json(document)
 
-    def list(self, kind: str | None = None) -> list[Deployment]:
+    def list(self, kind: str | None = None) -> builtins.list[Deployment]:
         """Every recorded deployment (of ``kind``), oldest first, expired ones included."""
-        docs = self.documents.query(COLLECTION, {"kind": kind} if kind else None)
-        return sorted((Deployment.from_json(d) for d in docs),
-                      key=lambda d: (d.created_at, d.instance_id))
-
-    def remove(self, instance_id: str) -> bool:
-        """Drop a record; False when there was none."""
-        return self.documents.delete(COLLECTION, {"_id": instance_id}) > 0
+        return self.all({"kind": kind} if kind else None)
 
     def expired(self, now: dt.datetime | None = None) -> builtins.list[Deployment]:
         return [d for d in self.list() if d.expired(now)]

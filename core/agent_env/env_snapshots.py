@@ -14,19 +14,16 @@ collection ``env_snapshots``; the images live in the provider's engine.
 
 from __future__ import annotations
 
-import builtins
 import datetime as dt
 import secrets
 import string
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from agent_env.deployments import _utc
 from agent_env.sandbox.base import CommittedImage
-
-if TYPE_CHECKING:
-    from agent_env.stores.base import DocumentStore
+from agent_env.stores.records import Records
 
 COLLECTION = "env_snapshots"
 ID_PREFIX = "snap-"
@@ -52,7 +49,7 @@ class EnvSnapshot:
     env_state_type: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"_id": self.snapshot_id, "snapshot_id": self.snapshot_id,
+        return {"snapshot_id": self.snapshot_id,
                 "env_id": self.env_id, "env_version": self.env_version,
                 "provider": self.provider, "created_at": self.created_at.isoformat(),
                 "images": [attrs.asdict(image) for image in self.images],
@@ -67,26 +64,18 @@ class EnvSnapshot:
                    env_state_type=doc.get("env_state_type"))
 
 
-class EnvSnapshots:
+class EnvSnapshots(Records[EnvSnapshot]):
     """The snapshots, over a document store."""
 
-    def __init__(self, documents: DocumentStore) -> None:
-        self.documents = documents
+    collection = COLLECTION
 
-    def add(self, snapshot: EnvSnapshot) -> None:
-        self.documents.insert(COLLECTION, snapshot.to_json())
+    @staticmethod
+    def key(record: EnvSnapshot) -> str:
+        return record.snapshot_id
 
-    def get(self, snapshot_id: str) -> EnvSnapshot | None:
-        doc = self.documents.find_one(COLLECTION, {"_id": snapshot_id})
-        return EnvSnapshot.from_json(doc) if doc else None
-
-    def list(self) -> builtins.list[EnvSnapshot]:
-        docs = self.documents.query(COLLECTION, None)
-        return sorted((EnvSnapshot.from_json(d) for d in docs),
-                      key=lambda s: (s.created_at, s.snapshot_id))
-
-    def remove(self, snapshot_id: str) -> bool:
-        return self.documents.delete(COLLECTION, {"_id": snapshot_id}) > 0
+    @staticmethod
+    def load(document: dict[str, Any]) -> EnvSnapshot:
+        return EnvSnapshot.from_json(document)
 
 
 def env_snapshots() -> EnvSnapshots:

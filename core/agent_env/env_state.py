@@ -15,18 +15,15 @@ the env type.
 
 from __future__ import annotations
 
-import builtins
 import datetime as dt
 import secrets
 import string
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from agent_env.deployments import _utc, utc_now
-
-if TYPE_CHECKING:
-    from agent_env.stores.base import DocumentStore
+from agent_env.stores.records import Records
 
 COLLECTION = "env_state_instances"
 ID_PREFIX = "esi-"
@@ -61,7 +58,7 @@ class EnvStateInstance:
         return (now or utc_now()) >= self.expires_at
 
     def to_json(self) -> dict[str, Any]:
-        return {"_id": self.instance_id, "instance_id": self.instance_id,
+        return {"instance_id": self.instance_id,
                 "state_type": self.state_type, "env_id": self.env_id,
                 "provider": self.provider, "created_at": self.created_at.isoformat(),
                 "expires_at": self.expires_at.isoformat(), "metadata": dict(self.metadata)}
@@ -83,29 +80,18 @@ class EnvStateChoice:
     instance: EnvStateInstance | None = None
 
 
-class EnvStates:
+class EnvStates(Records[EnvStateInstance]):
     """The durable instances, over a document store."""
 
-    def __init__(self, documents: DocumentStore) -> None:
-        self.documents = documents
+    collection = COLLECTION
 
-    def add(self, instance: EnvStateInstance) -> None:
-        """Record a new instance (its id must be new)."""
-        self.documents.insert(COLLECTION, instance.to_json())
+    @staticmethod
+    def key(record: EnvStateInstance) -> str:
+        return record.instance_id
 
-    def get(self, instance_id: str) -> EnvStateInstance | None:
-        doc = self.documents.find_one(COLLECTION, {"_id": instance_id})
-        return EnvStateInstance.from_json(doc) if doc else None
-
-    def list(self) -> builtins.list[EnvStateInstance]:
-        """Every recorded instance, oldest first, expired ones included."""
-        docs = self.documents.query(COLLECTION, None)
-        return sorted((EnvStateInstance.from_json(d) for d in docs),
-                      key=lambda i: (i.created_at, i.instance_id))
-
-    def remove(self, instance_id: str) -> bool:
-        """Drop a record; False when there was none."""
-        return self.documents.delete(COLLECTION, {"_id": instance_id}) > 0
+    @staticmethod
+    def load(document: dict[str, Any]) -> EnvStateInstance:
+        return EnvStateInstance.from_json(document)
 
 
 def env_states() -> EnvStates:

@@ -343,7 +343,7 @@ def snapshot(instance_id: str | None, listing: bool, remove: str | None) -> None
 
     snapshots = env_snapshots()
     if listing:
-        for found in snapshots.list():
+        for found in snapshots.all():
             echo(f"{found.snapshot_id}  {found.env_id} v{found.env_version}  {found.provider}  "
                  f"{found.created_at:%Y-%m-%d %H:%M} UTC  "
                  f"{', '.join(sorted(i.container for i in found.images))}")
