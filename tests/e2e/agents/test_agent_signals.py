@@ -31,8 +31,9 @@ TASK = [
     {"id": "ask", "type": "prompt_agent", "prompt": "wait", "model": "scripted:wait_script",
      "timeout_seconds": 300},
 ]
-#: what one run brings up: the env, its gateway, the model gateway, the agent and its front
-CONTAINERS = 5
+#: what one run brings up: the env, its gateway, the model gateway, the agent and its front,
+#: and the sandbox's DNS answerer
+CONTAINERS = 6
 
 
 @pytest.fixture

@@ -106,7 +106,8 @@ def test_deploy_use_it_with_the_token_and_tear_it_down(agent_env: Any,
         assert f"deployed env {instance}, until" in gc.stdout
         assert len(_left(docker_client, sandbox_id)) >= 4  # env, gateway, two networks
         labelled = {"label": f"agentenv.deployment={instance}"}
-        assert len(docker_client.containers.list(filters=labelled)) == 2
+        # env, gateway and the sandbox's DNS answerer
+        assert len(docker_client.containers.list(filters=labelled)) == 3
         down = agent_env("env", "teardown", "--id", instance, timeout=120)
         assert down.returncode == 0 and down.stdout.strip() == f"Tore down {instance}."
         assert _left(docker_client, sandbox_id) == []

@@ -100,7 +100,8 @@ def test_gc_removes_what_a_killed_run_left_and_keeps_a_live_runs(
     dead.wait_until_waiting()
     live.wait_until_waiting()
     left = owned_by(docker_client, dead.pid)
-    assert len(left["containers"]) == 2 and len(left["networks"]) >= 1, names(left)
+    # env, gateway and the sandbox's DNS answerer
+    assert len(left["containers"]) == 3 and len(left["networks"]) >= 1, names(left)
     dead_run = left["containers"][0]["Labels"]["agentenv.run"]
     dead_sandbox = left["containers"][0]["Labels"]["agentenv.sandbox"]
     live_found = owned_by(docker_client, live.pid)

@@ -51,7 +51,8 @@ def test_keep_prints_a_working_endpoint_and_ctrl_c_tears_it_down(
         assert initialize(url, token) == 200
         assert initialize(url, None) == 401
         assert initialize(url, token + "x") == 401
-        assert len(owned_by(docker_client, run.pid)["containers"]) == 2  # env and gateway
+        # env, gateway and the sandbox's DNS answerer
+        assert len(owned_by(docker_client, run.pid)["containers"]) == 3
         run.process.send_signal(signal.SIGINT)
         code, out, err = run.finish(timeout=60)
         assert code == 130, out + err
