@@ -713,7 +713,8 @@ class DockerSandbox(Sandbox):
                 found = self.client.api.inspect_container(name)
             except docker.errors.NotFound:
                 self._create_started(name, self.host_image, role="dns",
-                                     command=["python", "-c", NXDOMAIN_SERVER], memory_mb=32)
+                                     command=["python", "-c", NXDOMAIN_SERVER], memory_mb=32,
+                                     extra_labels={NAME_LABEL: "dns"})
                 found = self.client.api.inspect_container(name)
         except docker.errors.DockerException:
             return None

@@ -111,12 +111,13 @@ async def test_deploy_serves_only_with_the_token_and_passes_protocol_checks(
         assert verification.score == 1.0, failed
     assert len(ctx.verifications["core"].results) >= 5
 
-    # Only the gateway is published; the env sits on the private network alone.
+    # Only the gateway is published; the env (and the sandbox's DNS answerer) sit on the
+    # private network alone.
     containers = docker_client.containers.list(filters={"label": f"agentenv.run={run_id}"})
     published = {c.labels.get("agentenv.container"): [
         p for p, b in (c.attrs["NetworkSettings"]["Ports"] or {}).items() if b]
         for c in containers}
-    assert published == {"env": [], "gateway": ["18765/tcp"]}
+    assert published == {"dns": [], "env": [], "gateway": ["18765/tcp"]}
 
     # The token never reaches a record.
     assert env.token not in json.dumps(ctx.snapshot())
@@ -232,7 +233,7 @@ async def test_with_envs_serves_both_behind_one_gateway(
         assert (await client.call_tool("bump")).text == "1"
     containers = docker_client.containers.list(filters={"label": f"agentenv.run={run_id}"})
     assert sorted(c.labels["agentenv.container"] for c in containers) == [
-        "env", "env-greeter", "gateway"]
+        "dns", "env", "env-greeter", "gateway"]
     assert ctx.outputs["deploy"]["images"].keys() == {ids["counter"], ids["greeter"]}
     assert (await ctx.teardown.run()).failed == ()
     assert leftovers() == []
@@ -277,7 +278,8 @@ async def test_a_multi_env_deploys_its_children_behind_one_gateway(
     published = {c.labels.get("agentenv.container"): [
         p for p, b in (c.attrs["NetworkSettings"]["Ports"] or {}).items() if b]
         for c in containers}
-    assert published == {"env-counter": [], "env-greeter": [], "gateway": ["18765/tcp"]}
+    assert published == {"dns": [], "env-counter": [], "env-greeter": [], "gateway": [
+        "18765/tcp"]}
     assert ctx.outputs["deploy"]["images"].keys() == {ids["counter"], ids["greeter"]}
     assert (await ctx.teardown.run()).failed == ()
     assert leftovers() == []
