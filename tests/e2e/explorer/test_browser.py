@@ -95,6 +95,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                      "trajectory": trajectory("hi")}}
     documents.insert("task_instances", record(AGENT_RUN, context={
         "agents": {"agent": {"agent": "model-agent", "model": "scripted:echo"}},
+        "envs": {"@local/demo/books": {
+            "network_policy": "open",
+            "env_state": {"type": "local_postgres", "instance_id": None}}},
         "outputs": steps, "metadata": {"verifications": {"answer": {"score": 1.0, "results": [
             {"result": True, "criterion": "says hi", "justification": "'hi' is in the reply"}]}}}}))
     other = {"ask": {"agent_name": "agent", "trajectory": trajectory("bye")}}
@@ -202,6 +205,9 @@ def test_a_run_step_by_step_with_its_transcript_escaped(
     page.reload()  # the URL is stable: the same run opens again
     page.wait_for_selector("#steps")
     assert AGENT_RUN in page.inner_text("#run-head")
+    # which network policy and env state each env had
+    assert "env @local/demo/books: network open · env state local_postgres" in page.inner_text(
+        "#run-head")
 
 
 def test_filters_and_the_failed_runs_error(page: Any, server: tuple[str, Path]) -> None:

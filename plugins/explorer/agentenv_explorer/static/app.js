@@ -285,6 +285,16 @@ async function runAgain(run) {
   location.hash = "#/runs?task_id=" + enc(run.task_id);
 }
 
+// each env the run deployed: what it could reach outside and the state it kept its data in
+function envLines(run) {
+  return Object.entries((run.context || {}).envs || {}).map(([id, env]) => {
+    const state = env && env.env_state ? ` · env state ${env.env_state.type}` +
+      (env.env_state.instance_id ? ` (${env.env_state.instance_id})` : "") : "";
+    return el("div", { class: "env-line",
+      text: `env ${id}: network ${(env && env.network_policy) || "none"}${state}` });
+  });
+}
+
 async function runPage(main, id) {
   document.getElementById("where").textContent = "· run";
   const run = await api("/task-instances/" + enc(id));
@@ -296,6 +306,7 @@ async function runPage(main, id) {
       text: `${run.status} · ${run.outcome || "no outcome yet"} · ${fmtSeconds(run.duration_seconds)}` }),
     el("div", { text: `scores: ${fmtScores(run.scores) || "none"}` }),
     el("div", { text: `started ${run.started_at_utc} · finished ${run.finished_at_utc || "—"}` }),
+    ...envLines(run),
     run.cancel_reason ? el("div", { class: "error", text: "cancelled: " + run.cancel_reason }) : null,
     el("button", { id: "run-again", text: "Run this task again", onclick: () => runAgain(run) }));
   // steps reported by run events while the run goes on (the record has them once it ends)
