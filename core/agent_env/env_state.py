@@ -3,9 +3,10 @@
 ``deploy_env``'s ``env_state_type`` (``local_postgres``) asks the env type to deploy a state
 store beside the env's servers for this run; ``env_state_instance_id`` attaches the deploy to a
 *durable* instance instead, made by ``agent-env env init-env-state`` and kept, with its data,
-until ``env teardown-env-state`` (or its expiry), so envs of several runs read and write the
-same rows. Which state types an env type backs is its :attr:`EnvType.env_state_types`; how a
-store is run is the env type's business.
+until ``env teardown-env-state``, so envs of several runs read and write the same rows. Past
+its expiry a deploy may no longer attach it; its data stays until the teardown. Which state
+types an env type backs is its :attr:`EnvType.env_state_types`; how a store is run is the env
+type's business.
 
 This module is the kernel's part: the record of a durable instance (one document per instance
 in the document store, collection ``env_state_instances``; it holds no secret), its id format
@@ -27,8 +28,8 @@ from agent_env.stores.records import Records
 
 COLLECTION = "env_state_instances"
 ID_PREFIX = "esi-"
-#: A durable instance lives at least as long as a run may (the default run TTL), 30 days unless
-#: asked, and at most a year (the reference's bounds).
+#: How long deploys may attach a durable instance: at least as long as a run may (the default
+#: run TTL), 30 days unless asked, at most a year (the reference's bounds).
 MIN_TTL_SECONDS = 3 * 3600
 DEFAULT_TTL_SECONDS = 30 * 24 * 3600
 MAX_TTL_SECONDS = 365 * 24 * 3600

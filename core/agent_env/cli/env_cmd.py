@@ -254,7 +254,8 @@ def teardown(instance_id: str | None, everything: bool) -> int:
               help="The kind of store (local_postgres: a PostgreSQL, one schema per server).")
 @click.option("--ttl-seconds", type=click.IntRange(3 * 3600, 365 * 24 * 3600),
               default=30 * 24 * 3600, show_default=True,
-              help="How long it is kept (3 hours to a year).")
+              help="How long deploys may attach it (3 hours to a year); its data stays until "
+                   "teardown-env-state.")
 @click.option("--sandbox", default="docker", show_default=True, metavar="PROVIDER",
               help="The sandbox provider whose engine keeps its data (deploys that attach "
                    "it run there).")
