@@ -150,6 +150,7 @@ def _rewritten(output: Path, previous: dict[str, Any], write: Any) -> list[str]:
     import filecmp
     import shutil
 
+    from agent_env.bundles.parse import is_inside
     from agent_env.scratch import owned_scratch
 
     with owned_scratch(".bundle-", output.parent) as scratch:
@@ -158,14 +159,21 @@ def _rewritten(output: Path, previous: dict[str, Any], write: Any) -> list[str]:
         changed = 0
         for name in sorted(fresh):
             target = output / name
-            if target.is_file() and name != IMPORT_MARKER and filecmp.cmp(
+            if not is_inside(target.parent, output):
+                raise UserError(f"{target.parent} leads out of {output} through a link: "
+                                "remove the link, or import into a new folder")
+            if target.is_symlink():
+                target.unlink()  # the link goes, never what it points at
+            elif target.is_file() and name != IMPORT_MARKER and filecmp.cmp(
                     scratch / name, target, shallow=False):
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(scratch / name, target)
             changed += name != IMPORT_MARKER
-        gone = [name for name in previous["files"] if name not in fresh
-                and isinstance(name, str) and ".." not in name.split("/")]
+        # the marker is a file in the user's folder: only names inside the output are removed
+        gone = [name for name in previous["files"] if isinstance(name, str)
+                and name not in fresh and not name.startswith("/")
+                and ".." not in name.split("/") and is_inside((output / name).parent, output)]
         for name in gone:
             (output / name).unlink(missing_ok=True)
         for folder in sorted({(output / n).parent for n in gone}, reverse=True):

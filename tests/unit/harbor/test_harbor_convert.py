@@ -432,3 +432,28 @@ def test_an_image_map_rewrites_base_images_and_export_puts_them_back(capsys, tmp
     code, _, err = cli(capsys, "bundle", "import", "harbor", str(source), "-o",
                        str(tmp_path / "c"), "--image-map", "python")
     assert code == 1 and "--image-map python: give FROM=TO (two image names)" in err
+
+
+def test_a_rerun_never_writes_or_removes_outside_its_output(capsys, tmp_path) -> None:
+    """The marker is a file in the user's folder: a name in it that leads out is not removed,
+    and a link the output holds is replaced, never written through."""
+    import json as json_module
+
+    source = tmp_path / "src"
+    harbor_task(source, "a")
+    out = tmp_path / "out"
+    assert cli(capsys, "bundle", "import", "harbor", str(source), "-o", str(out))[0] == 0
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    marker = out / ".agentenv-import.json"
+    found = json_module.loads(marker.read_text())
+    found["files"] += [str(outside), "../precious.txt"]
+    marker.write_text(json_module.dumps(found))
+    target = out / "tasks" / "a.json"
+    target.unlink()
+    target.symlink_to(outside)
+    code, text, _ = cli(capsys, "bundle", "import", "harbor", str(source), "-o", str(out))
+    assert code == 0, text
+    assert outside.read_text() == "keep me"
+    assert not target.is_symlink() and json_module.loads(target.read_text())[0]["type"] == \
+        "deploy_env"
