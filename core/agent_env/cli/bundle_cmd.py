@@ -385,10 +385,12 @@ def validate_bundle(bundle_ref: str, tasks: tuple[str, ...], sandbox: str | None
     """Run every task twice, with an agent that runs its reference solution and one that
     does nothing: the first must pass and the second score 0. Lists each broken task with its
     verifier's own words; exit 1 when any is broken."""
+    from agent_env.bundles.find import locate
     from agent_env.cli.run_cmd import run_bundle
     from agent_env.tasks.engine import TaskResult
     from agent_env.tasks.steps import RunChoices
 
+    locate(bundle_ref)  # a bundle that is not there is one line, before any header
     runs: dict[str, list[TaskResult]] = {}
     for agent, must in ((oracle, "pass"), (nop, "score 0")):
         echo(f"== --agent {agent}: every task must {must}")
