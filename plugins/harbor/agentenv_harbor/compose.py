@@ -101,7 +101,7 @@ def plan(path: Path, text: str) -> ComposePlan:
                         "(the container the agent works in)")
     problems: list[str] = []
     notes: list[str] = []
-    for key in sorted(set(doc) - set(TOP_LEVEL)):
+    for key in sorted(set(doc) - set(TOP_LEVEL), key=str):  # YAML keys need not be strings
         if not str(key).startswith("x-"):
             problems.append(f"{path}: top-level key '{key}' is not supported")
     declared = doc.get("volumes") or {}
@@ -123,7 +123,8 @@ def plan(path: Path, text: str) -> ComposePlan:
         problems += [f"{where}: {key} is not supported ({why})"
                      for key, why in REFUSED.items() if key in service]
         ignored = sorted(k for k in service if k in IGNORED)
-        unknown = sorted(k for k in service if k not in (*MAPPED, *IGNORED, *REFUSED))
+        unknown = sorted((k for k in service if k not in (*MAPPED, *IGNORED, *REFUSED)),
+                         key=str)
         problems += [f"{where}: key '{key}' is not supported" for key in unknown]
         try:
             env_vars = _environment(service.get("environment"), where)

@@ -126,6 +126,8 @@ def compose(folder: Path, services: str, main: str = "    build: .\n") -> None:
      "service 'main': must build from environment/Dockerfile (build: .)"),
     (lambda f: (f / "environment" / "docker-compose.yaml").write_text("services: [\n"),
      "docker-compose.yaml: not valid YAML"),
+    (lambda f: compose(f, "  db:\n    image: x\n    1: one\n    two: 2\n"),
+     "service 'db': key '1' is not supported; "),
     # schema 1.3: what cannot be honoured is refused by name, never dropped
     (lambda f: (f / "task.toml").write_text('[verifier]\nenvironment_mode = "apart"\n'),
      '[verifier] environment_mode must be "shared" or "separate", not \'apart\''),
