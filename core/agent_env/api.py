@@ -111,6 +111,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DEFAULT_GATEWAY_MODE": ("agent_env.env_types", "DEFAULT_GATEWAY_MODE"),
     "DEFAULT_ENV_NETWORK_POLICY": ("agent_env.env_types", "DEFAULT_ENV_NETWORK_POLICY"),
     "ENV_NETWORK_POLICIES": ("agent_env.env_types", "ENV_NETWORK_POLICIES"),
+    "network_policy_problem": ("agent_env.env_types", "network_policy_problem"),
     "write_env_files": ("agent_env.env_types", "write_env_files"),
     # agents: the contract agent types, agent steps and the episode API share
     "Agent": ("agent_env.agents", "Agent"),
@@ -295,6 +296,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         EnvSource,
         EnvType,
         load_env_source,
+        network_policy_problem,
         write_env_files,
     )
     from agent_env.errors import ConfigError, MissingPluginError, UserError, cause

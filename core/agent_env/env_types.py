@@ -49,6 +49,15 @@ DEFAULT_DISK_SIZE_GB = 10.0
 ENV_NETWORK_POLICIES = ("none", "open")
 DEFAULT_ENV_NETWORK_POLICY = "none"
 
+
+def network_policy_problem(policy: object) -> str | None:
+    """What is wrong with an env ``network_policy`` value, or None (None itself is fine)."""
+    if policy is None or policy in ENV_NETWORK_POLICIES:
+        return None
+    why = (": an allow-list of package hosts needs a filtering proxy, not here yet"
+           if policy == "registries" else "")
+    return f"network_policy must be one of {', '.join(ENV_NETWORK_POLICIES)}, not {policy!r}{why}"
+
 Progress = Callable[[str], None]
 
 

@@ -265,14 +265,14 @@ class McpServerEnv(EnvType):
 
     def network_policy(self, asked: str | None) -> str:
         """The deploy's, else the env.toml's, else ``[envs] network_policy``, else none."""
-        from agent_env.api import DEFAULT_ENV_NETWORK_POLICY, current
+        from agent_env.api import DEFAULT_ENV_NETWORK_POLICY, current, network_policy_problem
 
         configured = current().config.section("envs").get("network_policy")
         policy = asked or self.source.settings.get("network_policy") or configured \
             or DEFAULT_ENV_NETWORK_POLICY
-        problems = policy_problems("network_policy", {"network_policy": policy})
-        if problems:
-            raise StepError(problems[0])
+        problem = network_policy_problem(policy)
+        if problem:
+            raise StepError(problem)
         return str(policy)
 
     @classmethod
@@ -456,16 +456,11 @@ class McpServerEnv(EnvType):
 
 
 def policy_problems(where: str, settings: dict[str, Any]) -> list[str]:
-    """What is wrong with a ``network_policy`` setting."""
-    from agent_env.api import ENV_NETWORK_POLICIES
+    """What is wrong with an env.toml's ``network_policy`` (the kernel's one check)."""
+    from agent_env.api import network_policy_problem
 
-    policy = settings.get("network_policy")
-    if policy is None or policy in ENV_NETWORK_POLICIES:
-        return []
-    why = (": an allow-list of package hosts needs a filtering proxy, not here yet"
-           if policy == "registries" else "")
-    return [f"{where}: network_policy must be one of {', '.join(ENV_NETWORK_POLICIES)}, not "
-            f"{policy!r}{why}"]
+    problem = network_policy_problem(settings.get("network_policy"))
+    return [f"{where}: {problem}"] if problem else []
 
 
 @attrs.frozen
@@ -680,10 +675,7 @@ async def _stopped(sandbox: Sandbox | None, containers: Sequence[str]) -> str | 
     if sandbox is None:
         return None
     for container in containers:
-        try:
-            status = await sandbox.container_status(container)
-        except Exception:  # a probe, not the deploy: the timeout still judges
-            continue
+        status = await _status(sandbox, container)  # a probe: the timeout still judges
         if status is not None and status.startswith(("exited", "dead")):
             return f"container {container}: {status}"
     return None
@@ -751,6 +743,8 @@ async def why_down(env: GatewayDeployment) -> str | None:
 
 
 async def _status(sandbox: Sandbox | None, container: str) -> str | None:
+    """A container's status where the sandbox can tell; None when it cannot (or the probe
+    failed): a probe never fails what asked for it."""
     if sandbox is None:
         return None
     try:
@@ -765,10 +759,7 @@ async def _container_details(sandbox: Sandbox | None, containers: Sequence[str])
         return ""
     parts, logs = [], []
     for container in containers:
-        try:
-            status = await sandbox.container_status(container)
-        except Exception:  # decoration for an error message
-            status = None
+        status = await _status(sandbox, container)  # decoration for an error message
         if status is not None and status != "running":
             parts.append(f"container {container}: {status}")
         try:

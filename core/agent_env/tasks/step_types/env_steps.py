@@ -31,11 +31,11 @@ from agent_env.env_types import (
     DEFAULT_GATEWAY_MODE,
     DEFAULT_READY_TIMEOUT,
     DEFAULT_TTL_SECONDS,
-    ENV_NETWORK_POLICIES,
     GATEWAY_MODES,
     EnvType,
     env_provider_chain,
     load_env_source,
+    network_policy_problem,
 )
 from agent_env.tasks.steps import ChoiceProblem, PreflightView, RunChoices, Step, StepError
 
@@ -131,11 +131,9 @@ class DeployEnv(Step):
         if isinstance(instance, str) and not instance.startswith(ESI_PREFIX):
             problems.append(f"env_state_instance_id {instance!r} is not an env state instance "
                             f"id ({ESI_PREFIX}..., as agent-env env init-env-state prints)")
-        if self.network_policy is not None and self.network_policy not in ENV_NETWORK_POLICIES:
-            why = (": an allow-list of package hosts needs a filtering proxy, not here yet"
-                   if self.network_policy == "registries" else "")
-            problems.append(f"network_policy must be one of {', '.join(ENV_NETWORK_POLICIES)}, "
-                            f"not {self.network_policy!r}{why}")
+        policy = network_policy_problem(self.network_policy)
+        if policy:
+            problems.append(policy)
         if self.artifact_id is not None or self.artifact_version is not None:
             problems.append("artifact_id: no env type here takes an artifact at deploy; load "
                             f"it with a load_artifact step (env_id '{self.env_id}') after "
