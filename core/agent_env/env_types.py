@@ -77,7 +77,14 @@ class EnvSource:
 
 
 class EnvDeployment(Protocol):
-    """What a deployed env exposes, whichever env type deployed it."""
+    """What a deployed env exposes, whichever env type deployed it.
+
+    A type whose servers take data (``load_artifact`` of an ``environment`` or
+    ``environment_universe`` artifact, see :mod:`agent_env.env_data`) also has
+    ``environment_names() -> list[str]`` (the servers it can seed) and
+    ``async load_environment(name, file: ArtifactFile)`` (seed that one server: ``data/reset``,
+    then ``data/add`` of the file). A type without them refuses such a load by name.
+    """
 
     env_id: str
     instance_id: str

@@ -6,6 +6,7 @@ server can answer ``-32602`` with a precise ``detail``.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,22 @@ class FileContent:
     uri: str | None = None
     mime_type: str | None = None
     name: str | None = None
+
+    def read(self) -> builtins.bytes:
+        """The file's bytes: decoded when inline, read from disk for a ``file://`` uri (how
+        AgentEnv seeds an env server with an environment artifact). An ``https://`` uri is the
+        caller's to fetch: ValueError, as for anything else."""
+        import base64
+        from urllib.parse import unquote, urlsplit
+
+        if self.bytes is not None:
+            return base64.b64decode(self.bytes)
+        parts = urlsplit(self.uri or "")
+        if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+            with open(unquote(parts.path), "rb") as handle:
+                return handle.read()
+        raise ValueError(f"cannot read a file part with uri {self.uri!r} here (inline bytes or "
+                         "a file:// uri)")
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -43,7 +43,8 @@ class StoredArtifacts:
                 for path, meta in sorted(record.body.get("files", {}).items())
             ]
             self._cache[key] = ArtifactContent(
-                artifact_id, record.version, record.body.get("type", "file"), tuple(files)
+                artifact_id, record.version, record.body.get("type", "file"), tuple(files),
+                record.body.get("environment_name"),
             )
         return self._cache[key]
 

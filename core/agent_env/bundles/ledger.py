@@ -165,6 +165,9 @@ class Ledger:
             if entry.settings:  # left out when empty: an env stored before keeps its hash
                 extra["settings"] = entry.settings
             body.update(extra)
+        elif isinstance(entry, ArtifactEntry) and entry.environment_name is not None:
+            extra = {"environment_name": entry.environment_name}
+            body.update(extra)
         digest = content_hash(_files_hash_input(entry.type, entry.files, extra))
         latest = self.versioned.get(kind, entry.id)
         if latest is not None and latest.content_hash == digest:

@@ -46,6 +46,8 @@ class ArtifactEntry:
     type: str
     label: str
     files: tuple[BundleFile, ...]
+    #: The env server an ``environment`` artifact seeds (stored with it; None for other types).
+    environment_name: str | None = None
 
 
 @attrs.frozen

@@ -13,6 +13,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from agent_env.bundles.jsonfile import MAX_FILE_BYTES, StrictJSONError, loads_strict_bytes
 from agent_env.bundles.model import (
     BUNDLE_FOLDERS,
@@ -26,7 +28,16 @@ from agent_env.bundles.model import (
 )
 from agent_env.env_types import DEFAULT_ENV_TYPE
 from agent_env.errors import UserError
-from agent_env.tasks.artifacts import DOCKER_IMAGE, FILE, FILE_UNIVERSE, SKILL, SKILL_FILE
+from agent_env.tasks.artifacts import (
+    DOCKER_IMAGE,
+    ENVIRONMENT,
+    ENVIRONMENT_UNIVERSE,
+    FILE,
+    FILE_UNIVERSE,
+    SKILL,
+    SKILL_FILE,
+    universe_layout,
+)
 
 _CARD = re.compile(r"@environment_card\(\s*name\s*=\s*[\"']([^\"']+)[\"']")
 
@@ -84,8 +95,10 @@ def parse_bundle(folder: Path, id_root: str) -> tuple[Bundle, list[str]]:
             f"{', '.join(name + '/' for name in BUNDLE_FOLDERS)}"
         )
     problems: list[str] = []
+    includes: dict[str, list[str]] = {}
     artifacts = [a for p in _entries(folder / "artifacts")
-                 if (a := _parse_artifact(p, id_root, problems)) is not None]
+                 if (a := _parse_artifact(p, id_root, problems, includes)) is not None]
+    artifacts = _with_included_environments(artifacts, includes, problems)
     envs = [e for p in _entries(folder / "envs")
             if (e := _parse_env(p, id_root, problems)) is not None]
     tasks = [t for p in _entries(folder / "tasks")
@@ -294,7 +307,8 @@ def _read_toml(path: Path, label: str, problems: list[str]) -> dict[str, Any] | 
     return None
 
 
-def _parse_artifact(path: Path, id_root: str, problems: list[str]) -> ArtifactEntry | None:
+def _parse_artifact(path: Path, id_root: str, problems: list[str],
+                    includes: dict[str, list[str]] | None = None) -> ArtifactEntry | None:
     label = f"artifacts/{path.name}"
     if path.is_file():  # artifacts/<name>.<ext>: a one-file artifact named by its stem
         problem = _escape_problem(label, path.parent, str(path), os.path.realpath(path.parent))
@@ -309,10 +323,14 @@ def _parse_artifact(path: Path, id_root: str, problems: list[str]) -> ArtifactEn
     files = collect_files(path, label, problems,
                           build_context=(path / "Dockerfile").is_file())
     declared = None
+    data: dict[str, Any] = {}
     if (path / "artifact.toml").is_file():
         data = _read_toml(path / "artifact.toml", f"{label}/artifact.toml", problems) or {}
         declared = data.get("type")
         files = [f for f in files if f.path != "artifact.toml"]
+    if declared in (ENVIRONMENT, ENVIRONMENT_UNIVERSE):
+        return _environment_artifact(path.name, f"{id_root}/{path.name}", label, str(declared),
+                                     data, files, problems, includes)
     if declared:
         kind = str(declared)
     elif any(f.path == "Dockerfile" for f in files):
@@ -324,6 +342,91 @@ def _parse_artifact(path: Path, id_root: str, problems: list[str]) -> ArtifactEn
     if not files:
         problems.append(f"{label}: the artifact folder is empty")
     return ArtifactEntry(path.name, f"{id_root}/{path.name}", kind, label, tuple(files))
+
+
+#: What the artifact.toml of an environment (universe) artifact may say.
+_ENVIRONMENT_KEYS = {ENVIRONMENT: ("type", "environment_name", "description"),
+                     ENVIRONMENT_UNIVERSE: ("type", "environment_artifacts")}
+
+
+def _environment_artifact(name: str, artifact_id: str, label: str, kind: str,
+                          data: dict[str, Any], files: list[BundleFile], problems: list[str],
+                          includes: dict[str, list[str]] | None) -> ArtifactEntry | None:
+    """An ``environment`` artifact (one file and the ``environment_name`` it seeds) or an
+    ``environment_universe`` (a folder per environment, see :func:`universe_layout`), checked
+    as the reference's artifact.toml reads them."""
+    toml = f"{label}/artifact.toml"
+    found = len(problems)
+    allowed = _ENVIRONMENT_KEYS[kind]
+    if "file" in data and kind == ENVIRONMENT:
+        problems.append(f"{toml}: file (wrapping another artifact's file) is not supported "
+                        "here; put the one file in this folder and leave file out")
+    unknown = sorted(k for k in data if k not in allowed and k != "file")
+    if unknown:
+        problems.append(f"{toml}: unknown key(s) {', '.join(unknown)} (an artifact of type "
+                        f"'{kind}' takes: {', '.join(allowed)})")
+    environment_name: str | None = None
+    if kind == ENVIRONMENT:
+        environment_name = data.get("environment_name")
+        if not isinstance(environment_name, str) or not environment_name.strip():
+            problems.append(f"{toml}: environment_name is required: the name of the env "
+                            "server the file seeds")
+            environment_name = None
+        if len(files) != 1:
+            problems.append(f"{label}: an environment artifact holds one file besides "
+                            f"artifact.toml, and has {len(files)}")
+    else:
+        named = data.get("environment_artifacts", [])
+        if not isinstance(named, list) or not all(isinstance(n, str) and n for n in named):
+            problems.append(f"{toml}: environment_artifacts must be a list of the names of "
+                            "this bundle's environment artifacts")
+            named = []
+        if files or not named:
+            _, more = universe_layout(f.path for f in files)
+            problems.extend(f"{label}/{problem}" for problem in more)
+        if includes is not None and named:
+            includes[name] = list(named)
+    if len(problems) > found:
+        return None
+    return ArtifactEntry(name, artifact_id, kind, label, tuple(files), environment_name)
+
+
+def _with_included_environments(artifacts: list[ArtifactEntry],
+                                includes: dict[str, list[str]],
+                                problems: list[str]) -> list[ArtifactEntry]:
+    """Universes with the environment artifacts their ``environment_artifacts`` name added as
+    ``<environment_name>/<file>``; a name that is no environment artifact of the bundle, or an
+    environment the universe already holds, is a problem."""
+    if not includes:
+        return artifacts
+    by_name = {a.name: a for a in artifacts}
+    out = []
+    for entry in artifacts:
+        named = includes.get(entry.name)
+        if not named:
+            out.append(entry)
+            continue
+        layout, _ = universe_layout(f.path for f in entry.files)
+        held = set(layout.environments)
+        files = list(entry.files)
+        for other_name in named:
+            other = by_name.get(other_name)
+            if other is None or other.type != ENVIRONMENT or other.environment_name is None:
+                problems.append(f"{entry.label}/artifact.toml: environment_artifacts names "
+                                f"'{other_name}', which is no environment artifact of this "
+                                "bundle")
+                continue
+            if other.environment_name in held:
+                problems.append(f"{entry.label}: two of its environments are named "
+                                f"'{other.environment_name}' (a universe's environments need "
+                                "names of their own)")
+                continue
+            held.add(other.environment_name)
+            one = other.files[0]
+            files.append(attrs.evolve(one, path=f"{other.environment_name}/"
+                                               f"{one.path.rpartition('/')[2]}"))
+        out.append(attrs.evolve(entry, files=tuple(sorted(files, key=lambda f: f.path))))
+    return out
 
 
 #: The env.toml keys the kernel reads itself, whatever the env's type.

@@ -272,6 +272,13 @@ class Sandbox(abc.ABC):
         (and to stop waiting for one that exited)."""
         return None
 
+    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` (absolute) inside container ``name``, creating its
+        folders: how an env server gets the file a ``data/add`` then names (``file://``). A
+        sandbox that cannot raises :class:`SandboxUnsupported` (the caller sends it inline)."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot write files into "
+                                 "its containers")
+
     async def container_health(self, name: str) -> str | None:
         """``healthy``, ``unhealthy`` or ``starting`` for a container started with a
         ``healthcheck``; None when it has none or this sandbox cannot tell (then being up is

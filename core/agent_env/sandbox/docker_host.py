@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import posixpath
 import re
+import secrets
 import shlex
 import tempfile
 from typing import Any
@@ -283,6 +285,22 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             f"docker logs --tail {int(tail)} {shlex.quote(self.container_name(name))} 2>&1"
         )
         return result.stdout if result.exit_code == 0 else ""
+
+    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
+        """Through the host: the file goes to a temporary path there, then ``docker cp``."""
+        if not path.startswith("/") or ".." in path.split("/"):
+            raise SandboxError(f"{path!r}: a container path is absolute, without '..'")
+        staged = f"/tmp/agentenv-put-{secrets.token_hex(6)}"
+        await self.put_file(staged, data)
+        container = shlex.quote(self.container_name(name))
+        folder = shlex.quote(posixpath.dirname(path) or "/")
+        result = await self.exec(
+            f"docker exec {container} mkdir -p {folder} && "
+            f"docker cp {shlex.quote(staged)} {container}:{shlex.quote(path)}; "
+            f"status=$?; rm -f {shlex.quote(staged)}; exit $status")
+        if result.exit_code != 0:
+            raise SandboxError(f"could not write {path} in container {name}: "
+                               f"{(result.stderr or result.stdout).strip()[:300]}")
 
     async def container_health(self, name: str) -> str | None:
         result = await self.exec(

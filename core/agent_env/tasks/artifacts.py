@@ -20,6 +20,54 @@ DOCKER_IMAGE = "docker_image"
 #: ``skills/<name>``), given to agents through skill-config/v1.
 SKILL = "skill"
 SKILL_FILE = "SKILL.md"
+#: Data for one env server, named by its ``environment_name``: one file, which ``load_artifact``
+#: into an env hands to that server (``data/reset``, then ``data/add`` of the file).
+ENVIRONMENT = "environment"
+#: Data for several env servers at once: a folder per environment (``<environment_name>/<file>``)
+#: and optional ``metadata/<key>/<file>``, as the reference lays a universe out on disk.
+ENVIRONMENT_UNIVERSE = "environment_universe"
+UNIVERSE_METADATA = "metadata"
+
+
+@attrs.frozen
+class UniverseLayout:
+    """A universe's files read by their paths: ``environments`` and ``metadata`` map a name
+    (or key) to the path of its one file."""
+
+    environments: dict[str, str]
+    metadata: dict[str, str]
+
+
+def universe_layout(paths: Iterable[str]) -> tuple[UniverseLayout, list[str]]:
+    """How a universe's file paths read (see :data:`ENVIRONMENT_UNIVERSE`), and every problem:
+    a file outside any folder, a folder holding more than one file, ``metadata/`` holding a
+    file itself. A name may hold ``/`` (nested folders)."""
+    held: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for path in sorted(paths):
+        folder, _, _name = path.rpartition("/")
+        if not folder:
+            problems.append(f"{path}: a universe holds a folder per environment "
+                            "(<environment_name>/<file>); move it into one")
+        elif folder == UNIVERSE_METADATA:
+            problems.append(f"{path}: metadata/ holds a folder per key (metadata/<key>/<file>)")
+        else:
+            held.setdefault(folder, []).append(path)
+    environments: dict[str, str] = {}
+    metadata: dict[str, str] = {}
+    for folder, files in sorted(held.items()):
+        if len(files) != 1:
+            problems.append(f"{folder}/: holds one file, and has {len(files)} "
+                            f"({', '.join(f.rpartition('/')[2] for f in files)})")
+            continue
+        if folder.startswith(UNIVERSE_METADATA + "/"):
+            metadata[folder.removeprefix(UNIVERSE_METADATA + "/")] = files[0]
+        else:
+            environments[folder] = files[0]
+    if not environments and not problems:
+        problems.append("a universe needs at least one environment (a folder named after it, "
+                        "holding its file)")
+    return UniverseLayout(environments, metadata), problems
 
 
 @attrs.frozen
@@ -42,6 +90,18 @@ class ArtifactContent:
     version: int
     type: str
     files: tuple[ArtifactFile, ...] = attrs.field(converter=_files, factory=tuple)
+    #: The env server an :data:`ENVIRONMENT` artifact seeds.
+    environment_name: str | None = None
+
+    def environments(self) -> dict[str, ArtifactFile]:
+        """The data this artifact holds per environment name: an environment artifact's one
+        file, or a universe's file per folder (its metadata left out); empty for other types."""
+        if self.type == ENVIRONMENT and self.environment_name and len(self.files) == 1:
+            return {self.environment_name: self.files[0]}
+        if self.type != ENVIRONMENT_UNIVERSE:
+            return {}
+        layout, _ = universe_layout(f.path for f in self.files)
+        return {name: self.file(path) for name, path in layout.environments.items()}
 
     def file(self, path: str) -> ArtifactFile:
         for item in self.files:

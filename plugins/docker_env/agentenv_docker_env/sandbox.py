@@ -866,6 +866,27 @@ class DockerSandbox(Sandbox):
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         return await asyncio.to_thread(self._logs_blocking, name, tail)
 
+    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
+        await asyncio.to_thread(self._put_container_blocking, name, path, data)
+
+    def _put_container_blocking(self, name: str, path: str, data: bytes) -> None:
+        if not path.startswith("/") or ".." in path.split("/"):
+            raise SandboxError(f"{path!r}: a container path is absolute, without '..'")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        try:
+            done = self.client.api.put_archive(self.container_name(name), "/", buffer.getvalue())
+        except Exception as exc:
+            if _gone(exc):
+                raise SandboxError(f"container {name} of sandbox {self.id} is gone") from None
+            raise
+        if not done:
+            raise SandboxError(f"could not write {path} in container {name} of sandbox "
+                               f"{self.id}")
+
     def _logs_blocking(self, name: str, tail: int) -> str:
         for candidate in (self.container_name(name), name):
             try:

@@ -58,7 +58,7 @@ from agentenv_mcp_env.gateway_image import (
 from agentenv_mcp_env.sources import scratch_folder
 
 if TYPE_CHECKING:
-    from agent_env.api import EnvStateChoice, Sandbox, TaskContext
+    from agent_env.api import ArtifactFile, EnvStateChoice, Sandbox, TaskContext
 
 ENV_PORT = 18765
 ENV_CONTAINER = "env"
@@ -92,6 +92,8 @@ class EnvServerRecord:
     env_version: int
     container: str
     image: str
+    #: What its server is called (``ENVIRONMENT_NAME``): environment data is routed by it.
+    environment_name: str | None = None
 
 
 @attrs.frozen
@@ -153,6 +155,16 @@ class GatewayDeployment:
             ("claude_desktop_config", "Claude Desktop (claude_desktop_config.json, through "
              "npx mcp-remote):", desktop_config(self.environment_name, mcp_url, self.token)),
         ]
+
+    def environment_names(self) -> list[str]:
+        """The servers environment data can seed, by name (see :mod:`.seeding`)."""
+        return [s.environment_name for s in self.servers if s.environment_name]
+
+    async def load_environment(self, name: str, file: ArtifactFile) -> None:
+        """Seed server ``name`` with ``file``: ``data/reset``, then ``data/add`` of it."""
+        from agentenv_mcp_env.seeding import seed_server
+
+        await seed_server(self, name, file)
 
     def step_output(self) -> dict[str, Any]:
         """``deploy_env``'s output: where it is, its tools and the image of each server."""
@@ -402,7 +414,8 @@ class McpServerEnv(EnvType):
             environment_name=self.environment_name, url=url, token=token, image=env_refs[0],
             gateway_image=gateway_ref, created_at=_utc(started),
             expires_at=_utc(started + ttl_seconds), tools=ready.tools, sandbox=sandbox,
-            servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref)
+            servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref,
+                                          s.environment_name)
                           for s, ref in zip(self.servers, env_refs, strict=True)),
             services=services, network_policy=policy,
             env_state=(None if env_state is None else

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from agent_env.env_data import ENVIRONMENT_TYPES
 from agent_env.tasks.steps import PreflightView, Step, StepError, renamed_keys
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
+    from agent_env.tasks.artifacts import ArtifactContent
     from agent_env.tasks.context import TaskContext
 
 DEFAULT_DESTINATION = "/app"
@@ -37,7 +39,7 @@ def has_parent_reference(path: str) -> bool:
 class LoadArtifact(Step):
     type = "load_artifact"
     entity_fields = {"artifact_id": "artifacts", "artifacts": "artifacts",
-                     "artifact_versions": "artifacts"}
+                     "artifact_versions": "artifacts", "env_id": "envs"}
     version_fields = {"artifact_version": "artifact_id"}
 
     artifact_id: str | None = None
@@ -156,6 +158,7 @@ class LoadArtifact(Step):
         self._check_env_step(ctx)
         sandbox = ctx.target_sandbox(self.sandbox_name, self.env_id)
         loaded: list[str] = []
+        seeded: list[str] = []
         if self.artifact_from_step_id:
             loaded = await self._load_collected(ctx, sandbox)
         for source in self.sources():
@@ -169,6 +172,9 @@ class LoadArtifact(Step):
             pinned = (self.pinned("artifact_id") if source == self.artifact_id
                       else (self.artifact_versions or {}).get(source))
             artifact = await ctx.artifact(source, pinned)
+            if self.env_id and not self.sandbox_name and artifact.type in ENVIRONMENT_TYPES:
+                seeded.extend(await self._seed(ctx, artifact))
+                continue
             single = len(artifact.files) == 1
             for item in artifact.files:
                 if has_parent_reference(item.path) or posixpath.isabs(item.path):
@@ -180,7 +186,19 @@ class LoadArtifact(Step):
                     path = posixpath.join(self.destination_path, item.path)
                 await sandbox.put_file(path, item.data, mode=item.mode)
                 loaded.append(path)
-        ctx.outputs[self.id] = {"loaded": loaded}
+        ctx.outputs[self.id] = {"loaded": loaded, **({"seeded": seeded} if seeded else {})}
+
+    async def _seed(self, ctx: TaskContext, artifact: ArtifactContent) -> list[str]:
+        """An environment (universe) artifact into an env: its servers seeded by name."""
+        from agent_env.env_data import EnvDataError, LoadedEnvironments, seed_environments
+        from agent_env.runtime import current
+
+        try:
+            return await seed_environments(
+                ctx.env(str(self.env_id)), artifact, progress=ctx.note,
+                loads=LoadedEnvironments(current().document_store))
+        except EnvDataError as exc:
+            raise StepError(str(exc)) from None
 
 
 async def _download(url: str) -> Any:

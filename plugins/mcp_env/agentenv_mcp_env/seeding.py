@@ -1,0 +1,65 @@
+"""Seeding one env server behind the gateway with a file (an environment artifact's data).
+
+As the reference does it: the file is copied into the server's container at
+``/data/<filename>``, then the server gets ``data/reset`` and a ``data/add`` whose one part is
+``{"kind": "file", "file": {"uri": "file:///data/<filename>", "name", "mimeType"}}``. Where
+the sandbox cannot write into its containers the part carries the bytes inline instead
+(``bytes``, base64), which :meth:`agentenv_protocol.FileContent.read` reads either way.
+
+The call goes through the gateway's pass-through to that one server (``/env/<child>/agentenv``),
+so it works wherever the gateway is reachable; the child's name there is its card's, found in
+the gateway's card in the order the servers were started.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import posixpath
+from typing import TYPE_CHECKING
+
+from agent_env.api import SandboxUnsupported, StepError
+
+if TYPE_CHECKING:
+    from agent_env.api import ArtifactFile
+    from agentenv_mcp_env.deployment import GatewayDeployment
+
+#: Where a seeded file lands in the server's container (the reference's path).
+DATA_FOLDER = "/data"
+#: A load is a server reading a whole file: far longer than a tool call may take.
+LOAD_TIMEOUT_SECONDS = 600.0
+
+
+async def seed_server(deployment: GatewayDeployment, name: str, file: ArtifactFile) -> None:
+    from agentenv_protocol.client import DataPlaneClient, fetch_card
+    from agentenv_protocol.errors import ProtocolError, TransportError
+
+    index = next((i for i, s in enumerate(deployment.servers) if s.environment_name == name),
+                 None)
+    if index is None:
+        raise StepError(f"env '{deployment.env_id}' has no server '{name}'")
+    server = deployment.servers[index]
+    filename = posixpath.basename(file.path)
+    content: dict[str, str] = {"name": filename, "mimeType": mimetypes.guess_type(filename)[0]
+                               or "application/octet-stream"}
+    try:
+        if deployment.sandbox is None:
+            raise SandboxUnsupported("no sandbox")
+        path = f"{DATA_FOLDER}/{filename}"
+        await deployment.sandbox.put_container_file(server.container, path, file.data)
+        content["uri"] = f"file://{path}"
+    except SandboxUnsupported:
+        content["bytes"] = base64.b64encode(file.data).decode("ascii")
+    try:
+        card = await fetch_card(deployment.url, headers=deployment.headers)
+        children = list(card.children_environments or [])
+        if len(children) != len(deployment.servers):
+            raise StepError(f"env '{deployment.env_id}': its gateway lists {len(children)} of "
+                            f"its {len(deployment.servers)} servers (one is not ready)")
+        base = f"{deployment.url}/env/{children[index].name}"
+        async with DataPlaneClient(base, headers=deployment.headers,
+                                   timeout=LOAD_TIMEOUT_SECONDS) as data:
+            await data.reset()
+            await data.call("data/add", {"parts": [{"kind": "file", "file": content}]})
+    except (ProtocolError, TransportError) as exc:
+        raise StepError(f"server '{name}' did not take {filename}: {exc}") from None
