@@ -36,7 +36,9 @@ Groups, in the order a plugin author meets them:
 * env types: the contract ``EnvType`` and ``EnvDeployment`` (see :mod:`agent_env.env_types`),
   the stored ``EnvSource`` a type deploys (``write_env_files`` lays its files out), the
   deploy defaults, and the env state a deploy asks for (``EnvStateChoice``, the durable
-  ``EnvStateInstance``: see :mod:`agent_env.env_state`);
+  ``EnvStateInstance``: see :mod:`agent_env.env_state`); seeding a deployed env's servers from
+  environment artifacts (``seed_environments``, ``EnvDataError``, ``LoadedEnvironments``: see
+  :mod:`agent_env.env_data`);
 * agents: the contract agent types, agent steps and the episode API share (see
   :mod:`agent_env.agents`): ``Agent``, ``AgentReply``, ``Usage``, ``AgentSetup``,
   ``AgentDefinition``, ``AgentType``, the step roles and ``find_reply``; ``model_problem``
@@ -145,6 +147,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "deployments": ("agent_env.deployments", "deployments"),
     "DEPLOYMENT_LABEL": ("agent_env.deployments", "DEPLOYMENT_LABEL"),
     "utc_now": ("agent_env.deployments", "utc_now"),
+    # environment data: seeding a deployed env's servers (load_artifact, env ... load-*)
+    "seed_environments": ("agent_env.env_data", "seed_environments"),
+    "EnvDataError": ("agent_env.env_data", "EnvDataError"),
+    "LoadedEnvironments": ("agent_env.env_data", "LoadedEnvironments"),
     # commands a plugin adds (agent_env_cli): output, option types, running tasks, deployments
     "echo": ("agent_env.cli.console", "echo"),
     "ENTITY_ID": ("agent_env.cli.params", "ENTITY_ID"),
@@ -285,6 +291,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         deployments,
         utc_now,
     )
+    from agent_env.env_data import EnvDataError, LoadedEnvironments, seed_environments
     from agent_env.env_state import EnvStateChoice, EnvStateInstance
     from agent_env.env_types import (
         DEFAULT_ENV_NETWORK_POLICY,

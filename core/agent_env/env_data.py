@@ -90,7 +90,7 @@ async def seed_environments(deployment: Any, artifact: ArtifactContent, *,
     """Seed ``deployment``'s servers from ``artifact`` (see the module); returns the names
     loaded now. EnvDataError names what failed and what was loaded."""
     if artifact.type not in ENVIRONMENT_TYPES:
-        raise EnvDataError(f"artifact {artifact.id} is a {artifact.type} artifact; only "
+        raise EnvDataError(f"artifact {artifact.id} is of type '{artifact.type}'; only "
                            f"{' and '.join(ENVIRONMENT_TYPES)} artifacts seed an env's servers")
     data = artifact.environments()
     served = served_names(deployment)

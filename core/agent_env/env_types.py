@@ -170,6 +170,12 @@ class EnvType:
         return []
 
     @classmethod
+    def served_names(cls, source: EnvSource, artifacts: Any) -> list[str]:
+        """The environment names a deployment of ``source`` can seed (environment data is
+        routed by them): one server's own name, unless the type deploys several."""
+        return [source.environment_name or source.name]
+
+    @classmethod
     def from_spec(cls, source: EnvSource, artifacts: Any) -> EnvType:
         """The env ``source`` names, its files read through ``artifacts``' stores."""
         return cls(source, artifacts)

@@ -383,7 +383,7 @@ def _environment_artifact(name: str, artifact_id: str, label: str, kind: str,
             named = []
         if files or not named:
             _, more = universe_layout(f.path for f in files)
-            problems.extend(f"{label}/{problem}" for problem in more)
+            problems.extend(f"{label}: {problem}" for problem in more)
         if includes is not None and named:
             includes[name] = list(named)
     if len(problems) > found:

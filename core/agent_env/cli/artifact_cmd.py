@@ -28,7 +28,8 @@ from agent_env.tasks.artifacts import SKILL, SKILL_FILE
 
 @click.group("artifact")
 def artifact() -> None:
-    """Stored, versioned artifacts: file (put/get/list) and skill (put/get)."""
+    """Stored, versioned artifacts: file (put/get/list), skill (put/get), environment (put)
+    and environment-universe (put/get/compatible-envs)."""
 
 
 def _collect(paths: tuple[Path, ...]) -> list[Any]:
@@ -64,7 +65,8 @@ def _collect(paths: tuple[Path, ...]) -> list[Any]:
     return [files[name] for name in sorted(files)]
 
 
-def _put(artifact_id: str, kind: str, files: list[Any]) -> None:
+def _put(artifact_id: str, kind: str, files: list[Any],
+         environment_name: str | None = None) -> None:
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
     from agent_env.runtime import current
@@ -72,7 +74,7 @@ def _put(artifact_id: str, kind: str, files: list[Any]) -> None:
     if not artifact_id.strip() or any(c.isspace() for c in artifact_id):
         raise UserError(f"--id {artifact_id!r}: an artifact id has no spaces")
     entry = ArtifactEntry(artifact_id.rsplit("/", 1)[-1], artifact_id, kind,
-                          f"artifact {artifact_id}", tuple(files))
+                          f"artifact {artifact_id}", tuple(files), environment_name)
     ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity("artifacts", entry)
     for line in ledger.lines:
@@ -211,3 +213,145 @@ def skill_put(artifact_id: str, skill_dir: Path) -> None:
 def skill_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
     """Write a stored skill's files under --output-dir."""
     _get(artifact_id, version, output_dir, SKILL)
+
+
+# -- environment data -----------------------------------------------------------------------------
+
+
+@artifact.group("environment")
+def environment_group() -> None:
+    """Environment artifacts: one file that seeds the env server of its environment name."""
+
+
+@environment_group.command("put")
+@click.argument("filepath", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True, help="The artifact's id.")
+@click.option("--description", required=True, help="What the data is.")
+@click.option("--environment-name", required=True,
+              help="The env server it seeds (its environment name).")
+def environment_put(filepath: Path, artifact_id: str, description: str,
+                    environment_name: str) -> None:
+    """Store FILEPATH as the data of the env server ENVIRONMENT_NAME (next version of ID)."""
+    from agent_env.tasks.artifacts import ENVIRONMENT
+
+    if not environment_name.strip() or environment_name != environment_name.strip():
+        raise UserError(f"--environment-name {environment_name!r}: a name without "
+                        "surrounding spaces")
+    _put(artifact_id, ENVIRONMENT, _collect((filepath,)), environment_name)
+
+
+@artifact.group("environment-universe")
+def universe_group() -> None:
+    """Environment universes: data for several env servers at once, by environment name."""
+
+
+@universe_group.command("put")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True, help="The universe's id.")
+@click.option("--environment-artifact", "environment_artifacts", multiple=True, required=True,
+              metavar="ID[:VERSION]", help="A stored environment artifact (default: its latest "
+              "version); repeatable, one per environment name.")
+@click.option("--metadata", "metadata_entries", multiple=True, metavar="KEY=PATH",
+              help="A file kept with the universe as metadata/KEY; repeatable.")
+def universe_put(artifact_id: str, environment_artifacts: tuple[str, ...],
+                 metadata_entries: tuple[str, ...]) -> None:
+    """Store the environment artifacts (and metadata files) as the next version of universe
+    ID: each under <environment_name>/, the layout environment-universe get writes."""
+    from agent_env.bundles.entities import stored_artifacts
+    from agent_env.bundles.model import BundleFile
+    from agent_env.bundles.parse import _sha256
+    from agent_env.tasks.artifacts import ENVIRONMENT, ENVIRONMENT_UNIVERSE, UNIVERSE_METADATA
+
+    files: list[Any] = []
+    names: dict[str, str] = {}
+    stored = stored_artifacts()
+    for ref in environment_artifacts:
+        ref_id, _, ref_version = ref.partition(":")
+        if ref_version and not ref_version.isdigit():
+            raise UserError(f"--environment-artifact {ref}: ID or ID:VERSION (a number)")
+        try:
+            found = stored.load_now(ref_id, int(ref_version) if ref_version else None)
+        except LookupError as exc:
+            raise UserError(f"--environment-artifact {ref}: {exc}") from None
+        if found.type != ENVIRONMENT or not found.environment_name:
+            raise UserError(f"--environment-artifact {ref}: a {found.type} artifact, not an "
+                            "environment artifact (agent-env artifact environment put)")
+        if found.environment_name in names:
+            raise UserError(f"--environment-artifact {ref}: environment "
+                            f"'{found.environment_name}' is already given by "
+                            f"{names[found.environment_name]}")
+        names[found.environment_name] = ref
+        record = stored.versioned.get("artifacts", ref_id, found.version)
+        (path, meta), = record.body["files"].items()
+        files.append(_stored_file(f"{found.environment_name}/{path.rpartition('/')[2]}", meta,
+                                  stored.objects))
+    keys: set[str] = set()
+    for entry in metadata_entries:
+        key, sep, file_path = entry.partition("=")
+        if not sep or not key or not file_path:
+            raise UserError(f"--metadata {entry!r}: KEY=PATH")
+        if key in keys:
+            raise UserError(f"--metadata: key '{key}' is given twice")
+        keys.add(key)
+        source = Path(file_path)
+        if not source.is_file():
+            raise UserError(f"--metadata {entry}: no such file {file_path}")
+        stat = source.stat()
+        files.append(BundleFile(f"{UNIVERSE_METADATA}/{key}/{source.name}", source,
+                                _sha256(source), stat.st_size, 0o644))
+    _put(artifact_id, ENVIRONMENT_UNIVERSE, sorted(files, key=lambda f: f.path))
+
+
+def _stored_file(path: str, meta: dict[str, Any], objects: Any) -> Any:
+    """A file the stores hold as a ledger entry's file: the ledger finds its blob already
+    stored and never reads ``source``, so nothing is copied."""
+    from agent_env.bundles.model import BundleFile
+
+    key = str(meta["key"])
+    if not objects.exists(key):
+        raise UserError(f"the object store has lost {key}; store the environment artifact "
+                        "again")
+    return BundleFile(path, Path(key), str(meta["sha256"]), int(meta.get("size", 0)),
+                      int(meta.get("mode", 0o644)))
+
+
+@universe_group.command("get")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
+@click.option("--output-dir", required=True, type=OUTPUT_DIR,
+              help="Write <environment_name>/<file> and metadata/<key>/<file> here.")
+def universe_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
+    """Write a stored universe's files under --output-dir, a folder per environment."""
+    from agent_env.tasks.artifacts import ENVIRONMENT_UNIVERSE
+
+    _get(artifact_id, version, output_dir, ENVIRONMENT_UNIVERSE)
+
+
+@universe_group.command("compatible-envs")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+def universe_compatible(artifact_id: str) -> None:
+    """Which stored envs serve every environment of the universe (by environment name)."""
+    from agent_env.bundles.entities import stored_artifacts
+    from agent_env.env_types import load_env_source
+    from agent_env.runtime import current
+
+    try:
+        universe = stored_artifacts().load_now(artifact_id)
+    except LookupError as exc:
+        raise UserError(str(exc)) from None
+    wanted = set(universe.environments())
+    types = current().host.registry("env_type")
+    rows = []
+    for env_id in current().versioned_store.list_ids("envs"):
+        source = load_env_source(None, env_id)
+        env_type = types.get(source.type)
+        if env_type is None:
+            continue
+        served = set(env_type.served_names(source, None))
+        if served & wanted:
+            rows.append((env_id, source.version, sorted(wanted - served)))
+    if not rows:
+        echo(f"No stored env serves any environment of {artifact_id} "
+             f"({', '.join(sorted(wanted))})")
+    for env_id, version, missing in rows:
+        verdict = "COMPATIBLE" if not missing else f"PARTIAL (no {', '.join(missing)})"
+        echo(f"  env={env_id} v{version}: {verdict}")

@@ -11,6 +11,7 @@ group offers this group because the ``mcp_server`` env type names it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -169,3 +170,130 @@ def put_gateway(env_id: str, context: Path | None, dockerfile: Path | None) -> i
         for line in put_env(env_id, "gateway_server", context, dockerfile, None, "gateway"):
             echo(line)
     return 0
+
+
+# -- loading environment data into a deployed env ------------------------------------------------
+
+TOKEN_OPTION = click.option(
+    "--token", envvar="AGENT_ENV_TOKEN", metavar="TOKEN",
+    help="The env's token, as env deploy printed it (default: $AGENT_ENV_TOKEN). It is never "
+         "stored, so a deployed env cannot be reached without it.")
+
+
+@mcp_server.command("load-environment-artifact")
+@click.option("--instance-id", required=True, help="The deployed env (env deploy's instance id).")
+@click.option("--environment-artifact-id", "artifact_id", required=True,
+              help="The environment artifact whose file seeds the server of its name.")
+@click.option("--id", "env_id", help="The env's id (checked against the deployment).")
+@TOKEN_OPTION
+def load_mcp_server(instance_id: str, artifact_id: str, env_id: str | None,
+                    token: str | None) -> None:
+    """Seed a deployed env's server from an environment artifact (data/reset, data/add)."""
+    _load(instance_id, artifact_id, "environment", token, env_id)
+
+
+@multi.command("load-environment-artifact")
+@click.option("--env-instance-id", "instance_id", required=True,
+              help="The deployed multi env (env deploy's instance id).")
+@click.option("--environment-artifact-id", "artifact_id", required=True,
+              help="The environment artifact; it goes to the child of its environment name.")
+@TOKEN_OPTION
+def load_multi(instance_id: str, artifact_id: str, token: str | None) -> None:
+    """Seed the child of a deployed multi env that the environment artifact names."""
+    _load(instance_id, artifact_id, "environment", token, None)
+
+
+@multi.command("load-environment-universe-artifact")
+@click.option("--env-instance-id", "instance_id", required=True,
+              help="The deployed multi env (env deploy's instance id).")
+@click.option("--environment-universe-artifact-id", "artifact_id", required=True,
+              help="The universe: each environment in it seeds the child of that name.")
+@click.option("--snapshot-after-load/--no-snapshot-after-load", default=False,
+              help="Refused: save the seeded env with agent-env env snapshot --instance-id.")
+@TOKEN_OPTION
+def load_multi_universe(instance_id: str, artifact_id: str, snapshot_after_load: bool,
+                        token: str | None) -> None:
+    """Seed every child of a deployed multi env from a universe (4 at a time; resumable)."""
+    from agent_env.api import UserError
+
+    if snapshot_after_load:
+        raise UserError("--snapshot-after-load is not supported here; after the load, "
+                        f"agent-env env snapshot --instance-id {instance_id} saves the seeded "
+                        "env, and env deploy --from-snapshot starts from it")
+    _load(instance_id, artifact_id, "environment_universe", token, None)
+
+
+def _load(instance_id: str, artifact_id: str, kind: str, token: str | None,
+          env_id: str | None) -> None:
+    import asyncio
+
+    from agent_env.api import (
+        EnvDataError,
+        LoadedEnvironments,
+        UserError,
+        current,
+        seed_environments,
+        stored_artifacts,
+    )
+
+    try:
+        artifact = stored_artifacts().load_now(artifact_id)
+    except LookupError as exc:
+        raise UserError(f"--{kind.replace('_', '-')}-artifact-id: {exc}") from None
+    if artifact.type != kind:
+        raise UserError(f"artifact {artifact_id} is of type '{artifact.type}', not '{kind}' "
+                        f"(agent-env artifact {kind.replace('_', '-')} put stores one)")
+    deployment = asyncio.run(_reattach(instance_id, token, env_id))
+    try:
+        loaded = asyncio.run(seed_environments(
+            deployment, artifact, progress=echo,
+            loads=LoadedEnvironments(current().document_store)))
+    except EnvDataError as exc:
+        raise UserError(str(exc)) from None
+    echo(f"Loaded {artifact.id} v{artifact.version} into {instance_id}: "
+         f"{', '.join(loaded) or 'nothing left to load'}")
+
+
+async def _reattach(instance_id: str, token: str | None, env_id: str | None) -> Any:
+    """The deployed env ``instance_id`` as a deployment this process can seed: its gateway (the
+    ledger's URL, checked with ``token``), its sandbox, its servers (from its env type)."""
+    from agent_env.api import (
+        UserError,
+        current,
+        deployments,
+        load_env_source,
+        open_provider,
+        stored_artifacts,
+    )
+    from agentenv_protocol.client import fetch_card
+    from agentenv_protocol.errors import TransportError
+
+    entry = deployments().get(instance_id)
+    if entry is None or entry.kind != "env":
+        raise UserError(f"no deployed env '{instance_id}' (agent-env env list shows them)")
+    if env_id is not None and env_id != entry.entity_id:
+        raise UserError(f"--id {env_id}: deployment {instance_id} is of env {entry.entity_id}")
+    if entry.expired():
+        raise UserError(f"deployment {instance_id} has expired (agent-env gc removes it)")
+    if not token:
+        raise UserError("the env's token is needed: pass --token (env deploy printed it) or "
+                        "set AGENT_ENV_TOKEN; it is never stored")
+    url = entry.urls.get("gateway", "").rstrip("/")
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        await fetch_card(url, headers=headers)
+    except TransportError as exc:
+        why = ("the token is not this env's" if exc.status in (401, 403)
+               else f"its gateway does not answer ({exc})")
+        raise UserError(f"deployment {instance_id}: {why}") from None
+    sandbox = await open_provider(entry.provider).attach(entry.sandbox_id)
+    if sandbox is None:
+        raise UserError(f"deployment {instance_id}: its sandbox is gone")
+    artifacts = stored_artifacts()
+    source = load_env_source(artifacts, entry.entity_id, entry.entity_version)
+    env_type = current().host.registry("env_type").get(source.type)
+    env = env_type.from_spec(source, artifacts) if env_type is not None else None
+    if not hasattr(env, "reattached"):
+        raise UserError(f"deployment {instance_id}: env {source.id} is of type "
+                        f"'{source.type}', whose servers this command cannot seed")
+    return env.reattached(entry, token, sandbox)

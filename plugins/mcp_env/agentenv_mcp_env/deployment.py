@@ -424,6 +424,19 @@ class McpServerEnv(EnvType):
                         if env_state.instance is not None else None}),
         )
 
+    def reattached(self, entry: Any, token: str, sandbox: Sandbox) -> GatewayDeployment:
+        """This env's deployment ``entry`` (a ledger record) as another process reaches it: the
+        ledger's gateway URL with ``token`` (never stored: its caller has it), ``sandbox``
+        attached again, and the servers this env starts (what ``env ... load-*`` seeds)."""
+        return GatewayDeployment(
+            env_id=self.source.id, env_version=self.source.version,
+            instance_id=entry.instance_id, environment_name=self.environment_name,
+            url=entry.urls.get("gateway", "").rstrip("/"), token=token, image="",
+            gateway_image="", created_at=entry.created_at.isoformat(),
+            expires_at=entry.expires_at.isoformat(), sandbox=sandbox,
+            servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, "",
+                                          s.environment_name) for s in self.servers))
+
     # -- services: containers the env servers need up first ----------------------------------
 
     def planned_services(self, labels: dict[str, str],

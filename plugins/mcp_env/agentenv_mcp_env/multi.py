@@ -52,10 +52,12 @@ SERVICE_TYPE = "service"
 
 def child_ids(env_id: str, settings: dict[str, Any], key: str = "mcp_server_envs") -> list[str]:
     """The env ids ``key`` names: a bare name is an env of the same bundle (an id beside this
-    env's own), anything with a ``/`` a stored env's id."""
-    root = env_id.rsplit("/", 1)[0]
+    env's own), anything with a ``/`` a stored env's id; for an env whose own id has no ``/``
+    (``env multi put --id office``) every name is a stored env's id."""
+    root, rooted, _ = env_id.rpartition("/")
     names = settings.get(key) or []
-    return [str(n) if "/" in str(n) else f"{root}/{n}" for n in names if isinstance(n, str)]
+    return [f"{root}/{n}" if rooted and "/" not in n else n for n in names
+            if isinstance(n, str)]
 
 
 @attrs.frozen
@@ -142,6 +144,14 @@ class MultiEnv(McpServerEnv):
     def servers(self) -> tuple[EnvServer, ...]:
         """Each child as container ``env-<its name>``."""
         return tuple(named_servers(self.children))
+
+    @classmethod
+    def served_names(cls, source: EnvSource, artifacts: Any) -> list[str]:
+        """Its children's environment names (the servers environment data seeds)."""
+        try:
+            return [s.environment_name for s in cls(source, artifacts).servers]
+        except StepError:  # a child no longer stored: it serves nothing
+            return []
 
     @classmethod
     def referenced_envs(cls, env_id: str, settings: dict[str, Any]) -> list[str]:

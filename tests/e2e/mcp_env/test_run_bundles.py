@@ -60,10 +60,14 @@ def test_mail_mcp_finds_the_invoice(tmp_path: Path, left_by: Any) -> None:
 
 def test_multi_mcp_serves_two_services_as_one_env(tmp_path: Path, left_by: Any) -> None:
     """The multi env's children are stored with it (only the multi env is named by a step),
-    and its verify script sees both services' tools, one reading the other."""
+    and its verify script sees both services' tools, one reading the other; tasks/seeded.json
+    seeds both from the monday universe."""
     run = agent_env(tmp_path, "run", "multi-mcp")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tasks/smoke.json v1: passed (office: 1)" in run.stdout
+    # the universe seeded both servers through the one gateway, each from its own folder
+    assert "tasks/seeded.json v1: passed (monday: 1)" in run.stdout
+    assert "[tasks/seeded.json] [2/2] " in run.stdout
     for env in ("digest", "notes", "office"):
         assert f"envs/{env}: v1 (new)" in run.stdout, run.stdout
     assert left_by(run.stdout) == []

@@ -11,6 +11,10 @@ which ``deploy_env`` step's deployment of ``env_id`` to load into: a filter, so 
 did not deploy that env is an error, never a substitute. ``artifacts`` entries may be ids or
 ``{"id", "version"}`` objects. ``container_name`` (a container inside the sandbox) and
 ``snapshot_after_load: true`` cannot be honoured here and are preflight problems.
+
+An ``environment`` or ``environment_universe`` artifact loaded into an env (``env_id``, no
+``sandbox_name``) is not copied to a folder: it seeds the env's servers by environment name
+(:mod:`agent_env.env_data`), and the output lists them under ``seeded``.
 """
 
 from __future__ import annotations
