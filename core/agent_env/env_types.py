@@ -84,6 +84,10 @@ class EnvDeployment(Protocol):
     ``environment_names() -> list[str]`` (the servers it can seed) and
     ``async load_environment(name, file: ArtifactFile)`` (seed that one server: ``data/reset``,
     then ``data/add`` of the file). A type without them refuses such a load by name.
+
+    A type that can tell when its containers stop also has ``async watch() -> str | None``:
+    it returns why the env went down (a server exited) as soon as it notices, and the run ends
+    as an infra error there and then (``deploy_env`` starts it; the run cancels it at its end).
     """
 
     env_id: str

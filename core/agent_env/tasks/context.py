@@ -7,9 +7,12 @@ Steps bring things up through it so that the caller's teardown always finds them
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from agent_env.tasks.records import storage_problem, unstorable_scalar
 from agent_env.tasks.scores import ScoreRow, Verification, aggregate
@@ -26,6 +29,15 @@ if TYPE_CHECKING:
 #: ``gatewayToken``), so counts such as ``input_tokens`` stay in usage records.
 _SECRET_KEY = re.compile(r"(api[_-]?key|token$|secret|password|credential|authorization)", re.I)
 REDACTED = "****"
+
+
+@attrs.frozen
+class Watch:
+    """What one of :attr:`TaskContext.watches` watches: a label for the failure line, and the
+    sandbox it lives in."""
+
+    label: str
+    sandbox: Sandbox | None = None
 
 
 class TaskContext:
@@ -79,6 +91,9 @@ class TaskContext:
         #: plugin serves one (the agents plugin's model gateway): a judge asks it before the
         #: configured upstream, so scripted models answer and every call is logged with tokens.
         self.model_endpoint: tuple[str, str] | None = None
+        #: What the run deployed and watches while it runs (see :meth:`watch`): each task
+        #: returns why its subject went down, or None once it stops watching.
+        self.watches: dict[asyncio.Future[str | None], Watch] = {}
 
     def note(self, text: str) -> None:
         """A progress line for whoever watches the run (the CLI prints it under the task)."""
@@ -161,6 +176,35 @@ class TaskContext:
         item = self._sandbox_items.pop(name, None)
         self.sandboxes.pop(name, None)
         return True if item is None else await self.teardown.close(item)
+
+    # -- watching what the run deployed --------------------------------------------------------
+
+    def watch(self, label: str, probe: Coroutine[Any, Any, str | None],
+              sandbox: Sandbox | None = None) -> None:
+        """End the run as an infra error as soon as ``probe`` returns why ``label`` went down
+        (an env whose server exited mid-run, say), rather than when a step next trips on it.
+        ``probe`` returns None to stop watching quietly. A report about ``sandbox`` after the
+        run took that sandbox down itself (``teardown_sandboxes``) is not a failure."""
+        self.watches[asyncio.ensure_future(probe)] = Watch(label, sandbox)
+
+    def live_report(self, future: asyncio.Future[str | None]) -> str | None:
+        """The failure a finished watch reports, or None (it stopped quietly, failed itself, or
+        its sandbox is no longer the run's)."""
+        watch = self.watches.pop(future)
+        if future.cancelled() or future.exception() is not None:
+            return None
+        why = future.result()
+        if not why or (watch.sandbox is not None and all(
+                up is not watch.sandbox for up in self.sandboxes.values())):
+            return None
+        return f"{watch.label}: {why}"
+
+    async def stop_watching(self) -> None:
+        for future in self.watches:
+            future.cancel()
+        if self.watches:
+            await asyncio.gather(*self.watches, return_exceptions=True)
+        self.watches.clear()
 
     # -- envs, agents, teardown --------------------------------------------------------------
 

@@ -136,6 +136,7 @@ async def run_task(
         run.failures.append(run.crash_failure(exc))
         await run.cancel_in_flight()
     finally:
+        await ctx.stop_watching()
         await run.stop_preparing()
     reported = scores.reported_scores(ctx.verifications)
     failed = bool(run.failures)
@@ -269,7 +270,15 @@ class _DagRun:
                     self.running[asyncio.ensure_future(self._run_one(step))] = step
             if not self.running:
                 return
-            finished, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
+            waited: set[asyncio.Future[Any]] = {*self.running, *self.ctx.watches}
+            done, _ = await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+            for watch in [f for f in done if f in self.ctx.watches]:
+                why = self.ctx.live_report(watch)
+                if why is not None and not stopped:
+                    self.failures.append(self._went_down(why))
+                    stopped = True
+                    await self.cancel_in_flight()
+            finished = [f for f in self.running if f in done]
             order = {f: self.position[self.running[f].id] for f in finished}
             for future in sorted(finished, key=order.__getitem__):
                 done_step: Step | None = self.running.pop(future, None)
@@ -293,6 +302,14 @@ class _DagRun:
                 else:
                     self.failures.append(failure)
                     stopped = True
+
+    def _went_down(self, why: str) -> FailureRecord:
+        """The failure a watch's report ends the run with: infrastructure's, on the step that
+        was running (its own failure, if any, would only be a consequence)."""
+        step = next(iter(self.running.values()), None)
+        return FailureRecord(step.id if step else "-", step.type if step else "-",
+                             self.ctx.strip_secrets(f"{why} (the run stopped)"), "EnvDown",
+                             records.utc_now(), 0.0, True, is_infra=True, plain=True)
 
     def _may_retry(self, step: Step) -> bool:
         config = step.retry_config

@@ -64,6 +64,9 @@ ENV_PORT = 18765
 ENV_CONTAINER = "env"
 GATEWAY_CONTAINER = "gateway"
 LOG_LINES = 30
+#: How often a deployment's containers are looked at while a run uses it (``watch``): a server
+#: that dies ends the run within this (plus one status probe), not at the next tool call.
+WATCH_SECONDS = 0.5
 ENV_LABEL = "agentenv.env"
 INSTANCE_LABEL = "agentenv.env_instance"
 
@@ -155,6 +158,24 @@ class GatewayDeployment:
             ("claude_desktop_config", "Claude Desktop (claude_desktop_config.json, through "
              "npx mcp-remote):", desktop_config(self.environment_name, mcp_url, self.token)),
         ]
+
+    async def watch(self) -> str | None:
+        """Why the env went down (a server, service or the gateway no longer running), as soon
+        as a look every :data:`WATCH_SECONDS` sees it; None at once where the sandbox cannot
+        tell. A paused container (``docker commit`` pauses one) is not down."""
+        if self.sandbox is None:
+            return None
+        watched = [*(("env server", s.container) for s in self.servers),
+                   *(("service", s.container) for s in self.services),
+                   ("gateway", GATEWAY_CONTAINER)]
+        while True:
+            await asyncio.sleep(WATCH_SECONDS)
+            for role, container in watched:
+                status = await _status(self.sandbox, container)
+                if status is None and role == "gateway":
+                    return None  # this sandbox cannot tell: nothing to watch
+                if status is not None and status.startswith(("exited", "dead", "gone")):
+                    return f"{role} {container} stopped mid-run ({status})"
 
     def environment_names(self) -> list[str]:
         """The servers environment data can seed, by name (see :mod:`.seeding`)."""

@@ -180,25 +180,21 @@ def test_env_container_killed_mid_run_fails_clearly_and_leaves_nothing(
     run.wait_until_waiting()
     (env,) = [c for c in owned_by(docker_client, run.pid)["containers"]
               if c["Labels"].get("agentenv.container") == "env"]
+    killed = time.monotonic()
     docker_client.api.kill(env["Id"])
-    run.go.touch()
+    # The verifier never gets its go: the run notices the dead env server by itself (the
+    # deployment's watch) and ends within a second, not at the next tool call.
     code, out, err = run.finish()
+    ended = time.monotonic() - killed
     assert code == 1, out + err
-    # A killed container sends no reset: the gateway finds its env server unreachable and fails
-    # the call within a second (not its 30 s call timeout), naming the env; then the verifier's
-    # check of the deployment names the cause with the container's exit status.
-    failed = re.search(r"echo returned \"env_unavailable: environment 'echo' failed tool "
-                       r"'echo': environment 'echo' is gone: [^\"]+\" after ([0-9.]+)s", out)
-    assert failed, out
-    assert float(failed.group(1)) < 1.0, out
-    # An env that died is infrastructure's doing: the run is an error, not a score of 0.
+    # An env that died is infrastructure's doing: the run is an error, not a score of 0, on
+    # the step that was running, naming the container and its exit status.
     assert re.search(r"tasks/smoke.json v1: error \(infrastructure, not scored\) at step "
-                     r"'echoes': env echo went down during the run: env server echo "
-                     r"does not answer", out), out
+                     r"'echoes': env echo: env server env stopped mid-run \(exited with code "
+                     r"137\) \(the run stopped\)", out), out
     assert "1 run: 1 infrastructure error (not scored)" in out
-    assert "container env: exited with code 137" in out
-    assert "--- last log lines of the env container ---" in out
     assert "Tore down 1 sandbox." in out
+    assert ended < 5, f"the run took {ended:.1f}s to end after the kill (teardown included)"
     assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
 
 

@@ -215,6 +215,10 @@ class DeployEnv(Step):
             raise
         for env_id in (self.env_id, *self.with_envs):
             ctx.add_env(env_id, deployed)
+        watch = getattr(deployed, "watch", None)
+        if watch is not None:  # a server that exits mid-run ends the run at once, as infra's
+            name = getattr(deployed, "environment_name", None) or self.env_id.rsplit("/")[-1]
+            ctx.watch(f"env {name}", watch(), sandbox)
         ctx.outputs[self.id] = deployed.step_output()
         if self.metadata:
             ctx.outputs[self.id]["metadata"] = dict(self.metadata)
