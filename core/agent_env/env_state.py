@@ -79,6 +79,9 @@ class EnvStateChoice:
 
     state_type: str
     instance: EnvStateInstance | None = None
+    #: A stored store env (``--service-db-env-id``) whose build context the store runs,
+    #: instead of the env type's own (None: its own).
+    store_env: str | None = None
 
 
 class EnvStates(Records[EnvStateInstance]):

@@ -148,6 +148,10 @@ class EnvType:
     #: The env state types (``deploy_env``'s ``env_state_type``, see :mod:`agent_env.env_state`)
     #: this type deploys a store of; ``deploy`` then gets ``env_state``.
     env_state_types: ClassVar[tuple[str, ...]] = ()
+    #: The env state types whose store envs of this type are (``env service-db put``): not
+    #: deployed on their own, but named by a run's ``--service-db-env-id`` (``env deploy
+    #: --service-db``) for every env state it deploys of one of these types to run.
+    serves_env_state: ClassVar[tuple[str, ...]] = ()
     #: Whether ``deploy`` takes ``network_policy`` (:data:`ENV_NETWORK_POLICIES`), passed only
     #: when a deploy step names one; a type without it refuses a step that does.
     takes_network_policy: ClassVar[bool] = False

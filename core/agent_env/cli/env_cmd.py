@@ -95,7 +95,8 @@ def _deploy_step(record: Any, ttl: int, options: dict[str, Any]) -> Any:
 
 
 async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
-                  gateway: str | None = None) -> tuple[Any, Any]:
+                  gateway: str | None = None,
+                  service_db: str | None = None) -> tuple[Any, Any]:
     """Run the ``deploy_env`` step in a context of its own and keep what it brought up.
 
     Returns (ledger record, the env type's deployment object). On any failure everything the
@@ -116,7 +117,8 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
     slug = re.sub(r"[^a-z0-9-]+", "-", record.id.rsplit("/", 1)[-1].lower()).strip("-")
     deploy_id = f"{slug or 'env'}-{''.join(secrets.choice(alphabet) for _ in range(8))}"
     ctx = TaskContext(task_id=f"env deploy {record.id}", instance_id=deploy_id,
-                      artifacts=stored_artifacts(), choices=RunChoices(gateway_env=gateway),
+                      artifacts=stored_artifacts(), choices=RunChoices(gateway_env=gateway,
+                                                                  service_db_env=service_db),
                       sandbox_chain=chain, labels={DEPLOYMENT_LABEL: deploy_id})
     ctx.note_sink = lambda line: echo(line, err=True)
     created = utc_now()
@@ -168,12 +170,15 @@ async def _deploy(record: Any, ttl: int, chain: list[str] | None, step: Any,
 @click.option("--gateway", "--gateway-env-id", "gateway", type=ENTITY_ID, metavar="ID",
               help="A stored gateway env (env gateway put) to deploy behind, instead of the "
                    "built-in gateway.")
+@click.option("--service-db", "service_db", type=ENTITY_ID, metavar="ID",
+              help="A stored env state store (env service-db put) the env state runs, instead "
+                   "of the env type's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | None,
            gateway_mode: str, cpu: float | None, memory_mb: int | None, disk_size_gb: float,
            env_state_type: str | None, env_state_instance_id: str | None,
            snapshot_id: str | None, network_policy: str | None, gateway: str | None,
-           as_json: bool) -> None:
+           service_db: str | None, as_json: bool) -> None:
     """Deploy a stored env behind its gateway; it stays up until its TTL or env teardown."""
     import asyncio
 
@@ -186,13 +191,18 @@ def deploy(env_id: str, version: int | None, ttl_seconds: int, sandbox: str | No
         "disk_size_gb": disk_size_gb, "env_state_type": env_state_type,
         "env_state_instance_id": env_state_instance_id, "network_policy": network_policy,
         "snapshot_id": snapshot_id})
-    if gateway:
-        from agent_env.tasks.step_types.env_steps import gateway_env_problem
+    from agent_env.tasks.step_types.env_steps import stored_env_problem
 
-        problem = gateway_env_problem(gateway)
+    for option, named, role in (("--gateway", gateway, "gateway"),
+                                ("--service-db", service_db, "store")):
+        problem = stored_env_problem(named, role) if named else None
         if problem:
-            raise UserError(f"--gateway {gateway}: {problem}")
-    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain, step, gateway))
+            raise UserError(f"{option} {named}: {problem}")
+    if service_db and not (env_state_type or env_state_instance_id):
+        raise UserError(f"--service-db {service_db}: it runs an env state's store; give "
+                        "--env-state-type (or --env-state-instance-id) too")
+    entry, deployed = asyncio.run(_deploy(record, ttl_seconds, chain, step, gateway,
+                                          service_db))
     token = str(deployed.token or "")
     configs = deployed.client_configs() if token else []
     if as_json:

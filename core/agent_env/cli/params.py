@@ -126,12 +126,13 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
                          agent_sandbox: str | None = None, env_sandbox: str | None = None,
                          trajectory_filter: bool | None = None,
                          model_api_key: str | None = None, judge_api_key: str | None = None,
-                         gateway_env: str | None = None, **kwargs: Any) -> Any:
+                         gateway_env: str | None = None, service_db_env: str | None = None,
+                         **kwargs: Any) -> Any:
             from agent_env.tasks.steps import RunChoices
 
             choices = RunChoices(model, agent_id, user_model, judge_model, agent_sandbox,
                                  env_sandbox, trajectory_filter, gateway_env, model_api_key,
-                                 judge_api_key)
+                                 judge_api_key, service_db_env)
             return command(*args, choices=choices, **kwargs)
 
         options = [
@@ -142,6 +143,11 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
         ]
         if per_role:
             options += [
+                click.option("--service-db-env-id", "service_db_env", type=ENTITY_ID,
+                             metavar="ID",
+                             help="A stored env state store (agent-env env service-db put) "
+                                  "every env state of the run runs, instead of the env "
+                                  "type's own."),
                 click.option("--gateway-env-id", "gateway_env", type=ENTITY_ID, metavar="ID",
                              help="A stored gateway env (agent-env env gateway put) every env "
                                   "deploys behind, instead of the built-in gateway."),

@@ -93,9 +93,10 @@ class ChoiceProblem(str):
 @attrs.frozen
 class RunChoices:
     """What the caller of a run chose for every task in it (``--model``, ``--agent``,
-    ``--user-model``, ``--judge-model``, ``--gateway-env-id``...): a step that uses one takes it
-    over its own (``model`` of a prompt, the agent a deploy brings up, the model that plays a
-    conversation's user); ``judge_model`` judges every rubric (the reference's precedence).
+    ``--user-model``, ``--judge-model``, ``--gateway-env-id``, ``--service-db-env-id``...): a
+    step that uses one takes it over its own (``model`` of a prompt, the agent a deploy brings
+    up, the model that plays a conversation's user); ``judge_model`` judges every rubric (the
+    reference's precedence).
     ``agent_sandbox`` and ``env_sandbox`` (``--agent-sandbox``, ``--env-sandbox``) are the
     provider chains agents and envs deploy on; ``trajectory_filter``
     (``--[no-]trajectory-filter``) turns every rubric's trajectory filter on or off. A typed
@@ -119,6 +120,10 @@ class RunChoices:
     #: (:func:`agent_env.models.upstream_key`). Never recorded.
     model_api_key: str | None = attrs.field(default=None, repr=False)
     judge_api_key: str | None = attrs.field(default=None, repr=False)
+    #: ``--service-db-env-id`` (``env deploy --service-db``): a stored env state store (an env
+    #: type with :attr:`~agent_env.env_types.EnvType.serves_env_state`) whose image every
+    #: env state of the run runs, instead of the env type's own.
+    service_db_env: str | None = None
 
     def recorded(self) -> dict[str, str | bool]:
         """What the run's record keeps of them (the choices made; the keys are left out)."""

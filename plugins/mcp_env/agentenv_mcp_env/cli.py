@@ -172,6 +172,31 @@ def put_gateway(env_id: str, context: Path | None, dockerfile: Path | None) -> i
     return 0
 
 
+@click.group("service-db")
+def service_db() -> None:
+    """Env state stores a run's env states run (--service-db-env-id): put."""
+
+
+@service_db.command("put")
+@click.option("--id", "env_id", type=ENTITY_ID, default="default-db", show_default=True,
+              help="The store env's id.")
+@click.option("--context", type=click.Path(path_type=Path, file_okay=False),
+              help="A build context of your own (default: the PostgreSQL store this "
+                   "installation builds).")
+@click.option("--dockerfile", type=click.Path(path_type=Path, dir_okay=False),
+              help="The Dockerfile (inside --context; default: its ./Dockerfile).")
+def put_service_db(env_id: str, context: Path | None, dockerfile: Path | None) -> int:
+    """Store an env state store as the next version of ID (unchanged: the same version)."""
+    from agent_env.api import put_env
+    from agentenv_mcp_env.state import CONTEXT
+
+    if context is None and dockerfile is None:
+        context = CONTEXT
+    for line in put_env(env_id, "service_db", context, dockerfile, None, "servicedb"):
+        echo(line)
+    return 0
+
+
 # -- loading environment data into a deployed env ------------------------------------------------
 
 TOKEN_OPTION = click.option(

@@ -392,7 +392,7 @@ class McpServerEnv(EnvType):
         planned = self.planned_services(labels, env_state)
         if policy == "open":  # the env's own services go out as its servers do; the store not
             planned = [attrs.evolve(p, spec=attrs.evolve(p.spec, outbound=True))
-                       if p.source is not None else p for p in planned]
+                       if not p.store else p for p in planned]
         services = await start_services(sandbox, planned, timeout=ready_timeout,
                                         env_name=self.environment_name,
                                         progress=progress or _quiet,
@@ -466,10 +466,15 @@ class McpServerEnv(EnvType):
         ``service_envs``)."""
         if env_state is None:
             return []
+        from agent_env.api import load_env_source
         from agentenv_mcp_env.state import CONTEXT, schemas, servicedb_spec
 
         spec = servicedb_spec(schemas(self.state_names()), labels, env_state.instance)
-        return [PlannedService(spec, None, CONTEXT, f"env-state:{env_state.state_type}", 0)]
+        if env_state.store_env:  # --service-db-env-id: a stored store, at its latest version
+            store = load_env_source(self.artifacts, env_state.store_env)
+            return [PlannedService(spec, store, None, store.id, store.version, store=True)]
+        return [PlannedService(spec, None, CONTEXT, f"env-state:{env_state.state_type}", 0,
+                               store=True)]
 
     async def _build_planned(self, sandbox: Sandbox, planned: PlannedService,
                              progress: Progress | None) -> str:
@@ -520,6 +525,8 @@ class PlannedService:
     context: Any
     record_id: str
     record_version: int
+    #: The env state's store (never given a route out, whatever the env's policy).
+    store: bool = False
 
 
 async def start_services(sandbox: Sandbox, planned: Sequence[PlannedService], *,

@@ -27,7 +27,8 @@ def agent_env_env_types() -> list[Lazy]:
     return [Lazy("mcp_server", "agentenv_mcp_env.deployment:McpServerEnv"),
             Lazy("multi", "agentenv_mcp_env.multi:MultiEnv"),
             Lazy("service", "agentenv_mcp_env.service:ServiceEnv"),
-            Lazy("gateway_server", "agentenv_mcp_env.gateway_server:GatewayServerEnv")]
+            Lazy("gateway_server", "agentenv_mcp_env.gateway_server:GatewayServerEnv"),
+            Lazy("service_db", "agentenv_mcp_env.service_db:ServiceDbEnv")]
 
 
 @hookimpl

@@ -142,3 +142,40 @@ def test_a_snapshot_keeps_the_seeded_rows_and_a_stale_one_is_refused(
     assert removed.stdout.strip() == f"Removed snapshot {snap.group(1)} and its images."
     assert not [i for i in docker_client.images.list(filters={
         "label": f"agentenv.snapshot={snap.group(1)}"})]
+
+
+def test_a_stored_service_db_runs_in_place_of_the_built_in_store(
+        agent_env: Any, docker_client: Any, tmp_path: Any) -> None:
+    """``env service-db put --context`` stores a store of one's own; ``env deploy --service-db``
+    runs it as the env state's store (its marker file is in the running container), and the
+    servers keep their rows in it as in the built-in one."""
+    import shutil
+
+    from agentenv_mcp_env.state import CONTEXT
+
+    stored = agent_env("run", "shared-db", timeout=900)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    context = tmp_path / "store"
+    shutil.copytree(CONTEXT, context)
+    with (context / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write('\nRUN echo "our own store" > /etc/agentenv-store\n')
+    put = agent_env("env", "service-db", "put", "--id", "t/db", "--context", str(context))
+    assert put.returncode == 0 and put.stdout.strip() == "env t/db: v1 (new)", put.stderr
+    nothing = agent_env("env", "deploy", "--id", BOOKS, "--service-db", "t/db")
+    assert nothing.stderr == ("Error: --service-db t/db: it runs an env state's store; give "
+                              "--env-state-type (or --env-state-instance-id) too\n")
+    wrong = agent_env("env", "deploy", "--id", BOOKS, "--env-state-type", "local_postgres",
+                      "--service-db", BOOKS)
+    assert wrong.stderr == (f"Error: --service-db {BOOKS}: env '{BOOKS}' is of type 'multi', "
+                            "not an env state store type (service_db)\n")
+    deployed = _deploy(agent_env, "--env-state-type", "local_postgres", "--service-db", "t/db")
+    try:
+        labelled = {"label": f"agentenv.deployment={deployed['instance_id']}"}
+        (store,) = [c for c in docker_client.containers.list(filters=labelled)
+                    if c.name.endswith("-servicedb")]
+        assert store.exec_run("cat /etc/agentenv-store").output == b"our own store\n"
+        mcp = deployed["urls"]["mcp"]
+        asyncio.run(_call(mcp, deployed["token"], "add_entry", {"text": "in our store"}))
+    finally:
+        down = agent_env("env", "teardown", "--id", deployed["instance_id"], timeout=120)
+        assert down.returncode == 0, down.stderr

@@ -82,12 +82,15 @@ class DeployEnv(Step):
     snapshot_id: str | None = None
 
     def needs(self, choices: RunChoices) -> list[str]:
-        """``--gateway-env-id`` must name a stored env of a gateway type."""
-        if not choices.gateway_env:
-            return []
-        problem = gateway_env_problem(choices.gateway_env)
-        return [ChoiceProblem(f"--gateway-env-id {choices.gateway_env}: {problem}")] \
-            if problem else []
+        """``--gateway-env-id`` must name a stored env of a gateway type, and
+        ``--service-db-env-id`` one of a store type."""
+        problems: list[str] = []
+        for option, env_id, role in (("--gateway-env-id", choices.gateway_env, "gateway"),
+                                     ("--service-db-env-id", choices.service_db_env, "store")):
+            problem = stored_env_problem(env_id, role) if env_id else None
+            if problem:
+                problems.append(ChoiceProblem(f"{option} {env_id}: {problem}"))
+        return problems
 
     def check(self, view: PreflightView) -> list[str]:
         problems = super().check(view)
@@ -154,6 +157,8 @@ class DeployEnv(Step):
         env: EnvType = env_type.from_spec(source, ctx.artifacts)
         snapshot = await asyncio.to_thread(self.snapshot)
         state = await asyncio.to_thread(self.env_state, env_type)
+        if state is not None and ctx.choices.service_db_env:
+            state = attrs.evolve(state, store_env=ctx.choices.service_db_env)
         if state is None and snapshot is not None and snapshot.env_state_type:
             from agent_env.env_state import EnvStateChoice
 
@@ -280,15 +285,24 @@ def installed_env_state_types() -> list[str]:
     return sorted({kind for name in registry for kind in registry[name].env_state_types})
 
 
-def gateway_env_problem(env_id: str) -> str | None:
-    """Why the stored env ``env_id`` cannot stand in for the built-in gateway, or None."""
+#: What a run may name a stored env to stand in for: how to store one, and the type that does.
+_STAND_INS = {"gateway": ("agent-env env gateway put", "a gateway type (gateway_server)"),
+              "store": ("agent-env env service-db put", "an env state store type (service_db)")}
+
+
+def stored_env_problem(env_id: str, role: str) -> str | None:
+    """Why the stored env ``env_id`` cannot stand in for the built-in ``role`` (``gateway``:
+    :attr:`EnvType.is_gateway`; ``store``: :attr:`EnvType.serves_env_state`), or None."""
     from agent_env.runtime import current
 
+    how, kind_named = _STAND_INS[role]
     record = current().versioned_store.get("envs", env_id)
     if record is None:
-        return f"no env '{env_id}' is stored (store one with agent-env env gateway put)"
+        return f"no env '{env_id}' is stored (store one with {how})"
     kind = str(record.body.get("type") or DEFAULT_ENV_TYPE)
     env_type = current().host.registry("env_type").get(kind)
-    if env_type is None or not env_type.is_gateway:
-        return f"env '{env_id}' is of type '{kind}', not a gateway type (gateway_server)"
+    fits = env_type is not None and (env_type.is_gateway if role == "gateway"
+                                     else bool(env_type.serves_env_state))
+    if not fits:
+        return f"env '{env_id}' is of type '{kind}', not {kind_named}"
     return None
