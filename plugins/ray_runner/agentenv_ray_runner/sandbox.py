@@ -197,6 +197,17 @@ class RaySandbox(Sandbox):
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         return str(await self._call("container_logs", name, tail=tail))
 
+    async def container_status(self, name: str) -> str | None:
+        status = await self._call("container_status", name)
+        return None if status is None else str(status)
+
+    async def container_health(self, name: str) -> str | None:
+        health = await self._call("container_health", name)
+        return None if health is None else str(health)
+
+    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
+        await self._call("put_container_file", name, path, data)
+
     def env_isolation(self) -> str | None:
         return self._isolation
 
