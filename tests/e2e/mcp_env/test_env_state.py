@@ -179,3 +179,51 @@ def test_a_stored_service_db_runs_in_place_of_the_built_in_store(
     finally:
         down = agent_env("env", "teardown", "--id", deployed["instance_id"], timeout=120)
         assert down.returncode == 0, down.stderr
+
+
+WAIT_VERIFY = '''"""Signals it is waiting, then waits for the test's go-file (which never comes here)."""
+import asyncio
+import os
+from pathlib import Path
+
+
+async def verify(mcp_url):
+    Path(os.environ["AGENTENV_TEST_WAITING"]).touch()
+    while not Path(os.environ["AGENTENV_TEST_GO"]).exists():
+        await asyncio.sleep(0.05)
+    return [{"id": "never", "result": False}]
+'''
+
+
+def test_a_store_that_dies_mid_run_ends_the_run_as_infra(tmp_path: Any,
+                                                         docker_client: Any) -> None:
+    """The env state's PostgreSQL is killed while the verifier works: the run notices by itself
+    within a second, says which service stopped, and leaves nothing."""
+    import shutil
+    import time
+
+    from agentenv_mcp_env.plugin import BUNDLES
+    from run_children import Run, owned_by
+
+    bundle = tmp_path / "slow-db"
+    shutil.copytree(BUNDLES / "shared-db", bundle)
+    (bundle / "artifacts" / "check_books" / "verify.py").write_text(WAIT_VERIFY)
+    run = Run(tmp_path, str(bundle), "lost-db")
+    try:
+        run.wait_until_waiting(timeout=600)
+        (store,) = [c for c in owned_by(docker_client, run.pid)["containers"]
+                    if c["Names"][0].endswith("-servicedb")]
+        killed = time.monotonic()
+        docker_client.api.kill(store["Id"])
+        code, out, err = run.finish()
+        ended = time.monotonic() - killed
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.communicate()
+    assert code == 1, out + err
+    assert re.search(r"tasks/share.json v1: error \(infrastructure, not scored\) at step "
+                     r"'books': env books: service servicedb stopped mid-run \(exited with "
+                     r"code 137\) \(the run stopped\)", out), out
+    assert ended < 5, f"the run took {ended:.1f}s to end after the kill (teardown included)"
+    assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
