@@ -16,7 +16,9 @@ stock MCP client given only a URL gets through. Anything else is a bare 401.
 Routes (each also under ``/t/<token>``): ``/mcp`` (one flat tool namespace over all
 children), ``/.well-known/agent-env.json`` (composed card, children under
 ``children_environments`` with endpoints rewritten to ``/env/<child>/...``), ``/env/<child>/...``
-(a pass-through to that child), ``/agentenv`` (data plane: ``data/reset`` fans out; add/get go
+(a pass-through to that child; also to an ``--aside NAME=URL`` server, which serves no tool of
+the namespace and is not a child: a developer's tool such as the env state's ``db-mcp``),
+``/agentenv`` (data plane: ``data/reset`` fans out; add/get go
 to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON lines, paged
 with ``?after=<event_id>&limit=`` or ``?offset=&limit=`` in events; kept in a file,
 :mod:`.trajectory_log`), ``POST /trajectory/clear`` (empties it; event ids keep counting, so a
@@ -65,7 +67,7 @@ import secrets
 import sys
 import time
 import zoneinfo
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -276,7 +278,8 @@ class Gateway:
     def __init__(self, children: Sequence[str], *, token: str | None, mode: str = "performance",
                  name: str = "gateway", call_timeout: float = 30.0, ready_timeout: float = 120.0,
                  internal_url: str | None = None, trajectory_dir: str | None = None,
-                 ready_probe_timeout: float = 2.0) -> None:
+                 ready_probe_timeout: float = 2.0,
+                 asides: Mapping[str, str] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if not children:
@@ -288,6 +291,8 @@ class Gateway:
         self.ready_timeout = ready_timeout
         self.internal_url = internal_url.rstrip("/") if internal_url else None
         self.children = [Child(u, i) for i, u in enumerate(children)]
+        #: Servers reached only through ``/env/<name>/...`` (see the module).
+        self.asides = {name: url.rstrip("/") for name, url in (asides or {}).items()}
         self.by_name: dict[str, Child] = {}
         self.tools: dict[str, tuple[Child, dict[str, Any]]] = {}
         self.clashes: dict[str, list[str]] = {}
@@ -680,8 +685,10 @@ class Gateway:
 
     async def proxy_route(self, request: web.Request) -> web.StreamResponse:
         """Pass ``/env/<child>/<path>`` through to that child (data plane, extensions, MCP)."""
-        child = self.by_name.get(request.match_info["child"])
-        if child is None:
+        name = request.match_info["child"]
+        child = self.by_name.get(name)
+        base = child.url if child is not None else self.asides.get(name)
+        if base is None:
             return error_response(AgentEnvError("not_found", "no such environment", status=404))
         assert self._http is not None
         tail = request.match_info["tail"]
@@ -690,7 +697,7 @@ class Gateway:
 
         async def forward() -> web.Response:
             async with http.request(
-                    request.method, f"{child.url}/{tail}", params=request.query,
+                    request.method, f"{base}/{tail}", params=request.query,
                     data=data, headers=headers, allow_redirects=False) as resp:
                 body = await resp.read()
                 out = {k: v for k, v in resp.headers.items()
@@ -699,11 +706,12 @@ class Gateway:
                 return web.Response(body=body, status=resp.status, headers=out)
 
         try:
-            response: web.Response = await child.watched(forward())
+            response: web.Response = await (child.watched(forward()) if child is not None
+                                            else forward())
             return response
         except (TimeoutError, aiohttp.ClientError, TransportError) as exc:
             return error_response(AgentEnvError(
-                "env_unavailable", f"{child.name}: {exc or 'timeout'}", retryable=True,
+                "env_unavailable", f"{name}: {exc or 'timeout'}", retryable=True,
                 applied="unknown", status=502))
 
     async def tools_access_route(self, request: web.Request) -> web.Response:
@@ -857,6 +865,7 @@ def create_gateway_app(
     trajectory_dir: str | None = None,
     ready_probe_timeout: float = 2.0,
     fast_lane: bool = True,
+    asides: Mapping[str, str] | None = None,
 ) -> web.Application:
     """Build the gateway app over ``children`` (base URLs of env servers).
 
@@ -867,11 +876,13 @@ def create_gateway_app(
     connection guard's (:mod:`.guard`; it applies when served by ``guard.start_guarded``, as
     ``main`` does); ``trajectory_dir`` where the trajectory file lives (default: temp).
     ``fast_lane``: answer plain ``POST /mcp`` requests in the :mod:`.fast_lane` (same
-    replies, less CPU); off, aiohttp answers everything.
+    replies, less CPU); off, aiohttp answers everything. ``asides``: name -> base URL of servers
+    reached only through ``/env/<name>/...`` (no tools in the namespace, not in the card).
     """
     gateway = Gateway(children, token=token, mode=mode, name=name, call_timeout=call_timeout,
                       ready_timeout=ready_timeout, internal_url=internal_url,
-                      trajectory_dir=trajectory_dir, ready_probe_timeout=ready_probe_timeout)
+                      trajectory_dir=trajectory_dir, ready_probe_timeout=ready_probe_timeout,
+                      asides=asides)
     mcp = McpEndpoint(gateway, server_name=name, prefer_json=prefer_json, page_size=page_size)
     app = web.Application(client_max_size=max_body_bytes,
                           middlewares=[_auth_middleware(token)])
@@ -926,6 +937,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                      description="Authenticated MCP gateway over env servers.")
     parser.add_argument("--child", action="append", required=True, metavar="URL",
                         help="base URL of an env server (repeat for several)")
+    parser.add_argument("--aside", action="append", default=[], metavar="NAME=URL",
+                        help="a server reached only at /env/NAME/... (repeat for several)")
     parser.add_argument("--host", default=os.environ.get("MCP_HOST", "0.0.0.0"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("MCP_PORT", DEFAULT_PORT)))
     parser.add_argument("--token", default=os.environ.get("AGENTENV_GATEWAY_TOKEN"),
@@ -949,6 +962,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--trajectory-dir", default=None,
                         help="where the trajectory file lives (default: the temp folder)")
     args = parser.parse_args(argv)
+    asides = dict(aside.split("=", 1) for aside in args.aside if "=" in aside)
+    if len(asides) != len(args.aside):
+        parser.error("--aside takes NAME=URL")
     token = args.token
     if not token:
         token = secrets.token_urlsafe(24)
@@ -961,7 +977,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                              limits=Limits(header_timeout=args.header_timeout,
                                            body_timeout=args.body_timeout,
                                            max_pending_per_client=args.max_pending_per_client),
-                             trajectory_dir=args.trajectory_dir)
+                             trajectory_dir=args.trajectory_dir, asides=asides)
     print(f"agentenv gateway on http://{args.host}:{args.port} over {len(args.child)} child(ren)",
           flush=True)
     run_guarded(app, args.host, args.port)

@@ -65,7 +65,7 @@ def env() -> None:
 
 
 #: How ``env deploy`` names the URLs a deployment gives (others: capitalised).
-URL_NAMES = {"mcp": "MCP"}
+URL_NAMES = {"mcp": "MCP", "db_mcp": "DB MCP"}
 
 
 #: ``env deploy`` options that are ``deploy_env`` keys of the same name.

@@ -145,8 +145,13 @@ class GatewayDeployment:
         return {"Authorization": f"Bearer {self.token}"}
 
     def urls(self) -> dict[str, str]:
-        """The MCP endpoint and the gateway (the deployments ledger keeps them)."""
-        return {"mcp": f"{self.url}/mcp", "gateway": self.url}
+        """The MCP endpoint and the gateway (the deployments ledger keeps them), and the env
+        state's ``db_mcp`` endpoint when it has one."""
+        from agentenv_mcp_env.state import DB_MCP
+
+        extra = ({"db_mcp": f"{self.url}/env/{DB_MCP}/mcp"}
+                 if any(s.container == DB_MCP for s in self.services) else {})
+        return {"mcp": f"{self.url}/mcp", "gateway": self.url, **extra}
 
     def client_configs(self) -> list[tuple[str, str, Any]]:
         """MCP client configs that reach this env with its token (printed, never stored)."""
@@ -409,7 +414,7 @@ class McpServerEnv(EnvType):
             env={"AGENTENV_GATEWAY_TOKEN": token},
             command=gateway_command([server.url for server in self.servers],
                                     name=self.environment_name, ready_timeout=ready_timeout,
-                                    mode=gateway_mode),
+                                    mode=gateway_mode, asides=asides(services)),
             publish=(GATEWAY_PORT,), labels=labels,
         ))
         # Side by side: the gateway waits for its children anyway, so order buys nothing. All
@@ -467,14 +472,26 @@ class McpServerEnv(EnvType):
         if env_state is None:
             return []
         from agent_env.api import load_env_source
-        from agentenv_mcp_env.state import CONTEXT, schemas, servicedb_spec
+        from agentenv_mcp_env.settings import mcp_env_settings
+        from agentenv_mcp_env.state import (
+            CONTEXT,
+            DB_MCP_CONTEXT,
+            db_mcp_spec,
+            schemas,
+            servicedb_spec,
+        )
 
         spec = servicedb_spec(schemas(self.state_names()), labels, env_state.instance)
         if env_state.store_env:  # --service-db-env-id: a stored store, at its latest version
             store = load_env_source(self.artifacts, env_state.store_env)
-            return [PlannedService(spec, store, None, store.id, store.version, store=True)]
-        return [PlannedService(spec, None, CONTEXT, f"env-state:{env_state.state_type}", 0,
-                               store=True)]
+            planned = [PlannedService(spec, store, None, store.id, store.version, store=True)]
+        else:
+            planned = [PlannedService(spec, None, CONTEXT, f"env-state:{env_state.state_type}",
+                                      0, store=True)]
+        if mcp_env_settings().db_mcp:
+            planned.append(PlannedService(db_mcp_spec(labels), None, DB_MCP_CONTEXT,
+                                          "env-state:db-mcp", 0, store=True))
+        return planned
 
     async def _build_planned(self, sandbox: Sandbox, planned: PlannedService,
                              progress: Progress | None) -> str:
@@ -584,6 +601,14 @@ async def wait_services(sandbox: Sandbox, specs: Sequence[Any], timeout: float, 
         if waiting:
             await asyncio.sleep(SERVICE_POLL)
 
+
+
+def asides(services: Sequence[EnvServerRecord]) -> dict[str, str]:
+    """The gateway's ``--aside`` servers among ``services``: the env state's db-mcp."""
+    from agentenv_mcp_env.state import DB_MCP, DB_MCP_PORT
+
+    return {s.container: f"http://{s.container}:{DB_MCP_PORT}" for s in services
+            if s.container == DB_MCP}
 
 
 def chosen_gateway(ctx: TaskContext, artifacts: Any) -> EnvSource | None:

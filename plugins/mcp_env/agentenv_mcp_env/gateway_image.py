@@ -33,11 +33,15 @@ def write_gateway_context(folder: Path, base_image: str = BASE_IMAGE) -> Path:
 
 
 def gateway_command(children: list[str], *, name: str, ready_timeout: float,
-                    mode: str = "performance") -> tuple[str, ...]:
-    """The gateway's argv; the token comes from ``AGENTENV_GATEWAY_TOKEN``, never the argv."""
+                    mode: str = "performance",
+                    asides: dict[str, str] | None = None) -> tuple[str, ...]:
+    """The gateway's argv; the token comes from ``AGENTENV_GATEWAY_TOKEN``, never the argv.
+    ``asides``: servers it reaches only at ``/env/<name>/...`` (the env state's db-mcp)."""
     argv = ["python", "-m", "agentenv_protocol.gateway", "--host", "0.0.0.0",
             "--port", str(GATEWAY_PORT), "--name", name, "--ready-timeout", f"{ready_timeout:g}",
             "--mode", mode]
     for child in children:
         argv += ["--child", child]
+    for aside, url in (asides or {}).items():
+        argv += ["--aside", f"{aside}={url}"]
     return tuple(argv)

@@ -20,9 +20,12 @@ STATE_KEY = "mcp_env"
 @attrs.frozen(kw_only=True)
 class McpEnvSettings:
     """``progress``: whether deploy progress lines (image builds, cache hits) reach the run's
-    progress display through ``ctx.note``; ``progress = false`` turns them off."""
+    progress display through ``ctx.note``; ``progress = false`` turns them off. ``db_mcp``:
+    whether an env state's store gets read-only MCP tools beside it, at the gateway's
+    ``/env/db-mcp/mcp`` (``db_mcp = false``: one container fewer per deploy)."""
 
     progress: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    db_mcp: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
 
 
 def configure(settings: dict[str, Any]) -> None:

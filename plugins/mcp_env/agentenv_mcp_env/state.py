@@ -29,6 +29,11 @@ PORT = 5432
 USER = PASSWORD = DATABASE = "agentenv"
 DATA = "/var/lib/postgresql"
 CONTEXT = Path(__file__).parent / "servicedb"
+#: Read-only MCP tools over the store (:data:`DB_MCP_CONTEXT`), started beside it and served by
+#: the gateway at ``/env/db-mcp/mcp`` only: a developer's view, not the agent's tools.
+DB_MCP = "db-mcp"
+DB_MCP_CONTEXT = Path(__file__).parent / "dbmcp"
+DB_MCP_PORT = 18765
 READY = Healthcheck(("CMD-SHELL", "test -f /tmp/agentenv-ready && pg_isready -h 127.0.0.1 -q"),
                     interval=0.5, timeout=5, retries=240)
 _SCHEMA = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}")
@@ -52,6 +57,13 @@ def schemas(names: Sequence[str]) -> list[str]:
         raise StepError(f"env state: {', '.join(map(repr, bad))} cannot name a schema (letters, "
                         "digits, '_' and '-'): rename the env server")
     return list(dict.fromkeys(names))
+
+
+def db_mcp_spec(labels: dict[str, str]) -> ContainerSpec:
+    """db-mcp's container (its image filled in once built): every schema is in its reach."""
+    return ContainerSpec(name=DB_MCP, image="", labels=labels, env={
+        "MCP_HOST": "0.0.0.0", "MCP_PORT": str(DB_MCP_PORT),
+        "DATABASE_URL": f"postgresql://{USER}:{PASSWORD}@{SERVICE}:{PORT}/{DATABASE}"})
 
 
 def servicedb_spec(names: Sequence[str], labels: dict[str, str],

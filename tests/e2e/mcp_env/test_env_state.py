@@ -181,7 +181,7 @@ def test_a_stored_service_db_runs_in_place_of_the_built_in_store(
         assert down.returncode == 0, down.stderr
 
 
-WAIT_VERIFY = '''"""Signals it is waiting, then waits for the test's go-file (which never comes here)."""
+WAIT_VERIFY = '''"""Says it is waiting, then waits for a go-file that never comes here."""
 import asyncio
 import os
 from pathlib import Path
@@ -202,8 +202,9 @@ def test_a_store_that_dies_mid_run_ends_the_run_as_infra(tmp_path: Any,
     import shutil
     import time
 
-    from agentenv_mcp_env.plugin import BUNDLES
     from run_children import Run, owned_by
+
+    from agentenv_mcp_env.plugin import BUNDLES
 
     bundle = tmp_path / "slow-db"
     shutil.copytree(BUNDLES / "shared-db", bundle)
@@ -227,3 +228,50 @@ def test_a_store_that_dies_mid_run_ends_the_run_as_infra(tmp_path: Any,
                      r"code 137\) \(the run stopped\)", out), out
     assert ended < 5, f"the run took {ended:.1f}s to end after the kill (teardown included)"
     assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
+
+
+def test_db_mcp_shows_the_store_through_the_gateway_only(agent_env: Any, docker_client: Any,
+                                                         tmp_path: Any) -> None:
+    """An env state's store comes with read-only MCP tools at the gateway's /env/db-mcp/mcp:
+    they see what the servers wrote, refuse writes, and are none of the env's own tools;
+    ``db_mcp = false`` leaves them out."""
+    from agentenv_protocol.client import McpClient
+
+    stored = agent_env("run", "shared-db", timeout=900)
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    deployed = _deploy(agent_env, "--env-state-type", "local_postgres")
+    token = deployed["token"]
+    headers = {"Authorization": f"Bearer {token}"}
+
+    async def look() -> tuple[list[str], Any, Any, Any]:
+        async with McpClient(deployed["urls"]["mcp"], headers=headers) as app:
+            own = sorted(t.name for t in await app.list_tools())
+            await app.call_tool("add_entry", {"text": "seen by db-mcp"})
+        async with McpClient(deployed["urls"]["db_mcp"], headers=headers) as db:
+            schemas = json.loads((await db.call_tool("list_schemas")).text)["schemas"]
+            rows = json.loads((await db.call_tool("query", {
+                "sql": "SELECT text FROM ledger.entries"})).text)["rows"]
+            write = await db.call_tool("query", {"sql": "DELETE FROM ledger.entries"})
+        return own, schemas, rows, write
+
+    try:
+        own, schemas, rows, write = asyncio.run(look())
+        assert not {"list_schemas", "query", "describe"} & set(own)
+        assert {"ledger", "audit"} <= set(schemas)
+        assert {"text": "seen by db-mcp"} in rows
+        assert write.is_error and "read-only transaction" in write.text
+    finally:
+        agent_env("env", "teardown", "--id", deployed["instance_id"], timeout=120)
+    config = tmp_path / "config.toml"
+    config.write_text("[plugins.agentenv-framework-mcp-env]\ndb_mcp = false\n")
+    agent_env.env["AGENT_ENV_CONFIG"] = str(config)
+    lean: dict[str, Any] = {}
+    try:
+        lean = _deploy(agent_env, "--env-state-type", "local_postgres")
+        labelled = {"label": f"agentenv.deployment={lean['instance_id']}"}
+        names = [c.name for c in docker_client.containers.list(filters=labelled)]
+        assert "db_mcp" not in lean["urls"] and not [n for n in names if "db-mcp" in n], names
+    finally:
+        agent_env.env.pop("AGENT_ENV_CONFIG")
+        if lean:
+            agent_env("env", "teardown", "--id", lean["instance_id"], timeout=120)

@@ -141,6 +141,23 @@ async def test_composed_card_and_passthrough() -> None:
                 assert (await client.call_tool("echo", {"text": "x"})).text == "other:x"
 
 
+async def test_an_aside_is_reached_only_through_its_path() -> None:
+    """``--aside NAME=URL`` (the env state's db-mcp): its tools stay out of the namespace and
+    the card, its calls leave no trajectory, and ``/env/NAME/...`` reaches it with the token."""
+    async with serve_env(SlowEnv()) as a, serve_env(OtherEnv()) as b:
+        async with serve_gateway([a.url], asides={"db": b.url}) as gw:
+            async with McpClient(gw.mcp_url) as client:
+                assert "only_other" not in {t.name for t in await client.list_tools()}
+            card = json.loads((await _get(gw.url_for("/.well-known/agent-env.json")))[1])
+            assert [c["name"] for c in card["children_environments"]] == ["slow"]
+            async with McpClient(gw.url_for("/env/db/mcp")) as client:
+                assert (await client.call_tool("only_other")).text == "mine"
+            assert (await _get(f"{gw.url}/env/db/mcp"))[0] == 401
+            assert (await _get(gw.url_for("/env/nope/mcp")))[0] == 404
+            status, body = await _get(gw.url_for("/trajectory"))
+            assert status == 200 and b"only_other" not in body
+
+
 # -- trajectory ----------------------------------------------------------------------------
 async def test_trajectory_pages_by_cursor_and_clears(echo_gateway: RunningServer) -> None:
     async def page(query: str) -> tuple[int, list[dict[str, Any]], Any]:

@@ -46,7 +46,7 @@ def test_an_unknown_key_is_one_config_error_naming_the_known_ones() -> None:
         configure({"progres": False})
     assert unknown.value.message == (
         "[plugins.agentenv-framework-mcp-env] has unknown setting(s) progres for the mcp_env "
-        "plugin (known: progress)"
+        "plugin (known: db_mcp, progress)"
     )
     with use(Runtime()), pytest.raises(ConfigError, match=r"invalid setting.*progress"):
         configure({"progress": "no"})
@@ -56,7 +56,7 @@ def test_a_refused_table_is_the_one_line_error_of_the_command() -> None:
     runtime = Runtime()
     runtime.configure(plugins={TABLE: {"progres": False}})
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) progres for the mcp_env "
-                       r"plugin \(known: progress\)"):
+                       r"plugin \(known: db_mcp, progress\)"):
         runtime.host  # noqa: B018  the host hands every plugin its table when built
     with pytest.raises(ConfigError, match="progres"):  # and again: nothing half-configured
         runtime.host  # noqa: B018
