@@ -28,8 +28,8 @@ from agent_env.tasks.artifacts import SKILL, SKILL_FILE
 
 @click.group("artifact")
 def artifact() -> None:
-    """Stored, versioned artifacts: file (put/get/list), skill (put/get), environment (put)
-    and environment-universe (put/get/compatible-envs)."""
+    """Stored, versioned artifacts: file (put/get/list), file-artifact-universe, skill
+    (put/get), environment (put) and environment-universe (put/get/compatible-envs)."""
 
 
 def _collect(paths: tuple[Path, ...]) -> list[Any]:
@@ -185,6 +185,170 @@ def file_list(as_json: bool) -> None:
              f"{plural(len(row['files']), 'file')}")
 
 
+# -- file-artifact-universe (the reference's names for a folder of files) ------------------------
+
+
+@artifact.group("file-artifact-universe")
+def universe_files_group() -> None:
+    """File artifact universes: many files stored as one artifact, each under its path."""
+
+
+@universe_files_group.command("put")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True, help="The universe's id.")
+@click.option("--file-artifact", "file_artifacts", multiple=True, required=True,
+              metavar="ID[:VERSION]", help="A stored file artifact to include under its file "
+              "name (default: its latest version); repeatable.")
+def universe_files_put(artifact_id: str, file_artifacts: tuple[str, ...]) -> None:
+    """Store stored file artifacts together as the next version of universe ID."""
+    from agent_env.tasks.artifacts import FILE, FILE_UNIVERSE
+
+    files: dict[str, Any] = {}
+    for ref in file_artifacts:
+        record = _stored_record(ref, "--file-artifact")
+        if record.body.get("type") not in (FILE, FILE_UNIVERSE):
+            raise UserError(f"--file-artifact {ref}: a {record.body.get('type')} artifact, not "
+                            "a file artifact")
+        for path, meta in sorted(record.body.get("files", {}).items()):
+            if path in files:
+                raise UserError(f"--file-artifact {ref}: '{path}' is also a file of "
+                                f"{files[path][0]} (a universe's files need paths of their "
+                                "own)")
+            files[path] = (ref, meta)
+    objects = _objects()
+    _put(artifact_id, FILE_UNIVERSE,
+         [_stored_file(path, meta, objects) for path, (_, meta) in sorted(files.items())])
+
+
+@universe_files_group.command("put-bundled")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True, help="The universe's id.")
+@click.option("--file-dir", required=True, type=click.Path(path_type=Path, file_okay=False,
+                                                           exists=True),
+              help="Every file under it is stored, under its path relative to it.")
+@click.option("--prefix-url", help="Refused: files are stored by content in the object store.")
+def universe_files_put_bundled(artifact_id: str, file_dir: Path, prefix_url: str | None) -> None:
+    """Store every file under --file-dir as the next version of universe ID."""
+    from agent_env.tasks.artifacts import FILE_UNIVERSE
+
+    if prefix_url:
+        raise UserError("--prefix-url is not supported here: an artifact's files are stored "
+                        "once by their content (blobs/sha256/...) in the object store; leave "
+                        "it out")
+    _put(artifact_id, FILE_UNIVERSE, _collect((file_dir,)))
+
+
+@universe_files_group.command("get")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
+@click.option("--output-dir", required=True, type=OUTPUT_DIR,
+              help="Write the files here (nothing is written outside it).")
+def universe_files_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
+    """Write a stored universe's files under --output-dir."""
+    from agent_env.tasks.artifacts import FILE_UNIVERSE
+
+    _get(artifact_id, version, output_dir, FILE_UNIVERSE)
+
+
+@universe_files_group.command("list")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              help="At most this many, most recently stored first.")
+@click.option("--batch-id", help="Refused: runs here do not make universes per batch.")
+def universe_files_list(limit: int, batch_id: str | None) -> None:
+    """The stored file artifact universes, most recently stored first."""
+    from agent_env.runtime import current
+    from agent_env.tasks.artifacts import FILE_UNIVERSE
+
+    if batch_id:
+        raise UserError(_NO_BATCHES)
+    store = current().versioned_store
+    found = [r for r in (store.get("artifacts", i) for i in store.list_ids("artifacts"))
+             if r is not None and r.body.get("type") == FILE_UNIVERSE]
+    found.sort(key=lambda r: (r.created_at_utc, r.id), reverse=True)
+    if not found:
+        echo("No file artifact universes are stored (agent-env artifact "
+             "file-artifact-universe put-bundled --id ID --file-dir DIR stores one).")
+    for record in found[:limit]:
+        echo(f"  {record.id} v{record.version}  files={len(record.body.get('files', {}))}")
+
+
+@universe_files_group.command("get-many")
+@click.option("--id", "artifact_ids", multiple=True, type=ENTITY_ID,
+              help="A universe (repeatable); its files go under a folder named after it.")
+@click.option("--batch-id", help="Refused: runs here do not make universes per batch.")
+@click.option("--output-dir", required=True, type=OUTPUT_DIR,
+              help="Each universe's files go under <output-dir>/<its id>.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Files read from the object store at once.")
+def universe_files_get_many(artifact_ids: tuple[str, ...], batch_id: str | None,
+                            output_dir: Path, concurrency: int) -> None:
+    """Write many universes' files at once, each under a folder named after its id."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent_env.tasks.artifacts import FILE_UNIVERSE
+
+    if batch_id:
+        raise UserError(_NO_BATCHES)
+    if not artifact_ids:
+        raise UserError("give --id ID (repeatable): the universes to write")
+    jobs: list[tuple[Path, dict[str, Any]]] = []
+    for artifact_id in dict.fromkeys(artifact_ids):
+        record = _stored_record(artifact_id, "--id")
+        if record.body.get("type") != FILE_UNIVERSE:
+            raise UserError(f"--id {artifact_id}: a {record.body.get('type')} artifact, not a "
+                            "file artifact universe")
+        folder = output_dir / _folder_name(artifact_id)
+        table = record.body.get("files", {})
+        targets = safe_targets(folder, list(table))
+        jobs += [(targets[path], meta) for path, meta in sorted(table.items())]
+    objects = _objects()
+
+    def write(job: tuple[Path, dict[str, Any]]) -> int:
+        target, meta = job
+        data = objects.get(str(meta["key"]))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        os.chmod(target, int(meta.get("mode", 0o644)))
+        return len(data)
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for done, size in enumerate(pool.map(write, jobs), 1):
+            echo(f"  [{done}/{len(jobs)}] {jobs[done - 1][0].relative_to(output_dir)} "
+                 f"({size} bytes)")
+    echo(f"Wrote {plural(len(jobs), 'file')} of {plural(len(set(artifact_ids)), 'universe')} "
+         f"to {output_dir}")
+
+
+_NO_BATCHES = ("--batch-id is not supported here: runs do not make file artifact universes per "
+               "batch (collect_artifacts keeps what it collects with the run's record); name the "
+               "universes with --id")
+
+
+def _folder_name(artifact_id: str) -> str:
+    """A universe's folder under get-many's output: its id, with ``/`` and ``@`` made safe."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", artifact_id).strip("._") or "universe"
+
+
+def _stored_record(ref: str, option: str) -> Any:
+    """The stored artifact ``ID[:VERSION]`` names; UserError naming ``option`` otherwise."""
+    from agent_env.runtime import current
+
+    ref_id, _, ref_version = ref.partition(":")
+    if ref_version and not ref_version.isdigit():
+        raise UserError(f"{option} {ref}: ID or ID:VERSION (a number)")
+    record = current().versioned_store.get("artifacts", ref_id,
+                                           int(ref_version) if ref_version else None)
+    if record is None:
+        raise UserError(f"{option} {ref}: no artifact '{ref}' is stored")
+    return record
+
+
+def _objects() -> Any:
+    from agent_env.runtime import current
+
+    return current().object_store
+
+
 # -- skill ----------------------------------------------------------------------------------------
 
 
@@ -256,34 +420,26 @@ def universe_put(artifact_id: str, environment_artifacts: tuple[str, ...],
                  metadata_entries: tuple[str, ...]) -> None:
     """Store the environment artifacts (and metadata files) as the next version of universe
     ID: each under <environment_name>/, the layout environment-universe get writes."""
-    from agent_env.bundles.entities import stored_artifacts
     from agent_env.bundles.model import BundleFile
     from agent_env.bundles.parse import _sha256
     from agent_env.tasks.artifacts import ENVIRONMENT, ENVIRONMENT_UNIVERSE, UNIVERSE_METADATA
 
     files: list[Any] = []
     names: dict[str, str] = {}
-    stored = stored_artifacts()
+    objects = _objects()
     for ref in environment_artifacts:
-        ref_id, _, ref_version = ref.partition(":")
-        if ref_version and not ref_version.isdigit():
-            raise UserError(f"--environment-artifact {ref}: ID or ID:VERSION (a number)")
-        try:
-            found = stored.load_now(ref_id, int(ref_version) if ref_version else None)
-        except LookupError as exc:
-            raise UserError(f"--environment-artifact {ref}: {exc}") from None
-        if found.type != ENVIRONMENT or not found.environment_name:
-            raise UserError(f"--environment-artifact {ref}: a {found.type} artifact, not an "
-                            "environment artifact (agent-env artifact environment put)")
-        if found.environment_name in names:
-            raise UserError(f"--environment-artifact {ref}: environment "
-                            f"'{found.environment_name}' is already given by "
-                            f"{names[found.environment_name]}")
-        names[found.environment_name] = ref
-        record = stored.versioned.get("artifacts", ref_id, found.version)
+        record = _stored_record(ref, "--environment-artifact")
+        name = record.body.get("environment_name")
+        if record.body.get("type") != ENVIRONMENT or not name:
+            raise UserError(f"--environment-artifact {ref}: a {record.body.get('type')} "
+                            "artifact, not an environment artifact (agent-env artifact "
+                            "environment put)")
+        if name in names:
+            raise UserError(f"--environment-artifact {ref}: environment '{name}' is already "
+                            f"given by {names[name]}")
+        names[name] = ref
         (path, meta), = record.body["files"].items()
-        files.append(_stored_file(f"{found.environment_name}/{path.rpartition('/')[2]}", meta,
-                                  stored.objects))
+        files.append(_stored_file(f"{name}/{path.rpartition('/')[2]}", meta, objects))
     keys: set[str] = set()
     for entry in metadata_entries:
         key, sep, file_path = entry.partition("=")

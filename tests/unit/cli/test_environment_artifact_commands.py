@@ -99,3 +99,42 @@ def test_loading_into_a_deployment_refuses_before_reaching_it(state_root: Path, 
                        "--env-instance-id", "x", "--environment-universe-artifact-id", "w",
                        "--snapshot-after-load")
     assert code != 0 and "env snapshot --instance-id x saves the seeded env" in err
+
+
+def test_file_artifact_universes_as_the_reference_spells_them(state_root: Path, tmp_path: Path,
+                                                              capsys: Any) -> None:
+    (tmp_path / "a.txt").write_text("A")
+    (tmp_path / "b.txt").write_text("B")
+    bundled = tmp_path / "tree"
+    (bundled / "sub").mkdir(parents=True)
+    (bundled / "sub" / "c.txt").write_text("C")
+    for name in ("a", "b"):
+        cli(capsys, "artifact", "file", "put", "--id", name, str(tmp_path / f"{name}.txt"))
+    assert cli(capsys, "artifact", "file-artifact-universe", "put", "--id", "ab",
+               "--file-artifact", "a", "--file-artifact", "b:1")[1] == "artifact ab: v1 (new)\n"
+    assert cli(capsys, "artifact", "file-artifact-universe", "put-bundled", "--id", "tree",
+               "--file-dir", str(bundled))[1] == "artifact tree: v1 (new)\n"
+    listed = cli(capsys, "artifact", "file-artifact-universe", "list", "--limit", "1")[1]
+    assert listed == "  tree v1  files=1\n"  # most recent first
+    out = tmp_path / "many"
+    code, printed, _ = cli(capsys, "artifact", "file-artifact-universe", "get-many", "--id",
+                           "ab", "--id", "tree", "--output-dir", str(out), "--concurrency", "2")
+    assert code == 0 and printed.endswith(f"Wrote 3 files of 2 universes to {out}\n")
+    assert (out / "ab" / "b.txt").read_text() == "B"
+    assert (out / "tree" / "sub" / "c.txt").read_text() == "C"
+    one = tmp_path / "one"
+    assert cli(capsys, "artifact", "file-artifact-universe", "get", "--id", "tree",
+               "--output-dir", str(one))[0] == 0
+    assert (one / "sub" / "c.txt").read_text() == "C"
+    for args, said in [
+        (["put", "--id", "x", "--file-artifact", "a", "--file-artifact", "a"],
+         "'a.txt' is also a file of a"),
+        (["put-bundled", "--id", "x", "--file-dir", str(bundled), "--prefix-url", "s3://b/p"],
+         "--prefix-url is not supported here"),
+        (["list", "--batch-id", "b1"], "--batch-id is not supported here"),
+        (["get-many", "--output-dir", str(out)], "give --id ID"),
+        (["get-many", "--id", "a", "--output-dir", str(out)],
+         "--id a: a file artifact, not a file artifact universe"),
+    ]:
+        code, _, err = cli(capsys, "artifact", "file-artifact-universe", *args)
+        assert code != 0 and said in err and err.count("\n") == 1, (args, err)
