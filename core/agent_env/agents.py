@@ -98,7 +98,12 @@ class AgentPrompt(Protocol):
 
 
 class Agent(Protocol):
-    """An agent as the steps see it, whoever plays it."""
+    """An agent as the steps see it, whoever plays it.
+
+    An agent with a container of its own may also have ``async put_file(path, data, *,
+    mode=0o644)``: ``load_artifact`` with ``agent_name`` writes its files through it (a
+    ``cli`` artifact is installed so). Without it such a load is refused by name.
+    """
 
     name: str
 

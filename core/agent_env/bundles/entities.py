@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile
+from agent_env.tasks.artifacts import ArtifactContent, ArtifactFile, CliSpec
 
 
 class StoredArtifacts:
@@ -44,7 +44,7 @@ class StoredArtifacts:
             ]
             self._cache[key] = ArtifactContent(
                 artifact_id, record.version, record.body.get("type", "file"), tuple(files),
-                record.body.get("environment_name"),
+                record.body.get("environment_name"), CliSpec.from_json(record.body.get("cli")),
             )
         return self._cache[key]
 

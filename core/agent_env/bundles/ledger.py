@@ -165,8 +165,9 @@ class Ledger:
             if entry.settings:  # left out when empty: an env stored before keeps its hash
                 extra["settings"] = entry.settings
             body.update(extra)
-        elif isinstance(entry, ArtifactEntry) and entry.environment_name is not None:
-            extra = {"environment_name": entry.environment_name}
+        elif isinstance(entry, ArtifactEntry) and (entry.environment_name or entry.cli):
+            extra = ({"environment_name": entry.environment_name} if entry.environment_name
+                     else {"cli": entry.cli.to_json() if entry.cli else None})
             body.update(extra)
         digest = content_hash(_files_hash_input(entry.type, entry.files, extra))
         latest = self.versioned.get(kind, entry.id)

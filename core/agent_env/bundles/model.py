@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from agent_env.plural import plural
+from agent_env.tasks.artifacts import CliSpec
 
 #: The folders that make a folder a bundle.
 BUNDLE_FOLDERS = ("envs", "agents", "artifacts", "skills", "tasks", "evals")
@@ -48,6 +49,8 @@ class ArtifactEntry:
     files: tuple[BundleFile, ...]
     #: The env server an ``environment`` artifact seeds (stored with it; None for other types).
     environment_name: str | None = None
+    #: A ``cli`` artifact's command (stored with it as ``cli``).
+    cli: CliSpec | None = None
 
 
 @attrs.frozen

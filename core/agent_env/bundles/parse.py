@@ -29,6 +29,7 @@ from agent_env.bundles.model import (
 from agent_env.env_types import DEFAULT_ENV_TYPE
 from agent_env.errors import UserError
 from agent_env.tasks.artifacts import (
+    CLI,
     DOCKER_IMAGE,
     ENVIRONMENT,
     ENVIRONMENT_UNIVERSE,
@@ -36,6 +37,7 @@ from agent_env.tasks.artifacts import (
     FILE_UNIVERSE,
     SKILL,
     SKILL_FILE,
+    CliSpec,
     universe_layout,
 )
 
@@ -328,6 +330,8 @@ def _parse_artifact(path: Path, id_root: str, problems: list[str],
         data = _read_toml(path / "artifact.toml", f"{label}/artifact.toml", problems) or {}
         declared = data.get("type")
         files = [f for f in files if f.path != "artifact.toml"]
+    if declared == CLI:
+        return _cli_artifact(path.name, f"{id_root}/{path.name}", label, data, files, problems)
     if declared in (ENVIRONMENT, ENVIRONMENT_UNIVERSE):
         return _environment_artifact(path.name, f"{id_root}/{path.name}", label, str(declared),
                                      data, files, problems, includes)
@@ -342,6 +346,30 @@ def _parse_artifact(path: Path, id_root: str, problems: list[str],
     if not files:
         problems.append(f"{label}: the artifact folder is empty")
     return ArtifactEntry(path.name, f"{id_root}/{path.name}", kind, label, tuple(files))
+
+
+def _cli_artifact(name: str, artifact_id: str, label: str, data: dict[str, Any],
+                  files: list[BundleFile], problems: list[str]) -> ArtifactEntry | None:
+    """A ``cli`` artifact: its files, and the ``entrypoint`` and ``command_name`` its
+    artifact.toml names (as the reference's)."""
+    toml = f"{label}/artifact.toml"
+    found = len(problems)
+    unknown = sorted(k for k in data if k not in ("type", "command_name", "entrypoint"))
+    if unknown:
+        problems.append(f"{toml}: unknown key(s) {', '.join(unknown)} (an artifact of type "
+                        "'cli' takes: type, command_name, entrypoint)")
+    named = {k: data.get(k) for k in ("command_name", "entrypoint")}
+    for key, value in named.items():
+        if not isinstance(value, str) or not value:
+            problems.append(f"{toml}: {key} is required (the command's "
+                            f"{'name' if key == 'command_name' else 'file, a path in it'})")
+    if len(problems) > found:
+        return None
+    spec = CliSpec(str(named["command_name"]), str(named["entrypoint"]))
+    problems.extend(f"{toml}: {problem}" for problem in spec.problems(f.path for f in files))
+    if len(problems) > found:
+        return None
+    return ArtifactEntry(name, artifact_id, CLI, label, tuple(files), cli=spec)
 
 
 #: What the artifact.toml of an environment (universe) artifact may say.

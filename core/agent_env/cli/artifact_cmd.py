@@ -29,7 +29,8 @@ from agent_env.tasks.artifacts import SKILL, SKILL_FILE
 @click.group("artifact")
 def artifact() -> None:
     """Stored, versioned artifacts: file (put/get/list), file-artifact-universe, skill
-    (put/get), environment (put) and environment-universe (put/get/compatible-envs)."""
+    (put/get), cli (put/get), environment (put) and environment-universe
+    (put/get/compatible-envs)."""
 
 
 def _collect(paths: tuple[Path, ...]) -> list[Any]:
@@ -66,7 +67,7 @@ def _collect(paths: tuple[Path, ...]) -> list[Any]:
 
 
 def _put(artifact_id: str, kind: str, files: list[Any],
-         environment_name: str | None = None) -> None:
+         environment_name: str | None = None, cli: Any = None) -> None:
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
     from agent_env.runtime import current
@@ -74,7 +75,7 @@ def _put(artifact_id: str, kind: str, files: list[Any],
     if not artifact_id.strip() or any(c.isspace() for c in artifact_id):
         raise UserError(f"--id {artifact_id!r}: an artifact id has no spaces")
     entry = ArtifactEntry(artifact_id.rsplit("/", 1)[-1], artifact_id, kind,
-                          f"artifact {artifact_id}", tuple(files), environment_name)
+                          f"artifact {artifact_id}", tuple(files), environment_name, cli)
     ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity("artifacts", entry)
     for line in ledger.lines:
@@ -347,6 +348,50 @@ def _objects() -> Any:
     from agent_env.runtime import current
 
     return current().object_store
+
+
+# -- cli ------------------------------------------------------------------------------------------
+
+
+@artifact.group("cli")
+def cli_group() -> None:
+    """CLI artifacts: a command's files, installed into an agent by load_artifact."""
+
+
+@cli_group.command("put")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True, help="The artifact's id.")
+@click.option("--cli-dir", required=True, type=click.Path(path_type=Path, file_okay=False,
+                                                          exists=True),
+              help="The command's folder (every file under it is stored).")
+@click.option("--entrypoint", required=True,
+              help="The file to run, as a path in --cli-dir (e.g. bin/slack).")
+@click.option("--command-name", required=True,
+              help="What it is installed as (/opt/cli/<command-name>/ in the agent).")
+@click.option("--env-id", help="The env it was made for (kept with it).")
+@click.option("--env-version", type=VERSION, help="That env's version (kept with it).")
+def cli_put(artifact_id: str, cli_dir: Path, entrypoint: str, command_name: str,
+            env_id: str | None, env_version: int | None) -> None:
+    """Store a command's folder as the next version of CLI artifact ID."""
+    from agent_env.tasks.artifacts import CLI, CliSpec
+
+    files = _collect((cli_dir,))
+    spec = CliSpec(command_name, entrypoint, env_id, env_version)
+    problems = spec.problems(f.path for f in files)
+    if problems:
+        raise UserError(f"--cli-dir {cli_dir}: {'; '.join(problems)}")
+    _put(artifact_id, CLI, files, cli=spec)
+
+
+@cli_group.command("get")
+@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+@click.option("--version", type=VERSION, help="A version (default: the latest).")
+@click.option("--output-dir", required=True, type=OUTPUT_DIR,
+              help="Write the command's files here (nothing is written outside it).")
+def cli_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
+    """Write a stored CLI artifact's files under --output-dir."""
+    from agent_env.tasks.artifacts import CLI
+
+    _get(artifact_id, version, output_dir, CLI)
 
 
 # -- skill ----------------------------------------------------------------------------------------

@@ -272,10 +272,12 @@ class Sandbox(abc.ABC):
         (and to stop waiting for one that exited)."""
         return None
 
-    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
-        """Write ``data`` at ``path`` (absolute) inside container ``name``, creating its
-        folders: how an env server gets the file a ``data/add`` then names (``file://``). A
-        sandbox that cannot raises :class:`SandboxUnsupported` (the caller sends it inline)."""
+    async def put_container_file(self, name: str, path: str, data: bytes, *,
+                                 mode: int = 0o644) -> None:
+        """Write ``data`` at ``path`` (absolute) inside container ``name`` with ``mode``,
+        creating its folders: how an env server gets the file a ``data/add`` then names
+        (``file://``), and an agent the files ``load_artifact`` gives it. A sandbox that cannot
+        raises :class:`SandboxUnsupported`."""
         raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot write files into "
                                  "its containers")
 

@@ -286,12 +286,14 @@ class DockerHostSandbox(Sandbox, abc.ABC):
         )
         return result.stdout if result.exit_code == 0 else ""
 
-    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
-        """Through the host: the file goes to a temporary path there, then ``docker cp``."""
+    async def put_container_file(self, name: str, path: str, data: bytes, *,
+                                 mode: int = 0o644) -> None:
+        """Through the host: the file goes to a temporary path there (with ``mode``, which
+        ``docker cp`` keeps), then ``docker cp``."""
         if not path.startswith("/") or ".." in path.split("/"):
             raise SandboxError(f"{path!r}: a container path is absolute, without '..'")
         staged = f"/tmp/agentenv-put-{secrets.token_hex(6)}"
-        await self.put_file(staged, data)
+        await self.put_file(staged, data, mode=mode)
         container = shlex.quote(self.container_name(name))
         folder = shlex.quote(posixpath.dirname(path) or "/")
         result = await self.exec(

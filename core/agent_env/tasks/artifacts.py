@@ -7,8 +7,9 @@ The engine does not care where artifacts live; a run hands its context an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -27,6 +28,45 @@ ENVIRONMENT = "environment"
 #: and optional ``metadata/<key>/<file>``, as the reference lays a universe out on disk.
 ENVIRONMENT_UNIVERSE = "environment_universe"
 UNIVERSE_METADATA = "metadata"
+#: A command-line tool: its files, the ``entrypoint`` among them and the ``command_name`` it is
+#: installed as; ``load_artifact`` into an agent installs it at ``/opt/cli/<command_name>/``.
+CLI = "cli"
+CLI_ROOT = "/opt/cli"
+#: The file beside a CLI's entrypoint that names the env's gateway (``AGENT_ENV_GATEWAY_URL``).
+GATEWAY_ENV_FILE = ".env"
+_COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+@attrs.frozen
+class CliSpec:
+    """What makes a ``cli`` artifact's files a command: its entrypoint (a path among them) and
+    the name it is installed as; the env it was made for, when it says (informational)."""
+
+    command_name: str
+    entrypoint: str
+    env_id: str | None = None
+    env_version: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in attrs.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> CliSpec | None:
+        if not isinstance(doc, dict):
+            return None
+        return cls(str(doc.get("command_name")), str(doc.get("entrypoint")),
+                   doc.get("env_id"), doc.get("env_version"))
+
+    def problems(self, paths: Iterable[str]) -> list[str]:
+        """What keeps it from being installed: a command name that is not one word, an
+        entrypoint that is not one of ``paths``."""
+        found = []
+        if not _COMMAND_NAME.fullmatch(self.command_name):
+            found.append(f"command_name {self.command_name!r} must be one word (letters, "
+                         "digits, '.', '_', '-')")
+        if self.entrypoint not in set(paths):
+            found.append(f"entrypoint {self.entrypoint!r} is not one of its files")
+        return found
 
 
 @attrs.frozen
@@ -92,6 +132,8 @@ class ArtifactContent:
     files: tuple[ArtifactFile, ...] = attrs.field(converter=_files, factory=tuple)
     #: The env server an :data:`ENVIRONMENT` artifact seeds.
     environment_name: str | None = None
+    #: What makes a :data:`CLI` artifact a command.
+    cli: CliSpec | None = None
 
     def environments(self) -> dict[str, ArtifactFile]:
         """The data this artifact holds per environment name: an environment artifact's one

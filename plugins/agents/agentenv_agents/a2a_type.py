@@ -427,6 +427,15 @@ class A2aAgent:
                 "envs": list(self.env_ids), "network_policy": self.network_policy,
                 "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
 
+    async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        """``load_artifact`` into this agent: the file goes into its container."""
+        from agent_env.api import SandboxUnsupported, StepError
+
+        try:
+            await self.sandbox.put_container_file(self.container, path, data, mode=mode)
+        except SandboxUnsupported as exc:
+            raise StepError(f"agent '{self.name}': {exc}") from None
+
     async def save_snapshot(self, step: Any, prefix: str) -> dict[str, Any]:
         """``snapshot_agent_state``: the conversation (and workspace) saved under ``prefix``
         through snapshot/v1 (see :mod:`.snapshots`); what the step records."""

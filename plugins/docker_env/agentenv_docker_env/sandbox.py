@@ -866,16 +866,17 @@ class DockerSandbox(Sandbox):
     async def container_logs(self, name: str, *, tail: int = 50) -> str:
         return await asyncio.to_thread(self._logs_blocking, name, tail)
 
-    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
-        await asyncio.to_thread(self._put_container_blocking, name, path, data)
+    async def put_container_file(self, name: str, path: str, data: bytes, *,
+                                 mode: int = 0o644) -> None:
+        await asyncio.to_thread(self._put_container_blocking, name, path, data, mode)
 
-    def _put_container_blocking(self, name: str, path: str, data: bytes) -> None:
+    def _put_container_blocking(self, name: str, path: str, data: bytes, mode: int) -> None:
         if not path.startswith("/") or ".." in path.split("/"):
             raise SandboxError(f"{path!r}: a container path is absolute, without '..'")
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
             tar.addfile(info, io.BytesIO(data))
         try:
             done = self.client.api.put_archive(self.container_name(name), "/", buffer.getvalue())

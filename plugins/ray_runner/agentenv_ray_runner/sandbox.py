@@ -205,8 +205,9 @@ class RaySandbox(Sandbox):
         health = await self._call("container_health", name)
         return None if health is None else str(health)
 
-    async def put_container_file(self, name: str, path: str, data: bytes) -> None:
-        await self._call("put_container_file", name, path, data)
+    async def put_container_file(self, name: str, path: str, data: bytes, *,
+                                 mode: int = 0o644) -> None:
+        await self._call("put_container_file", name, path, data, mode=mode)
 
     def env_isolation(self) -> str | None:
         return self._isolation

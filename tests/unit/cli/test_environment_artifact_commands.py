@@ -138,3 +138,25 @@ def test_file_artifact_universes_as_the_reference_spells_them(state_root: Path, 
     ]:
         code, _, err = cli(capsys, "artifact", "file-artifact-universe", *args)
         assert code != 0 and said in err and err.count("\n") == 1, (args, err)
+
+
+def test_cli_artifacts_put_and_get(state_root: Path, tmp_path: Path, capsys: Any) -> None:
+    tool = tmp_path / "tool"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "bin" / "slack").write_text("#!/bin/sh\necho hi\n")
+    code, out, err = cli(capsys, "artifact", "cli", "put", "--id", "slack-cli", "--cli-dir",
+                         str(tool), "--entrypoint", "bin/slack", "--command-name", "slack",
+                         "--env-id", "slack", "--env-version", "2")
+    assert (code, out, err) == (0, "artifact slack-cli: v1 (new)\n", "")
+    from agent_env.bundles.entities import stored_artifacts
+    from agent_env.tasks.artifacts import CliSpec
+
+    assert stored_artifacts().load_now("slack-cli").cli == CliSpec("slack", "bin/slack",
+                                                                   "slack", 2)
+    target = tmp_path / "back"
+    assert cli(capsys, "artifact", "cli", "get", "--id", "slack-cli", "--output-dir",
+               str(target))[0] == 0
+    assert (target / "bin" / "slack").read_text() == "#!/bin/sh\necho hi\n"
+    code, _, err = cli(capsys, "artifact", "cli", "put", "--id", "x", "--cli-dir", str(tool),
+                       "--entrypoint", "bin/nope", "--command-name", "slack")
+    assert code == 1 and "entrypoint 'bin/nope' is not one of its files" in err

@@ -1,4 +1,4 @@
-"""``load_artifact``: copy artifacts (or files at URLs) into a sandbox.
+"""``load_artifact``: copy artifacts (or files at URLs) into a sandbox or an agent.
 
 The destination is a folder: an artifact's files keep their relative paths under it. A
 single-file artifact whose destination ends with the file's own name lands exactly there.
@@ -15,22 +15,32 @@ did not deploy that env is an error, never a substitute. ``artifacts`` entries m
 An ``environment`` or ``environment_universe`` artifact loaded into an env (``env_id``, no
 ``sandbox_name``) is not copied to a folder: it seeds the env's servers by environment name
 (:mod:`agent_env.env_data`), and the output lists them under ``seeded``.
+
+``agent_name`` (without ``sandbox_name``) loads into that agent's own container, through the
+agent's ``put_file``. A ``cli`` artifact is installed there as the reference installs one: its
+files under ``/opt/cli/<command_name>/``, the entrypoint executable, and ``.env`` beside it
+naming the gateway of ``env_id`` (``AGENT_ENV_GATEWAY_URL``); the output lists it under
+``installed_clis``.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from agent_env.env_data import ENVIRONMENT_TYPES
+from agent_env.tasks.artifacts import CLI, CLI_ROOT, GATEWAY_ENV_FILE
 from agent_env.tasks.steps import PreflightView, Step, StepError, renamed_keys
 
 if TYPE_CHECKING:
-    from agent_env.sandbox.base import Sandbox
     from agent_env.tasks.artifacts import ArtifactContent
     from agent_env.tasks.context import TaskContext
+
+#: How a load writes one file: a sandbox's ``put_file``, or an agent's.
+Write = Callable[..., Awaitable[None]]
 
 DEFAULT_DESTINATION = "/app"
 
@@ -123,8 +133,6 @@ class LoadArtifact(Step):
             problems.append(
                 f"destination_path '{self.destination_path}' leaves its folder through '..'"
             )
-        if self.agent_name and not (self.sandbox_name or self.env_id):
-            problems.append("loading into an agent is not supported yet; give sandbox_name")
         return problems
 
     def _check_env_step(self, ctx: TaskContext) -> None:
@@ -137,7 +145,49 @@ class LoadArtifact(Step):
             raise StepError(f"env_step_id '{self.env_step_id}' names no deployment of env "
                             f"'{self.env_id}' (it is deployed as {deployed})")
 
-    async def _load_collected(self, ctx: TaskContext, sandbox: Sandbox) -> list[str]:
+    def _writer(self, ctx: TaskContext) -> Write:
+        """Where files go: the sandbox ``sandbox_name`` names, else the agent ``agent_name``
+        names (into its container), else the env's or the only sandbox."""
+        if self.sandbox_name or not self.agent_name:
+            return ctx.target_sandbox(self.sandbox_name, self.env_id).put_file
+        agent = ctx.agents.get(self.agent_name)
+        if agent is None:
+            up = ", ".join(sorted(ctx.agents)) or "none"
+            raise StepError(f"agent '{self.agent_name}' is not deployed in this task (deployed: "
+                            f"{up})")
+        put = getattr(agent, "put_file", None)
+        if put is None:
+            raise StepError(f"agent '{self.agent_name}' cannot take files (it has no container "
+                            "of its own here); load into a sandbox with sandbox_name")
+        return put
+
+    async def _install_cli(self, ctx: TaskContext, artifact: ArtifactContent,
+                           write: Write) -> str:
+        """A ``cli`` artifact into the agent: its files at ``/opt/cli/<command>/``, the
+        entrypoint executable, and beside it ``.env`` naming the env's gateway
+        (``AGENT_ENV_GATEWAY_URL``, a capability URL the agent's container reaches)."""
+        spec = artifact.cli
+        if spec is None or not self.agent_name or self.sandbox_name:
+            raise StepError(f"artifact {artifact.id} is a cli artifact: it installs into an "
+                            "agent (give agent_name, and env_id for the gateway it calls)")
+        if not self.env_id:
+            raise StepError(f"artifact {artifact.id} is a cli artifact: give env_id, the env "
+                            "whose gateway it calls")
+        env = ctx.env(self.env_id)
+        root = posixpath.join(CLI_ROOT, spec.command_name)
+        for item in artifact.files:
+            if has_parent_reference(item.path) or posixpath.isabs(item.path):
+                raise StepError(f"artifact {artifact.id} has a file path that escapes its "
+                                f"folder: '{item.path}'")
+            await write(posixpath.join(root, item.path), item.data,
+                        mode=0o755 if item.path == spec.entrypoint else item.mode)
+        entrypoint = posixpath.join(root, spec.entrypoint)
+        gateway = f"{env.internal_url}/t/{env.token}"
+        await write(posixpath.join(posixpath.dirname(entrypoint), GATEWAY_ENV_FILE),
+                    f"AGENT_ENV_GATEWAY_URL={gateway}\n".encode(), mode=0o600)
+        return entrypoint
+
+    async def _load_collected(self, ctx: TaskContext, write: Write) -> list[str]:
         """The files ``artifact_from_step_id`` collected, under ``destination_path`` with their
         paths relative to the folder they were collected from."""
         from agent_env.runtime import current
@@ -154,30 +204,36 @@ class LoadArtifact(Step):
             relative = posixpath.relpath(name, base) if name.startswith(base.rstrip("/") + "/") \
                 else posixpath.basename(name)
             path = posixpath.join(self.destination_path, relative)
-            await sandbox.put_file(path, objects.get(str(meta["key"])))
+            await write(path, objects.get(str(meta["key"])))
             loaded.append(path)
         return loaded
 
     async def run(self, ctx: TaskContext) -> None:
         self._check_env_step(ctx)
-        sandbox = ctx.target_sandbox(self.sandbox_name, self.env_id)
+        write = self._writer(ctx)
         loaded: list[str] = []
         seeded: list[str] = []
+        installed: dict[str, str] = {}
         if self.artifact_from_step_id:
-            loaded = await self._load_collected(ctx, sandbox)
+            loaded = await self._load_collected(ctx, write)
         for source in self.sources():
             if source.startswith(("http://", "https://")):
                 name = posixpath.basename(source.split("?", 1)[0]) or "download"
                 data = await _download(source)
                 path = posixpath.join(self.destination_path, name)
-                await sandbox.put_file(path, data)
+                await write(path, data)
                 loaded.append(path)
                 continue
             pinned = (self.pinned("artifact_id") if source == self.artifact_id
                       else (self.artifact_versions or {}).get(source))
             artifact = await ctx.artifact(source, pinned)
-            if self.env_id and not self.sandbox_name and artifact.type in ENVIRONMENT_TYPES:
+            if (self.env_id and not self.sandbox_name and not self.agent_name
+                    and artifact.type in ENVIRONMENT_TYPES):
                 seeded.extend(await self._seed(ctx, artifact))
+                continue
+            if artifact.type == CLI:
+                entrypoint = await self._install_cli(ctx, artifact, write)
+                installed[artifact.cli.command_name if artifact.cli else artifact.id] = entrypoint
                 continue
             single = len(artifact.files) == 1
             for item in artifact.files:
@@ -188,9 +244,10 @@ class LoadArtifact(Step):
                     path = self.destination_path
                 else:
                     path = posixpath.join(self.destination_path, item.path)
-                await sandbox.put_file(path, item.data, mode=item.mode)
+                await write(path, item.data, mode=item.mode)
                 loaded.append(path)
-        ctx.outputs[self.id] = {"loaded": loaded, **({"seeded": seeded} if seeded else {})}
+        ctx.outputs[self.id] = {"loaded": loaded, **({"seeded": seeded} if seeded else {}),
+                                **({"installed_clis": installed} if installed else {})}
 
     async def _seed(self, ctx: TaskContext, artifact: ArtifactContent) -> list[str]:
         """An environment (universe) artifact into an env: its servers seeded by name."""
