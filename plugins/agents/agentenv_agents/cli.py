@@ -390,3 +390,89 @@ def teardown(instance_id: str | None, everything: bool) -> int:
     from agent_env.api import teardown_deployed
 
     return teardown_deployed("agent", instance_id, everything)
+
+
+@a2a_agent.command("add-skill")
+@click.option("--instance-id", required=True, help="The deployed agent (deploy's instance id).")
+@click.option("--skill-artifact-id", metavar="ID",
+              help="A stored skill (agent-env artifact skill put).")
+@click.option("--skill-artifact-version", type=VERSION, help="Its version (default: latest).")
+@click.option("--skill-md-path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A SKILL.md to give as it is (named after its folder).")
+@click.option("--skill-object-url", metavar="URL",
+              help="Refused: skills are stored artifacts here (--skill-artifact-id).")
+@click.option("--token", envvar="AGENT_ENV_TOKEN", metavar="TOKEN",
+              help="The agent's token, as deploy printed it (default: $AGENT_ENV_TOKEN). It "
+                   "is never stored, so a deployed agent cannot be reached without it.")
+def add_skill(instance_id: str, skill_artifact_id: str | None,
+              skill_artifact_version: int | None, skill_md_path: Path | None,
+              skill_object_url: str | None, token: str | None) -> None:
+    """Give a deployed agent one more skill, through its skill-config extension."""
+    import asyncio
+
+    from agent_env.api import UserError
+
+    if skill_object_url:
+        raise UserError("--skill-object-url is not supported here: skills are stored "
+                        "artifacts (agent-env artifact skill put), given with "
+                        "--skill-artifact-id")
+    if (skill_artifact_id is None) == (skill_md_path is None):
+        raise UserError("give one of --skill-artifact-id or --skill-md-path")
+    if skill_md_path is not None:
+        entry: dict[str, Any] = {"name": skill_md_path.resolve().parent.name or "skill",
+                                 "skill_md": skill_md_path.read_text(encoding="utf-8")}
+    else:
+        entry = {"artifact_id": skill_artifact_id}
+    names = asyncio.run(_add_skill(instance_id, entry, skill_artifact_version, token))
+    echo(f"Added skill {', '.join(names)} to {instance_id}")
+
+
+async def _add_skill(instance_id: str, entry: dict[str, Any], version: int | None,
+                     token: str | None) -> list[str]:
+    import aiohttp
+
+    from agent_env.api import StepError, UserError, current, deployments, stored_artifacts
+
+    from .a2a_type import post_ok
+    from .skill_config import give_skills
+
+    found = deployments().get(instance_id)
+    if found is None or found.kind != "agent":
+        raise UserError(f"no deployed agent '{instance_id}' (agent-env a2a-agent "
+                        "list-instances shows them)")
+    if found.expired():
+        raise UserError(f"deployment {instance_id} has expired (agent-env gc removes it)")
+    if not token:
+        raise UserError("the agent's token is needed: pass --token (a2a-agent deploy printed "
+                        "it) or set AGENT_ENV_TOKEN; it is never stored")
+
+    async def load(artifact_id: str) -> dict[str, bytes]:
+        try:
+            content = await stored_artifacts().load(artifact_id, version)
+        except LookupError as exc:
+            raise UserError(f"--skill-artifact-id: {exc}") from None
+        if content.type != "skill":
+            raise UserError(f"--skill-artifact-id {artifact_id}: a {content.type} artifact, "
+                            "not a skill (agent-env artifact skill put stores one)")
+        return {item.path: item.data for item in content.files}
+
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
+        try:
+            async with http.get(found.urls["card"],
+                                timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                if resp.status in (401, 403):
+                    raise UserError(f"deployment {instance_id}: the token is not this agent's")
+                card = await resp.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise UserError(f"deployment {instance_id}: its agent does not answer "
+                            f"({exc or type(exc).__name__})") from None
+        try:
+            return await give_skills(http, found.urls["a2a"], instance_id, dict(card or {}),
+                                     [entry], load=load, post=post_ok,
+                                     store=current().store("object"), open_agent=False,
+                                     staging_prefix=f"staging/agent-skills/{instance_id}")
+        except StepError as exc:
+            if "answered HTTP 401" in str(exc) or "answered HTTP 403" in str(exc):
+                raise UserError(f"deployment {instance_id}: the token is not this "
+                                "agent's") from None
+            raise UserError(str(exc)) from None

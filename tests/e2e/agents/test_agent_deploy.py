@@ -75,6 +75,22 @@ def test_a_deployed_agent_answers_with_its_token_until_torn_down(
         assert texts == [f"{PLAIN}: say hi"], task
         assert [r["model"] for r in fake.requests] == ["fake-m"]
 
+        # a2a-agent add-skill: the token deploy printed, through skill-config/v1
+        skill = tmp_path / "tidy" / "SKILL.md"
+        skill.parent.mkdir()
+        skill.write_text("---\nname: tidy\ndescription: Keep files tidy.\n---\nBe tidy.\n")
+        added = agent_env("a2a-agent", "add-skill", "--instance-id", instance,
+                          "--skill-md-path", str(skill), "--token", token)
+        assert added.returncode == 0 and added.stdout == f"Added skill tidy to {instance}\n", \
+            added.stdout + added.stderr
+        wrong = agent_env("a2a-agent", "add-skill", "--instance-id", instance,
+                          "--skill-md-path", str(skill), "--token", token + "x")
+        assert wrong.stderr == (f"Error: deployment {instance}: the token is not this "
+                                "agent's\n"), wrong.stderr
+        none = agent_env("a2a-agent", "add-skill", "--instance-id", instance,
+                         "--skill-md-path", str(skill))
+        assert "the agent's token is needed" in none.stderr
+
         listed = agent_env("a2a-agent", "list-instances")
         assert instance in listed.stdout and "live" in listed.stdout, listed.stdout
         shown = json.loads(agent_env("a2a-agent", "get-instance", "--id", instance).stdout)

@@ -1,0 +1,69 @@
+"""A ``cli`` artifact installed into a real agent's container: ``load_artifact`` with
+``agent_name`` and ``env_id`` puts the command at ``/opt/cli/<name>/``, executable, with the
+env's gateway beside it in ``.env``; run inside the sealed agent's container it reaches the env
+through that URL. The model is the scripted one (a test double); the agent is model-agent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from run_children import Run, owned_by
+
+pytestmark = pytest.mark.docker
+
+HELLO = '''#!/usr/bin/env python3
+"""Reads the gateway URL beside it and prints the env's card name."""
+import json
+import pathlib
+import urllib.request
+
+here = pathlib.Path(__file__).resolve().parent
+url = dict(line.split("=", 1) for line in (here / ".env").read_text().split())[
+    "AGENT_ENV_GATEWAY_URL"]
+with urllib.request.urlopen(url + "/.well-known/agent-env.json", timeout=10) as reply:
+    print("card:", json.load(reply)["name"])
+'''
+
+
+def test_a_cli_lands_in_the_agent_and_reaches_the_env(tmp_path: Path,
+                                                      docker_client: Any) -> None:
+    from agentenv_agents.plugin import BUNDLES
+
+    bundle = tmp_path / "cli-smoke"
+    shutil.copytree(BUNDLES / "agents-smoke", bundle)
+    tool = bundle / "artifacts" / "hello_cli"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "bin" / "hello").write_text(HELLO)
+    (tool / "artifact.toml").write_text(
+        'type = "cli"\ncommand_name = "hello"\nentrypoint = "bin/hello"\n')
+    task = bundle / "tasks" / "smoke.json"
+    steps = json.loads(task.read_text())
+    steps.insert(3, {"id": "install", "type": "load_artifact", "depends_on": ["agent"],
+                     "agent_name": "agent", "env_id": "echo", "artifact_id": "hello_cli"})
+    steps[4]["depends_on"] = ["install", "model"]
+    task.write_text(json.dumps(steps))
+    run = Run(tmp_path, str(bundle), "cli", "--keep")
+    try:
+        seen = "".join(run.wait_for_line(r"^Holding \d+ sandbox"))
+        assert "tasks/smoke.json v1: passed" in seen, seen
+        (agent,) = [c for c in owned_by(docker_client, run.pid)["containers"]
+                    if c["Labels"].get("agentenv.role") == "agent"
+                    or c["Labels"].get("agentenv.container") == "agent"]
+        container = docker_client.containers.get(agent["Id"])
+        mode = container.exec_run("stat -c %a /opt/cli/hello/bin/hello").output.strip()
+        assert mode == b"755"
+        ran = container.exec_run("/opt/cli/hello/bin/hello")
+        assert ran.exit_code == 0 and ran.output.strip() == b"card: echo", ran.output
+        run.process.send_signal(signal.SIGINT)
+        code, out, err = run.finish(timeout=120)
+        assert code == 130, out + err
+        assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.communicate()
