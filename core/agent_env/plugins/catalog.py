@@ -43,6 +43,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "reset_env",
                 "verify_env_card",
                 "verify_env_core_protocol",
+                "sync_env_clock",
+                "modify_env_tool_access",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db"),
         },

@@ -15,10 +15,12 @@ BUNDLES = Path(__file__).parent / "bundles"
 
 
 STEPS = {
-    "env_outcome_verifier": "EnvOutcomeVerifier",
-    "reset_env": "ResetEnv",
-    "verify_env_card": "VerifyEnvCard",
-    "verify_env_core_protocol": "VerifyEnvCoreProtocol",
+    "env_outcome_verifier": "steps:EnvOutcomeVerifier",
+    "reset_env": "steps:ResetEnv",
+    "verify_env_card": "steps:VerifyEnvCard",
+    "verify_env_core_protocol": "steps:VerifyEnvCoreProtocol",
+    "sync_env_clock": "control_steps:SyncEnvClock",
+    "modify_env_tool_access": "control_steps:ModifyEnvToolAccess",
 }
 
 
@@ -33,7 +35,7 @@ def agent_env_env_types() -> list[Lazy]:
 
 @hookimpl
 def agent_env_step_types() -> list[Lazy]:
-    return [Lazy(name, f"agentenv_mcp_env.steps:{cls}") for name, cls in STEPS.items()]
+    return [Lazy(name, f"agentenv_mcp_env.{target}") for name, target in STEPS.items()]
 
 
 @hookimpl

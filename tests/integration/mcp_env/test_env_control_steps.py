@@ -1,0 +1,123 @@
+"""``sync_env_clock`` and ``modify_env_tool_access`` on a real env server behind a real gateway
+(in this process): the server's tool really reads the virtual time the step set, and a disabled
+tool really refuses the role it was disabled for while others still call it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agent_env.api import PreflightView, StepError
+from agent_env.tasks.artifacts import MemoryArtifacts
+from agent_env.tasks.context import TaskContext
+from agentenv_mcp_env.control_steps import ModifyEnvToolAccess, SyncEnvClock
+from agentenv_mcp_env.deployment import GatewayDeployment
+from agentenv_protocol import AgentEnvEnvironment, McpClient, environment_card, extension, tool
+from agentenv_protocol.testing import serve_env, serve_gateway
+
+
+@pytest.fixture(autouse=True)
+def _private_state(state_root: Any) -> Any:
+    """No Docker here: the env server and the gateway run in this process."""
+    return state_root
+
+
+@environment_card(name="desk")
+class DeskEnv(AgentEnvEnvironment):
+    """Tells the time it is given by the gateway's clock, and files reports."""
+
+    def __init__(self) -> None:
+        self.time_url: str | None = None
+
+    @extension("urn:agentenv:clock/v1")
+    def sync_time(self, env_get_time_url: str) -> None:
+        self.time_url = env_get_time_url
+
+    @tool(name="what_time")
+    async def what_time(self) -> str:
+        if self.time_url is None:
+            return "wall clock"
+        async with aiohttp.ClientSession() as http, http.get(self.time_url) as resp:
+            return str((await resp.json())["virtual_time"])
+
+    @tool(name="file_report")
+    def file_report(self) -> str:
+        return "filed"
+
+
+@environment_card(name="plain")
+class PlainEnv(AgentEnvEnvironment):
+    @tool(name="ping")
+    def ping(self) -> str:
+        return "pong"
+
+
+@pytest.fixture
+async def desk() -> AsyncIterator[tuple[TaskContext, Any]]:
+    async with serve_env(DeskEnv()) as a, serve_env(PlainEnv()) as b:
+        async with serve_gateway([a.url, b.url]) as gw:
+            env = GatewayDeployment(env_id="desk", env_version=1, instance_id="desk-1",
+                                    environment_name="desk", url=gw.url, token=gw.token,
+                                    image="", gateway_image="", created_at="", expires_at="")
+            ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+            ctx.add_env("desk", env)
+            yield ctx, gw
+
+
+async def test_the_clock_moves_to_the_time_the_step_set(desk: tuple[TaskContext, Any]) -> None:
+    ctx, gw = desk
+    step = SyncEnvClock(id="clock", env_id="desk", virtual_time="2026-03-01T09:00:00+01:00",
+                        virtual_seconds_per_real_second=0)
+    await step.run(ctx)
+    assert ctx.outputs["clock"]["synced"] == ["desk"]
+    assert ctx.outputs["clock"]["skipped"] == ["plain"]
+    async with McpClient(gw.mcp_url) as client:
+        told = (await client.call_tool("what_time")).text
+    assert dt.datetime.fromisoformat(told) == dt.datetime(2026, 3, 1, 8, 0, tzinfo=dt.UTC)
+    strict = SyncEnvClock(id="strict", env_id="desk", virtual_time="2026-03-01T09:00:00Z",
+                          tolerate_missing_sync_time=False)
+    with pytest.raises(StepError, match="plain of env desk did not take it"):
+        await strict.run(ctx)
+
+
+async def test_a_disabled_tool_refuses_that_role_only(desk: tuple[TaskContext, Any]) -> None:
+    ctx, gw = desk
+    await ModifyEnvToolAccess(id="off", env_id="desk", action="disable", role="intern",
+                              tools=["file_report"]).run(ctx)
+    assert "file_report" in ctx.outputs["off"]["disabled"]
+    async with McpClient(gw.mcp_url, headers={"AgentEnv-Role": "intern"}) as intern:
+        assert "file_report" not in {t.name for t in await intern.list_tools()}
+        refused = await intern.call_tool("file_report")
+        assert refused.is_error
+    async with McpClient(gw.mcp_url, headers={"AgentEnv-Role": "manager"}) as manager:
+        assert (await manager.call_tool("file_report")).text == "filed"
+    await ModifyEnvToolAccess(id="on", env_id="desk", action="enable", role="intern",
+                              tools=["file_report"]).run(ctx)
+    async with McpClient(gw.mcp_url, headers={"AgentEnv-Role": "intern"}) as intern:
+        assert (await intern.call_tool("file_report")).text == "filed"
+    with pytest.raises(StepError, match="serves no tool 'file_reprot'"):
+        await ModifyEnvToolAccess(id="typo", env_id="desk", action="disable", role="intern",
+                                  tools=["file_reprot"]).run(ctx)
+
+
+@pytest.mark.parametrize("step, said", [
+    (SyncEnvClock(id="c", env_id="desk", virtual_time="9am"), "must be an RFC 3339 time"),
+    (SyncEnvClock(id="c", env_id="desk", virtual_time="2026-03-01T09:00:00"),
+     "with its offset"),
+    (SyncEnvClock(id="c", env_id="desk", virtual_time="2026-03-01T09:00:00Z",
+                  virtual_seconds_per_real_second=-1), "from 0 (frozen) to 86400"),
+    (ModifyEnvToolAccess(id="m", env_id="desk", action="hide", role="r", tools=["x"]),
+     "action must be one of disable, enable"),
+    (ModifyEnvToolAccess(id="m", env_id="desk", action="disable", role=" ", tools=["x"]),
+     "role must be a role's name"),
+    (ModifyEnvToolAccess(id="m", env_id="desk", action="disable", role="r", tools=[]),
+     "tools must be a non-empty list"),
+])
+def test_bad_keys_are_preflight_problems(step: Any, said: str) -> None:
+    problems = step.check(PreflightView(step_ids=frozenset({"c", "m"}),
+                                        entities={"envs": frozenset({"desk"})}))
+    assert any(said in p for p in problems), problems
