@@ -19,6 +19,7 @@ _EXPORTS = {
     "add_data": "env",
     "get_data": "env",
     "extension": "env",
+    "InjectsFaults": "faults",
     "ToolContext": "env",
     "Caller": "access",
     "bound": "env",

@@ -10,6 +10,7 @@ requests answered 400 with one log line).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import os
@@ -32,6 +33,7 @@ from .env import (
 )
 from .errors import AgentEnvError
 from .fast_lane import FastLane
+from .faults import injected, strikes
 from .guard import BadBody, Limits, LineLog, guard_app, loads_body, run_guarded
 from .mcp_http import McpEndpoint, error_response, json_response
 from .parts import PartError, part_to_wire, parts_from_wire
@@ -107,6 +109,14 @@ class EnvServer:
                                     reject_unknown=False)
         except ArgumentError as exc:
             return error_result(f"Invalid arguments for tool {name}: {exc}")
+        fault = injected(self.env, name)
+        if fault is not None:  # set-errors/v1 (.faults): a wait, then maybe a failure
+            if fault.delay_seconds:
+                await asyncio.sleep(fault.delay_seconds)
+            if strikes(self.env, fault):
+                return agentenv_error_result(AgentEnvError(
+                    fault.error_type, f"tool {name!r} failed (a fault set with set-errors/v1)",
+                    retryable=True))
         context = ToolContext(caller.role, caller.session, name, arguments, call_id)
         if entry.context_param:
             kwargs[entry.context_param] = context

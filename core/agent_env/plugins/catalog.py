@@ -45,6 +45,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "verify_env_core_protocol",
                 "sync_env_clock",
                 "modify_env_tool_access",
+                "apply_server_config",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db"),
         },

@@ -10,7 +10,11 @@
   of that role, and lists them accordingly. A tool name the env does not serve fails the step,
   naming the ones it does (a typo would otherwise disable nothing).
 
-Both record what the gateway answered as the step's output.
+* ``apply_server_config`` invokes config extensions the servers advertise (set-errors/v1,
+  from the SDK's ``InjectsFaults``: a tool that fails or answers slowly on purpose), through
+  the gateway's pass-through; the agent never sees them.
+
+Each records what was answered as the step's output.
 """
 
 from __future__ import annotations
@@ -165,3 +169,107 @@ class ModifyEnvToolAccess(Step):
         ctx.outputs[self.id] = {"action": self.action, "role": answer.get("role", self.role),
                                 "disabled": answer.get("disabled", []),
                                 "allowed": answer.get("allowed", [])}
+
+
+_DIRECTIVE_KEYS = ("service", "environment", "uri", "args", "method")
+
+
+@attrs.define(kw_only=True)
+class ApplyServerConfig(Step):
+    """Invoke config extensions on the env's servers before the agent runs.
+
+    Each directive names a server (``service``, or ``environment`` as newer task files say;
+    ``"*"``: every server), the extension's ``uri`` as its card advertises it (such as
+    ``urn:agentenv:set-errors/v1``, which env servers get from the SDK's ``InjectsFaults``) and
+    the ``args`` it is sent; ``method`` picks the operation of an extension that has several
+    (``set_errors``). A server that does not advertise the extension fails the step, or is
+    skipped with ``tolerate_unadvertised: true``; one that refuses the args always fails it.
+    The output lists each call's answer under ``applied`` and the skipped servers.
+    """
+
+    type = "apply_server_config"
+    entity_fields = {"env_id": "envs"}
+
+    env_id: str
+    #: ``[{"service", "uri", "args", "method"?}]``: one extension call each.
+    directives: list[dict[str, Any]]
+    timeout_seconds: float = 30.0
+    tolerate_unadvertised: bool = False
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if not isinstance(self.directives, list) or not self.directives:
+            return [*problems, "directives must be a non-empty list of {service, uri, args}"]
+        for index, directive in enumerate(self.directives):
+            where = f"directives[{index}]"
+            if not isinstance(directive, dict):
+                problems.append(f"{where} must be an object {{service, uri, args}}")
+                continue
+            unknown = sorted(k for k in directive if k not in _DIRECTIVE_KEYS)
+            if unknown:
+                problems.append(f"{where}: unknown key(s) {', '.join(unknown)} (takes: service "
+                                "or environment, uri, args, method)")
+            service = directive.get("service", directive.get("environment"))
+            if not isinstance(service, str) or not service:
+                problems.append(f"{where} needs service: a server's name, or \"*\" for all")
+            if not isinstance(directive.get("uri"), str) or not directive.get("uri"):
+                problems.append(f"{where} needs uri: the extension's URI on the card")
+            if not isinstance(directive.get("args", {}), dict):
+                problems.append(f"{where}: args must be an object")
+        if self.timeout_seconds <= 0:
+            problems.append("timeout_seconds must be positive")
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        from agentenv_mcp_env.steps import deployment
+        from agentenv_protocol.client import fetch_card_raw
+
+        env = deployment(ctx, self.env_id)
+        card = await fetch_card_raw(env.url, headers=env.headers, timeout=self.timeout_seconds)
+        children = {str(c.get("name")): c for c in card.get("children_environments") or []
+                    if isinstance(c, dict)}
+        applied: list[dict[str, Any]] = []
+        skipped: list[dict[str, str]] = []
+        for directive in self.directives:
+            service = str(directive.get("service", directive.get("environment")))
+            uri = str(directive["uri"])
+            targets = list(children) if service == "*" else [service]
+            for name in targets:
+                if name not in children:
+                    raise StepError(f"env '{self.env_id}' has no server '{name}' (servers: "
+                                    f"{', '.join(sorted(children)) or 'none'})")
+                operation = _operation(children[name], uri, directive.get("method"))
+                if operation is None:
+                    if self.tolerate_unadvertised:
+                        skipped.append({"service": name, "uri": uri})
+                        continue
+                    raise StepError(f"server '{name}' of env '{self.env_id}' does not "
+                                    f"advertise {uri} (tolerate_unadvertised: true skips it)")
+                verb, endpoint = operation
+                answer = await _gateway_call(ctx, self.env_id, verb, endpoint,
+                                             dict(directive.get("args") or {}),
+                                             self.timeout_seconds)
+                applied.append({"service": name, "uri": uri, "answer": answer})
+        ctx.outputs[self.id] = {"applied": applied, "skipped": skipped}
+
+
+def _operation(child: dict[str, Any], uri: str, method: object) -> tuple[str, str] | None:
+    """(HTTP verb, endpoint) of extension ``uri``'s operation ``method`` (or its only one) on a
+    child's card, as the gateway rewrote it; None when the child does not advertise ``uri``;
+    StepError when it has several operations and ``method`` picks none of them."""
+    extensions = (child.get("capabilities") or {}).get("extensions") or []
+    found = next((e for e in extensions if isinstance(e, dict) and e.get("uri") == uri), None)
+    if found is None:
+        return None
+    params = found.get("params") or {}
+    methods = params.get("methods") or {}
+    if isinstance(method, str) and method in methods:
+        chosen = methods[method]
+    elif method is None and len(methods) == 1:
+        chosen = next(iter(methods.values()))
+    elif method is None and not methods and params.get("endpoint"):
+        return "POST", str(params["endpoint"])
+    else:
+        raise StepError(f"{uri} on server '{child.get('name')}': give method, one of "
+                        f"{', '.join(sorted(methods)) or 'none'}")
+    return str(chosen.get("method") or "POST"), str(chosen["endpoint"])

@@ -21,6 +21,7 @@ STEPS = {
     "verify_env_core_protocol": "steps:VerifyEnvCoreProtocol",
     "sync_env_clock": "control_steps:SyncEnvClock",
     "modify_env_tool_access": "control_steps:ModifyEnvToolAccess",
+    "apply_server_config": "control_steps:ApplyServerConfig",
 }
 
 

@@ -14,9 +14,16 @@ import pytest
 from agent_env.api import PreflightView, StepError
 from agent_env.tasks.artifacts import MemoryArtifacts
 from agent_env.tasks.context import TaskContext
-from agentenv_mcp_env.control_steps import ModifyEnvToolAccess, SyncEnvClock
+from agentenv_mcp_env.control_steps import ApplyServerConfig, ModifyEnvToolAccess, SyncEnvClock
 from agentenv_mcp_env.deployment import GatewayDeployment
-from agentenv_protocol import AgentEnvEnvironment, McpClient, environment_card, extension, tool
+from agentenv_protocol import (
+    AgentEnvEnvironment,
+    InjectsFaults,
+    McpClient,
+    environment_card,
+    extension,
+    tool,
+)
 from agentenv_protocol.testing import serve_env, serve_gateway
 
 
@@ -27,7 +34,7 @@ def _private_state(state_root: Any) -> Any:
 
 
 @environment_card(name="desk")
-class DeskEnv(AgentEnvEnvironment):
+class DeskEnv(InjectsFaults, AgentEnvEnvironment):
     """Tells the time it is given by the gateway's clock, and files reports."""
 
     def __init__(self) -> None:
@@ -121,3 +128,75 @@ def test_bad_keys_are_preflight_problems(step: Any, said: str) -> None:
     problems = step.check(PreflightView(step_ids=frozenset({"c", "m"}),
                                         entities={"envs": frozenset({"desk"})}))
     assert any(said in p for p in problems), problems
+
+
+SET_ERRORS = "urn:agentenv:set-errors/v1"
+
+
+async def test_set_errors_makes_a_tool_fail_and_slow(desk: tuple[TaskContext, Any]) -> None:
+    """apply_server_config invokes set-errors/v1 (InjectsFaults) on the desk server: the tool
+    then fails every call with the code given, after the delay; clear_errors heals it; the
+    plain server, which does not advertise it, is skipped when tolerated."""
+    import time
+
+    ctx, gw = desk
+    await ApplyServerConfig(id="faults", env_id="desk", directives=[
+        {"service": "desk", "uri": SET_ERRORS, "method": "set_errors",
+         "args": {"tool_name": "file_report", "error_rate": 1.0, "error_type": "unavailable",
+                  "delay_seconds": 0.3}}]).run(ctx)
+    assert ctx.outputs["faults"]["applied"][0]["answer"]["error_type"] == "unavailable"
+    async with McpClient(gw.mcp_url) as client:
+        started = time.monotonic()
+        failed = await client.call_tool("file_report")
+        took = time.monotonic() - started
+        assert failed.is_error and "unavailable" in failed.text and took >= 0.3
+        assert (await client.call_tool("what_time")).text == "wall clock"  # others are fine
+    await ApplyServerConfig(id="heal", env_id="desk", tolerate_unadvertised=True, directives=[
+        {"environment": "*", "uri": SET_ERRORS, "method": "clear_errors", "args": {}}]).run(ctx)
+    assert ctx.outputs["heal"]["skipped"] == [{"service": "plain", "uri": SET_ERRORS}]
+    async with McpClient(gw.mcp_url) as client:
+        assert (await client.call_tool("file_report")).text == "filed"
+    for directives, said in [
+        ([{"service": "plain", "uri": SET_ERRORS, "args": {}}],
+         "server 'plain' of env 'desk' does not advertise urn:agentenv:set-errors/v1"),
+        ([{"service": "nope", "uri": SET_ERRORS, "args": {}}], "env 'desk' has no server 'nope'"),
+        ([{"service": "desk", "uri": SET_ERRORS, "args": {}}],
+         "give method, one of clear_errors, set_errors"),
+        ([{"service": "desk", "uri": SET_ERRORS, "method": "set_errors",
+           "args": {"tool_name": "shred"}}], "no tool 'shred'"),
+    ]:
+        with pytest.raises(StepError, match=said):
+            await ApplyServerConfig(id="bad", env_id="desk", directives=directives).run(ctx)
+
+
+def test_bad_directives_are_preflight_problems() -> None:
+    view = PreflightView(step_ids=frozenset({"a"}), entities={"envs": frozenset({"desk"})})
+    for directives, said in [
+        ([], "directives must be a non-empty list"),
+        ([{"uri": SET_ERRORS}], "needs service"),
+        ([{"service": "desk"}], "needs uri"),
+        ([{"service": "desk", "uri": SET_ERRORS, "args": [1]}], "args must be an object"),
+        ([{"service": "desk", "uri": SET_ERRORS, "target": "x"}], "unknown key(s) target"),
+    ]:
+        problems = ApplyServerConfig(id="a", env_id="desk", directives=directives).check(view)
+        assert any(said in p for p in problems), (directives, problems)
+
+
+async def test_a_rate_fails_that_share_of_calls() -> None:
+    """error_rate 0.5 with the env's roll fixed to 0.2, 0.7, 0.4: fail, pass, fail."""
+    rolls = iter([0.2, 0.7, 0.4])
+
+    @environment_card(name="flaky")
+    class Flaky(InjectsFaults, AgentEnvEnvironment):
+        def agentenv_fault_roll(self) -> float:
+            return next(rolls)
+
+        @tool(name="ping")
+        def ping(self) -> str:
+            return "pong"
+
+    env = Flaky()
+    env.set_errors("ping", error_rate=0.5)
+    async with serve_env(env) as server, McpClient(server.mcp_url) as client:
+        outcomes = [(await client.call_tool("ping")).is_error for _ in range(3)]
+    assert outcomes == [True, False, True]
