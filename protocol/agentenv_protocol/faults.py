@@ -26,23 +26,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import attrs
-
 from agentenv_protocol.env import extension
 from agentenv_protocol.errors import AgentEnvError
+from agentenv_protocol.fault_rules import DEFAULT_ERROR_TYPE, Fault
 
 URI = "urn:agentenv:set-errors/v1"
 MAX_DELAY_SECONDS = 300.0
-DEFAULT_ERROR_TYPE = "injected_error"
-
-
-@attrs.frozen
-class Fault:
-    """What a call of one tool suffers: a wait, then a failure ``error_rate`` of the time."""
-
-    error_rate: float
-    error_type: str = DEFAULT_ERROR_TYPE
-    delay_seconds: float = 0.0
 
 
 class InjectsFaults:
@@ -91,15 +80,3 @@ class InjectsFaults:
             self._known_tool(tool_name)
             cleared = [tool_name] if self.agentenv_faults.pop(tool_name, None) else []
         return {"ok": True, "cleared": cleared}
-
-
-def injected(env: Any, name: str) -> Fault | None:
-    """The fault a call of ``name`` suffers in ``env``, or None (also for envs without
-    set-errors/v1)."""
-    faults = env.__dict__.get("_agentenv_faults") if hasattr(env, "__dict__") else None
-    return faults.get(name) if faults else None
-
-
-def strikes(env: Any, fault: Fault) -> bool:
-    """Whether this call of a faulty tool fails (``error_rate`` of the time)."""
-    return fault.error_rate >= 1 or float(env.agentenv_fault_roll()) < fault.error_rate

@@ -33,7 +33,7 @@ from .env import (
 )
 from .errors import AgentEnvError
 from .fast_lane import FastLane
-from .faults import injected, strikes
+from .fault_rules import injected, strikes
 from .guard import BadBody, Limits, LineLog, guard_app, loads_body, run_guarded
 from .mcp_http import McpEndpoint, error_response, json_response
 from .parts import PartError, part_to_wire, parts_from_wire
