@@ -104,7 +104,7 @@ def test_a_snapshot_keeps_the_seeded_rows_and_a_stale_one_is_refused(
                           {"text": text}))
     saved = agent_env("env", "snapshot", "--instance-id", deployed["instance_id"], timeout=300)
     assert saved.returncode == 0, saved.stderr
-    assert "Saved env-audit, env-ledger, servicedb of env" in saved.stdout
+    assert "Saved db-mcp, env-audit, env-ledger, servicedb of env" in saved.stdout
     snap = re.search(r"^Snapshot ID: (snap-[a-z0-9]{12})$", saved.stdout, re.M)
     assert snap, saved.stdout
     assert agent_env("env", "teardown", "--id", deployed["instance_id"]).returncode == 0
