@@ -60,7 +60,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
             "model_provider": ("scripted",),
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
                           "agent_prompt_response_verifier", "verify_agent_card",
-                          "scripted_model"),
+                          "scripted_model", "add_skills"),
             "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke",
                        "db-orders"),
         },

@@ -427,6 +427,24 @@ class A2aAgent:
                 "envs": list(self.env_ids), "network_policy": self.network_policy,
                 "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
 
+    async def give_skills(self, entries: list[dict[str, Any]],
+                          versions: dict[str, int] | None = None) -> list[str]:
+        """``add_skills``: ``entries`` (skill-config entries: inline ``skill_md`` or a stored
+        ``artifact_id``, at ``versions`` where given) sent to this agent; the names it took."""
+        import aiohttp
+
+        from agent_env.api import current
+
+        async def load(artifact_id: str) -> dict[str, bytes]:
+            content = await self.ctx.artifact(artifact_id, (versions or {}).get(artifact_id))
+            return {item.path: item.data for item in content.files}
+
+        async with aiohttp.ClientSession(headers=self.auth_headers) as http:
+            return await give_skills(http, self.url, self.name, self.card, entries, load=load,
+                                     post=post_ok, store=current().store("object"),
+                                     open_agent=self.network_policy == "open",
+                                     staging_prefix=f"staging/agent-skills/{self.container}")
+
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         """``load_artifact`` into this agent: the file goes into its container."""
         from agent_env.api import SandboxUnsupported, StepError
@@ -921,13 +939,4 @@ async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,
         if config:
             await post_ok(http, f"{agent.url}/ext/agent-config", config, agent.name)
         if getattr(step, "skills", None):
-            from agent_env.api import current
-
-            async def load(artifact_id: str) -> dict[str, bytes]:
-                content = await agent.ctx.artifact(artifact_id)
-                return {item.path: item.data for item in content.files}
-
-            await give_skills(http, agent.url, agent.name, card, list(step.skills), load=load,
-                              post=post_ok, store=current().store("object"),
-                              open_agent=agent.network_policy == "open",
-                              staging_prefix=f"staging/agent-skills/{agent.container}")
+            await agent.give_skills(list(step.skills))

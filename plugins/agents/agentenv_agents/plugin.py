@@ -57,6 +57,7 @@ STEP_TYPES = {
     "agent_prompt_response_verifier": "agentenv_agents.steps:AgentPromptResponseVerifier",
     "verify_agent_card": "agentenv_agents.steps:VerifyAgentCard",
     "scripted_model": "agentenv_agents.model_steps:ScriptedModel",
+    "add_skills": "agentenv_agents.skill_steps:AddSkills",
 }
 
 

@@ -1,13 +1,18 @@
 """A ``cli`` artifact installed into a real agent's container: ``load_artifact`` with
 ``agent_name`` and ``env_id`` puts the command at ``/opt/cli/<name>/``, executable, with the
 env's gateway beside it in ``.env``; run inside the sealed agent's container it reaches the env
-through that URL. The model is the scripted one (a test double); the agent is model-agent."""
+through that URL; ``add_skills`` then gives it a skill pointing at that CLI and an inline one.
+The model is the scripted one (a test double); the agent is model-agent."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +50,11 @@ def test_a_cli_lands_in_the_agent_and_reaches_the_env(tmp_path: Path,
     steps = json.loads(task.read_text())
     steps.insert(3, {"id": "install", "type": "load_artifact", "depends_on": ["agent"],
                      "agent_name": "agent", "env_id": "echo", "artifact_id": "hello_cli"})
-    steps[4]["depends_on"] = ["install", "model"]
+    steps.insert(4, {"id": "skills", "type": "add_skills", "depends_on": ["install"],
+                     "agent_name": "agent", "cli_artifact_ids": ["hello_cli"],
+                     "skills": [{"name": "greet", "description": "Greets people.",
+                                 "body": "Say hello first."}]})
+    steps[5]["depends_on"] = ["skills", "model"]
     task.write_text(json.dumps(steps))
     run = Run(tmp_path, str(bundle), "cli", "--keep")
     try:
@@ -59,6 +68,14 @@ def test_a_cli_lands_in_the_agent_and_reaches_the_env(tmp_path: Path,
         assert mode == b"755"
         ran = container.exec_run("/opt/cli/hello/bin/hello")
         assert ran.exit_code == 0 and ran.output.strip() == b"card: echo", ran.output
+        # add_skills: the agent took the inline skill and the one pointing at the CLI
+        shown = subprocess.run(
+            [sys.executable, "-m", "agent_env", "task", "get-instance",
+             re.search(r"instance (\S+)", seen).group(1)],  # type: ignore[union-attr]
+            env={**os.environ, "AGENT_ENV_STATE_DIR": str(run.state)}, capture_output=True,
+            text=True, timeout=60, check=True)
+        outputs = json.loads(shown.stdout)["context"]["outputs"]
+        assert outputs["skills"]["skills"] == ["greet", "hello-cli"], outputs["skills"]
         run.process.send_signal(signal.SIGINT)
         code, out, err = run.finish(timeout=120)
         assert code == 130, out + err

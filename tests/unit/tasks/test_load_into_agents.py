@@ -60,6 +60,7 @@ def test_files_go_into_the_agent() -> None:
     _, out = load(agent, agent_name="coder", artifact_id="notes", destination_path="/work")
     assert agent.files == {"/work/notes.txt": (b"n", 0o640)}
     assert out["loaded"] == ["/work/notes.txt"]
+    assert out["artifacts"] == {"notes": "/work"}
 
 
 def test_a_cli_is_installed_with_its_gateway_beside_it() -> None:
@@ -69,7 +70,9 @@ def test_a_cli_is_installed_with_its_gateway_beside_it() -> None:
     assert agent.files["/opt/cli/slack/lib/util.sh"] == (b"x", 0o644)
     assert agent.files["/opt/cli/slack/bin/.env"] == (
         b"AGENT_ENV_GATEWAY_URL=http://gateway:18765/t/tok-123\n", 0o600)
-    assert out["installed_clis"] == {"slack": "/opt/cli/slack/bin/slack"}
+    assert out["installed_clis"] == {"slack-cli": {"command_name": "slack",
+                                                   "install_path": "/opt/cli/slack/bin/slack"}}
+    assert out["agent_name"] == "coder"
 
 
 @pytest.mark.parametrize("agent, step, said", [

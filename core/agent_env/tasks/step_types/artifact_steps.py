@@ -213,7 +213,8 @@ class LoadArtifact(Step):
         write = self._writer(ctx)
         loaded: list[str] = []
         seeded: list[str] = []
-        installed: dict[str, str] = {}
+        installed: dict[str, dict[str, str]] = {}
+        into: dict[str, str] = {}  # artifact id -> where it was loaded
         if self.artifact_from_step_id:
             loaded = await self._load_collected(ctx, write)
         for source in self.sources():
@@ -233,8 +234,11 @@ class LoadArtifact(Step):
                 continue
             if artifact.type == CLI:
                 entrypoint = await self._install_cli(ctx, artifact, write)
-                installed[artifact.cli.command_name if artifact.cli else artifact.id] = entrypoint
+                installed[artifact.id] = {"command_name": artifact.cli.command_name
+                                          if artifact.cli else artifact.id,
+                                          "install_path": entrypoint}
                 continue
+            into[artifact.id] = self.destination_path
             single = len(artifact.files) == 1
             for item in artifact.files:
                 if has_parent_reference(item.path) or posixpath.isabs(item.path):
@@ -247,7 +251,9 @@ class LoadArtifact(Step):
                 await write(path, item.data, mode=item.mode)
                 loaded.append(path)
         ctx.outputs[self.id] = {"loaded": loaded, **({"seeded": seeded} if seeded else {}),
-                                **({"installed_clis": installed} if installed else {})}
+                                **({"installed_clis": installed} if installed else {}),
+                                **({"agent_name": self.agent_name, "artifacts": into}
+                                   if self.agent_name and not self.sandbox_name else {})}
 
     async def _seed(self, ctx: TaskContext, artifact: ArtifactContent) -> list[str]:
         """An environment (universe) artifact into an env: its servers seeded by name."""
