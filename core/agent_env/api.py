@@ -48,7 +48,7 @@ Groups, in the order a plugin author meets them:
   ``VERSION``, ``TTL_SECONDS``, ``option_chain``, ``check_sandbox_chain``, ``run_tasks`` (run
   requests with progress and a summary, as ``agent-env run`` does), ``list_deployed``,
   ``get_deployed``, ``teardown_deployed``; stored folders: ``folder_files``,
-  ``put_files_entity``, ``stored_folder``;
+  ``put_files_entity``, ``stored_folder``; artifacts a run makes: ``put_artifact_bytes``;
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``, and
@@ -214,6 +214,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "bundle_value": ("agent_env.stores.secrets", "bundle_value"),
     "folder_files": ("agent_env.bundles.file_entities", "folder_files"),
     "put_files_entity": ("agent_env.bundles.file_entities", "put_files_entity"),
+    "put_artifact_bytes": ("agent_env.bundles.file_entities", "put_artifact_bytes"),
     "stored_folder": ("agent_env.bundles.file_entities", "stored_folder"),
     "put_env": ("agent_env.bundles.file_entities", "put_env"),
     "put_settings_env": ("agent_env.bundles.file_entities", "put_settings_env"),
@@ -262,6 +263,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.bundles.file_entities import (
         folder_files,
+        put_artifact_bytes,
         put_env,
         put_files_entity,
         put_settings_env,

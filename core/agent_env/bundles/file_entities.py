@@ -4,6 +4,7 @@ files entities); unchanged contents are the same version."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,32 @@ def put_files_entity(kind: str, entity_id: str, entity_type: str, label: str,
     ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity(kind, entry)
     return ledger.lines[-1]
+
+
+def put_artifact_bytes(artifact_id: str, artifact_type: str, files: Mapping[str, bytes],
+                       label: str) -> Any:
+    """Store ``files`` (path -> bytes, made by a run rather than read from a folder) as the
+    next version of artifact ``artifact_id`` (unchanged content: the same version); returns
+    the ledger line. Each file's bytes go to the object store by content first."""
+    import hashlib
+
+    from agent_env.bundles.ledger import blob_key
+    from agent_env.bundles.model import BundleFile
+    from agent_env.runtime import current
+    from agent_env.stores import ObjectExists
+
+    objects = current().object_store
+    entries = []
+    for path, data in sorted(files.items()):
+        digest = hashlib.sha256(data).hexdigest()
+        key = blob_key(digest)
+        if not objects.exists(key):
+            try:
+                objects.put(key, data)
+            except ObjectExists:  # another run wrote the same content first
+                pass
+        entries.append(BundleFile(path, Path(key), digest, len(data), 0o644))
+    return put_files_entity("artifacts", artifact_id, artifact_type, label, entries)
 
 
 def stored_folder(kind: str, record: Any) -> Path:

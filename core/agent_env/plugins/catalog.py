@@ -46,6 +46,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "sync_env_clock",
                 "modify_env_tool_access",
                 "apply_server_config",
+                "snapshot_env",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db"),
         },

@@ -273,3 +273,133 @@ def _operation(child: dict[str, Any], uri: str, method: object) -> tuple[str, st
         raise StepError(f"{uri} on server '{child.get('name')}': give method, one of "
                         f"{', '.join(sorted(methods)) or 'none'}")
     return str(chosen.get("method") or "POST"), str(chosen["endpoint"])
+
+
+#: Servers saved at once by snapshot_env (each a data/get of its whole state).
+SNAPSHOT_CONCURRENCY = 3
+
+
+@attrs.define(kw_only=True)
+class SnapshotEnv(Step):
+    """Save the env's live state as an ``environment_universe`` artifact.
+
+    Each server that serves ``data/get`` is saved as ``<environment name>/state.agentenv-
+    parts.json`` (its answer's parts); a ``load_artifact`` of the universe into an env of the
+    same servers replays them (``data/reset``, ``data/add``), so the state comes back as it
+    was. ``include_env_trajectory`` adds the gateway's trajectory as
+    ``metadata/trajectory/trajectory.jsonl``. The artifact is ``snapshot_id`` (default
+    ``snapshots/<run instance>/<step id>``); the output names it, its version, and the servers
+    saved and skipped (those without ``data/get``).
+    """
+
+    type = "snapshot_env"
+    entity_fields = {"env_id": "envs"}
+
+    env_id: str
+    #: The deploy_env step whose deployment of ``env_id`` to save (a check, as load_artifact's).
+    env_step_id: str | None = None
+    #: The universe artifact's id (default ``snapshots/<run instance>/<step id>``).
+    snapshot_id: str | None = None
+    #: The universe the env was seeded from, kept in the output for the record.
+    original_universe_artifact_id: str | None = None
+    export_timeout_seconds: float = 600.0
+    include_env_trajectory: bool = False
+    include_env_changes: bool = False
+    env_instance_id: str | None = None
+    gateway_url: str | None = None
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if self.env_instance_id is not None or self.gateway_url is not None:
+            problems.append("env_instance_id / gateway_url: a snapshot here is of an env this "
+                            "run deployed (env_id), whose token it holds; leave them out")
+        if self.include_env_changes:
+            problems.append("include_env_changes: the changes/v1 log is not saved with a "
+                            "snapshot here; leave it out (the trajectory is, with "
+                            "include_env_trajectory)")
+        if self.export_timeout_seconds <= 0:
+            problems.append("export_timeout_seconds must be positive")
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        import asyncio
+        import json
+
+        from agent_env.api import put_artifact_bytes
+        from agentenv_mcp_env.seeding import PARTS_SUFFIX
+        from agentenv_mcp_env.steps import deployment
+        from agentenv_protocol.client import DataPlaneClient, fetch_card_raw
+        from agentenv_protocol.errors import ProtocolError, TransportError
+
+        env = deployment(ctx, self.env_id)
+        if self.env_step_id is not None:
+            output = ctx.outputs.get(self.env_step_id)
+            if not isinstance(output, dict) or output.get("instance_id") != env.instance_id:
+                raise StepError(f"env_step_id '{self.env_step_id}' names no deployment of env "
+                                f"'{self.env_id}' (it is deployed as {env.instance_id})")
+        card = await fetch_card_raw(env.url, headers=env.headers,
+                                    timeout=self.export_timeout_seconds)
+        children = [c for c in card.get("children_environments") or [] if isinstance(c, dict)]
+        names = [s.environment_name or str(c.get("name"))
+                 for s, c in zip(env.servers, children, strict=False)] \
+            if len(children) == len(env.servers) else [str(c.get("name")) for c in children]
+        gate = asyncio.Semaphore(SNAPSHOT_CONCURRENCY)
+
+        async def save(child: dict[str, Any]) -> list[Any] | None:
+            operations = (child.get("capabilities") or {}).get("operations")
+            if operations is not None and "data/get" not in operations:
+                return None
+            async with gate, DataPlaneClient(f"{env.url}/env/{child.get('name')}",
+                                             headers=env.headers,
+                                             timeout=self.export_timeout_seconds) as data:
+                try:
+                    answer = await data.call("data/get", {})
+                except ProtocolError as exc:
+                    if exc.code == -32601:  # method not found: nothing to save
+                        return None
+                    raise StepError(f"data/get on {child.get('name')} failed: {exc}") from None
+                except TransportError as exc:
+                    raise StepError(f"data/get on {child.get('name')} failed: {exc}") from None
+            parts = answer.get("parts") if isinstance(answer, dict) else None
+            return list(parts or [])
+
+        saved = await asyncio.gather(*(save(c) for c in children))
+        files: dict[str, bytes] = {}
+        skipped = []
+        for name, parts in zip(names, saved, strict=True):
+            if parts is None:
+                skipped.append(name)
+            else:
+                files[f"{name}/state{PARTS_SUFFIX}"] = json.dumps(
+                    {"parts": parts}, sort_keys=True).encode()
+        if not files:
+            raise StepError(f"env '{self.env_id}': no server serves data/get, so there is no "
+                            "state to save")
+        if self.include_env_trajectory:
+            files["metadata/trajectory/trajectory.jsonl"] = await _trajectory(env)
+        artifact_id = self.snapshot_id or f"snapshots/{ctx.instance_id}/{self.id}"
+        line = await asyncio.to_thread(put_artifact_bytes, artifact_id, "environment_universe",
+                                       files, f"snapshot of env {self.env_id}")
+        ctx.outputs[self.id] = {"artifact_id": artifact_id, "version": line.version,
+                                "environments": sorted(n for n in names if n not in skipped),
+                                "skipped": skipped,
+                                "original_universe_artifact_id":
+                                    self.original_universe_artifact_id}
+
+
+async def _trajectory(env: Any) -> bytes:
+    """The gateway's whole trajectory (JSON lines), page by page."""
+    import aiohttp
+
+    lines: list[bytes] = []
+    after: str | None = None
+    async with aiohttp.ClientSession(headers=env.headers) as http:
+        while True:
+            query = f"?limit=500{f'&after={after}' if after else ''}"
+            async with http.get(f"{env.url}/trajectory{query}") as resp:
+                body = await resp.read()
+                more = resp.headers.get("AgentEnv-Trajectory-Has-More") == "true"
+                after = resp.headers.get("AgentEnv-Trajectory-Last-Id")
+            lines += [line for line in body.splitlines() if line.strip()]
+            if not more or not after:
+                return b"\n".join(lines) + (b"\n" if lines else b"")

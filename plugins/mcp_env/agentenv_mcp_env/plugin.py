@@ -22,6 +22,7 @@ STEPS = {
     "sync_env_clock": "control_steps:SyncEnvClock",
     "modify_env_tool_access": "control_steps:ModifyEnvToolAccess",
     "apply_server_config": "control_steps:ApplyServerConfig",
+    "snapshot_env": "control_steps:SnapshotEnv",
 }
 
 

@@ -9,6 +9,10 @@ the sandbox cannot write into its containers the part carries the bytes inline i
 The call goes through the gateway's pass-through to that one server (``/env/<child>/agentenv``),
 so it works wherever the gateway is reachable; the child's name there is its card's, found in
 the gateway's card in the order the servers were started.
+
+A file named ``*.agentenv-parts.json`` (``{"parts": [...]}``, what ``snapshot_env`` saves of a
+server's ``data/get``) is not a file for the server: its parts are replayed, ``data/reset``
+then ``data/add`` of them, so a snapshot loads back as it was taken.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import posixpath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_env.api import SandboxUnsupported, StepError
 
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
 DATA_FOLDER = "/data"
 #: A load is a server reading a whole file: far longer than a tool call may take.
 LOAD_TIMEOUT_SECONDS = 600.0
+#: A server's data/get answer, saved by snapshot_env and replayed (not handed over) on load.
+PARTS_SUFFIX = ".agentenv-parts.json"
 
 
 async def seed_server(deployment: GatewayDeployment, name: str, file: ArtifactFile) -> None:
@@ -40,16 +46,11 @@ async def seed_server(deployment: GatewayDeployment, name: str, file: ArtifactFi
         raise StepError(f"env '{deployment.env_id}' has no server '{name}'")
     server = deployment.servers[index]
     filename = posixpath.basename(file.path)
-    content: dict[str, str] = {"name": filename, "mimeType": mimetypes.guess_type(filename)[0]
-                               or "application/octet-stream"}
-    try:
-        if deployment.sandbox is None:
-            raise SandboxUnsupported("no sandbox")
-        path = f"{DATA_FOLDER}/{filename}"
-        await deployment.sandbox.put_container_file(server.container, path, file.data)
-        content["uri"] = f"file://{path}"
-    except SandboxUnsupported:
-        content["bytes"] = base64.b64encode(file.data).decode("ascii")
+    if filename.endswith(PARTS_SUFFIX):
+        parts = _saved_parts(file.data, filename)
+    else:
+        parts = [{"kind": "file", "file": await _file_content(deployment, server.container,
+                                                              filename, file.data)}]
     try:
         card = await fetch_card(deployment.url, headers=deployment.headers)
         children = list(card.children_environments or [])
@@ -60,6 +61,37 @@ async def seed_server(deployment: GatewayDeployment, name: str, file: ArtifactFi
         async with DataPlaneClient(base, headers=deployment.headers,
                                    timeout=LOAD_TIMEOUT_SECONDS) as data:
             await data.reset()
-            await data.call("data/add", {"parts": [{"kind": "file", "file": content}]})
+            if parts:
+                await data.call("data/add", {"parts": parts})
     except (ProtocolError, TransportError) as exc:
         raise StepError(f"server '{name}' did not take {filename}: {exc}") from None
+
+
+async def _file_content(deployment: GatewayDeployment, container: str, filename: str,
+                        data: bytes) -> dict[str, str]:
+    """The file part's content: a ``file://`` path in the server's container, else inline."""
+    content = {"name": filename,
+               "mimeType": mimetypes.guess_type(filename)[0] or "application/octet-stream"}
+    try:
+        if deployment.sandbox is None:
+            raise SandboxUnsupported("no sandbox")
+        path = f"{DATA_FOLDER}/{filename}"
+        await deployment.sandbox.put_container_file(container, path, data)
+        content["uri"] = f"file://{path}"
+    except SandboxUnsupported:
+        content["bytes"] = base64.b64encode(data).decode("ascii")
+    return content
+
+
+def _saved_parts(data: bytes, filename: str) -> list[Any]:
+    import json
+
+    try:
+        saved = json.loads(data)
+    except ValueError as exc:
+        raise StepError(f"{filename} is not the JSON snapshot_env saves: {exc}") from None
+    parts = saved.get("parts") if isinstance(saved, dict) else None
+    if not isinstance(parts, list):
+        raise StepError(f"{filename} holds no parts list (snapshot_env saves {{\"parts\": "
+                        "[...]})")
+    return parts

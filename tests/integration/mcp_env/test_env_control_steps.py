@@ -20,8 +20,12 @@ from agentenv_protocol import (
     AgentEnvEnvironment,
     InjectsFaults,
     McpClient,
+    TextPart,
+    add_data,
     environment_card,
     extension,
+    get_data,
+    reset_data,
     tool,
 )
 from agentenv_protocol.testing import serve_env, serve_gateway
@@ -200,3 +204,62 @@ async def test_a_rate_fails_that_share_of_calls() -> None:
     async with serve_env(env) as server, McpClient(server.mcp_url) as client:
         outcomes = [(await client.call_tool("ping")).is_error for _ in range(3)]
     assert outcomes == [True, False, True]
+
+
+@environment_card(name="notes")
+class NotesEnv(AgentEnvEnvironment):
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    @tool(name="add_note")
+    def add_note(self, text: str) -> str:
+        self.notes.append(text)
+        return f"{len(self.notes)} notes"
+
+    @get_data
+    def now(self) -> list:
+        return [TextPart(n) for n in self.notes]
+
+    @reset_data
+    def forget(self) -> None:
+        self.notes = []
+
+    @add_data
+    def seed(self, parts: list) -> None:
+        self.notes += [p.text for p in parts]
+
+
+async def test_a_snapshot_loads_back_as_it_was_taken() -> None:
+    """snapshot_env saves each server's data/get as a universe (the plain server, which serves
+    none, is skipped); after the agent's further change, loading the universe into the env puts
+    the state back; the trajectory comes along as metadata."""
+    from agent_env.api import LoadedEnvironments, current, seed_environments, stored_artifacts
+    from agentenv_mcp_env.control_steps import SnapshotEnv
+    from agentenv_mcp_env.deployment import EnvServerRecord
+
+    notes = NotesEnv()
+    async with serve_env(notes) as a, serve_env(PlainEnv()) as b:
+        async with serve_gateway([a.url, b.url]) as gw:
+            env = GatewayDeployment(
+                env_id="office", env_version=1, instance_id="office-1",
+                environment_name="office", url=gw.url, token=gw.token, image="",
+                gateway_image="", created_at="", expires_at="", servers=(
+                    EnvServerRecord("notes", 1, "env-notes", "", "notes"),
+                    EnvServerRecord("plain", 1, "env-plain", "", "plain")))
+            ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+            ctx.add_env("office", env)
+            async with McpClient(gw.mcp_url) as client:
+                await client.call_tool("add_note", {"text": "keep me"})
+            await SnapshotEnv(id="snap", env_id="office", include_env_trajectory=True).run(ctx)
+            out = ctx.outputs["snap"]
+            assert (out["artifact_id"], out["environments"], out["skipped"]) == (
+                "snapshots/t-1/snap", ["notes"], ["plain"])
+            async with McpClient(gw.mcp_url) as client:
+                await client.call_tool("add_note", {"text": "an agent's change"})
+            assert notes.notes == ["keep me", "an agent's change"]
+            universe = stored_artifacts().load_now("snapshots/t-1/snap")
+            assert b"add_note" in universe.file("metadata/trajectory/trajectory.jsonl").data
+            loaded = await seed_environments(env, universe, progress=lambda line: None,
+                                             loads=LoadedEnvironments(
+                                                 current().document_store))
+            assert loaded == ["notes"] and notes.notes == ["keep me"]
