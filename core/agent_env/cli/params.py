@@ -127,15 +127,17 @@ def run_choices(*, agent: bool = True, per_role: bool = False,
                          trajectory_filter: bool | None = None,
                          model_api_key: str | None = None, judge_api_key: str | None = None,
                          gateway_env: str | None = None, service_db_env: str | None = None,
-                         **kwargs: Any) -> Any:
+                         auto_review: str | None = None, **kwargs: Any) -> Any:
             from agent_env.tasks.steps import RunChoices
 
             choices = RunChoices(model, agent_id, user_model, judge_model, agent_sandbox,
                                  env_sandbox, trajectory_filter, gateway_env, model_api_key,
-                                 judge_api_key, service_db_env)
+                                 judge_api_key, service_db_env, auto_review)
             return command(*args, choices=choices, **kwargs)
 
         options = [
+            click.option("--auto-review", type=click.Choice(["approve", "reject"]),
+                         help="Decide every review step so (for runs nobody watches)."),
             click.option("--judge-model", metavar="NAME",
                          help="The model that judges rubrics_verifier steps (replaces theirs)."),
             click.option("--user-model", metavar="NAME",

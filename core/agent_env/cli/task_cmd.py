@@ -248,3 +248,48 @@ def get_instance(instance: str | None, instance_id: str | None) -> None:
     if found is None:
         raise UserError(f"no task instance '{instance_id}' (agent-env run prints instance ids)")
     _echo_json(found.to_json())
+
+
+@task.command("review")
+@click.option("--id", "instance_id", metavar="INSTANCE",
+              help="The run whose review to decide (its instance id).")
+@click.option("--step", "step_id", metavar="STEP",
+              help="The review step (default: the run's only awaiting one).")
+@click.option("--approve/--reject", "approve", default=None,
+              help="Let the run go on, or stop it there.")
+@click.option("--comment", help="Kept with the decision (a rejection's reason is shown).")
+@click.option("--by", "decided_by", help="Who decides (default: $USER).")
+@click.option("--list", "listing", is_flag=True, help="The reviews awaiting a decision.")
+def review(instance_id: str | None, step_id: str | None, approve: bool | None,
+           comment: str | None, decided_by: str | None, listing: bool) -> None:
+    """Decide a run's review step (approve or reject), or list those awaiting one."""
+    import getpass
+
+    from agent_env.reviews import APPROVED, REJECTED, reviews
+
+    store = reviews()
+    if listing:
+        waiting = store.awaiting()
+        if not waiting:
+            echo("No review awaits a decision.")
+        for found in waiting:
+            echo(f"{found.instance_id}  {found.step_id}  since {found.created_at}"
+                 f"{'  ' + found.label if found.label else ''}")
+        return
+    if not instance_id or approve is None:
+        raise UserError("give --id INSTANCE and --approve or --reject (--list shows the "
+                        "reviews awaiting a decision)")
+    if step_id is None:
+        mine = [r for r in store.awaiting() if r.instance_id == instance_id]
+        if len(mine) != 1:
+            raise UserError(f"run {instance_id} has {len(mine)} reviews awaiting a decision; "
+                            "name one with --step" if mine else
+                            f"run {instance_id} has no review awaiting a decision")
+        step_id = mine[0].step_id
+    try:
+        decided = store.decide(instance_id, step_id, APPROVED if approve else REJECTED,
+                               decided_by or getpass.getuser(), comment)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    echo(f"Review {decided.step_id} of run {decided.instance_id}: {decided.state} by "
+         f"{decided.decided_by}")

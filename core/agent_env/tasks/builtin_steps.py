@@ -24,6 +24,7 @@ CORE_STEP_TYPES = {
         "agent_env.evals.verifiers:RunContainerUnitTestsVerifier",
     "collect_artifacts": "agent_env.evals.verifiers:CollectArtifacts",
     "rubrics_verifier": "agent_env.evals.rubrics:RubricsVerifier",
+    "review": f"{_STEPS}.review_steps:Review",
 }
 
 

@@ -124,6 +124,8 @@ class RunChoices:
     #: type with :attr:`~agent_env.env_types.EnvType.serves_env_state`) whose image every
     #: env state of the run runs, instead of the env type's own.
     service_db_env: str | None = None
+    #: ``--auto-review approve|reject``: every ``review`` step decided so, nobody asked.
+    auto_review: str | None = None
 
     def recorded(self) -> dict[str, str | bool]:
         """What the run's record keeps of them (the choices made; the keys are left out)."""
