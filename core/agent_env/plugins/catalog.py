@@ -48,7 +48,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "apply_server_config",
                 "snapshot_env",
             ),
-            "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db"),
+            "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db", "controls-demo"),
         },
     ),
     FirstPartyPlugin(

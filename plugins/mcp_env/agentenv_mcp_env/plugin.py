@@ -47,6 +47,7 @@ def agent_env_bundles() -> list[BundleSource]:
         BundleSource("mail-mcp", BUNDLES / "mail-mcp"),
         BundleSource("multi-mcp", BUNDLES / "multi-mcp"),
         BundleSource("shared-db", BUNDLES / "shared-db"),
+        BundleSource("controls-demo", BUNDLES / "controls-demo"),
     ]
 
 

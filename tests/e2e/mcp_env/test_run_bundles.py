@@ -90,3 +90,13 @@ def test_a_bundle_written_for_the_reference_runs_unchanged(
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tasks/smoke.json v1: passed (echoes: 1)" in run.stdout
     assert left_by(run.stdout) == []
+
+
+def test_controls_demo_steers_its_env(tmp_path: Path, left_by: Any) -> None:
+    """The env control steps on a real deployment: the frozen clock, the tool locked for one
+    role, the tool failing on purpose, each checked through the gateway by the bundle's
+    verifier."""
+    run = agent_env(tmp_path, "run", "controls-demo")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tasks/controls.json v1: passed (controls: 1)" in run.stdout, run.stdout
+    assert left_by(run.stdout) == []
