@@ -56,7 +56,8 @@ class AddSkills(Step):
 
     type = "add_skills"
     entity_fields = {"skills[].skill_artifact_id": "artifacts",
-                     "skills[].artifact_id": "artifacts"}
+                     "skills[].artifact_id": "artifacts", "cli_artifact_ids": "artifacts",
+                     "file_artifact_universe_ids": "artifacts"}
 
     skills: list[dict[str, Any]] = attrs.field(factory=list)
     #: CLI artifacts a ``load_artifact`` installed into this agent.

@@ -414,7 +414,8 @@ class McpServerEnv(EnvType):
             env={"AGENTENV_GATEWAY_TOKEN": token},
             command=gateway_command([server.url for server in self.servers],
                                     name=self.environment_name, ready_timeout=ready_timeout,
-                                    mode=gateway_mode, asides=asides(services)),
+                                    mode=gateway_mode, asides=asides(services),
+                                    internal_url=f"http://{GATEWAY_CONTAINER}:{GATEWAY_PORT}"),
             publish=(GATEWAY_PORT,), labels=labels,
         ))
         # Side by side: the gateway waits for its children anyway, so order buys nothing. All

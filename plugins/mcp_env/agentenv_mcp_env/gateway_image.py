@@ -33,13 +33,16 @@ def write_gateway_context(folder: Path, base_image: str = BASE_IMAGE) -> Path:
 
 
 def gateway_command(children: list[str], *, name: str, ready_timeout: float,
-                    mode: str = "performance",
-                    asides: dict[str, str] | None = None) -> tuple[str, ...]:
+                    mode: str = "performance", asides: dict[str, str] | None = None,
+                    internal_url: str | None = None) -> tuple[str, ...]:
     """The gateway's argv; the token comes from ``AGENTENV_GATEWAY_TOKEN``, never the argv.
-    ``asides``: servers it reaches only at ``/env/<name>/...`` (the env state's db-mcp)."""
+    ``asides``: servers it reaches only at ``/env/<name>/...`` (the env state's db-mcp);
+    ``internal_url``: how its servers reach it (the clock/v1 time URL it hands them)."""
     argv = ["python", "-m", "agentenv_protocol.gateway", "--host", "0.0.0.0",
             "--port", str(GATEWAY_PORT), "--name", name, "--ready-timeout", f"{ready_timeout:g}",
             "--mode", mode]
+    if internal_url:
+        argv += ["--internal-url", internal_url]
     for child in children:
         argv += ["--child", child]
     for aside, url in (asides or {}).items():

@@ -69,7 +69,7 @@ def test_a_cli_is_installed_with_its_gateway_beside_it() -> None:
     assert agent.files["/opt/cli/slack/bin/slack"][1] == 0o755
     assert agent.files["/opt/cli/slack/lib/util.sh"] == (b"x", 0o644)
     assert agent.files["/opt/cli/slack/bin/.env"] == (
-        b"AGENT_ENV_GATEWAY_URL=http://gateway:18765/t/tok-123\n", 0o600)
+        b"AGENT_ENV_GATEWAY_URL=http://gateway:18765/t/tok-123\n", 0o644)
     assert out["installed_clis"] == {"slack-cli": {"command_name": "slack",
                                                    "install_path": "/opt/cli/slack/bin/slack"}}
     assert out["agent_name"] == "coder"

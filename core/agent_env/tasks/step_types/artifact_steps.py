@@ -184,7 +184,8 @@ class LoadArtifact(Step):
         entrypoint = posixpath.join(root, spec.entrypoint)
         gateway = f"{env.internal_url}/t/{env.token}"
         await write(posixpath.join(posixpath.dirname(entrypoint), GATEWAY_ENV_FILE),
-                    f"AGENT_ENV_GATEWAY_URL={gateway}\n".encode(), mode=0o600)
+                    f"AGENT_ENV_GATEWAY_URL={gateway}\n".encode(),
+                    mode=0o644)  # readable by the agent's own user: the files are root's
         return entrypoint
 
     async def _load_collected(self, ctx: TaskContext, write: Write) -> list[str]:
