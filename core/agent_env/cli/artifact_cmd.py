@@ -23,7 +23,17 @@ from agent_env.cli.console import echo
 from agent_env.cli.params import ENTITY_ID, OUTPUT_DIR, VERSION
 from agent_env.errors import UserError
 from agent_env.plural import plural
-from agent_env.tasks.artifacts import SKILL, SKILL_FILE
+from agent_env.tasks.artifacts import (
+    CLI,
+    ENVIRONMENT,
+    ENVIRONMENT_UNIVERSE,
+    FILE,
+    FILE_UNIVERSE,
+    SKILL,
+    SKILL_FILE,
+    UNIVERSE_METADATA,
+    CliSpec,
+)
 
 
 @click.group("artifact")
@@ -130,6 +140,18 @@ def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | No
          f"{plural(len(content.files), 'file')} to {output_dir}")
 
 
+def _get_command(group: click.Group, kind: str | None, summary: str, where: str) -> None:
+    """Give ``group`` its ``get --id ID [--version N] --output-dir DIR``: the artifact's files
+    written under DIR (of type ``kind``; None: any)."""
+
+    @group.command("get", help=summary)
+    @click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
+    @click.option("--version", type=VERSION, help="A version (default: the latest).")
+    @click.option("--output-dir", required=True, type=OUTPUT_DIR, help=where)
+    def get(artifact_id: str, version: int | None, output_dir: Path) -> None:
+        _get(artifact_id, version, output_dir, kind)
+
+
 # -- file -----------------------------------------------------------------------------------------
 
 
@@ -145,20 +167,13 @@ def file_group() -> None:
                 type=click.Path(path_type=Path, exists=False))
 def file_put(artifact_id: str, paths: tuple[Path, ...]) -> None:
     """Store PATHS (files, or folders' files) as the next version of artifact ID."""
-    from agent_env.tasks.artifacts import FILE, FILE_UNIVERSE
 
     files = _collect(paths)
     _put(artifact_id, FILE if len(files) == 1 else FILE_UNIVERSE, files)
 
 
-@file_group.command("get")
-@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
-@click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=OUTPUT_DIR,
-              help="Write the files here (nothing is written outside it).")
-def file_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
-    """Write a stored artifact's files under --output-dir."""
-    _get(artifact_id, version, output_dir, None)
+_get_command(file_group, None, "Write a stored artifact's files under --output-dir.",
+             "Write the files here (nothing is written outside it).")
 
 
 @file_group.command("list")
@@ -201,7 +216,6 @@ def universe_files_group() -> None:
               "name (default: its latest version); repeatable.")
 def universe_files_put(artifact_id: str, file_artifacts: tuple[str, ...]) -> None:
     """Store stored file artifacts together as the next version of universe ID."""
-    from agent_env.tasks.artifacts import FILE, FILE_UNIVERSE
 
     files: dict[str, Any] = {}
     for ref in file_artifacts:
@@ -228,7 +242,6 @@ def universe_files_put(artifact_id: str, file_artifacts: tuple[str, ...]) -> Non
 @click.option("--prefix-url", help="Refused: files are stored by content in the object store.")
 def universe_files_put_bundled(artifact_id: str, file_dir: Path, prefix_url: str | None) -> None:
     """Store every file under --file-dir as the next version of universe ID."""
-    from agent_env.tasks.artifacts import FILE_UNIVERSE
 
     if prefix_url:
         raise UserError("--prefix-url is not supported here: an artifact's files are stored "
@@ -237,16 +250,8 @@ def universe_files_put_bundled(artifact_id: str, file_dir: Path, prefix_url: str
     _put(artifact_id, FILE_UNIVERSE, _collect((file_dir,)))
 
 
-@universe_files_group.command("get")
-@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
-@click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=OUTPUT_DIR,
-              help="Write the files here (nothing is written outside it).")
-def universe_files_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
-    """Write a stored universe's files under --output-dir."""
-    from agent_env.tasks.artifacts import FILE_UNIVERSE
-
-    _get(artifact_id, version, output_dir, FILE_UNIVERSE)
+_get_command(universe_files_group, FILE_UNIVERSE, "Write a stored universe's files under "
+             "--output-dir.", "Write the files here (nothing is written outside it).")
 
 
 @universe_files_group.command("list")
@@ -256,7 +261,6 @@ def universe_files_get(artifact_id: str, version: int | None, output_dir: Path) 
 def universe_files_list(limit: int, batch_id: str | None) -> None:
     """The stored file artifact universes, most recently stored first."""
     from agent_env.runtime import current
-    from agent_env.tasks.artifacts import FILE_UNIVERSE
 
     if batch_id:
         raise UserError(_NO_BATCHES)
@@ -284,7 +288,6 @@ def universe_files_get_many(artifact_ids: tuple[str, ...], batch_id: str | None,
     """Write many universes' files at once, each under a folder named after its id."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from agent_env.tasks.artifacts import FILE_UNIVERSE
 
     if batch_id:
         raise UserError(_NO_BATCHES)
@@ -372,7 +375,6 @@ def cli_group() -> None:
 def cli_put(artifact_id: str, cli_dir: Path, entrypoint: str, command_name: str,
             env_id: str | None, env_version: int | None) -> None:
     """Store a command's folder as the next version of CLI artifact ID."""
-    from agent_env.tasks.artifacts import CLI, CliSpec
 
     files = _collect((cli_dir,))
     spec = CliSpec(command_name, entrypoint, env_id, env_version)
@@ -382,16 +384,8 @@ def cli_put(artifact_id: str, cli_dir: Path, entrypoint: str, command_name: str,
     _put(artifact_id, CLI, files, cli=spec)
 
 
-@cli_group.command("get")
-@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
-@click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=OUTPUT_DIR,
-              help="Write the command's files here (nothing is written outside it).")
-def cli_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
-    """Write a stored CLI artifact's files under --output-dir."""
-    from agent_env.tasks.artifacts import CLI
-
-    _get(artifact_id, version, output_dir, CLI)
+_get_command(cli_group, CLI, "Write a stored CLI artifact's files under --output-dir.",
+             "Write the command's files here (nothing is written outside it).")
 
 
 # -- skill ----------------------------------------------------------------------------------------
@@ -414,14 +408,8 @@ def skill_put(artifact_id: str, skill_dir: Path) -> None:
     _put(artifact_id, SKILL, _collect((skill_dir,)))
 
 
-@skill_group.command("get")
-@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
-@click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=OUTPUT_DIR,
-              help="Write the skill's files here (nothing is written outside it).")
-def skill_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
-    """Write a stored skill's files under --output-dir."""
-    _get(artifact_id, version, output_dir, SKILL)
+_get_command(skill_group, SKILL, "Write a stored skill's files under --output-dir.",
+             "Write the skill's files here (nothing is written outside it).")
 
 
 # -- environment data -----------------------------------------------------------------------------
@@ -441,7 +429,6 @@ def environment_group() -> None:
 def environment_put(filepath: Path, artifact_id: str, description: str,
                     environment_name: str) -> None:
     """Store FILEPATH as the data of the env server ENVIRONMENT_NAME (next version of ID)."""
-    from agent_env.tasks.artifacts import ENVIRONMENT
 
     if not environment_name.strip() or environment_name != environment_name.strip():
         raise UserError(f"--environment-name {environment_name!r}: a name without "
@@ -467,7 +454,6 @@ def universe_put(artifact_id: str, environment_artifacts: tuple[str, ...],
     ID: each under <environment_name>/, the layout environment-universe get writes."""
     from agent_env.bundles.model import BundleFile
     from agent_env.bundles.parse import _sha256
-    from agent_env.tasks.artifacts import ENVIRONMENT, ENVIRONMENT_UNIVERSE, UNIVERSE_METADATA
 
     files: list[Any] = []
     names: dict[str, str] = {}
@@ -515,16 +501,9 @@ def _stored_file(path: str, meta: dict[str, Any], objects: Any) -> Any:
                       int(meta.get("mode", 0o644)))
 
 
-@universe_group.command("get")
-@click.option("--id", "artifact_id", type=ENTITY_ID, required=True)
-@click.option("--version", type=VERSION, help="A version (default: the latest).")
-@click.option("--output-dir", required=True, type=OUTPUT_DIR,
-              help="Write <environment_name>/<file> and metadata/<key>/<file> here.")
-def universe_get(artifact_id: str, version: int | None, output_dir: Path) -> None:
-    """Write a stored universe's files under --output-dir, a folder per environment."""
-    from agent_env.tasks.artifacts import ENVIRONMENT_UNIVERSE
-
-    _get(artifact_id, version, output_dir, ENVIRONMENT_UNIVERSE)
+_get_command(universe_group, ENVIRONMENT_UNIVERSE, "Write a stored universe's files under "
+             "--output-dir, a folder per environment.",
+             "Write <environment_name>/<file> and metadata/<key>/<file> here.")
 
 
 @universe_group.command("compatible-envs")

@@ -242,6 +242,15 @@ class TaskContext:
             raise StepError(f"env '{env_id}' is not deployed in this task (deployed: {up})") \
                 from None
 
+    def agent(self, name: str) -> Any:
+        """The agent an earlier ``deploy_agent`` step brought up as ``name``."""
+        try:
+            return self.agents[name]
+        except KeyError:
+            up = ", ".join(sorted(self.agents)) or "none"
+            raise StepError(f"agent '{name}' is not deployed in this task (deployed: {up}); "
+                            "add a deploy_agent step before this one") from None
+
     def on_teardown(self, kind: str, label: str, close: Close) -> TeardownItem:
         """Have the caller's teardown run ``close`` (newest first), whatever happens."""
         return self.teardown.register(kind, label, close)

@@ -142,12 +142,7 @@ class AddSkills(Step):
         return entries, versions
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = ctx.agents.get(self.agent_name)
-        if agent is None:
-            up = ", ".join(sorted(ctx.agents)) or "none"
-            raise StepError(f"agent '{self.agent_name}' is not deployed in this task "
-                            f"(deployed: {up})")
-        give = getattr(agent, "give_skills", None)
+        give = getattr(ctx.agent(self.agent_name), "give_skills", None)
         if give is None:
             raise StepError(f"agent '{self.agent_name}' takes no skills here (it is not an "
                             "A2A agent with skill-config/v1)")

@@ -550,7 +550,7 @@ class PromptAgent(Step):
             return text, False  # not the JSON asked for: its text is the next message
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = deployed_agent(ctx, self.agent_name)
+        agent = ctx.agent(self.agent_name)
         started = time.monotonic()
         model = ctx.choices.model  # `agent-env run --model`: replaces the step's own
         step = attrs.evolve(self, model=model) if model else self
@@ -656,7 +656,7 @@ class SnapshotAgentState(Step):
                 f"{_safe_key(self.agent_name)}/")
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = deployed_agent(ctx, self.agent_name)
+        agent = ctx.agent(self.agent_name)
         save = getattr(agent, "save_snapshot", None)
         if save is None:
             raise StepError(f"agent '{self.agent_name}' cannot save snapshots (only A2A agents "
@@ -676,16 +676,6 @@ class SnapshotAgentState(Step):
             raise StepError(f"agent '{self.agent_name}' did not save its snapshot within "
                             f"{self.timeout_seconds:g}s") from None
         ctx.outputs[self.id] = {"agent_name": self.agent_name, **saved}
-
-
-def deployed_agent(ctx: TaskContext, name: str) -> Agent:
-    """The agent a deploy_agent step brought up as ``name``; StepError naming those there are."""
-    agent = ctx.agents.get(name)
-    if agent is None:
-        up = ", ".join(sorted(ctx.agents)) or "none"
-        raise StepError(f"agent '{name}' is not deployed in this task (deployed: {up}); add a "
-                        "deploy_agent step before this one")
-    return agent
 
 
 def _prefix_problems(field: str, prefix: str | None) -> list[str]:
@@ -852,7 +842,7 @@ class VerifyAgentCard(Step):
     verifier_id: str | None = None
 
     async def run(self, ctx: TaskContext) -> None:
-        agent = deployed_agent(ctx, self.agent_name)
+        agent = ctx.agent(self.agent_name)
         card = getattr(agent, "card", None)
         if not isinstance(card, dict):
             raise StepError(f"agent '{self.agent_name}' has no A2A card (an outside player?)")

@@ -150,12 +150,7 @@ class LoadArtifact(Step):
         names (into its container), else the env's or the only sandbox."""
         if self.sandbox_name or not self.agent_name:
             return ctx.target_sandbox(self.sandbox_name, self.env_id).put_file
-        agent = ctx.agents.get(self.agent_name)
-        if agent is None:
-            up = ", ".join(sorted(ctx.agents)) or "none"
-            raise StepError(f"agent '{self.agent_name}' is not deployed in this task (deployed: "
-                            f"{up})")
-        put = getattr(agent, "put_file", None)
+        put = getattr(ctx.agent(self.agent_name), "put_file", None)
         if put is None:
             raise StepError(f"agent '{self.agent_name}' cannot take files (it has no container "
                             "of its own here); load into a sandbox with sandbox_name")
