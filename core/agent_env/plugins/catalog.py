@@ -47,6 +47,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "modify_env_tool_access",
                 "apply_server_config",
                 "snapshot_env",
+                "verify_mcp_tool_schema",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db", "controls-demo"),
         },

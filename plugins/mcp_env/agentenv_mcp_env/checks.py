@@ -104,3 +104,64 @@ async def _dataplane(http: Any, env: GatewayDeployment) -> CheckResult:
         return CheckResult("data plane answers JSON-RPC", False, f"{type(exc).__name__}: {exc}")
     code = ((reply or {}).get("error") or {}).get("code")
     return CheckResult("data plane answers JSON-RPC", code == -32601, f"error code {code}")
+
+
+def _resolved(schema: dict[str, Any], param: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema with a ``#/$defs/`` reference followed (its own keys win)."""
+    ref = str(param.get("$ref", ""))
+    if not ref.startswith("#/$defs/"):
+        return param
+    found = (schema.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
+    return {**found, **{k: v for k, v in param.items() if k != "$ref"}} \
+        if isinstance(found, dict) else param
+
+
+def parameter_issues(schema: dict[str, Any]) -> list[str]:
+    """What a tool's input schema leaves a model to guess, as the reference's validator asks:
+    a parameter without a type or a description, an array without items, an object without
+    properties, an empty enum, an empty ``required`` list."""
+    issues: list[str] = []
+    properties = schema.get("properties") or {}
+    if "required" in schema and properties and not schema["required"]:
+        issues.append("its 'required' list is empty")
+    for name, raw in properties.items():
+        if not isinstance(raw, dict) or not raw:
+            issues.append(f"parameter '{name}' has no schema")
+            continue
+        param = _resolved(schema, raw)
+        typed = "type" in param or any(
+            isinstance(v, dict) and "type" in _resolved(schema, v)
+            for v in param.get("anyOf") or [])
+        if not typed:
+            issues.append(f"parameter '{name}' has no type")
+        if "description" not in param:
+            issues.append(f"parameter '{name}' has no description")
+        if param.get("type") == "array" and "items" not in param:
+            issues.append(f"parameter '{name}' is an array without items")
+        if param.get("type") == "object" and "properties" not in param:
+            issues.append(f"parameter '{name}' is an object without properties")
+        if "enum" in param and not param["enum"]:
+            issues.append(f"parameter '{name}' has an empty enum")
+    return issues
+
+
+async def check_mcp_tool_schema(env: GatewayDeployment) -> list[CheckResult]:
+    """Every tool, as an agent lists it: described, and each parameter typed and described."""
+    from agentenv_protocol.client import McpClient
+    from agentenv_protocol.errors import ProtocolError, TransportError
+
+    try:
+        async with McpClient(env.mcp_url) as client:
+            tools = await client.list_tools()
+    except (ProtocolError, TransportError) as exc:
+        return [CheckResult("tools listed", False, str(exc))]
+    if not tools:
+        return [CheckResult("tools listed", False, "the env lists no tool")]
+    results = []
+    for tool in tools:
+        issues = ([] if (tool.description or "").strip() else ["it has no description"])
+        issues += parameter_issues(dict(tool.input_schema or {}))
+        results.append(CheckResult(f"tool {tool.name}", not issues,
+                                   "; ".join(issues) or "described, every parameter typed and "
+                                                        "described"))
+    return results

@@ -23,6 +23,7 @@ STEPS = {
     "modify_env_tool_access": "control_steps:ModifyEnvToolAccess",
     "apply_server_config": "control_steps:ApplyServerConfig",
     "snapshot_env": "control_steps:SnapshotEnv",
+    "verify_mcp_tool_schema": "steps:VerifyMcpToolSchema",
 }
 
 

@@ -293,7 +293,8 @@ class _EnvCheckStep(Step):
         from agentenv_mcp_env import checks
 
         env = deployment(ctx, self.env_id)
-        results = await getattr(checks, f"check_{self.type.removeprefix('verify_env_')}")(env)
+        name = self.type.removeprefix("verify_env_").removeprefix("verify_")
+        results = await getattr(checks, f"check_{name}")(env)
         rows = [ScoreRow(i, 1.0 if r.passed else 0.0, r.passed, r.why,
                          criterion={"criterion": r.name}) for i, r in enumerate(results)]
         ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
@@ -304,6 +305,15 @@ class VerifyEnvCard(_EnvCheckStep):
     """The composed card: a name, tools with object schemas, named children, operations."""
 
     type = "verify_env_card"
+
+
+@attrs.define(kw_only=True)
+class VerifyMcpToolSchema(_EnvCheckStep):
+    """Every tool as an agent lists it: a description, and each parameter typed and described
+    (arrays with items, objects with properties, no empty enum), a row per tool. The SDK
+    describes a parameter given as ``Annotated[str, "what it is"]``."""
+
+    type = "verify_mcp_tool_schema"
 
 
 @attrs.define(kw_only=True)

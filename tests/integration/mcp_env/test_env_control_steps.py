@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import aiohttp
 import pytest
@@ -263,3 +263,33 @@ async def test_a_snapshot_loads_back_as_it_was_taken() -> None:
                                              loads=LoadedEnvironments(
                                                  current().document_store))
             assert loaded == ["notes"] and notes.notes == ["keep me"]
+
+
+async def test_tool_schemas_are_judged_per_tool() -> None:
+    """verify_mcp_tool_schema: a tool whose parameter is typed and described passes; one with
+    an undescribed parameter, or no description, fails, naming what is missing."""
+    from agentenv_mcp_env.steps import VerifyMcpToolSchema
+
+    @environment_card(name="shop")
+    class Shop(AgentEnvEnvironment):
+        @tool(name="find")
+        def find(self, query: Annotated[str, "words the item's name holds"]) -> str:
+            """Find an item."""
+            return query
+
+        @tool(name="buy")
+        def buy(self, item: str, count: int = 1) -> str:
+            """Buy an item."""
+            return item
+
+    async with serve_env(Shop()) as server, serve_gateway([server.url]) as gw:
+        env = GatewayDeployment(env_id="shop", env_version=1, instance_id="shop-1",
+                                environment_name="shop", url=gw.url, token=gw.token, image="",
+                                gateway_image="", created_at="", expires_at="")
+        ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
+        ctx.add_env("shop", env)
+        await VerifyMcpToolSchema(id="schema", env_id="shop").run(ctx)
+    rows = {r.criterion["criterion"]: r for r in ctx.verifications["schema"].results}
+    assert rows["tool find"].result
+    assert not rows["tool buy"].result
+    assert "parameter 'item' has no description" in rows["tool buy"].justification
