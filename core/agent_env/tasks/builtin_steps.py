@@ -18,6 +18,7 @@ CORE_STEP_TYPES = {
     "load_artifact": f"{_STEPS}.artifact_steps:LoadArtifact",
     "verify_sandbox": f"{_STEPS}.verify_steps:VerifySandbox",
     "aggregate_verifiers": f"{_STEPS}.verify_steps:AggregateVerifiers",
+    "validation_gate_aggregator": f"{_STEPS}.verify_steps:ValidationGateAggregator",
     "teardown_sandboxes": f"{_STEPS}.sandbox_steps:TeardownSandboxes",
     "run_code": f"{_STEPS}.code_steps:RunCode",
     "run_container_unit_tests_verifier":

@@ -314,6 +314,8 @@ class VerifyMcpToolSchema(_EnvCheckStep):
     describes a parameter given as ``Annotated[str, "what it is"]``."""
 
     type = "verify_mcp_tool_schema"
+    #: The gate ``validation_gate_aggregator`` looks for, as the reference names it.
+    verifier_id: str | None = "mcp_tool_schema"
 
 
 @attrs.define(kw_only=True)

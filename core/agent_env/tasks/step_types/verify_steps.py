@@ -149,3 +149,47 @@ class AggregateVerifiers(Step):
             for row in ctx.verifications[verifier_id].results:
                 rows.append(attrs.evolve(row, criterion_index=len(rows)))
         ctx.record_verification(self, self.verifier_id, rows, self.score_aggregator)
+
+
+#: The gates ``validation_gate_aggregator`` requires when a task names none (the reference's).
+DEFAULT_REQUIRED_GATES = ("mcp_tool_schema", "mcp_tool_correctness")
+
+
+@attrs.define(kw_only=True)
+class ValidationGateAggregator(Step):
+    """Roll the verdicts of the validation gates (verifier ids) into one go/no-go.
+
+    A gate passes when its verifier scored 1, is skipped when every row of it was skipped
+    (nothing to check: advisory, never blocking), and counts as failed when no verifier of
+    that id ran (fail-closed). Record-only, as the reference's: the summary is the step's
+    output (``passed``, ``failed_gates``, ``missing_gates``, ``skipped_gates``); whoever runs
+    the validation decides what a failed gate means.
+    """
+
+    type = "validation_gate_aggregator"
+    entity_fields = {"env_id": "envs"}
+
+    env_id: str | None = None
+    required_gates: list[str] = attrs.field(factory=lambda: list(DEFAULT_REQUIRED_GATES))
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if not isinstance(self.required_gates, list) or not self.required_gates or not all(
+                isinstance(g, str) and g for g in self.required_gates):
+            problems.append("required_gates must be a non-empty list of verifier ids")
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        failed, missing, skipped = [], [], []
+        for gate in self.required_gates:
+            found = ctx.verifications.get(gate)
+            if found is None:
+                missing.append(gate)
+            elif found.results and all(row.skipped for row in found.results):
+                skipped.append(gate)
+            elif found.score < 1:
+                failed.append(gate)
+        ctx.outputs[self.id] = {"passed": not failed and not missing,
+                                "required_gates": list(self.required_gates),
+                                "failed_gates": failed, "missing_gates": missing,
+                                "skipped_gates": skipped}
