@@ -289,7 +289,7 @@ async def test_tool_schemas_are_judged_per_tool() -> None:
         ctx = TaskContext(task_id="t", instance_id="t-1", artifacts=MemoryArtifacts())
         ctx.add_env("shop", env)
         await VerifyMcpToolSchema(id="schema", env_id="shop").run(ctx)
-    rows = {r.criterion["criterion"]: r for r in ctx.verifications["schema"].results}
+    rows = {r.criterion["criterion"]: r for r in ctx.verifications["mcp_tool_schema"].results}
     assert rows["tool find"].result
     assert not rows["tool buy"].result
     assert "parameter 'item' has no description" in rows["tool buy"].justification
