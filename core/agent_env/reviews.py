@@ -1,10 +1,11 @@
 """Reviews: a person's go or no-go on a running task (the ``review`` step).
 
 Why records in the document store: the run waits in one process, and the decision comes from
-another (``agent-env task review``, or the explorer), maybe on another machine sharing the
-stores. A review is ``awaiting`` from the moment the step starts; a decision sets it
-``approved`` or ``rejected`` once (a second decision is refused), and the step, which polls,
-goes on or fails accordingly.
+another (``agent-env task review``), maybe on another machine sharing the stores. A review is
+``awaiting`` from the moment the step starts; a decision sets it ``approved`` or ``rejected``
+once (a second decision is refused), and the step, which polls, goes on or fails
+accordingly. A review nobody decided ends ``expired`` (its timeout) or ``cancelled`` (its run
+stopped), so nothing is left awaiting a run that no longer waits.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from agent_env.stores.records import Records
 
 COLLECTION = "reviews"
 AWAITING, APPROVED, REJECTED = "awaiting", "approved", "rejected"
+#: Ends of a review nobody decided: its run stopped (Ctrl-C), or its timeout passed.
+CANCELLED, EXPIRED = "cancelled", "expired"
 DECISIONS = (APPROVED, REJECTED)
 
 

@@ -63,6 +63,20 @@ def test_a_rejection_stops_the_run_with_its_reason(state_root: Any, capsys: Any)
 def test_nobody_deciding_fails_at_the_timeout(state_root: Any) -> None:
     result = run([{**STEPS[0], "timeout_seconds": 0.2}])
     assert result.failures[0].summary == "review 'gate' was not decided within 0.2s"
+    assert [r.state for r in reviews().all()] == ["expired"]  # nothing left awaiting
+
+
+def test_a_stopped_run_leaves_no_review_awaiting(state_root: Any) -> None:
+    async def stop_midway() -> None:
+        ctx = TaskContext(task_id="t", instance_id="run-1", artifacts=MemoryArtifacts())
+        waiting = asyncio.ensure_future(Review(id="gate", poll_interval_seconds=0.05).run(ctx))
+        while not reviews().awaiting():
+            await asyncio.sleep(0.02)
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+
+    asyncio.run(stop_midway())
+    assert [r.state for r in reviews().all()] == ["cancelled"]
 
 
 def test_auto_review_decides_without_anyone(state_root: Any) -> None:

@@ -5,8 +5,9 @@ the person to read, then polls until ``agent-env task review --id <run> --approv
 ``--reject``) decides it, or ``timeout_seconds`` pass (the step fails, naming the review). A
 rejection fails the step with the reviewer's comment, so the steps after it do not run. For
 runs nobody watches, ``--auto-review approve`` (or ``reject``) on ``run`` / ``task run``
-decides every review at once, recorded as decided by ``auto-review``. Ctrl-C leaves nothing
-waiting: the review stays in the record as it was.
+decides every review at once, recorded as decided by ``auto-review``. Nothing is left
+awaiting: a review nobody decided ends ``expired`` at the timeout and ``cancelled`` when the
+run stops (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -51,7 +52,14 @@ class Review(Step):
         return None
 
     async def run(self, ctx: TaskContext) -> None:
-        from agent_env.reviews import APPROVED, AWAITING, REJECTED, reviews
+        from agent_env.reviews import (
+            APPROVED,
+            AWAITING,
+            CANCELLED,
+            EXPIRED,
+            REJECTED,
+            reviews,
+        )
 
         store = reviews()
         await asyncio.to_thread(store.open, ctx.instance_id, self.id, self.label,
@@ -66,17 +74,30 @@ class Review(Step):
                      f"--approve (or --reject)")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_seconds
-        while True:
-            found: Any = await asyncio.to_thread(store.get, f"{ctx.instance_id}:{self.id}")
-            if found is not None and found.state != AWAITING:
-                break
-            if loop.time() >= deadline:
-                raise StepError(f"review '{self.id}' was not decided within "
-                                f"{self.timeout_seconds:g}s")
-            await asyncio.sleep(min(self.poll_interval_seconds,
-                                    max(0.0, deadline - loop.time())))
+        try:
+            while True:
+                found: Any = await asyncio.to_thread(store.get, f"{ctx.instance_id}:{self.id}")
+                if found is not None and found.state != AWAITING:
+                    break
+                if loop.time() >= deadline:
+                    _close(store, ctx.instance_id, self.id, EXPIRED)
+                    raise StepError(f"review '{self.id}' was not decided within "
+                                    f"{self.timeout_seconds:g}s")
+                await asyncio.sleep(min(self.poll_interval_seconds,
+                                        max(0.0, deadline - loop.time())))
+        except asyncio.CancelledError:
+            _close(store, ctx.instance_id, self.id, CANCELLED)
+            raise
         ctx.outputs[self.id] = {"decision": found.state, "decided_by": found.decided_by,
                                 "comment": found.comment}
         if found.state == REJECTED:
             said = f": {found.comment}" if found.comment else ""
             raise StepError(f"review '{self.id}' was rejected by {found.decided_by}{said}")
+
+
+def _close(store: Any, instance_id: str, step_id: str, state: str) -> None:
+    """End a review nobody decided (its run no longer waits); one already decided stays."""
+    try:
+        store.decide(instance_id, step_id, state, "agent-env", None)
+    except ValueError:
+        pass
