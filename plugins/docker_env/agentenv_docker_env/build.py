@@ -27,7 +27,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,34 @@ def build_image(
     )
     for note in plan.notes:
         say(note)
+    with _building(plan.tag, stop):
+        return _build_or_reuse(client, plan, context, dockerfile, labels, build_args, say,
+                               tail, stop, timeout, started, force)
+
+
+#: One lock per image tag this process builds: two tasks of a run that build the same sources
+#: at once (a cold cache) wait for one build, then find its image, instead of building twice.
+_TAG_LOCKS: dict[str, threading.Lock] = {}
+_TAG_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _building(tag: str, stop: threading.Event | None) -> Iterator[None]:
+    with _TAG_LOCKS_GUARD:
+        lock = _TAG_LOCKS.setdefault(tag, threading.Lock())
+    while not lock.acquire(timeout=0.1):
+        if stop is not None and stop.is_set():
+            raise BuildStopped(f"waiting for another build of {tag} was stopped")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _build_or_reuse(client: Any, plan: Any, context: str | Path, dockerfile: str,
+                    labels: Mapping[str, str] | None, build_args: Mapping[str, str] | None,
+                    say: Progress, tail: int, stop: threading.Event | None,
+                    timeout: float, started: float, force: bool) -> BuiltImage:
     if not force:
         existing = _existing_image(client, plan.tag)
         labels_now = (existing.labels or {}) if existing is not None else {}
