@@ -45,6 +45,13 @@ def skill_md(entry: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _written(name: str, description: str, body: str) -> dict[str, Any]:
+    """A skill this step writes itself (for a CLI or files it points the agent at): one
+    name and description, in the entry and in its SKILL.md alike."""
+    return {"name": name, "description": description,
+            "skill_md": skill_md({"name": name, "description": description, "body": body})}
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:45].rstrip("-")
 
@@ -119,14 +126,12 @@ class AddSkills(Step):
                                 f"'{self.agent_name}' (a load_artifact step with agent_name "
                                 f"'{self.agent_name}' must install it first)")
             command, path = cli["command_name"], cli["install_path"]
-            entries.append({"name": f"{_slug(command) or 'tool'}-cli", "description": (
+            entries.append(_written(
+                f"{_slug(command) or 'tool'}-cli",
                 f"Use when working with the {command} environment. Run {path} --help to "
-                "discover its subcommands."), "skill_md": skill_md({
-                    "name": f"{_slug(command) or 'tool'}-cli",
-                    "description": f"Use when working with the {command} environment.",
-                    "body": f"# {command} CLI\n\nInstalled at `{path}`. Run `{path} --help` "
-                            f"for its subcommands, `{path} <subcommand> --help` for their "
-                            "flags."})})
+                "discover its subcommands.",
+                f"# {command} CLI\n\nInstalled at `{path}`. Run `{path} --help` for its "
+                f"subcommands, `{path} <subcommand> --help` for their flags."))
         for artifact_id in self.file_artifact_universe_ids:
             where = placed.get(artifact_id)
             if where is None:
@@ -136,9 +141,7 @@ class AddSkills(Step):
             digest = hashlib.sha256(artifact_id.encode()).hexdigest()[:12]
             name = f"{_slug(artifact_id.rsplit('/', 1)[-1])}-{digest}-files".lstrip("-")
             said = f"Files possibly relevant to the current task are available at {where}."
-            entries.append({"name": name, "description": said,
-                            "skill_md": skill_md({"name": name, "description": said,
-                                                  "body": said})})
+            entries.append(_written(name, said, said))
         return entries, versions
 
     async def run(self, ctx: TaskContext) -> None:

@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from agent_env.api import PreflightView, Step, StepError
+from agentenv_protocol.clock import MAX_RATE  # the gateway's own limit: a day a real second
 
 if TYPE_CHECKING:
     from agent_env.api import TaskContext
 
-#: The fastest a virtual clock may run (the gateway's own limit): a day per real second.
-MAX_RATE = 86400.0
 ACTIONS = ("disable", "enable")
 
 
