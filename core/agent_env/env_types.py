@@ -195,9 +195,9 @@ class EnvType:
         raise StepError(f"with_envs: envs of type '{self.name}' cannot share a deployment")
 
     @classmethod
-    def command(cls) -> click.Group | None:
-        """Commands this env type adds under ``agent-env env`` (``mcp-server put``...);
-        looked up only when ``env`` runs one or lists them."""
+    def command(cls) -> click.Group | Sequence[click.Group] | None:
+        """Commands this env type adds under ``agent-env env`` (``mcp-server put``...), one
+        group or several; looked up only when ``env`` runs one or lists them."""
         return None
 
     async def deploy(self, ctx: TaskContext, sandbox: Sandbox, *, ttl_seconds: int,

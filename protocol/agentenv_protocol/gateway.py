@@ -6,7 +6,7 @@ Run it as::
         [--port 18765] [--token TOKEN] [--mode performance|consistent] [--name NAME]
         [--call-timeout 30] [--ready-timeout 120] [--internal-url URL]
         [--max-body-bytes N] [--prefer-json] [--header-timeout 10] [--body-timeout 30]
-        [--trajectory-dir DIR]
+        [--trajectory-dir DIR] [--website NAME=FRONTEND_URL,BACKEND_URL ...]
 
 ``--token`` defaults to ``$AGENTENV_GATEWAY_TOKEN``; without either a random token is made and
 the capability URL printed. Every route needs the token, as ``Authorization: Bearer <token>``
@@ -23,7 +23,10 @@ to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON l
 with ``?after=<event_id>&limit=`` or ``?offset=&limit=`` in events; kept in a file,
 :mod:`.trajectory_log`), ``POST /trajectory/clear`` (empties it; event ids keep counting, so a
 cursor stays valid), ``/tools/disable``,
-``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``).
+``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``). With ``--website``
+also ``/website/<name>/...`` and ``/svc/<name>/...`` (a website's frontend and backend, each
+request an ``http_request`` trajectory event, :mod:`.websites`) and a ``list_website_urls``
+tool.
 
 ``/ready`` is live: it asks every child's ``/ready`` (within ``--ready-probe-timeout``, 2 s), so
 a killed or frozen env server makes it 503 with the child named under ``down``. Connections
@@ -32,8 +35,8 @@ within ``--body-timeout``, unauthenticated connections per client are capped (a 
 closes its connection), and a malformed request is a 400/401 and one log line, never a
 traceback.
 
-Children are waited for (``GET /ready`` 200; a server without ``/ready`` is ready when ``/mcp``
-answers below 500). A tool name served by two children is served by none, reported on
+Children are waited for (``GET /ready`` 200; a server without ``/ready``, whose ``/ready``
+answers 4xx, is ready when ``/mcp`` answers below 500). A tool name served by two children is served by none, reported on
 ``/state``, and keeps ``/ready`` at 503. Calls carry the caller's role and session to the
 child in ``_meta``. In ``performance`` mode calls run concurrently; ``consistent`` runs them
 one at a time. Trajectory events: ``tool_call``; then ``tool_call_result`` when the child
@@ -100,6 +103,7 @@ from .guard import (
 from .http1 import Http1Pool
 from .mcp_http import McpEndpoint, error_response, json_response
 from .trajectory_log import TrajectoryLog
+from .websites import Site, Websites, parse_site
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 
 DEFAULT_PORT = 18765
@@ -228,7 +232,7 @@ class Child:
                     status = resp.status
                 if status == 200:
                     return
-                if status in (404, 405):
+                if 400 <= status < 500:  # no /ready route (Playwright MCP answers 400)
                     async with http.get(self.url + "/mcp", timeout=probe) as resp:
                         if resp.status < 500:
                             return
@@ -279,11 +283,12 @@ class Gateway:
                  name: str = "gateway", call_timeout: float = 30.0, ready_timeout: float = 120.0,
                  internal_url: str | None = None, trajectory_dir: str | None = None,
                  ready_probe_timeout: float = 2.0,
-                 asides: Mapping[str, str] | None = None) -> None:
+                 asides: Mapping[str, str] | None = None,
+                 websites: Sequence[Site] = ()) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if not children:
-            raise ValueError("a gateway needs at least one child URL")
+        if not children and not websites:
+            raise ValueError("a gateway needs at least one child URL or website")
         self.token = token
         self.mode = mode
         self.name = name
@@ -293,6 +298,9 @@ class Gateway:
         self.children = [Child(u, i) for i, u in enumerate(children)]
         #: Servers reached only through ``/env/<name>/...`` (see the module).
         self.asides = {name: url.rstrip("/") for name, url in (asides or {}).items()}
+        #: A ``website`` env's sites (:mod:`.websites`).
+        self.websites = Websites({site.name: site for site in websites}, self._record_http,
+                                 internal_url=self.internal_url)
         self.by_name: dict[str, Child] = {}
         self.tools: dict[str, tuple[Child, dict[str, Any]]] = {}
         self.clashes: dict[str, list[str]] = {}
@@ -318,6 +326,9 @@ class Gateway:
             connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
             timeout=aiohttp.ClientTimeout(total=self.call_timeout))
         self._tasks = [asyncio.create_task(self._bring_up(c)) for c in self.children]
+        if self.websites.sites:
+            self._tasks.append(asyncio.create_task(
+                self.websites.bring_up(self._http, self.ready_timeout)))
 
     async def stop(self, app: web.Application) -> None:
         for task in self._tasks:
@@ -342,7 +353,8 @@ class Gateway:
         return self.ready
 
     async def _first_outcomes(self) -> None:
-        while any(not c.ready and c.error is None for c in self.children):
+        while any(not c.ready and c.error is None for c in self.children) or \
+                any(why == "not probed yet" for why in self.websites.waiting.values()):
             await asyncio.sleep(0.01)
 
     async def _bring_up(self, child: Child) -> None:
@@ -385,7 +397,8 @@ class Gateway:
 
     @property
     def ready(self) -> bool:
-        return all(c.ready for c in self.children) and not self.clashes
+        return all(c.ready for c in self.children) and not self.clashes \
+            and self.websites.ready
 
     # -- MCP ToolHost -----------------------------------------------------------------------
     def _visible(self, tool: dict[str, Any], role: str | None) -> bool:
@@ -400,6 +413,8 @@ class Gateway:
             listing = self._listing
         if self.clock.armed and "get_time" not in self.tools:
             listing = [*listing, _GET_TIME_TOOL]
+        if self.websites.sites and "list_website_urls" not in self.tools:
+            listing = [*listing, self.websites.list_tool()]
         return listing
 
     def _record(self, kind: str, call_id: str, caller: Caller, tool: str,
@@ -407,6 +422,14 @@ class Gateway:
         event = {"event_id": f"evt-{next(self._event_ids)}", "type": kind,
                  "timestamp_utc": _now_utc(), "role": caller.role or "default",
                  "session": caller.session, "call_id": call_id, "tool": tool, **fields}
+        if self.clock.armed:
+            event["virtual_time"] = self.clock.now_iso()
+        self.trajectory.append(event)
+
+    def _record_http(self, **fields: Any) -> None:
+        """An ``http_request`` event (a website request, :mod:`.websites`)."""
+        event = {"event_id": f"evt-{next(self._event_ids)}", "type": "http_request",
+                 "timestamp_utc": _now_utc(), "role": "default", **fields}
         if self.clock.armed:
             event["virtual_time"] = self.clock.now_iso()
         self.trajectory.append(event)
@@ -420,8 +443,13 @@ class Gateway:
         start = time.perf_counter()
         entry = self.tools.get(name)
         if entry is None:
+            own = None
             if name == "get_time" and self.clock.armed:
-                result = self._get_time(arguments)
+                own = self._get_time(arguments)
+            elif name == "list_website_urls" and self.websites.sites:
+                own = self.websites.list_result()
+            if own is not None:
+                result = own
                 self._record("tool_call_result", call_id, caller, name, env=None,
                              is_error=bool(result.get("isError")), result=result,
                              duration_ms=_ms(start))
@@ -499,10 +527,16 @@ class Gateway:
         """Ready when every child is connected, no tool name clashes, and every child answers
         its ``/ready`` now (a killed or frozen env server is ``down``)."""
         down = await self.probe_children() if self.ready else {}
+        if self.ready and not down and self.websites.sites:
+            assert self._http is not None
+            down = {f"website {name}": why
+                    for name, why in (await self.websites.probe(self._http)).items()}
         if self.ready and not down:
             return json_response({"ready": True})
         return json_response({"ready": False, "clashes": self.clashes,
-                              "waiting": [c.url for c in self.children if not c.ready],
+                              "waiting": [c.url for c in self.children if not c.ready]
+                              + [f"website {name}: {why}"
+                                 for name, why in self.websites.waiting.items()],
                               "down": down}, status=503)
 
     async def probe_children(self) -> dict[str, str]:
@@ -522,7 +556,7 @@ class Gateway:
                 async with http.get(child.url + "/ready", timeout=timeout) as resp:
                     if resp.status == 200:
                         return None
-                    if resp.status in (404, 405):  # a server without /ready: /mcp below 500
+                    if 400 <= resp.status < 500:  # a server without /ready: /mcp below 500
                         async with http.get(child.url + "/mcp", timeout=timeout) as mcp:
                             return None if mcp.status < 500 else f"/mcp answered {mcp.status}"
                     return f"/ready answered {resp.status}"
@@ -541,6 +575,10 @@ class Gateway:
                           "tools": [t["name"] for t in c.tools]} for c in self.children],
             "tools": {n: c.name for n, (c, _) in sorted(self.tools.items())},
             "clashes": self.clashes,
+            "websites": {name: {"frontend": site.frontend, "backend": site.backend,
+                                "ready": name not in self.websites.waiting,
+                                "error": self.websites.waiting.get(name)}
+                         for name, site in self.websites.sites.items()},
             "rules": self.rules.snapshot(),
             "clock": self.clock.state(self._time_url(request)),
             "calls": {"total": self.calls, "in_flight": self.in_flight,
@@ -866,6 +904,7 @@ def create_gateway_app(
     ready_probe_timeout: float = 2.0,
     fast_lane: bool = True,
     asides: Mapping[str, str] | None = None,
+    websites: Sequence[Site] = (),
 ) -> web.Application:
     """Build the gateway app over ``children`` (base URLs of env servers).
 
@@ -877,12 +916,13 @@ def create_gateway_app(
     ``main`` does); ``trajectory_dir`` where the trajectory file lives (default: temp).
     ``fast_lane``: answer plain ``POST /mcp`` requests in the :mod:`.fast_lane` (same
     replies, less CPU); off, aiohttp answers everything. ``asides``: name -> base URL of servers
-    reached only through ``/env/<name>/...`` (no tools in the namespace, not in the card).
+    reached only through ``/env/<name>/...`` (no tools in the namespace, not in the card);
+    ``websites``: a ``website`` env's sites (:mod:`.websites`).
     """
     gateway = Gateway(children, token=token, mode=mode, name=name, call_timeout=call_timeout,
                       ready_timeout=ready_timeout, internal_url=internal_url,
                       trajectory_dir=trajectory_dir, ready_probe_timeout=ready_probe_timeout,
-                      asides=asides)
+                      asides=asides, websites=websites)
     mcp = McpEndpoint(gateway, server_name=name, prefer_json=prefer_json, page_size=page_size)
     app = web.Application(client_max_size=max_body_bytes,
                           middlewares=[_auth_middleware(token)])
@@ -918,6 +958,10 @@ def create_gateway_app(
         ("POST", "/clock/clear", gateway.clock_clear_route),
         ("GET", "/clock/state", gateway.clock_state_route),
         ("*", "/env/{child}/{tail:.*}", gateway.proxy_route),
+        ("*", "/website/{site}", gateway.websites.route),
+        ("*", "/website/{site}/{tail:.*}", gateway.websites.route),
+        ("*", "/svc/{site}", gateway.websites.route),
+        ("*", "/svc/{site}/{tail:.*}", gateway.websites.route),
     ]
     for method, path, handler in routes:
         app.router.add_route(method, path, handler)
@@ -935,8 +979,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The ``python -m agentenv_protocol.gateway`` entry point (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m agentenv_protocol.gateway",
                                      description="Authenticated MCP gateway over env servers.")
-    parser.add_argument("--child", action="append", required=True, metavar="URL",
+    parser.add_argument("--child", action="append", default=[], metavar="URL",
                         help="base URL of an env server (repeat for several)")
+    parser.add_argument("--website", action="append", default=[],
+                        metavar="NAME=FRONTEND_URL,BACKEND_URL",
+                        help="a website served at /website/NAME/ and /svc/NAME/ (repeat)")
     parser.add_argument("--aside", action="append", default=[], metavar="NAME=URL",
                         help="a server reached only at /env/NAME/... (repeat for several)")
     parser.add_argument("--host", default=os.environ.get("MCP_HOST", "0.0.0.0"))
@@ -965,6 +1012,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     asides = dict(aside.split("=", 1) for aside in args.aside if "=" in aside)
     if len(asides) != len(args.aside):
         parser.error("--aside takes NAME=URL")
+    try:
+        websites = [parse_site(spec) for spec in args.website]
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not args.child and not websites:
+        parser.error("give at least one --child URL or --website")
     token = args.token
     if not token:
         token = secrets.token_urlsafe(24)
@@ -977,7 +1030,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                              limits=Limits(header_timeout=args.header_timeout,
                                            body_timeout=args.body_timeout,
                                            max_pending_per_client=args.max_pending_per_client),
-                             trajectory_dir=args.trajectory_dir, asides=asides)
+                             trajectory_dir=args.trajectory_dir, asides=asides,
+                             websites=websites)
     print(f"agentenv gateway on http://{args.host}:{args.port} over {len(args.child)} child(ren)",
           flush=True)
     run_guarded(app, args.host, args.port)

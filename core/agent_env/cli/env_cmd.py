@@ -42,11 +42,12 @@ class EnvGroup(click.Group):
         registry = current().host.registry("env_type")
         for name in registry:
             try:
-                command = registry[name].command()
+                offered = registry[name].command()
             except Exception:  # one broken env type must not hide the others' commands
                 continue
-            if command is not None and command.name:
-                found.setdefault(command.name, command)
+            for command in offered if isinstance(offered, (list, tuple)) else [offered]:
+                if command is not None and command.name:
+                    found.setdefault(command.name, command)
         return found
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -37,7 +37,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agentenv-framework-mcp-env",
         None,
         {
-            "env_type": ("gateway_server", "mcp_server", "multi", "service", "service_db"),
+            "env_type": ("gateway_server", "mcp_server", "multi", "service", "service_db",
+                         "website"),
             "step_type": (
                 "env_outcome_verifier",
                 "reset_env",

@@ -46,7 +46,8 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
-            BundleSource("db-orders", BUNDLES / "db-orders")]
+            BundleSource("db-orders", BUNDLES / "db-orders"),
+            BundleSource("website-todo", BUNDLES / "website-todo")]
 
 
 #: step type -> "module:class", imported when a task uses it

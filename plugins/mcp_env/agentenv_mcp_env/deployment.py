@@ -120,6 +120,9 @@ class GatewayDeployment:
     servers: tuple[EnvServerRecord, ...] = ()
     #: The service containers beside them (a ``multi`` env's ``service_envs``).
     services: tuple[EnvServerRecord, ...] = ()
+    #: The websites behind the gateway (a ``website`` env's): each its backend container
+    #: (also among ``services``), which environment data seeds by the website's name.
+    websites: tuple[EnvServerRecord, ...] = ()
     #: The env state it deployed with: ``{"type", "instance_id"}`` (None: none).
     env_state: dict[str, Any] | None = None
     #: What its servers could reach outside (``none`` or ``open``).
@@ -151,6 +154,9 @@ class GatewayDeployment:
 
         extra = ({"db_mcp": f"{self.url}/env/{DB_MCP}/mcp"}
                  if any(s.container == DB_MCP for s in self.services) else {})
+        for site in self.websites:
+            extra[f"website_{site.environment_name}"] = \
+                f"{self.url}/website/{site.environment_name}/"
         return {"mcp": f"{self.url}/mcp", "gateway": self.url, **extra}
 
     def client_configs(self) -> list[tuple[str, str, Any]]:
@@ -184,13 +190,19 @@ class GatewayDeployment:
 
     def environment_names(self) -> list[str]:
         """The servers environment data can seed, by name (see :mod:`.seeding`)."""
-        return [s.environment_name for s in self.servers if s.environment_name]
+        return [s.environment_name for s in (*self.servers, *self.websites)
+                if s.environment_name]
 
     async def load_environment(self, name: str, file: ArtifactFile) -> None:
-        """Seed server ``name`` with ``file``: ``data/reset``, then ``data/add`` of it."""
-        from agentenv_mcp_env.seeding import seed_server
+        """Seed server (or website) ``name`` with ``file``: ``data/reset``, then ``data/add``
+        of it."""
+        from agentenv_mcp_env.seeding import seed_server, seed_website
 
-        await seed_server(self, name, file)
+        site = next((s for s in self.websites if s.environment_name == name), None)
+        if site is not None:
+            await seed_website(self, site, file)
+        else:
+            await seed_server(self, name, file)
 
     def step_output(self) -> dict[str, Any]:
         """``deploy_env``'s output: where it is, its tools and the image of each server."""
@@ -208,6 +220,7 @@ class GatewayDeployment:
             "tools": list(self.tools),
             "servers": [attrs.asdict(server) for server in self.servers],
             "services": [attrs.asdict(service) for service in self.services],
+            "websites": [attrs.asdict(site) for site in self.websites],
             "env_state": self.env_state, "network_policy": self.network_policy,
             "sandbox": sandbox_record(self.sandbox) if self.sandbox is not None else None,
         }
@@ -406,7 +419,7 @@ class McpServerEnv(EnvType):
             name=server.container, image=ref,
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
                  "ENVIRONMENT_NAME": server.environment_name,
-                 **self.state_env(server, env_state)},
+                 **self.state_env(server, env_state), **self.server_env(server, token)},
             labels={**labels, ENV_LABEL: server.source.id}, outbound=policy == "open",
         ) for server, ref in zip(self.servers, env_refs, strict=True)]
         specs.append(ContainerSpec(
@@ -415,6 +428,7 @@ class McpServerEnv(EnvType):
             command=gateway_command([server.url for server in self.servers],
                                     name=self.environment_name, ready_timeout=ready_timeout,
                                     mode=gateway_mode, asides=asides(services),
+                                    websites=self.gateway_websites(),
                                     internal_url=f"http://{GATEWAY_CONTAINER}:{GATEWAY_PORT}"),
             publish=(GATEWAY_PORT,), labels=labels,
         ))
@@ -444,7 +458,8 @@ class McpServerEnv(EnvType):
             servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, ref,
                                           s.environment_name)
                           for s, ref in zip(self.servers, env_refs, strict=True)),
-            services=services, network_policy=policy,
+            services=services, websites=self.website_records(services),
+            network_policy=policy,
             env_state=(None if env_state is None else
                        {"type": env_state.state_type,
                         "instance_id": env_state.instance.instance_id
@@ -463,6 +478,21 @@ class McpServerEnv(EnvType):
             expires_at=entry.expires_at.isoformat(), sandbox=sandbox,
             servers=tuple(EnvServerRecord(s.source.id, s.source.version, s.container, "",
                                           s.environment_name) for s in self.servers))
+
+    # -- what a type deploying more than MCP servers adds (a website's) ----------------------
+
+    def server_env(self, server: EnvServer, token: str) -> dict[str, str]:
+        """More environment for ``server``'s container (``token``: the gateway's)."""
+        return {}
+
+    def gateway_websites(self) -> list[str]:
+        """The gateway's ``--website`` values (see :mod:`agentenv_protocol.websites`)."""
+        return []
+
+    def website_records(self, services: Sequence[EnvServerRecord],
+                        ) -> tuple[EnvServerRecord, ...]:
+        """Which of the started ``services`` are websites' backends (seeded by name)."""
+        return ()
 
     # -- services: containers the env servers need up first ----------------------------------
 

@@ -34,10 +34,12 @@ def write_gateway_context(folder: Path, base_image: str = BASE_IMAGE) -> Path:
 
 def gateway_command(children: list[str], *, name: str, ready_timeout: float,
                     mode: str = "performance", asides: dict[str, str] | None = None,
-                    internal_url: str | None = None) -> tuple[str, ...]:
+                    internal_url: str | None = None,
+                    websites: list[str] | None = None) -> tuple[str, ...]:
     """The gateway's argv; the token comes from ``AGENTENV_GATEWAY_TOKEN``, never the argv.
     ``asides``: servers it reaches only at ``/env/<name>/...`` (the env state's db-mcp);
-    ``internal_url``: how its servers reach it (the clock/v1 time URL it hands them)."""
+    ``internal_url``: how its servers reach it (the clock/v1 time URL it hands them);
+    ``websites``: ``NAME=FRONTEND_URL,BACKEND_URL`` of a website env's sites."""
     argv = ["python", "-m", "agentenv_protocol.gateway", "--host", "0.0.0.0",
             "--port", str(GATEWAY_PORT), "--name", name, "--ready-timeout", f"{ready_timeout:g}",
             "--mode", mode]
@@ -47,4 +49,6 @@ def gateway_command(children: list[str], *, name: str, ready_timeout: float,
         argv += ["--child", child]
     for aside, url in (asides or {}).items():
         argv += ["--aside", f"{aside}={url}"]
+    for site in websites or []:
+        argv += ["--website", site]
     return tuple(argv)
