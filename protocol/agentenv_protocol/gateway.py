@@ -36,13 +36,14 @@ closes its connection), and a malformed request is a 400/401 and one log line, n
 traceback.
 
 Children are waited for (``GET /ready`` 200; a server without ``/ready``, whose ``/ready``
-answers 4xx, is ready when ``/mcp`` answers below 500). A tool name served by two children is served by none, reported on
-``/state``, and keeps ``/ready`` at 503. Calls carry the caller's role and session to the
-child in ``_meta``. In ``performance`` mode calls run concurrently; ``consistent`` runs them
-one at a time. Trajectory events: ``tool_call``; then ``tool_call_result`` when the child
-answered (``is_error`` tells a tool-level failure; ``changelog_id_before`` and ``changelog_id``
-when the child keeps a changelog, :mod:`.changes`) or ``tool_call_failed`` when it did not
-(timeout, unreachable) or the gateway refused the call. A child's ``GET /changes`` is read
+answers 4xx, is ready when ``/mcp`` answers below 500). A tool name served by two children
+is served by none, reported on ``/state``, and keeps ``/ready`` at 503. Calls carry the
+caller's role and session to the child in ``_meta``. In ``performance`` mode calls run
+concurrently; ``consistent`` runs them one at a time. Trajectory events: ``tool_call``;
+then ``tool_call_result`` when the child answered (``is_error`` tells a tool-level failure;
+``changelog_id_before`` and ``changelog_id`` when the child keeps a changelog,
+:mod:`.changes`) or ``tool_call_failed`` when it did not (timeout, unreachable) or the
+gateway refused the call. A child's ``GET /changes`` is read
 through its pass-through, ``/env/<child>/changes``.
 
 A forwarded call fails fast when its env server is gone: once a call (tool, data plane or

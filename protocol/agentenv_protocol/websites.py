@@ -123,7 +123,7 @@ class Websites:
         try:
             response = await self._forward(request, f"{base}/{tail}", body,
                                            prefix=request.path[:len(request.path) - len(tail)])
-            status, size = response.status, len(response.body or b"")
+            status, size = response.status, response.content_length or 0
             return response
         except (TimeoutError, aiohttp.ClientError) as exc:
             why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
