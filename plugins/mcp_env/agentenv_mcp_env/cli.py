@@ -98,7 +98,7 @@ def multi() -> None:
 @click.option("--service", "services", multiple=True, type=ENTITY_ID, metavar="ENV_ID",
               help="A stored service env started beside them (a database...); repeatable.")
 @click.option("--website", "websites", multiple=True, metavar="ENV_ID",
-              help="Refused: the website env type is not installed here.")
+              help="Refused: a multi env does not hold websites yet.")
 @click.option("--name", help="What clients call it (default: the id's last part).")
 @click.option("--env-provider-type", default="gateway", show_default=True,
               type=click.Choice(["gateway"]), help="How it deploys: behind one gateway.")
@@ -111,8 +111,8 @@ def put_multi(env_id: str, mcp_servers: tuple[str, ...], services: tuple[str, ..
     from agent_env.api import UserError, load_env_source, put_settings_env, stored_artifacts
 
     if websites:
-        raise UserError("--website: the website env type is not installed here; a multi env "
-                        "deploys mcp_server envs (--mcp-server)")
+        raise UserError("--website: a multi env does not hold websites yet; deploy the "
+                        "website env on its own (its browser comes with it)")
     artifacts = stored_artifacts()
     for option, children, kind, how in (
             ("--mcp-server", mcp_servers, "mcp_server", "agent-env env mcp-server put"),

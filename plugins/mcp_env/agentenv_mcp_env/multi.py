@@ -19,7 +19,7 @@ own ``name`` on the same private network, and the env servers start once each is
 :mod:`agentenv_mcp_env.service`).
 
 What the reference's multi env also has and this one refuses by name at preflight:
-``website_envs`` (the website env type is not installed) and an ``env_provider_type`` other
+``website_envs`` (a website env deploys on its own, with its browser) and an ``env_provider_type`` other
 than ``gateway``.
 """
 
@@ -167,8 +167,8 @@ class MultiEnv(McpServerEnv):
             problems.append(f"{where}: unknown key(s) {', '.join(unknown)} (a multi env "
                             f"takes: {', '.join(KEYS)}, environment_name, id, type)")
         if settings.get("website_envs"):
-            problems.append(f"{where}: website_envs: the website env type is not installed "
-                            "here; a multi env deploys mcp_server envs")
+            problems.append(f"{where}: website_envs: a multi env does not hold websites yet; "
+                            "deploy the website env on its own (its browser comes with it)")
         problems += policy_problems(where, settings)
         provider = settings.get("env_provider_type", "gateway")
         if provider != "gateway":
