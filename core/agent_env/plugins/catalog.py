@@ -65,7 +65,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                           "agent_prompt_response_verifier", "verify_agent_card",
                           "scripted_model", "add_skills"),
             "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke",
-                       "db-orders"),
+                       "db-orders", "website-todo"),
         },
     ),
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a

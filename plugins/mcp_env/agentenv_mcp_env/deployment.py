@@ -449,7 +449,8 @@ class McpServerEnv(EnvType):
         # The timeout counts from the containers' start: a cold build may take minutes.
         ready = await wait_ready(url, token, ready_timeout, sandbox=sandbox,
                                  env_name=self.environment_name,
-                                 containers=[s.container for s in self.servers])
+                                 containers=[*(s.container for s in self.servers),
+                                             *self.shown_containers()])
         return GatewayDeployment(
             env_id=self.source.id, env_version=self.source.version, instance_id=instance_id,
             environment_name=self.environment_name, url=url, token=token, image=env_refs[0],
@@ -487,6 +488,10 @@ class McpServerEnv(EnvType):
 
     def gateway_websites(self) -> list[str]:
         """The gateway's ``--website`` values (see :mod:`agentenv_protocol.websites`)."""
+        return []
+
+    def shown_containers(self) -> list[str]:
+        """More containers whose last log lines a deploy that failed shows (a website's)."""
         return []
 
     def website_records(self, services: Sequence[EnvServerRecord],

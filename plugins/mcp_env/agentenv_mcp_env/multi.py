@@ -19,8 +19,8 @@ own ``name`` on the same private network, and the env servers start once each is
 :mod:`agentenv_mcp_env.service`).
 
 What the reference's multi env also has and this one refuses by name at preflight:
-``website_envs`` (a website env deploys on its own, with its browser) and an ``env_provider_type`` other
-than ``gateway``.
+``website_envs`` (a website env deploys on its own, with its browser) and an
+``env_provider_type`` other than ``gateway``.
 """
 
 from __future__ import annotations

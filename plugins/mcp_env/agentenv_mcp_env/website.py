@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_env.api import EnvSource, StepError, build_with_progress, write_env_files
@@ -43,7 +42,7 @@ from agentenv_mcp_env.deployment import (
     PlannedService,
     policy_problems,
 )
-from agentenv_mcp_env.sources import scratch_folder
+from agentenv_mcp_env.sources import WEBSITE_BROWSER_CONTEXT, scratch_folder
 
 if TYPE_CHECKING:
     from agent_env.api import EnvStateChoice, Sandbox
@@ -58,7 +57,6 @@ FRONTEND_SUFFIX = "website-frontend"
 BROWSER_CONTAINER = "website-browser"
 #: The env a stored browser is looked up under (``env website-browser put``'s default id).
 BROWSER_ENV_ID = "website-browser"
-BROWSER_CONTEXT = Path(__file__).parent / "website_browser"
 
 
 def builtin_browser() -> EnvSource:
@@ -141,7 +139,7 @@ class WebsiteEnv(McpServerEnv):
 
     async def _build_env(self, sandbox: Sandbox, source: EnvSource, say: Any) -> str:
         if source.id == builtin_browser().id:
-            return await build_with_progress(sandbox, str(BROWSER_CONTEXT), BROWSER_CONTAINER,
+            return await build_with_progress(sandbox, str(WEBSITE_BROWSER_CONTEXT), BROWSER_CONTAINER,
                                              {ENV_LABEL: source.id}, "envs/website-browser",
                                              say)
         return await super()._build_env(sandbox, source, say)
@@ -212,6 +210,9 @@ class WebsiteEnv(McpServerEnv):
     def gateway_websites(self) -> list[str]:
         return [f"{self.environment_name}=http://{self.frontend}:{FRONTEND_PORT},"
                 f"http://{self.backend}:{BACKEND_PORT}"]
+
+    def shown_containers(self) -> list[str]:
+        return [self.backend, self.frontend]
 
     def website_records(self, services: Sequence[EnvServerRecord],
                         ) -> tuple[EnvServerRecord, ...]:

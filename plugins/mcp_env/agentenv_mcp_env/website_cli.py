@@ -106,7 +106,8 @@ def put_browser(env_id: str) -> None:
     """Store the shipped website-browser as an mcp_server env (website deploys build it from
     there; without one stored they build the shipped folder itself)."""
     from agent_env.api import put_env
-    from agentenv_mcp_env.website import BROWSER_CONTEXT
+    from agentenv_mcp_env.sources import WEBSITE_BROWSER_CONTEXT
 
-    for line in put_env(env_id, "mcp_server", BROWSER_CONTEXT, None, None, "website-browser"):
+    for line in put_env(env_id, "mcp_server", WEBSITE_BROWSER_CONTEXT, None, None,
+                        "website-browser"):
         echo(line)

@@ -16,7 +16,7 @@ from cli_runner import cli
           "not 7"),
     ('""', "type must be the name of an env type"),
     ('"nosuch"', "envs/e: no env type named 'nosuch' (installed: gateway_server, mcp_server, "
-                 "multi, service, service_db)"),
+                 "multi, service, service_db, website)"),
 ])
 def test_an_unknown_env_type_fails_preflight(state_root: Path, tmp_path: Path, capsys: Any,
                                              declared: str, why: str) -> None:

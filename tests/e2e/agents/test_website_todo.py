@@ -1,0 +1,69 @@
+"""``agent-env run website-todo`` via the CLI: a website env (backend, frontend, Chromium
+through Playwright MCP, the gateway) where the scripted model-agent adds an item in the browser,
+offline, and nothing is left behind; and a website whose backend never answers fails its
+deploy naming the backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+AGENT_ENV = Path(sys.executable).with_name("agent-env")
+
+
+def agent_env(state: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state)}
+    for name in ("AGENT_ENV_CONFIG", "AGENT_ENV_MODEL_BASE_URL", "AGENT_ENV_MODEL_API_KEY"):
+        env.pop(name, None)
+    return subprocess.run([str(AGENT_ENV), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, check=False)
+
+
+def test_website_todo_adds_an_item_through_the_browser(tmp_path: Path, left_by: Any) -> None:
+    run = agent_env(tmp_path, "run", "website-todo")
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    assert "tasks/add-item.json v1: passed (state: 1)" in out
+    assert re.search(r"envs/website-browser: image agentenv/website-browser:[0-9a-f]{16}", out)
+    assert re.search(r"envs/todo/backend: image agentenv/todo-backend:[0-9a-f]{16}", out)
+    assert "with model scripted:todo_script: 7 model call(s)" in out
+    assert "6 tool call(s)" in out
+    assert left_by(out) == []
+
+    # the verifier's rows: the app's state (data/get) and the browser's POST in the trajectory
+    show = agent_env(tmp_path, "task", "get-instance",
+                     re.search(r"instance (\S+add-item-\w+)", out).group(1))  # type: ignore[union-attr]
+    text = json.dumps(json.loads(show.stdout))
+    assert "the app's list is ['water the plants', 'buy oat milk']" in text
+    assert "1 POST /api/todos with the item went through the gateway" in text
+
+
+def test_a_backend_that_never_answers_fails_the_deploy_naming_it(tmp_path: Path,
+                                                                  left_by: Any) -> None:
+    bundle = tmp_path / "broken-site"
+    env = bundle / "envs" / "site"
+    for role, command in (("backend", '["python", "-c", "import time; time.sleep(600)"]'),
+                          ("frontend", '["python", "-m", "http.server", "80"]')):
+        (env / role).mkdir(parents=True)
+        (env / role / "Dockerfile").write_text(f"FROM python:3.11-slim\nCMD {command}\n")
+    (env / "env.toml").write_text('type = "website"\nenvironment_name = "site"\n')
+    (bundle / "tasks").mkdir()
+    (bundle / "tasks" / "t.json").write_text(json.dumps([
+        {"id": "deploy", "type": "deploy_env", "env_id": "site", "sandbox_type": "docker",
+         "ready_timeout_seconds": 20}]))
+    run = agent_env(tmp_path / "state", "run", str(bundle))
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out
+    assert "env site was not ready within 20s" in out, out
+    assert "website site: its backend is unreachable or not HTTP" in out, out
+    assert "--- last log lines of the site-website-backend container ---" in out, out
+    assert left_by(run.stdout) == []
