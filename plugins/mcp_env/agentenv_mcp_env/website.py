@@ -139,9 +139,9 @@ class WebsiteEnv(McpServerEnv):
 
     async def _build_env(self, sandbox: Sandbox, source: EnvSource, say: Any) -> str:
         if source.id == builtin_browser().id:
-            return await build_with_progress(sandbox, str(WEBSITE_BROWSER_CONTEXT), BROWSER_CONTAINER,
-                                             {ENV_LABEL: source.id}, "envs/website-browser",
-                                             say)
+            return await build_with_progress(sandbox, str(WEBSITE_BROWSER_CONTEXT),
+                                             BROWSER_CONTAINER, {ENV_LABEL: source.id},
+                                             "envs/website-browser", say)
         return await super()._build_env(sandbox, source, say)
 
     async def _build_role(self, sandbox: Sandbox, role: str, say: Any) -> str:

@@ -74,7 +74,7 @@ async def _events(gw: RunningServer) -> list[dict[str, Any]]:
 
 async def test_pages_and_api_go_through_and_each_request_is_an_event(
         gateway: RunningServer, site: Any) -> None:
-    front, back, _, _ = site
+    _, back, _, _ = site
     async with aiohttp.ClientSession() as http:
         async with http.get(gateway.url_for("/website/shop/index.html?q=1")) as resp:
             assert resp.status == 200
@@ -118,7 +118,7 @@ async def test_only_the_envs_own_servers_are_reached(gateway: RunningServer,
                                                      site: Any) -> None:
     """An unknown name is a 404 naming the sites; a path that looks like another host stays
     a path on the site; the gateway's token never goes upstream."""
-    front, back, _, _ = site
+    front, *_ = site
     async with aiohttp.ClientSession() as http:
         async with http.get(gateway.url_for("/website/example.com/")) as resp:
             assert resp.status == 404
@@ -153,7 +153,7 @@ async def test_list_website_urls_names_the_site_as_the_browser_reaches_it(
 
 
 async def test_ready_waits_for_the_backend_and_names_it(site: Any) -> None:
-    front, back, f, b = site
+    _, back, f, b = site
     back.healthy = False
     async with serve_gateway([], websites=[Site("shop", f.url, b.url)], settle_timeout=1,
                              ready_timeout=10) as gw, aiohttp.ClientSession() as http:
