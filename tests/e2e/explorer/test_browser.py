@@ -28,6 +28,8 @@ CHROMIUM = os.environ.get("AGENTENV_CHROMIUM", "/usr/bin/chromium")
 AGENT_RUN = "@local/demo/agents/ask-0000agent"
 FAILED_RUN = "@local/demo/agents/ask-0000fail"
 LIVE_RUN = "@local/demo/agents/ask-0000live"
+SHOT_RUN = "@local/demo/web/add-0000shot"
+SHOT_KEY = "runs/demo/prompt_agent_trajectories/prompt_id=ask/trajectory-agent.json"
 GROUP = "evalrun-browser1"
 SLOTS = tuple(Slot(index=i, task_id=f"@local/demo/eval/task-{i // 2}", task_version=1,
                    sample=i % 2) for i in range(4))
@@ -68,6 +70,21 @@ def trajectory(reply: str) -> list[dict[str, Any]]:
          "result": "hi", "is_error": False},
         {"type": "answer", "text": reply},
     ]
+
+
+def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A one-colour PNG, made with the standard library (what a browser screenshot is)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2,
+                                                              0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def _skip_or_fail(message: str) -> NoReturn:
@@ -111,6 +128,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     documents.insert("task_instances", record(
         LIVE_RUN, status="running", outcome=None, finished_at_utc=None, completed_steps=["deploy"],
         started_at_utc="2020-02-01T08:00:00.000000Z", task_id="@local/demo/live/task"))
+    # a browser run whose transcript is a stored object holding a screenshot
+    import base64
+    import json
+
+    from agent_env.stores.filesystem import FilesystemObjectStore
+
+    shot = base64.b64encode(png(64, 40, (30, 120, 200))).decode()
+    stored = [{"type": "agentenv.format", "format": "agentenv-model-agent/1"},
+              {"type": "tool_call", "server": "todo", "tool": "browser_take_screenshot",
+               "arguments": {}, "result": "### Result\n[image/png image, kept in the transcript]",
+               "is_error": False, "images": [{"mime_type": "image/png", "data": shot},
+                                             {"mime_type": "text/html", "data": "PHNjcmlwdD4="}]},
+              {"type": "answer", "text": "added"}]
+    FilesystemObjectStore(state / "objects").put(SHOT_KEY, json.dumps(stored).encode(),
+                                                 content_type="application/json")
+    documents.insert("task_instances", record(
+        SHOT_RUN, task_id="@local/demo/web/add", started_at_utc="2020-02-01T07:00:00.000000Z",
+        context={"agents": {}, "metadata": {}, "outputs": {"ask": {
+            "agent_name": "agent", "agent_trajectory_object_key": SHOT_KEY}}}))
     groups = GroupStore(documents)  # an eval run half done: 2 of 4 runs finished
     groups.create(EVAL)
     for slot, outcome in zip(SLOTS[:2], ("passed", "error"), strict=True):
@@ -181,7 +217,7 @@ def test_the_printed_url_shows_the_runs_newest_first(
     assert "hello" in rows.nth(0).inner_text()  # the real run happened last: it is on top
     assert "passed" in rows.nth(0).inner_text()
     assert AGENT_RUN in text and "model-agent, scripted:echo" in text
-    assert "2004 runs" in page.inner_text("#count")
+    assert "2005 runs" in page.inner_text("#count")
     shoot(page, "runs")
     page.click("text=older »")
     page.wait_for_function("() => document.querySelector('#count').textContent.includes('51-100')")
@@ -395,3 +431,17 @@ fetch("{target}", {{method: "POST", mode: "no-cors", credentials: "include",
     finally:
         context.close()
         attacker.shutdown()
+
+
+def test_a_stored_transcript_shows_its_screenshots_as_images(
+    page: Any, server: tuple[str, Path],
+) -> None:
+    page.goto(server[0] + "#/run/" + SHOT_RUN.replace("/", "%2F").replace("@", "%40"))
+    page.wait_for_selector(".stored-transcript .transcript img.shot")
+    shots = page.locator(".transcript img.shot")
+    assert shots.count() == 1  # the text/html "image" is not shown
+    # the browser decoded it: a real picture of the stored size, not a broken icon
+    assert shots.nth(0).evaluate("img => [img.complete, img.naturalWidth, img.naturalHeight]") \
+        == [True, 64, 40]
+    assert "tool todo.browser_take_screenshot" in page.inner_text(".stored-transcript")
+    shoot(page, "screenshot")

@@ -216,7 +216,15 @@ function transcript(events) {
       body = `usage: ${e.usage.model_calls} model calls, ${e.usage.tool_calls} tool calls, ` +
         `tokens in ${e.usage.input} out ${e.usage.output}`;
     } else body = `${type}: ${JSON.stringify(e)}`;
-    return el("div", { class: "event " + type.replace(/\W/g, "_"), text: body });
+    const node = el("div", { class: "event " + type.replace(/\W/g, "_"), text: body });
+    // a tool's pictures (a browser's or desktop's screenshot), as images: data URLs of the
+    // image types a browser shows, nothing else (the CSP allows data: images only)
+    for (const image of Array.isArray(e.images) ? e.images : []) {
+      if (!/^image\/(png|jpeg|gif|webp)$/.test(image.mime_type || "")) continue;
+      node.append(el("img", { class: "shot", alt: `${e.tool || "tool"} image`,
+                              src: `data:${image.mime_type};base64,${image.data}` }));
+    }
+    return node;
   }));
 }
 
@@ -322,9 +330,19 @@ async function runPage(main, id) {
   }
   for (const [step, out] of Object.entries((run.context || {}).outputs || {})) {
     if (out && out.agent_trajectory_object_key) {
-      parts.push(el("div", {}, el("a", {
-        href: `${API}/objects/content?object_url=${enc(out.agent_trajectory_object_key)}`,
-        text: `stored trajectory of ${step}` })));
+      const href = `${API}/objects/content?object_url=${enc(out.agent_trajectory_object_key)}`;
+      // a stored transcript (prompt_agent keeps it as an object): read and shown in place
+      const holder = el("div", { class: "stored-transcript" },
+        el("h3", { text: `Transcript of step ${step}` + (out.agent_name ? ` (agent ${out.agent_name})` : "") }),
+        el("div", { text: "loading…" }));
+      parts.push(holder, el("div", {}, el("a", { href, text: `stored trajectory of ${step}` })));
+      fetch(href, { credentials: "same-origin" })
+        .then((response) => (response.ok ? response.json() : Promise.reject(new Error(response.statusText))))
+        .then((events) => {
+          if (!Array.isArray(events)) throw new Error("not a list of events");
+          holder.lastChild.replaceWith(transcript(events));
+        })
+        .catch((error) => { holder.lastChild.textContent = `cannot show it: ${error.message}`; });
     }
   }
   parts.push(el("details", {}, el("summary", { text: "the whole record (JSON)" }),

@@ -236,6 +236,7 @@ class ModelAgent(AgentEnvAgent):
             arguments = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         except ValueError:
             arguments = None
+        images: list[dict[str, str]] = []
         if exposed not in routes:
             text, is_error, server, tool = f"unknown tool {exposed!r}", True, None, exposed
         elif not isinstance(arguments, dict):
@@ -246,12 +247,36 @@ class ModelAgent(AgentEnvAgent):
             try:
                 result = await clients[server].call_tool(tool, arguments)
                 text, is_error = result.text, result.is_error
+                images = kept_images(result.content)
             except Exception as exc:  # the tool's failure is the model's to read
                 text, is_error = f"tool call failed: {type(exc).__name__}: {exc}", True
-        request.trajectory.append({"type": "tool_call", "tool_call_id": call.get("id", ""),
-                                   "server": server, "tool": tool, "arguments": arguments,
-                                   "result": text, "is_error": is_error})
+        if images:  # the model reads text only here; the transcript keeps the pictures
+            text += "".join(f"\n[{image['mime_type']} image, kept in the transcript]"
+                            for image in images)
+        event = {"type": "tool_call", "tool_call_id": call.get("id", ""), "server": server,
+                 "tool": tool, "arguments": arguments, "result": text, "is_error": is_error}
+        if images:
+            event["images"] = images
+        request.trajectory.append(event)
         return {"role": "tool", "tool_call_id": call.get("id", ""), "content": text}
+
+
+#: Images a tool result may leave in the transcript, and the largest one (base64 characters).
+MAX_IMAGES = 4
+MAX_IMAGE_CHARS = 4 * 1024 * 1024
+
+
+def kept_images(content: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """A tool result's image parts (an MCP ``image`` content: base64 ``data``, ``mimeType``)
+    as the transcript keeps them, at most :data:`MAX_IMAGES` of at most
+    :data:`MAX_IMAGE_CHARS` each: a screenshot is how a browser or desktop run is reviewed."""
+    kept = []
+    for part in content:
+        data = part.get("data")
+        if part.get("type") == "image" and isinstance(data, str) \
+                and len(data) <= MAX_IMAGE_CHARS and len(kept) < MAX_IMAGES:
+            kept.append({"mime_type": str(part.get("mimeType") or "image/png"), "data": data})
+    return kept
 
 
 if __name__ == "__main__":
