@@ -165,19 +165,26 @@ def put_env(env_id: str, env_type: str, context: Path | None, dockerfile: Path |
 
 
 def put_settings_env(env_id: str, env_type: str, settings: dict[str, Any],
-                     environment_name: str | None = None) -> list[Any]:
-    """Store an env made of settings alone (a ``multi`` env names its children; it has no
-    build context) as the next version of ``env_id`` (unchanged: the same version); returns
-    the ledger lines."""
+                     environment_name: str | None = None,
+                     folder: Path | None = None) -> list[Any]:
+    """Store an env made of settings (a ``multi`` env names its children; it has no build
+    context), with ``folder``'s files when given (a ``website`` env's two build contexts), as
+    the next version of ``env_id`` (unchanged: the same version); returns the ledger lines."""
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import EnvEntry
+    from agent_env.bundles.parse import collect_files
     from agent_env.errors import UserError
     from agent_env.runtime import current
 
     if not env_id.strip() or any(c.isspace() for c in env_id):
         raise UserError(f"--id {env_id!r}: an env id has no spaces")
-    entry = EnvEntry(env_id.rsplit("/", 1)[-1], env_id, env_type, f"env {env_id}", Path("."),
-                     (), None, environment_name, dict(settings))
+    problems: list[str] = []
+    files = collect_files(folder, f"env {env_id}", problems) if folder is not None else []
+    if problems:
+        raise UserError("; ".join(problems))
+    entry = EnvEntry(env_id.rsplit("/", 1)[-1], env_id, env_type, f"env {env_id}",
+                     folder or Path("."), tuple(files), None, environment_name,
+                     dict(settings))
     ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity("envs", entry)
     return list(ledger.lines)

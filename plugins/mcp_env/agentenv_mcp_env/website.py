@@ -102,10 +102,11 @@ class WebsiteEnv(McpServerEnv):
 
     @classmethod
     def command(cls) -> Any:
-        """``agent-env env website put / load-environment-artifact``."""
-        from agentenv_mcp_env.website_cli import website
+        """``agent-env env website put / load-environment-artifact`` and ``env
+        website-browser put``."""
+        from agentenv_mcp_env.website_cli import website, website_browser
 
-        return website
+        return [website, website_browser]
 
     def with_companions(self, sources: Sequence[EnvSource]) -> WebsiteEnv:
         raise StepError("with_envs: a website env deploys its browser itself; put the other "

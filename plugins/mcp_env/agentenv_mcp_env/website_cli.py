@@ -49,13 +49,9 @@ def put(env_id: str, backend_context: Path | None, backend_dockerfile: Path | No
     version of env ID (unchanged: the same version)."""
     import tempfile
 
-    import tomlkit
+    from agent_env.api import UserError, put_settings_env
 
-    from agent_env.api import UserError, put_env
-
-    settings: dict[str, str] = {"type": "website"}
-    if environment_name:
-        settings["environment_name"] = environment_name
+    settings: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="agent-env-website-put-") as scratch:
         folder = Path(scratch)
         roles = {"backend": (backend_context, backend_dockerfile, backend_image),
@@ -77,8 +73,7 @@ def put(env_id: str, backend_context: Path | None, backend_dockerfile: Path | No
                                 f"(give --{role}-dockerfile)")
             shutil.copytree(context, folder / role, symlinks=True)
             shutil.copyfile(dockerfile, folder / role / "Dockerfile")
-        (folder / "env.toml").write_text(tomlkit.dumps(settings), encoding="utf-8")
-        for line in put_env(env_id, "website", folder, None, None, environment_name):
+        for line in put_settings_env(env_id, "website", settings, environment_name, folder):
             echo(line)
 
 
