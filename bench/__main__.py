@@ -40,6 +40,7 @@ BENCHMARKS = {
     "echo_mcp": ("bench.echo_mcp", True),
     "multi_env": ("bench.multi_env", True),
     "env_snapshot": ("bench.env_snapshot", True),
+    "website": ("bench.website", True),
     "stores": ("bench.stores", False),
     "episodes": ("bench.episodes", True),
     "evals": ("bench.evals", False),

@@ -5,6 +5,7 @@ deploy naming the backend."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -42,9 +43,18 @@ def test_website_todo_adds_an_item_through_the_browser(tmp_path: Path, left_by: 
     # the verifier's rows: the app's state (data/get) and the browser's POST in the trajectory
     show = agent_env(tmp_path, "task", "get-instance",
                      re.search(r"instance (\S+add-item-\w+)", out).group(1))  # type: ignore[union-attr]
-    text = json.dumps(json.loads(show.stdout))
+    record = json.loads(show.stdout)
+    text = json.dumps(record)
     assert "the app's list is ['water the plants', 'buy oat milk']" in text
     assert "1 POST /api/todos with the item went through the gateway" in text
+    # the screenshot the agent took is in its stored transcript, as a PNG
+    from agent_env.stores.filesystem import FilesystemObjectStore
+
+    key = record["context"]["outputs"]["ask"]["agent_trajectory_object_key"]
+    events = json.loads(FilesystemObjectStore(tmp_path / "objects").get(key))
+    shots = [image for e in events for image in e.get("images", [])]
+    assert len(shots) == 1 and shots[0]["mime_type"] == "image/png"
+    assert base64.b64decode(shots[0]["data"]).startswith(b"\x89PNG")
 
 
 def test_a_backend_that_never_answers_fails_the_deploy_naming_it(tmp_path: Path,
