@@ -37,8 +37,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agentenv-framework-mcp-env",
         None,
         {
-            "env_type": ("gateway_server", "mcp_server", "multi", "service", "service_db",
-                         "website"),
+            "env_type": ("computer_driver", "gateway_server", "mcp_server", "multi", "service",
+                         "service_db", "website"),
             "step_type": (
                 "env_outcome_verifier",
                 "reset_env",
@@ -65,7 +65,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                           "agent_prompt_response_verifier", "verify_agent_card",
                           "scripted_model", "add_skills"),
             "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke",
-                       "db-orders", "website-todo"),
+                       "db-orders", "website-todo", "desktop-notes"),
         },
     ),
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a

@@ -47,7 +47,8 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
             BundleSource("db-orders", BUNDLES / "db-orders"),
-            BundleSource("website-todo", BUNDLES / "website-todo")]
+            BundleSource("website-todo", BUNDLES / "website-todo"),
+            BundleSource("desktop-notes", BUNDLES / "desktop-notes")]
 
 
 #: step type -> "module:class", imported when a task uses it

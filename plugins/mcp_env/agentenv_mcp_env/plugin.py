@@ -1,5 +1,5 @@
 """mcp_env's hook implementations: the ``mcp_server``, ``multi``, ``service``,
-``gateway_server``, ``service_db`` and ``website`` env types, the verify steps and the bundles.
+``gateway_server``, ``service_db``, ``website`` and ``computer_driver`` env types, the verify steps and the bundles.
 
 Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """
@@ -34,7 +34,8 @@ def agent_env_env_types() -> list[Lazy]:
             Lazy("service", "agentenv_mcp_env.service:ServiceEnv"),
             Lazy("gateway_server", "agentenv_mcp_env.gateway_server:GatewayServerEnv"),
             Lazy("service_db", "agentenv_mcp_env.service_db:ServiceDbEnv"),
-            Lazy("website", "agentenv_mcp_env.website:WebsiteEnv")]
+            Lazy("website", "agentenv_mcp_env.website:WebsiteEnv"),
+            Lazy("computer_driver", "agentenv_mcp_env.computer:ComputerDriverEnv")]
 
 
 @hookimpl

@@ -9,6 +9,8 @@ from pathlib import Path
 
 #: The website-browser's build context, shipped with this plugin (see :mod:`.website`).
 WEBSITE_BROWSER_CONTEXT = Path(__file__).parent / "website_browser"
+#: The desktop computer_driver envs run on, shipped with this plugin (see :mod:`.computer`).
+DESKTOP_CONTEXT = Path(__file__).parent / "desktop"
 
 
 def scratch_folder(prefix: str) -> AbstractContextManager[Path]:
