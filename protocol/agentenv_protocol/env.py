@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import re
+import typing
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -104,6 +105,18 @@ class _ExtensionMark:
     path: str | None
     description: str | None
     required: bool
+
+
+@typing.overload
+def tool(fn: F, *, name: str | None = None, description: str | None = None,
+         hidden_by_default: bool = False, annotations: Mapping[str, Any] | None = None,
+         meta: Mapping[str, Any] | None = None) -> F: ...
+
+
+@typing.overload
+def tool(fn: None = None, *, name: str | None = None, description: str | None = None,
+         hidden_by_default: bool = False, annotations: Mapping[str, Any] | None = None,
+         meta: Mapping[str, Any] | None = None) -> Callable[[F], F]: ...
 
 
 def tool(

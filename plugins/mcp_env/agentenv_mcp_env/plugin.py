@@ -1,5 +1,6 @@
 """mcp_env's hook implementations: the ``mcp_server``, ``multi``, ``service``,
-``gateway_server``, ``service_db``, ``website`` and ``computer_driver`` env types, the verify steps and the bundles.
+``gateway_server``, ``service_db``, ``website`` and ``computer_driver`` env types, the verify
+steps and the bundles.
 
 Cheap to import on purpose: the env type and steps are ``Lazy``, imported when a run uses them.
 """

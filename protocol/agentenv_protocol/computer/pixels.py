@@ -62,14 +62,16 @@ def png(image: Image, level: int = 1) -> bytes:
 def jpeg(image: Image, quality: int) -> bytes:
     if image.mode == "jpeg":
         return bytes(image.data)
+    import importlib
+
     try:
-        from PIL import Image as Pil
+        pil = importlib.import_module("PIL.Image")
     except ImportError:
         raise Unsupported("jpeg screenshots need Pillow where the driver runs; ask for png")\
             from None
     import io
 
     out = io.BytesIO()
-    Pil.frombytes("RGB", (image.width, image.height), rgb(image)).save(
+    pil.frombytes("RGB", (image.width, image.height), rgb(image)).save(
         out, "JPEG", quality=quality)
     return out.getvalue()

@@ -15,8 +15,8 @@ from cli_runner import cli
     ("7", "envs/e/env.toml: type must be the name of an env type (such as \"mcp_server\"), "
           "not 7"),
     ('""', "type must be the name of an env type"),
-    ('"nosuch"', "envs/e: no env type named 'nosuch' (installed: gateway_server, mcp_server, "
-                 "multi, service, service_db, website)"),
+    ('"nosuch"', "envs/e: no env type named 'nosuch' (installed: computer_driver, "
+                 "gateway_server, mcp_server, multi, service, service_db, website)"),
 ])
 def test_an_unknown_env_type_fails_preflight(state_root: Path, tmp_path: Path, capsys: Any,
                                              declared: str, why: str) -> None:

@@ -23,7 +23,7 @@ def fail(message: str) -> None:
 def start_x() -> subprocess.Popen:
     display = os.environ.get("DISPLAY", ":1")
     size = os.environ.get("AGENTENV_DESKTOP_SIZE", "1280x800")
-    log = open("/tmp/xvfb.log", "wb")  # noqa: SIM115 - Xvfb writes to it while it runs
+    log = open("/tmp/xvfb.log", "wb")  # Xvfb writes to it while it runs
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{size}x24", "-nolisten", "tcp",
                              "-ac"], stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + X_WAIT_S
