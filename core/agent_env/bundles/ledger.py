@@ -126,6 +126,11 @@ class Ledger:
         for task in plan.tasks:
             for kind, ids in task.references.items():
                 wanted.setdefault(kind, set()).update(ids)
+        if not bundle.tasks and any(bundle.aliases.values()):
+            # a library bundle (aliases, no tasks): what it holds is what others use
+            wanted["artifacts"] = {a.id for a in bundle.artifacts}
+            wanted["envs"] = {e.id for e in bundle.envs}
+            wanted["agents"] = {a.id for a in bundle.agents}
         for artifact in bundle.artifacts:
             if artifact.id in wanted.get("artifacts", set()):
                 self.write_files_entity("artifacts", artifact)

@@ -231,7 +231,9 @@ def _select(
     else:
         evals = list(bundle.evals)
     if not evals:
-        if not bundle.tasks:
+        if not bundle.tasks and not any(bundle.aliases.values()):
+            # a bundle with aliases and nothing to run is a library: other bundles name what
+            # it holds by alias, and a run of it only writes it
             problems.append("the bundle has no tasks to run")
         return list(bundle.tasks), []
     chosen = []

@@ -167,6 +167,10 @@ def run_bundle(
             echo(f"[{task.entry.label}] would run {len(task.steps)} steps: {ids}")
         echo("Dry run: nothing was written or run.")
         return EXIT_OK
+    if not plan.tasks:  # a library bundle (see plan._select): written, nothing to run
+        echo(f"{bundle.folder.name} has no tasks: it is written for other bundles to use "
+             "(by id, or by the names its aliases.toml gives); nothing to run.")
+        return EXIT_OK
     artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
     requests = [
         RunRequest(attrs.evolve(t.spec, version=ledger.version("tasks", t.entry.id)), artifacts,

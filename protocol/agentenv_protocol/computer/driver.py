@@ -158,6 +158,10 @@ class ComputerDriverEnvironment(AgentEnvEnvironment):
                 from None
         return result
 
+    def session_home(self) -> Path:
+        """The session user's home: where data/add writes and data_paths are read."""
+        return Path(os.path.expanduser("~"))
+
     def caller_identity(self, context: ToolContext) -> str:
         """Who a call comes from (each caller has its own latest frame)."""
         return DEFAULT_IDENTITY
@@ -176,7 +180,7 @@ class ComputerDriverEnvironment(AgentEnvEnvironment):
         """The display, or ``device_unavailable`` naming why it does not answer."""
         try:
             return await self.display_now()
-        except Internal as exc:
+        except (Internal, DeviceUnavailable) as exc:
             raise DeviceUnavailable(f"the desktop is not ready: {exc.message}") from None
 
     async def capture(self, identity: str) -> Frame:
@@ -640,7 +644,7 @@ class ComputerDriverEnvironment(AgentEnvEnvironment):
         """The files ``data_paths`` names (those that exist), inline."""
         from ..parts import FileContent, FilePart
 
-        home = Path(os.path.expanduser("~"))
+        home = self.session_home()
         parts = []
         for relative in self.settings.data_paths:
             path = home / relative
@@ -670,7 +674,7 @@ class ComputerDriverEnvironment(AgentEnvEnvironment):
 
     @default_for("write_files", os="linux")
     async def _linux_write_files(self, files: dict[str, bytes]) -> None:
-        home = Path(os.path.expanduser("~"))
+        home = self.session_home()
         for name, data in files.items():
             target = home / posixpath.normpath(name)
             target.parent.mkdir(parents=True, exist_ok=True)
