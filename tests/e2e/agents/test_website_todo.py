@@ -77,3 +77,42 @@ def test_a_backend_that_never_answers_fails_the_deploy_naming_it(tmp_path: Path,
     assert "website site: its backend is unreachable or not HTTP" in out, out
     assert "--- last log lines of the site-website-backend container ---" in out, out
     assert left_by(run.stdout) == []
+
+
+def test_the_explorer_shows_the_browser_runs_screenshot(tmp_path: Path) -> None:
+    """The run's page in the explorer, opened in Debian's Chromium: the transcript of the
+    prompt, with the browser's screenshot as a decoded picture."""
+    import shutil
+
+    chromium = os.environ.get("AGENTENV_CHROMIUM", "/usr/bin/chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed (./dev setup installs the explorer's extra)")
+    assert shutil.which(chromium), f"no Chromium at {chromium} (bash .ci/chromium.sh)"
+    run = agent_env(tmp_path, "run", "website-todo")
+    assert run.returncode == 0, run.stdout + run.stderr
+    instance = re.search(r"instance (\S+add-item-\w+)", run.stdout).group(1)  # type: ignore[union-attr]
+    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1"}
+    env.pop("AGENT_ENV_CONFIG", None)
+    up = subprocess.Popen([str(AGENT_ENV), "up", "--port", "0"], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert up.stdout is not None
+        found = re.search(r"Explorer: (http://127\.0\.0\.1:\d+/\?token=\S+)", up.stdout.readline())
+        assert found, up.stderr.read() if up.stderr else ""
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(found.group(1) + "#/run/" + instance.replace("/", "%2F").replace(
+                "@", "%40"))
+            page.wait_for_selector(".stored-transcript .transcript img.shot", timeout=15_000)
+            size = page.locator("img.shot").nth(0).evaluate(
+                "img => [img.complete, img.naturalWidth > 0, img.naturalHeight > 0]")
+            text = page.inner_text(".stored-transcript")
+            browser.close()
+        assert size == [True, True, True]
+        assert "browser_take_screenshot" in text and "list_website_urls" in text
+    finally:
+        up.terminate()
+        up.wait(timeout=10)
