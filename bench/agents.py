@@ -45,7 +45,7 @@ from typing import Any
 
 from bench.bars import Bar
 from bench.echo_mcp import _agent_env, _free_port
-from bench.measure import Series, time_command
+from bench.measure import Series, bytecode_cached, time_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_UPSTREAM_DIR = ROOT / "tests" / "integration" / "agents"
@@ -368,15 +368,9 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
 
 
 def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False) -> list[Series]:
-    # As in echo_mcp: a user's Python caches bytecode; PYTHONDONTWRITEBYTECODE (set in some
-    # sandboxes) would make every CLI start compile the workspace from source.
-    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    try:
+    with bytecode_cached():
         repeat = 1 if smoke else 3 if quick else 7
         series = run_vs_floor(repeat, workdir, agent_env, smoke)
         series += asyncio.run(_gateway_overhead(20 if smoke else 200 if quick else 1000))
         series += asyncio.run(_side_by_side(1 if smoke else 3 if quick else 7, workdir))
         return series
-    finally:
-        if saved is not None:
-            os.environ["PYTHONDONTWRITEBYTECODE"] = saved

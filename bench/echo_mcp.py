@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.bars import Bar
-from bench.measure import Series, time_command
+from bench.measure import Series, bytecode_cached, time_command
 
 FLOOR = "echo-mcp floor: docker run + 1 MCP call + docker rm -f"
 WARM = "agent-env run echo-mcp (warm)"
@@ -188,14 +188,8 @@ def _agent_env(command: list[str], env: dict[str, str]) -> str:
 
 
 def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False) -> list[Series]:
-    # A user's Python caches bytecode; with PYTHONDONTWRITEBYTECODE set (as in some sandboxes)
-    # every workspace module is compiled from source at each start, ~0.15 s no user pays.
-    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    try:
+    with bytecode_cached():
         return _measure(quick, smoke, workdir, agent_env)
-    finally:
-        if saved is not None:
-            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
 def _measure(quick: bool, smoke: bool, workdir: Path, agent_env: list[str]) -> list[Series]:

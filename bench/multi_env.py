@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.bars import Bar
 from bench.echo_mcp import _agent_env, _side_by_side, gateway_image, tool_text, wait_ready
-from bench.measure import Series, time_command
+from bench.measure import Series, bytecode_cached, time_command
 
 FLOOR = "multi env floor: 2 networks + db, app and gateway containers + 1 call, by hand"
 WARM = "agent-env run of db-orders' shop env + 1 call (warm)"
@@ -111,12 +111,8 @@ def floor_once(db_image: str, app_image: str, gateway: str) -> float:
 
 
 def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False) -> list[Series]:
-    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as echo_mcp: users cache bytecode
-    try:
+    with bytecode_cached():
         return _measure(quick, smoke, workdir, agent_env)
-    finally:
-        if saved is not None:
-            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
 def _measure(quick: bool, smoke: bool, workdir: Path, agent_env: list[str]) -> list[Series]:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.bars import Bar
 from bench.echo_mcp import _agent_env, _post, _side_by_side, gateway_image, wait_ready
-from bench.measure import Series, time_command
+from bench.measure import Series, bytecode_cached, time_command
 from bench.multi_env import image_of
 
 FLOOR = "website floor: 2 networks + backend, frontend, browser, gateway + 1 page, by hand"
@@ -148,12 +148,8 @@ def floor_once(images: tuple[str, str, str, str], shots: list[float] | None = No
 
 
 def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False) -> list[Series]:
-    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as echo_mcp: users cache bytecode
-    try:
+    with bytecode_cached():
         return _measure(quick, smoke, workdir, agent_env)
-    finally:
-        if saved is not None:
-            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
 def _measure(quick: bool, smoke: bool, workdir: Path, agent_env: list[str]) -> list[Series]:

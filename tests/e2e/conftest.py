@@ -20,7 +20,9 @@ class AgentEnv:
         self.root = root
         self.state = root / "state"
         self.env = {**os.environ, "AGENT_ENV_STATE_DIR": str(self.state), "NO_COLOR": "1"}
-        self.env.pop("AGENT_ENV_CONFIG", None)
+        # the user's config and model endpoint are not the test's: runs are offline
+        for name in ("AGENT_ENV_CONFIG", "AGENT_ENV_MODEL_BASE_URL", "AGENT_ENV_MODEL_API_KEY"):
+            self.env.pop(name, None)
 
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "agent_env", *args]

@@ -27,7 +27,12 @@ import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_env.api import EnvSource, StepError, build_with_progress, write_env_files
-from agentenv_mcp_env.deployment import ENV_LABEL, McpServerEnv, policy_problems
+from agentenv_mcp_env.deployment import (
+    ENV_LABEL,
+    McpServerEnv,
+    policy_problems,
+    unknown_key_problems,
+)
 from agentenv_mcp_env.sources import DESKTOP_CONTEXT, scratch_folder
 
 if TYPE_CHECKING:
@@ -84,11 +89,7 @@ class ComputerDriverEnv(McpServerEnv):
     @classmethod
     def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
         where = f"{env.label}/env.toml"
-        unknown = sorted(set(env.settings) - set(KEYS))
-        problems = []
-        if unknown:
-            problems.append(f"{where}: unknown key(s) {', '.join(unknown)} (a computer_driver "
-                            f"env takes: {', '.join(KEYS)}, environment_name, id, type)")
+        problems = unknown_key_problems(env, KEYS, "computer_driver")
         module = env.settings.get("module")
         problem = module_problem(module, {f.path for f in env.files})
         if problem:

@@ -560,6 +560,15 @@ class McpServerEnv(EnvType):
         await open_provider(instance.provider).remove_volume(volume_name(instance.instance_id))
 
 
+def unknown_key_problems(env: Any, keys: Sequence[str], what: str) -> list[str]:
+    """An env.toml key its type does not read, named with the keys it does."""
+    unknown = sorted(set(env.settings) - set(keys))
+    if not unknown:
+        return []
+    return [f"{env.label}/env.toml: unknown key(s) {', '.join(unknown)} (a {what} env takes: "
+            f"{', '.join(keys)}, environment_name, id, type)"]
+
+
 def policy_problems(where: str, settings: dict[str, Any]) -> list[str]:
     """What is wrong with an env.toml's ``network_policy`` (the kernel's one check)."""
     from agent_env.api import network_policy_problem

@@ -38,6 +38,7 @@ from agentenv_mcp_env.deployment import (
     PlannedService,
     named_servers,
     policy_problems,
+    unknown_key_problems,
 )
 from agentenv_mcp_env.service import ServiceSettings, service_settings
 
@@ -161,11 +162,7 @@ class MultiEnv(McpServerEnv):
     def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
         where = f"{env.label}/env.toml"
         settings = env.settings
-        problems = []
-        unknown = sorted(set(settings) - set(KEYS))
-        if unknown:
-            problems.append(f"{where}: unknown key(s) {', '.join(unknown)} (a multi env "
-                            f"takes: {', '.join(KEYS)}, environment_name, id, type)")
+        problems = unknown_key_problems(env, KEYS, "multi")
         if settings.get("website_envs"):
             problems.append(f"{where}: website_envs: a multi env does not hold websites yet; "
                             "deploy the website env on its own (its browser comes with it)")

@@ -41,6 +41,7 @@ from agentenv_mcp_env.deployment import (
     McpServerEnv,
     PlannedService,
     policy_problems,
+    unknown_key_problems,
 )
 from agentenv_mcp_env.sources import WEBSITE_BROWSER_CONTEXT, scratch_folder
 
@@ -115,11 +116,7 @@ class WebsiteEnv(McpServerEnv):
     @classmethod
     def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
         where = f"{env.label}/env.toml"
-        unknown = sorted(set(env.settings) - set(KEYS))
-        problems = []
-        if unknown:
-            problems.append(f"{where}: unknown key(s) {', '.join(unknown)} (a website env "
-                            f"takes: {', '.join(KEYS)}, environment_name, id, type)")
+        problems = unknown_key_problems(env, KEYS, "website")
         provider = env.settings.get("env_provider_type", "gateway")
         if provider != "gateway":
             problems.append(f"{where}: env_provider_type {provider!r}: a website deploys "

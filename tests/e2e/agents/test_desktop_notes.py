@@ -21,7 +21,6 @@ import pytest
 
 pytestmark = pytest.mark.docker
 
-AGENT_ENV = Path(sys.executable).with_name("agent-env")
 REFERENCE = "agentenv-framework==0.9.1364"
 CONFORMANCE = '''import asyncio
 
@@ -34,17 +33,9 @@ async def verify(mcp_url):
 '''
 
 
-def agent_env(state: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state)}
-    for name in ("AGENT_ENV_CONFIG", "AGENT_ENV_MODEL_BASE_URL", "AGENT_ENV_MODEL_API_KEY"):
-        env.pop(name, None)
-    return subprocess.run([str(AGENT_ENV), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, check=False)
-
-
-def test_desktop_notes_writes_the_file_through_the_computer_tools(tmp_path: Path,
+def test_desktop_notes_writes_the_file_through_the_computer_tools(agent_env: Any,
                                                                   left_by: Any) -> None:
-    run = agent_env(tmp_path, "run", "desktop-notes")
+    run = agent_env("run", "desktop-notes", timeout=900)
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
     assert "tasks/write-notes.json v1: passed (notes: 1)" in out
@@ -53,11 +44,11 @@ def test_desktop_notes_writes_the_file_through_the_computer_tools(tmp_path: Path
     assert left_by(out) == []
     instance = re.search(r"instance (\S+write-notes-\w+)", out)
     assert instance is not None
-    record = json.loads(agent_env(tmp_path, "task", "get-instance", instance.group(1)).stdout)
+    record = json.loads(agent_env("task", "get-instance", instance.group(1)).stdout)
     from agent_env.stores.filesystem import FilesystemObjectStore
 
     key = record["context"]["outputs"]["ask"]["agent_trajectory_object_key"]
-    events = json.loads(FilesystemObjectStore(tmp_path / "objects").get(key))
+    events = json.loads(FilesystemObjectStore(agent_env.state / "objects").get(key))
     shots = [image for e in events for image in e.get("images", [])]
     assert len(shots) == 2  # the first screenshot and the last wait's
     from agentenv_protocol.computer.conformance import png_size
@@ -80,12 +71,13 @@ def conformance_bundle(folder: Path, driver: Path, name: str) -> Path:
     return folder
 
 
-def test_our_driver_passes_the_conformance_check(tmp_path: Path, left_by: Any) -> None:
+def test_our_driver_passes_the_conformance_check(agent_env: Any, tmp_path: Path,
+                                                 left_by: Any) -> None:
     from agentenv_agents.plugin import BUNDLES
 
     bundle = conformance_bundle(tmp_path / "ours", BUNDLES / "desktop-notes" / "envs" /
                                 "desktop", "desktop")
-    run = agent_env(tmp_path / "state", "run", str(bundle))
+    run = agent_env("run", str(bundle), timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tasks/check.json v1: passed (conformance: 1)" in run.stdout
     assert left_by(run.stdout) == []
@@ -115,22 +107,23 @@ def reference_drivers(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_reference_drivers_bundle_is_accepted_and_its_driver_runs_here(
-        tmp_path: Path, reference_drivers: Path, left_by: Any) -> None:
+        agent_env: Any, tmp_path: Path, reference_drivers: Path, left_by: Any) -> None:
     # its own run: a library bundle (aliases, no tasks) is written, with nothing to run
-    accepted = agent_env(tmp_path / "state", "run", str(reference_drivers))
+    accepted = agent_env("run", str(reference_drivers))
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert "envs/reference: v1 (new)" in accepted.stdout
     assert "drivers has no tasks" in accepted.stdout
     # its driver (mss and python-xlib, XTEST) on our desktop, served by our SDK
     bundle = conformance_bundle(tmp_path / "theirs", reference_drivers / "envs" / "reference",
                                 "reference")
-    run = agent_env(tmp_path / "state", "run", str(bundle))
+    run = agent_env("run", str(bundle), timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr
     assert "tasks/check.json v1: passed (conformance: 1)" in run.stdout
     assert left_by(run.stdout) == []
 
 
-def test_a_driver_module_that_names_no_class_is_refused_at_preflight(tmp_path: Path) -> None:
+def test_a_driver_module_that_names_no_class_is_refused_at_preflight(agent_env: Any,
+                                                                     tmp_path: Path) -> None:
     bundle = tmp_path / "bad"
     (bundle / "envs" / "pc").mkdir(parents=True)
     (bundle / "envs" / "pc" / "driver.py").write_text("class NotADriver:\n    pass\n")
@@ -139,7 +132,7 @@ def test_a_driver_module_that_names_no_class_is_refused_at_preflight(tmp_path: P
     (bundle / "tasks").mkdir()
     (bundle / "tasks" / "t.json").write_text(json.dumps(
         [{"id": "d", "type": "deploy_env", "env_id": "pc"}]))
-    run = agent_env(tmp_path / "state", "run", str(bundle))
+    run = agent_env("run", str(bundle))
     assert run.returncode != 0
     assert ("envs/pc/env.toml: driver.py:NotADriver cannot be read: ValueError: driver.py has "
             "no ComputerDriverEnvironment subclass named NotADriver") in run.stderr

@@ -9,8 +9,6 @@ import base64
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +16,10 @@ import pytest
 
 pytestmark = pytest.mark.docker
 
-AGENT_ENV = Path(sys.executable).with_name("agent-env")
 
 
-def agent_env(state: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(state)}
-    for name in ("AGENT_ENV_CONFIG", "AGENT_ENV_MODEL_BASE_URL", "AGENT_ENV_MODEL_API_KEY"):
-        env.pop(name, None)
-    return subprocess.run([str(AGENT_ENV), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, check=False)
-
-
-def test_website_todo_adds_an_item_through_the_browser(tmp_path: Path, left_by: Any) -> None:
-    run = agent_env(tmp_path, "run", "website-todo")
+def test_website_todo_adds_an_item_through_the_browser(agent_env: Any, left_by: Any) -> None:
+    run = agent_env("run", "website-todo", timeout=900)
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
     assert "tasks/add-item.json v1: passed (state: 1)" in out
@@ -41,7 +30,7 @@ def test_website_todo_adds_an_item_through_the_browser(tmp_path: Path, left_by: 
     assert left_by(out) == []
 
     # the verifier's rows: the app's state (data/get) and the browser's POST in the trajectory
-    show = agent_env(tmp_path, "task", "get-instance",
+    show = agent_env("task", "get-instance",
                      re.search(r"instance (\S+add-item-\w+)", out).group(1))  # type: ignore[union-attr]
     record = json.loads(show.stdout)
     text = json.dumps(record)
@@ -51,13 +40,13 @@ def test_website_todo_adds_an_item_through_the_browser(tmp_path: Path, left_by: 
     from agent_env.stores.filesystem import FilesystemObjectStore
 
     key = record["context"]["outputs"]["ask"]["agent_trajectory_object_key"]
-    events = json.loads(FilesystemObjectStore(tmp_path / "objects").get(key))
+    events = json.loads(FilesystemObjectStore(agent_env.state / "objects").get(key))
     shots = [image for e in events for image in e.get("images", [])]
     assert len(shots) == 1 and shots[0]["mime_type"] == "image/png"
     assert base64.b64decode(shots[0]["data"]).startswith(b"\x89PNG")
 
 
-def test_a_backend_that_never_answers_fails_the_deploy_naming_it(tmp_path: Path,
+def test_a_backend_that_never_answers_fails_the_deploy_naming_it(agent_env: Any, tmp_path: Path,
                                                                   left_by: Any) -> None:
     bundle = tmp_path / "broken-site"
     env = bundle / "envs" / "site"
@@ -70,7 +59,7 @@ def test_a_backend_that_never_answers_fails_the_deploy_naming_it(tmp_path: Path,
     (bundle / "tasks" / "t.json").write_text(json.dumps([
         {"id": "deploy", "type": "deploy_env", "env_id": "site", "sandbox_type": "docker",
          "ready_timeout_seconds": 20}]))
-    run = agent_env(tmp_path / "state", "run", str(bundle))
+    run = agent_env("run", str(bundle), timeout=600)
     out = run.stdout + run.stderr
     assert run.returncode != 0, out
     assert "env site was not ready within 20s" in out, out
@@ -79,7 +68,7 @@ def test_a_backend_that_never_answers_fails_the_deploy_naming_it(tmp_path: Path,
     assert left_by(run.stdout) == []
 
 
-def test_the_explorer_shows_the_browser_runs_screenshot(tmp_path: Path) -> None:
+def test_the_explorer_shows_the_browser_runs_screenshot(agent_env: Any) -> None:
     """The run's page in the explorer, opened in Debian's Chromium: the transcript of the
     prompt, with the browser's screenshot as a decoded picture."""
     import shutil
@@ -90,13 +79,10 @@ def test_the_explorer_shows_the_browser_runs_screenshot(tmp_path: Path) -> None:
     except ImportError:
         pytest.fail("playwright is not installed (./dev setup installs the explorer's extra)")
     assert shutil.which(chromium), f"no Chromium at {chromium} (bash .ci/chromium.sh)"
-    run = agent_env(tmp_path, "run", "website-todo")
+    run = agent_env("run", "website-todo", timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     instance = re.search(r"instance (\S+add-item-\w+)", run.stdout).group(1)  # type: ignore[union-attr]
-    env = {**os.environ, "AGENT_ENV_STATE_DIR": str(tmp_path), "NO_COLOR": "1"}
-    env.pop("AGENT_ENV_CONFIG", None)
-    up = subprocess.Popen([str(AGENT_ENV), "up", "--port", "0"], env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    up = agent_env.start("up", "--port", "0")
     try:
         assert up.stdout is not None
         found = re.search(r"Explorer: (http://127\.0\.0\.1:\d+/\?token=\S+)", up.stdout.readline())
