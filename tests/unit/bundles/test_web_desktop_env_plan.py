@@ -12,8 +12,8 @@ import pytest
 from agent_env.bundles.parse import parse_bundle
 from agent_env.bundles.plan import PreflightFailed, plan_bundle
 
-DRIVER = '''from agentenv_protocol.computer import (ComputerDriverEnvironment, Display, Image, capture,
-    click, computer_driver, display, drag, press, scroll, type_text)
+DRIVER = '''from agentenv_protocol.computer import (ComputerDriverEnvironment, Display, Image,
+    capture, click, computer_driver, display, drag, press, scroll, type_text)
 import Xlib  # not installed here: read with a stub
 
 
