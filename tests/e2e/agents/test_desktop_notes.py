@@ -54,6 +54,12 @@ def test_desktop_notes_writes_the_file_through_the_computer_tools(agent_env: Any
     from agentenv_protocol.computer.conformance import png_size
 
     assert png_size(base64.b64decode(shots[-1]["data"])) == (1280, 800)
+    # the explorer shows both, decoded, in Chromium
+    from explorer_page import screenshots_on_run_page
+
+    sizes, text = screenshots_on_run_page(agent_env, instance.group(1))
+    assert sizes == [[1280, 800], [1280, 800]]
+    assert "computer_type" in text and "Typed 29 characters" in text
 
 
 def conformance_bundle(folder: Path, driver: Path, name: str) -> Path:
