@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +80,52 @@ def test_the_explorer_shows_the_browser_runs_screenshot(agent_env: Any) -> None:
     sizes, text = screenshots_on_run_page(agent_env, instance.group(1))
     assert len(sizes) == 1 and sizes[0][0] > 0 and sizes[0][1] > 0, sizes
     assert "browser_take_screenshot" in text and "list_website_urls" in text
+
+
+WAIT_VERIFY = '''"""Waits for the test's go-file (AGENTENV_TEST_GO), which never comes."""
+import asyncio
+import os
+from pathlib import Path
+
+
+async def verify(mcp_url):
+    Path(os.environ["AGENTENV_TEST_WAITING"]).touch()
+    while not Path(os.environ["AGENTENV_TEST_GO"]).exists():
+        await asyncio.sleep(0.05)
+    return [{"id": "never", "result": False, "description": "the go-file came"}]
+'''
+
+
+def test_a_browser_that_crashes_mid_task_ends_the_run_naming_it(
+        tmp_path: Path, docker_client: Any) -> None:
+    """The website-browser container killed while a step runs: the run ends at once as an
+    infrastructure error naming it, and its teardown removes everything."""
+    from run_children import Run, owned_by
+
+    from agentenv_agents.plugin import BUNDLES
+
+    bundle = tmp_path / "crash"
+    shutil.copytree(BUNDLES / "website-todo" / "envs", bundle / "envs")
+    (bundle / "artifacts" / "wait").mkdir(parents=True)
+    (bundle / "artifacts" / "wait" / "verify.py").write_text(WAIT_VERIFY)
+    (bundle / "tasks").mkdir()
+    (bundle / "tasks" / "t.json").write_text(json.dumps([
+        {"id": "deploy", "type": "deploy_env", "env_id": "todo", "sandbox_type": "docker"},
+        {"id": "wait", "type": "env_outcome_verifier", "depends_on": ["deploy"],
+         "env_id": "todo", "file_artifact_id": "wait", "verifier_id": "wait"}]))
+    run = Run(tmp_path, str(bundle), "crash")
+    try:
+        run.wait_until_waiting()
+        (browser,) = [c for c in owned_by(docker_client, run.pid)["containers"]
+                      if c["Names"][0].endswith("website-browser")]
+        docker_client.api.kill(browser["Id"])
+        code, out, err = run.finish()
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.communicate()
+    assert code == 1, out + err
+    assert re.search(r"tasks/t.json v1: error \(infrastructure, not scored\) at step 'wait': "
+                     r"env todo: env server website-browser stopped mid-run \(exited with code "
+                     r"137\)", out), out
+    assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
