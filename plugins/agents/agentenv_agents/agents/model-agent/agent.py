@@ -121,6 +121,10 @@ class ModelAgent(AgentEnvAgent):
         self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
         self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
         self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 12)
+        #: Show the model the images tools return (a screenshot), as a user message of
+        #: image_url parts after the tool results: for models that read images (deploy_agent
+        #: env_vars MODEL_AGENT_SHOW_IMAGES=1). Off, the model reads that an image was kept.
+        self.show_images = os.environ.get("MODEL_AGENT_SHOW_IMAGES", "") in ("1", "true", "yes")
 
     async def run(self, request: TaskRequest[ModelAgentConfig]) -> TaskResult:
         config = request.config
@@ -166,9 +170,14 @@ class ModelAgent(AgentEnvAgent):
                             return TaskResult.failure("the model answered with no text",
                                                       code="model_agent.empty_answer")
                         return TaskResult(text=text)
+                    shown: list[dict[str, str]] = []
                     for call in calls:
-                        messages.append(await self._run_tool(request, clients, routes, call))
+                        answered, images = await self._run_tool(request, clients, routes, call)
+                        messages.append(answered)
+                        shown += images
                         await request.checkpoint()  # one changelog increment per tool call
+                    if shown and self.show_images:
+                        messages.append(images_message(shown))
                 return TaskResult.failure(f"no answer within {max_turns} model turns",
                                           code="model_agent.max_turns")
             except ModelError as exc:
@@ -227,7 +236,9 @@ class ModelAgent(AgentEnvAgent):
         return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
 
     async def _run_tool(self, request: TaskRequest[Any], clients: dict[str, McpClient],
-                        routes: dict[str, tuple[str, str]], call: dict[str, Any]) -> dict[str, Any]:
+                        routes: dict[str, tuple[str, str]], call: dict[str, Any],
+                        ) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """Run one tool call: the tool message for the model, and the images it returned."""
         function = call.get("function") or {}
         exposed = function.get("name", "")
         raw_args = function.get("arguments") or "{}"
@@ -250,7 +261,7 @@ class ModelAgent(AgentEnvAgent):
                 images = kept_images(result.content)
             except Exception as exc:  # the tool's failure is the model's to read
                 text, is_error = f"tool call failed: {type(exc).__name__}: {exc}", True
-        if images:  # the model reads text only here; the transcript keeps the pictures
+        if images and not self.show_images:  # the transcript keeps the pictures
             text += "".join(f"\n[{image['mime_type']} image, kept in the transcript]"
                             for image in images)
         event = {"type": "tool_call", "tool_call_id": call.get("id", ""), "server": server,
@@ -258,7 +269,16 @@ class ModelAgent(AgentEnvAgent):
         if images:
             event["images"] = images
         request.trajectory.append(event)
-        return {"role": "tool", "tool_call_id": call.get("id", ""), "content": text}
+        return {"role": "tool", "tool_call_id": call.get("id", ""), "content": text}, images
+
+
+def images_message(images: list[dict[str, str]]) -> dict[str, Any]:
+    """The user message that shows the model what the last tool calls returned as images (Chat
+    Completions has no images in tool messages)."""
+    return {"role": "user", "content": [
+        {"type": "text", "text": "The tool calls above returned these images, in order:"},
+        *({"type": "image_url", "image_url": {
+            "url": f"data:{image['mime_type']};base64,{image['data']}"}} for image in images)]}
 
 
 #: Images a tool result may leave in the transcript, and the largest one (base64 characters).
