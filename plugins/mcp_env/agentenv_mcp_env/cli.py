@@ -97,8 +97,8 @@ def multi() -> None:
               metavar="ENV_ID", help="A stored mcp_server env it deploys; repeatable.")
 @click.option("--service", "services", multiple=True, type=ENTITY_ID, metavar="ENV_ID",
               help="A stored service env started beside them (a database...); repeatable.")
-@click.option("--website", "websites", multiple=True, metavar="ENV_ID",
-              help="Refused: a multi env does not hold websites yet.")
+@click.option("--website", "websites", multiple=True, type=ENTITY_ID, metavar="ENV_ID",
+              help="A stored website env deployed with them (and a browser); repeatable.")
 @click.option("--name", help="What clients call it (default: the id's last part).")
 @click.option("--env-provider-type", default="gateway", show_default=True,
               type=click.Choice(["gateway"]), help="How it deploys: behind one gateway.")
@@ -110,13 +110,11 @@ def put_multi(env_id: str, mcp_servers: tuple[str, ...], services: tuple[str, ..
     """Store a multi env as the next version of ID (unchanged: the same version)."""
     from agent_env.api import UserError, load_env_source, put_settings_env, stored_artifacts
 
-    if websites:
-        raise UserError("--website: a multi env does not hold websites yet; deploy the "
-                        "website env on its own (its browser comes with it)")
     artifacts = stored_artifacts()
     for option, children, kind, how in (
             ("--mcp-server", mcp_servers, "mcp_server", "agent-env env mcp-server put"),
-            ("--service", services, "service", "a bundle run: it stores its envs")):
+            ("--service", services, "service", "a bundle run: it stores its envs"),
+            ("--website", websites, "website", "agent-env env website put")):
         for child in children:  # each must be stored, and of its kind
             try:
                 source = load_env_source(artifacts, child)
@@ -127,6 +125,7 @@ def put_multi(env_id: str, mcp_servers: tuple[str, ...], services: tuple[str, ..
                                 f"{kind}")
     settings = {"mcp_server_envs": list(mcp_servers), "env_provider_type": env_provider_type,
                 **({"service_envs": list(services)} if services else {}),
+                **({"website_envs": list(websites)} if websites else {}),
                 **({"name": name} if name else {})}
     lines = put_settings_env(env_id, "multi", settings)
     for line in lines:

@@ -532,6 +532,8 @@ class McpServerEnv(EnvType):
     async def _build_planned(self, sandbox: Sandbox, planned: PlannedService,
                              progress: Progress | None) -> str:
         say = progress or _quiet
+        if callable(planned.context):  # a builder of its own (a website's backend)
+            return str(await planned.context(sandbox, say))
         if planned.source is not None:
             return await self._build_env(sandbox, planned.source, say)
         assert planned.context is not None
@@ -580,7 +582,8 @@ def policy_problems(where: str, settings: dict[str, Any]) -> list[str]:
 @attrs.frozen
 class PlannedService:
     """A service to start before the env servers: its spec (image set once built) and what to
-    build it from (a stored env, or a build-context folder)."""
+    build it from (a stored env, a build-context folder, or an ``async (sandbox, say) -> ref``
+    builder of its own)."""
 
     spec: Any
     source: EnvSource | None

@@ -18,9 +18,11 @@ tools (``service`` envs: a database, a Harbor compose sidecar). They start first
 own ``name`` on the same private network, and the env servers start once each is healthy (see
 :mod:`agentenv_mcp_env.service`).
 
-What the reference's multi env also has and this one refuses by name at preflight:
-``website_envs`` (a website env deploys on its own, with its browser) and an
-``env_provider_type`` other than ``gateway``.
+``website_envs = ["shop"]`` (the reference's key) adds ``website`` envs: each site's backend
+and frontend start as services, one website-browser joins the env servers (its tools in the
+namespace), and the gateway serves each site at ``/website/<name>/`` and ``/svc/<name>/``
+(:mod:`agentenv_mcp_env.website`). An ``env_provider_type`` other than ``gateway`` is refused
+by name at preflight.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from agent_env.api import EnvSource, StepError, load_env_source
 from agentenv_mcp_env.deployment import (
     ENV_LABEL,
     EnvServer,
+    EnvServerRecord,
     McpServerEnv,
     PlannedService,
     named_servers,
@@ -41,14 +44,21 @@ from agentenv_mcp_env.deployment import (
     unknown_key_problems,
 )
 from agentenv_mcp_env.service import ServiceSettings, service_settings
+from agentenv_mcp_env.website import (
+    BROWSER_CONTAINER,
+    Website,
+    browser_source,
+    build_shipped_browser,
+)
 
 if TYPE_CHECKING:
-    from agent_env.api import EnvStateChoice
+    from agent_env.api import EnvStateChoice, Sandbox
 
 KEYS = ("mcp_server_envs", "service_envs", "website_envs", "name", "env_provider_type",
         "network_policy")
 CHILD_TYPE = "mcp_server"
 SERVICE_TYPE = "service"
+WEBSITE_TYPE = "website"
 
 
 def child_ids(env_id: str, settings: dict[str, Any], key: str = "mcp_server_envs") -> list[str]:
@@ -79,6 +89,8 @@ class MultiEnv(McpServerEnv):
         super().__init__(source, artifacts, companions)
         self.children = tuple(self._load_children())
         self.services = tuple(self._load_services())
+        self.websites = tuple(self._load_websites())
+        self.browser = browser_source(artifacts) if self.websites else None
 
     def _load_children(self) -> list[EnvSource]:
         ids = child_ids(self.source.id, self.source.settings)
@@ -92,6 +104,16 @@ class MultiEnv(McpServerEnv):
                                 f"type '{child.type}'; mcp_server_envs are '{CHILD_TYPE}' envs")
             children.append(child)
         return children
+
+    def _load_websites(self) -> list[Website]:
+        sites = []
+        for child_id in child_ids(self.source.id, self.source.settings, "website_envs"):
+            child = load_env_source(self.artifacts, child_id)
+            if child.type != WEBSITE_TYPE:
+                raise StepError(f"multi env '{self.source.id}': its website '{child_id}' is of "
+                                f"type '{child.type}'; website_envs are '{WEBSITE_TYPE}' envs")
+            sites.append(Website(child, self.artifacts))
+        return sites
 
     def _load_services(self) -> list[Service]:
         services: list[Service] = []
@@ -113,10 +135,12 @@ class MultiEnv(McpServerEnv):
 
     def planned_services(self, labels: dict[str, str],
                          env_state: EnvStateChoice | None) -> list[PlannedService]:
-        """The env state's store (if asked for) and every ``service_envs`` service."""
+        """The env state's store (if asked for), every ``service_envs`` service and every
+        website's backend and frontend."""
         from agent_env.api import ContainerSpec
 
-        return [*super().planned_services(labels, env_state), *(PlannedService(
+        sites = [p for site in self.websites for p in site.planned(labels, env_state)]
+        return [*super().planned_services(labels, env_state), *sites, *(PlannedService(
             ContainerSpec(name=service.settings.name, image="",
                           env=dict(service.settings.environment),
                           command=service.settings.command,
@@ -143,29 +167,63 @@ class MultiEnv(McpServerEnv):
 
     @property
     def servers(self) -> tuple[EnvServer, ...]:
-        """Each child as container ``env-<its name>``."""
-        return tuple(named_servers(self.children))
+        """Each child as container ``env-<its name>``; with websites, their browser."""
+        browser = (EnvServer(self.browser, BROWSER_CONTAINER),) if self.browser else ()
+        return (*named_servers(self.children), *browser)
+
+    async def _build_env(self, sandbox: Sandbox, source: EnvSource, say: Any) -> str:
+        return await build_shipped_browser(sandbox, source, say) \
+            or await super()._build_env(sandbox, source, say)
+
+    def server_env(self, server: EnvServer, token: str) -> dict[str, str]:
+        """The browser sends the gateway's token with its page requests."""
+        return {"AGENTENV_GATEWAY_TOKEN": token} if server.container == BROWSER_CONTAINER \
+            else {}
+
+    def state_env(self, server: EnvServer, env_state: EnvStateChoice | None) -> dict[str, str]:
+        if server.container == BROWSER_CONTAINER:
+            return {}
+        return super().state_env(server, env_state)
+
+    def state_names(self) -> list[str]:
+        return [*(s.environment_name for s in self.servers
+                  if s.container != BROWSER_CONTAINER), *(w.name for w in self.websites)]
+
+    def gateway_websites(self) -> list[str]:
+        return [site.gateway_arg() for site in self.websites]
+
+    def shown_containers(self) -> list[str]:
+        return [c for site in self.websites for c in (site.backend, site.frontend)]
+
+    def website_records(self, services: Sequence[EnvServerRecord],
+                        ) -> tuple[EnvServerRecord, ...]:
+        return tuple(r for site in self.websites for r in site.record(services))
+
+    def reattached(self, entry: Any, token: str, sandbox: Sandbox) -> Any:
+        deployment = super().reattached(entry, token, sandbox)
+        servers = tuple(s for s in deployment.servers if s.container != BROWSER_CONTAINER)
+        return attrs.evolve(deployment, servers=servers,
+                            websites=tuple(site.reattached() for site in self.websites))
 
     @classmethod
     def served_names(cls, source: EnvSource, artifacts: Any) -> list[str]:
-        """Its children's environment names (the servers environment data seeds)."""
+        """Its children's and websites' names (what environment data seeds)."""
         try:
-            return [s.environment_name for s in cls(source, artifacts).servers]
+            env = cls(source, artifacts)
         except StepError:  # a child no longer stored: it serves nothing
             return []
+        return env.state_names()
 
     @classmethod
     def referenced_envs(cls, env_id: str, settings: dict[str, Any]) -> list[str]:
-        return [*child_ids(env_id, settings), *child_ids(env_id, settings, "service_envs")]
+        return [*child_ids(env_id, settings), *child_ids(env_id, settings, "service_envs"),
+                *child_ids(env_id, settings, "website_envs")]
 
     @classmethod
     def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
         where = f"{env.label}/env.toml"
         settings = env.settings
         problems = unknown_key_problems(env, KEYS, "multi")
-        if settings.get("website_envs"):
-            problems.append(f"{where}: website_envs: a multi env does not hold websites yet; "
-                            "deploy the website env on its own (its browser comes with it)")
         problems += policy_problems(where, settings)
         provider = settings.get("env_provider_type", "gateway")
         if provider != "gateway":
@@ -195,7 +253,28 @@ class MultiEnv(McpServerEnv):
                 problems.append(f"{where}: mcp_server_envs names '{name}', an env of type "
                                 f"'{child.type}'; a multi env's children are '{CHILD_TYPE}' "
                                 "envs (a multi env cannot hold another)")
-        return problems + _service_problems(where, settings.get("service_envs"), ours)
+        return problems + _service_problems(where, settings.get("service_envs"), ours) \
+            + _website_problems(where, settings.get("website_envs"), ours)
+
+
+def _website_problems(where: str, names: object, ours: dict[str, Any]) -> list[str]:
+    """What is wrong with ``website_envs``: not a list of names, or a name that is no website
+    env of the bundle."""
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        return [f"{where}: website_envs must list website envs (names of the bundle's envs, "
+                'or stored env ids): ["shop"]']
+    problems = []
+    for name in names:
+        child = ours.get(name) if "/" not in name else None
+        if "/" not in name and (child is None or child.type != WEBSITE_TYPE):
+            known = ", ".join(sorted(n for n, e in ours.items() if e.type == WEBSITE_TYPE))
+            what = "not an env of this bundle" if child is None else \
+                f"an env of type '{child.type}'"
+            problems.append(f"{where}: website_envs names '{name}', {what} (its website envs: "
+                            f"{known or 'none'})")
+    return problems
 
 
 def _service_problems(where: str, names: object, ours: dict[str, Any]) -> list[str]:

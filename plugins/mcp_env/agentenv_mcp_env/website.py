@@ -33,6 +33,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import attrs
+
 from agent_env.api import EnvSource, StepError, build_with_progress, write_env_files
 from agentenv_mcp_env.deployment import (
     ENV_LABEL,
@@ -66,6 +68,105 @@ def builtin_browser() -> EnvSource:
                      "website-browser", None)
 
 
+@attrs.frozen
+class Website:
+    """One website of a deployment (a ``website`` env's, or one of a ``multi`` env's
+    ``website_envs``): its containers, how they are built, its gateway route and record."""
+
+    source: EnvSource
+    artifacts: Any = attrs.field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.source.environment_name or self.source.name
+
+    @property
+    def backend(self) -> str:
+        return f"{self.name}-{BACKEND_SUFFIX}"
+
+    @property
+    def frontend(self) -> str:
+        return f"{self.name}-{FRONTEND_SUFFIX}"
+
+    def planned(self, labels: dict[str, str],
+                env_state: EnvStateChoice | None) -> list[PlannedService]:
+        """Its backend and frontend, each built by :meth:`build_role` when started."""
+        from agent_env.api import ContainerSpec
+
+        backend_env = {"PORT": str(BACKEND_PORT), "ENVIRONMENT_NAME": self.name,
+                       "SERVICE_NAME": self.name, "PYTHONUNBUFFERED": "1"}
+        if env_state is not None:
+            from agentenv_mcp_env.state import database_url
+
+            backend_env["DATABASE_URL"] = database_url(self.name)
+        own = {**labels, ENV_LABEL: self.source.id}
+
+        def builder(role: str) -> Any:
+            return lambda sandbox, say: self.build_role(sandbox, role, say)
+
+        return [PlannedService(ContainerSpec(name=self.backend, image="", env=backend_env,
+                                             labels=own),
+                               None, builder("backend"), self.source.id, self.source.version),
+                PlannedService(ContainerSpec(
+                    name=self.frontend, image="", labels=own,
+                    env={"BACKEND_URL": f"http://{self.backend}:{BACKEND_PORT}",
+                         "PORT": str(FRONTEND_PORT)}),
+                    None, builder("frontend"), self.source.id, self.source.version)]
+
+    async def build_role(self, sandbox: Sandbox, role: str, say: Any) -> str:
+        """The backend's or frontend's image: given, or built from its folder or Dockerfile."""
+        given = self.source.settings.get(f"{role}_image")
+        label = f"envs/{self.source.name}/{role}"
+        if given:
+            say(f"{label}: image {given} (given)")
+            return str(given)
+        with scratch_folder(f"agent-env-website-{role}-") as folder:
+            await asyncio.to_thread(write_env_files, self.artifacts, self.source, folder)
+            if (folder / role / "Dockerfile").is_file():
+                context = folder / role
+            elif (folder / f"Dockerfile.{role}").is_file():
+                (folder / f"Dockerfile.{role}").replace(folder / "Dockerfile")
+                context = folder
+            else:
+                raise StepError(f"website env '{self.source.id}' has no {role} to build "
+                                f"({role}_image, {role}/Dockerfile or Dockerfile.{role})")
+            return await build_with_progress(sandbox, str(context),
+                                             f"{self.source.name}-{role}",
+                                             {ENV_LABEL: self.source.id}, label, say)
+
+    def gateway_arg(self) -> str:
+        """Its gateway ``--website`` value."""
+        return (f"{self.name}=http://{self.frontend}:{FRONTEND_PORT},"
+                f"http://{self.backend}:{BACKEND_PORT}")
+
+    def record(self, services: Sequence[EnvServerRecord]) -> tuple[EnvServerRecord, ...]:
+        """Its backend among the started ``services``, named as the website (seeded so)."""
+        return tuple(attrs.evolve(s, environment_name=self.name) for s in services
+                     if s.container == self.backend)
+
+    def reattached(self) -> EnvServerRecord:
+        return EnvServerRecord(self.source.id, self.source.version, self.backend, "",
+                               self.name)
+
+
+def browser_source(artifacts: Any) -> EnvSource:
+    """The stored ``website-browser`` env, else the one shipped with this plugin."""
+    from agent_env.api import load_env_source
+
+    try:
+        return load_env_source(artifacts, BROWSER_ENV_ID)
+    except StepError:  # none stored: the shipped one
+        return builtin_browser()
+
+
+async def build_shipped_browser(sandbox: Sandbox, source: EnvSource, say: Any) -> str | None:
+    """The shipped browser's image when ``source`` is it; None for any other env."""
+    if source.id != builtin_browser().id:
+        return None
+    return await build_with_progress(sandbox, str(WEBSITE_BROWSER_CONTEXT), BROWSER_CONTAINER,
+                                     {ENV_LABEL: source.id}, "envs/website-browser", say)
+
+
 class WebsiteEnv(McpServerEnv):
     """A website and a browser behind one gateway (see the module)."""
 
@@ -74,27 +175,12 @@ class WebsiteEnv(McpServerEnv):
     def __init__(self, source: EnvSource, artifacts: Any,
                  companions: Sequence[EnvSource] = ()) -> None:
         super().__init__(source, artifacts, companions)
-        self.browser = self._browser_source()
-
-    def _browser_source(self) -> EnvSource:
-        from agent_env.api import load_env_source
-
-        try:
-            return load_env_source(self.artifacts, BROWSER_ENV_ID)
-        except StepError:  # none stored: the shipped one
-            return builtin_browser()
+        self.browser = browser_source(artifacts)
+        self.site = Website(source, artifacts)
 
     @property
     def environment_name(self) -> str:
-        return self.source.environment_name or self.source.name
-
-    @property
-    def backend(self) -> str:
-        return f"{self.environment_name}-{BACKEND_SUFFIX}"
-
-    @property
-    def frontend(self) -> str:
-        return f"{self.environment_name}-{FRONTEND_SUFFIX}"
+        return self.site.name
 
     @property
     def servers(self) -> tuple[EnvServer, ...]:
@@ -111,7 +197,7 @@ class WebsiteEnv(McpServerEnv):
 
     def with_companions(self, sources: Sequence[EnvSource]) -> WebsiteEnv:
         raise StepError("with_envs: a website env deploys its browser itself; put the other "
-                        "envs in a multi env")
+                        "envs in a multi env (website_envs)")
 
     @classmethod
     def bundle_problems(cls, env: Any, bundle: Any) -> list[str]:
@@ -133,67 +219,15 @@ class WebsiteEnv(McpServerEnv):
                                 f"Dockerfile.{role}")
         return problems + policy_problems(where, env.settings)
 
-    # -- images ------------------------------------------------------------------------------
-
     async def _build_env(self, sandbox: Sandbox, source: EnvSource, say: Any) -> str:
-        if source.id == builtin_browser().id:
-            return await build_with_progress(sandbox, str(WEBSITE_BROWSER_CONTEXT),
-                                             BROWSER_CONTAINER, {ENV_LABEL: source.id},
-                                             "envs/website-browser", say)
-        return await super()._build_env(sandbox, source, say)
-
-    async def _build_role(self, sandbox: Sandbox, role: str, say: Any) -> str:
-        """The backend's or frontend's image: given, or built from its folder or Dockerfile."""
-        given = self.source.settings.get(f"{role}_image")
-        label = f"envs/{self.source.name}/{role}"
-        if given:
-            say(f"{label}: image {given} (given)")
-            return str(given)
-        with scratch_folder(f"agent-env-website-{role}-") as folder:
-            await asyncio.to_thread(write_env_files, self.artifacts, self.source, folder)
-            if (folder / role / "Dockerfile").is_file():
-                context = folder / role
-            elif (folder / f"Dockerfile.{role}").is_file():
-                (folder / f"Dockerfile.{role}").replace(folder / "Dockerfile")
-                context = folder
-            else:
-                raise StepError(f"website env '{self.source.id}' has no {role} to build "
-                                f"({role}_image, {role}/Dockerfile or Dockerfile.{role})")
-            return await build_with_progress(sandbox, str(context),
-                                             f"{self.source.name}-{role}",
-                                             {ENV_LABEL: self.source.id}, label, say)
-
-    # -- the site's containers, its gateway routes and its seeding ---------------------------
+        return await build_shipped_browser(sandbox, source, say) \
+            or await super()._build_env(sandbox, source, say)
 
     def planned_services(self, labels: dict[str, str],
                          env_state: EnvStateChoice | None) -> list[PlannedService]:
         """The env state's store (if asked for), then the backend and the frontend."""
-        from agent_env.api import ContainerSpec
-
-        name = self.environment_name
-        backend_env = {"PORT": str(BACKEND_PORT), "ENVIRONMENT_NAME": name,
-                       "SERVICE_NAME": name, "PYTHONUNBUFFERED": "1"}
-        if env_state is not None:
-            from agentenv_mcp_env.state import database_url
-
-            backend_env["DATABASE_URL"] = database_url(name)
-        own = {**labels, ENV_LABEL: self.source.id}
         return [*super().planned_services(labels, env_state),
-                PlannedService(ContainerSpec(name=self.backend, image="", env=backend_env,
-                                             labels=own),
-                               None, "backend", self.source.id, self.source.version),
-                PlannedService(ContainerSpec(
-                    name=self.frontend, image="", labels=own,
-                    env={"BACKEND_URL": f"http://{self.backend}:{BACKEND_PORT}",
-                         "PORT": str(FRONTEND_PORT)}),
-                    None, "frontend", self.source.id, self.source.version)]
-
-    async def _build_planned(self, sandbox: Sandbox, planned: PlannedService,
-                             progress: Any) -> str:
-        if planned.context in ROLES and planned.source is None:
-            return await self._build_role(sandbox, str(planned.context),
-                                          progress or (lambda line: None))
-        return await super()._build_planned(sandbox, planned, progress)
+                *self.site.planned(labels, env_state)]
 
     def server_env(self, server: EnvServer, token: str) -> dict[str, str]:
         """The browser sends the gateway's token with its page requests."""
@@ -203,26 +237,18 @@ class WebsiteEnv(McpServerEnv):
         return {}  # the browser keeps no state; the backend gets DATABASE_URL
 
     def state_names(self) -> list[str]:
-        return [self.environment_name]
+        return [self.site.name]
 
     def gateway_websites(self) -> list[str]:
-        return [f"{self.environment_name}=http://{self.frontend}:{FRONTEND_PORT},"
-                f"http://{self.backend}:{BACKEND_PORT}"]
+        return [self.site.gateway_arg()]
 
     def shown_containers(self) -> list[str]:
-        return [self.backend, self.frontend]
+        return [self.site.backend, self.site.frontend]
 
     def website_records(self, services: Sequence[EnvServerRecord],
                         ) -> tuple[EnvServerRecord, ...]:
-        import attrs
-
-        return tuple(attrs.evolve(s, environment_name=self.environment_name)
-                     for s in services if s.container == self.backend)
+        return self.site.record(services)
 
     def reattached(self, entry: Any, token: str, sandbox: Sandbox) -> Any:
-        import attrs
-
         deployment = super().reattached(entry, token, sandbox)
-        site = EnvServerRecord(self.source.id, self.source.version, self.backend, "",
-                               self.environment_name)
-        return attrs.evolve(deployment, websites=(site,))
+        return attrs.evolve(deployment, websites=(self.site.reattached(),))

@@ -63,13 +63,13 @@ def test_what_a_multi_env_toml_gets_wrong_is_named_at_preflight(
     assert found == [
         f"{where}: unknown key(s) colour (a multi env takes: mcp_server_envs, service_envs, "
         "website_envs, name, env_provider_type, network_policy, environment_name, id, type)",
-        f"{where}: website_envs: a multi env does not hold websites yet; deploy the website "
-        "env on its own (its browser comes with it)",
         f"{where}: env_provider_type 'modal': a multi env deploys through the gateway here "
         "('gateway')",
         f"{where}: mcp_server_envs names an env twice",
         f"{where}: mcp_server_envs names 'nope', which is not an env of this bundle (its "
         "mcp_server envs: a, b)",
+        f"{where}: website_envs names 'site', not an env of this bundle (its website envs: "
+        "none)",
     ]
 
 
