@@ -129,3 +129,58 @@ def test_a_browser_that_crashes_mid_task_ends_the_run_naming_it(
                      r"env todo: env server website-browser stopped mid-run \(exited with code "
                      r"137\)", out), out
     assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
+
+
+MULTI_VERIFY = '''"""The multi env's one namespace (echo's and the browser's tools), its website's page through
+the gateway and its seeded list through /svc/todo/."""
+import json
+import urllib.request
+
+from agentenv_protocol.client import McpClient
+
+
+async def verify(mcp_url):
+    base = mcp_url.removesuffix("/mcp")
+    async with McpClient(mcp_url) as client:
+        tools = {t["name"] for t in await client.list_tools_raw()}
+        page = await client.call_tool("browser_navigate",
+                                      {"url": "http://gateway:18765/website/todo/"})
+    request = urllib.request.Request(f"{base}/svc/todo/agentenv", data=json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "data/get"}).encode())
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        todos = json.loads(resp.read())["result"]["parts"][0]["data"]["todos"]
+    return [
+        {"id": "tools", "result": {"echo", "browser_navigate", "list_website_urls"} <= tools,
+         "description": ", ".join(sorted(tools))},
+        {"id": "page", "result": "Page Title: Todo" in page.text, "description": page.text[:120]},
+        {"id": "seeded", "result": [t["text"] for t in todos] == ["water the plants"],
+         "description": str(todos)},
+    ]
+'''
+
+
+def test_a_multi_env_holds_a_website_beside_an_mcp_server(agent_env: Any, tmp_path: Path,
+                                                           left_by: Any) -> None:
+    from agentenv_agents.plugin import BUNDLES
+
+    bundle = tmp_path / "suite"
+    shutil.copytree(BUNDLES / "website-todo" / "envs" / "todo", bundle / "envs" / "todo")
+    shutil.copytree(BUNDLES / "agents-smoke" / "envs" / "echo", bundle / "envs" / "echo")
+    shutil.copytree(BUNDLES / "website-todo" / "artifacts" / "todo_seed",
+                    bundle / "artifacts" / "todo_seed")
+    (bundle / "envs" / "suite").mkdir()
+    (bundle / "envs" / "suite" / "env.toml").write_text(
+        'type = "multi"\nname = "suite"\nmcp_server_envs = ["echo"]\nwebsite_envs = ["todo"]\n')
+    (bundle / "artifacts" / "check").mkdir()
+    (bundle / "artifacts" / "check" / "verify.py").write_text(MULTI_VERIFY)
+    (bundle / "tasks").mkdir()
+    (bundle / "tasks" / "t.json").write_text(json.dumps([
+        {"id": "deploy", "type": "deploy_env", "env_id": "suite", "sandbox_type": "docker"},
+        {"id": "seed", "type": "load_artifact", "depends_on": ["deploy"], "env_id": "suite",
+         "artifact_id": "todo_seed"},
+        {"id": "check", "type": "env_outcome_verifier", "depends_on": ["seed"],
+         "env_id": "suite", "file_artifact_id": "check", "verifier_id": "check"}]))
+    run = agent_env("run", str(bundle), timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+    assert "tasks/t.json v1: passed (check: 1)" in run.stdout
+    assert left_by(run.stdout) == []
