@@ -131,8 +131,8 @@ def test_a_browser_that_crashes_mid_task_ends_the_run_naming_it(
     assert owned_by(docker_client, run.pid) == {"containers": [], "networks": []}
 
 
-MULTI_VERIFY = '''"""The multi env's one namespace (echo's and the browser's tools), its website's page through
-the gateway and its seeded list through /svc/todo/."""
+MULTI_VERIFY = '''"""The multi env's one namespace (echo's and the browser's tools), its
+website's page through the gateway and its seeded list through /svc/todo/."""
 import json
 import urllib.request
 
