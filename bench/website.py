@@ -99,7 +99,7 @@ def floor_once(images: tuple[str, str, str, str], shots: list[float] | None = No
     backend, frontend, browser, gateway = images
     start = time.perf_counter()
     name = f"floor-{secrets.token_hex(4)}"
-    token = secrets.token_urlsafe(16)
+    token, site = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
     be, fe, br, gw = (f"{name}-{part}" for part in ("be", "fe", "br", "gw"))
     _side_by_side(
         ["docker", "network", "create", "--internal", "-o",
@@ -118,10 +118,11 @@ def floor_once(images: tuple[str, str, str, str], shots: list[float] | None = No
              "-e", "BACKEND_URL=http://todo-website-backend:8000", frontend],
             ["docker", "run", "-d", "--init", "--name", br, "--network", name,
              "--network-alias", "website-browser", "-e", "MCP_HOST=0.0.0.0",
-             "-e", "MCP_PORT=18765", "-e", f"AGENTENV_GATEWAY_TOKEN={token}", browser],
+             "-e", "MCP_PORT=18765", "-e", f"AGENTENV_WEBSITE_TOKEN={site}", browser],
             ["sh", "-c", f"docker create --init --name {gw} --network {name} "
              f"--network-alias gateway -p 127.0.0.1::{GATEWAY_PORT} "
-             f"-e AGENTENV_GATEWAY_TOKEN={token} {gateway} {command} >/dev/null && "
+             f"-e AGENTENV_GATEWAY_TOKEN={token} -e AGENTENV_WEBSITE_TOKEN={site} "
+             f"{gateway} {command} >/dev/null && "
              f"docker network connect {name}-edge {gw} && docker start {gw} >/dev/null"])
         port = subprocess.run(["docker", "port", gw, str(GATEWAY_PORT)],
                               capture_output=True, text=True, check=True).stdout.split(":")[-1]

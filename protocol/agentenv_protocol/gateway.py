@@ -855,11 +855,15 @@ def _rewrite_card(card: EnvironmentCard, prefix: str) -> EnvironmentCard:
     )
 
 
-def _auth_middleware(token: str | None) -> Any:
+def _auth_middleware(token: str | None, site_token: str | None = None) -> Any:
     """Bearer header or ``/t/<token>`` path; anything else is a bare 401 that also closes the
     connection (so refused clients hold none). A request with the token vouches for its
-    connection (the guard's per-client cap then leaves it alone)."""
+    connection (the guard's per-client cap then leaves it alone). ``site_token`` (a website
+    env's browser holds it) opens ``/website/<name>/...`` only, as a Bearer header: the pages
+    an agent browses can reach nothing else of the gateway (no tools, trajectory, clock or
+    backend) with it."""
     expected = token.encode() if token else None
+    site = site_token.encode() if site_token else None
 
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -872,6 +876,11 @@ def _auth_middleware(token: str | None) -> Any:
             given = header[7:].strip() if header[:7].lower() == "bearer " else ""
         # Header bytes that are not UTF-8 arrive as surrogates: they are simply a wrong token.
         raw = given.encode("utf-8", "surrogateescape")
+        if site is not None and "site" in request.match_info and "token" not in \
+                request.match_info and request.path.startswith("/website/") \
+                and hmac.compare_digest(raw, site):
+            vouch_for(request)
+            return await handler(request)
         if not hmac.compare_digest(raw, expected):
             if not raw.isascii():
                 note_refused(request, 401, "a token with bytes that are not ASCII")
@@ -906,6 +915,7 @@ def create_gateway_app(
     fast_lane: bool = True,
     asides: Mapping[str, str] | None = None,
     websites: Sequence[Site] = (),
+    site_token: str | None = None,
 ) -> web.Application:
     """Build the gateway app over ``children`` (base URLs of env servers).
 
@@ -918,7 +928,8 @@ def create_gateway_app(
     ``fast_lane``: answer plain ``POST /mcp`` requests in the :mod:`.fast_lane` (same
     replies, less CPU); off, aiohttp answers everything. ``asides``: name -> base URL of servers
     reached only through ``/env/<name>/...`` (no tools in the namespace, not in the card);
-    ``websites``: a ``website`` env's sites (:mod:`.websites`).
+    ``websites``: a ``website`` env's sites (:mod:`.websites`); ``site_token``: the token
+    that opens only their ``/website/...`` pages (the env's browser holds it).
     """
     gateway = Gateway(children, token=token, mode=mode, name=name, call_timeout=call_timeout,
                       ready_timeout=ready_timeout, internal_url=internal_url,
@@ -926,7 +937,7 @@ def create_gateway_app(
                       asides=asides, websites=websites)
     mcp = McpEndpoint(gateway, server_name=name, prefer_json=prefer_json, page_size=page_size)
     app = web.Application(client_max_size=max_body_bytes,
-                          middlewares=[_auth_middleware(token)])
+                          middlewares=[_auth_middleware(token, site_token)])
     app[GATEWAY_KEY] = gateway
     app[GATEWAY_MCP_KEY] = mcp
 
@@ -1007,6 +1018,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-pending-per-client", type=int,
                         default=Limits().max_pending_per_client,
                         help="unauthenticated connections one client may hold")
+    parser.add_argument("--site-token", default=os.environ.get("AGENTENV_WEBSITE_TOKEN"),
+                        help="a token that opens only /website/NAME/ pages (default "
+                             "$AGENTENV_WEBSITE_TOKEN)")
     parser.add_argument("--trajectory-dir", default=None,
                         help="where the trajectory file lives (default: the temp folder)")
     args = parser.parse_args(argv)
@@ -1032,7 +1046,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                            body_timeout=args.body_timeout,
                                            max_pending_per_client=args.max_pending_per_client),
                              trajectory_dir=args.trajectory_dir, asides=asides,
-                             websites=websites)
+                             websites=websites, site_token=args.site_token)
     print(f"agentenv gateway on http://{args.host}:{args.port} over {len(args.child)} child(ren)",
           flush=True)
     run_guarded(app, args.host, args.port)

@@ -10,8 +10,10 @@ gateway (``--website NAME=FRONTEND_URL,BACKEND_URL``) passes
 and records each request as an ``http_request`` trajectory event: ``route`` (``website`` or
 ``svc``), ``service``, ``method``, ``path``, ``query``, ``status``, ``duration_ms``, the
 request body (``request_body``, text, cut at :data:`BODY_CAP` bytes with ``request_bytes``
-saying how long it was) and ``response_bytes``. Requests come with the gateway's token like any
-other (the website-browser sends it as a header), so nothing outside the env gets in.
+saying how long it was) and ``response_bytes``. Requests need the gateway's token like any
+other; the env's browser holds a site token instead, which opens ``/website/...`` and nothing
+else (not ``/svc/``, tools, the trajectory or the clock), so a page the agent scripts cannot
+reach the gateway's controls.
 
 Only the named sites are reached: a name the gateway was not given is a 404, and the upstream
 URL is always ``<site base>/<path>``, so no request can make the gateway fetch another host

@@ -400,6 +400,10 @@ class McpServerEnv(EnvType):
         instance_id = new_instance_id(self.source.id)
         token = secrets.token_urlsafe(32)
         ctx.register_secret(token)
+        # websites: their pages are opened with a token of their own (see the gateway's auth)
+        site_token = secrets.token_urlsafe(32) if self.gateway_websites() else None
+        if site_token:
+            ctx.register_secret(site_token)
         env_refs, gateway_ref = await self.build_images(sandbox, progress=progress,
                                                         gateway=chosen_gateway(ctx,
                                                                                self.artifacts))
@@ -419,12 +423,13 @@ class McpServerEnv(EnvType):
             name=server.container, image=ref,
             env={"MCP_HOST": "0.0.0.0", "MCP_PORT": str(ENV_PORT),
                  "ENVIRONMENT_NAME": server.environment_name,
-                 **self.state_env(server, env_state), **self.server_env(server, token)},
+                 **self.state_env(server, env_state), **self.server_env(server, site_token)},
             labels={**labels, ENV_LABEL: server.source.id}, outbound=policy == "open",
         ) for server, ref in zip(self.servers, env_refs, strict=True)]
         specs.append(ContainerSpec(
             name=GATEWAY_CONTAINER, image=gateway_ref,
-            env={"AGENTENV_GATEWAY_TOKEN": token},
+            env={"AGENTENV_GATEWAY_TOKEN": token,
+                 **({"AGENTENV_WEBSITE_TOKEN": site_token} if site_token else {})},
             command=gateway_command([server.url for server in self.servers],
                                     name=self.environment_name, ready_timeout=ready_timeout,
                                     mode=gateway_mode, asides=asides(services),
@@ -482,8 +487,9 @@ class McpServerEnv(EnvType):
 
     # -- what a type deploying more than MCP servers adds (a website's) ----------------------
 
-    def server_env(self, server: EnvServer, token: str) -> dict[str, str]:
-        """More environment for ``server``'s container (``token``: the gateway's)."""
+    def server_env(self, server: EnvServer, site_token: str | None) -> dict[str, str]:
+        """More environment for ``server``'s container (``site_token``: the token that opens
+        the gateway's website pages, when the env has websites)."""
         return {}
 
     def gateway_websites(self) -> list[str]:

@@ -175,9 +175,10 @@ class MultiEnv(McpServerEnv):
         return await build_shipped_browser(sandbox, source, say) \
             or await super()._build_env(sandbox, source, say)
 
-    def server_env(self, server: EnvServer, token: str) -> dict[str, str]:
-        """The browser sends the gateway's token with its page requests."""
-        return {"AGENTENV_GATEWAY_TOKEN": token} if server.container == BROWSER_CONTAINER \
+    def server_env(self, server: EnvServer, site_token: str | None) -> dict[str, str]:
+        """The browser sends the site token (it opens the website pages only) with its page
+        requests."""
+        return {"AGENTENV_WEBSITE_TOKEN": site_token or ""} if server.container == BROWSER_CONTAINER \
             else {}
 
     def state_env(self, server: EnvServer, env_state: EnvStateChoice | None) -> dict[str, str]:

@@ -17,7 +17,8 @@ A deploy runs, on the env's private network (nothing but the gateway is publishe
   ``SERVICE_NAME`` (and ``DATABASE_URL`` with an env state), as the reference's compose does;
 * the frontend as ``<name>-website-frontend`` (port 80) with ``BACKEND_URL``;
 * the website-browser (:mod:`.website_browser`): Playwright MCP over Debian's Chromium, the
-  env's MCP server, which sends the gateway's token with every page request;
+  env's MCP server, which sends a site token (it opens the website pages only) with its page
+  requests;
 * the gateway, with ``--website`` for the site: ``/website/<name>/`` reaches the frontend and
   ``/svc/<name>/`` the backend, every request an ``http_request`` trajectory event, and a
   ``list_website_urls`` tool (:mod:`agentenv_protocol.websites`).
@@ -229,9 +230,10 @@ class WebsiteEnv(McpServerEnv):
         return [*super().planned_services(labels, env_state),
                 *self.site.planned(labels, env_state)]
 
-    def server_env(self, server: EnvServer, token: str) -> dict[str, str]:
-        """The browser sends the gateway's token with its page requests."""
-        return {"AGENTENV_GATEWAY_TOKEN": token}
+    def server_env(self, server: EnvServer, site_token: str | None) -> dict[str, str]:
+        """The browser sends the site token (it opens the website pages only) with its page
+        requests."""
+        return {"AGENTENV_WEBSITE_TOKEN": site_token or ""}
 
     def state_env(self, server: EnvServer, env_state: EnvStateChoice | None) -> dict[str, str]:
         return {}  # the browser keeps no state; the backend gets DATABASE_URL

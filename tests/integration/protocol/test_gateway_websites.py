@@ -210,3 +210,24 @@ def test_the_website_option_names_its_form() -> None:
                                                                  "http://b:8000")
     with pytest.raises(ValueError, match="NAME=FRONTEND_URL,BACKEND_URL"):
         parse_site("shop=http://f:80")
+
+
+async def test_the_site_token_opens_the_pages_and_nothing_else(site: Any) -> None:
+    """What the env's browser holds: pages of /website/ by Bearer header, and no tools,
+    trajectory, clock, backend or capability URL."""
+    _, _, f, b = site
+    async with serve_gateway([], websites=[Site("shop", f.url, b.url)], site_token="pages",
+                             settle_timeout=5) as gw, aiohttp.ClientSession() as http:
+        bearer = {"Authorization": "Bearer pages"}
+        async with http.get(f"{gw.url}/website/shop/", headers=bearer) as resp:
+            assert resp.status == 200
+        for method, path in (("GET", "/svc/shop/api/items"), ("POST", "/mcp"),
+                             ("GET", "/trajectory"), ("POST", "/trajectory/clear"),
+                             ("POST", "/tools/enable"), ("GET", "/clock/state"),
+                             ("GET", "/state")):
+            async with http.request(method, f"{gw.url}{path}", headers=bearer) as resp:
+                assert resp.status == 401, (method, path)
+        async with http.get(f"{gw.url}/t/pages/website/shop/") as resp:
+            assert resp.status in (401, 404)
+        async with http.get(gw.url_for("/website/shop/")) as resp:  # the gateway's own token
+            assert resp.status == 200

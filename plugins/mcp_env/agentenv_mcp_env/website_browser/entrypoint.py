@@ -1,8 +1,9 @@
 """Start Playwright MCP on the env's port, with Debian's Chromium, headless and isolated.
 
-Why a config file: the browser sends the env gateway's token on every request (Playwright's
-``extraHTTPHeaders``), so pages the agent opens through the gateway's ``/website/<name>/``
-routes are let in without the token ever appearing in a URL, a page or a tool result.
+Why a config file: the browser sends the env's site token on every request (Playwright's
+``extraHTTPHeaders``), so the pages the agent opens through the gateway's ``/website/<name>/``
+routes are let in without a token in any URL, page or tool result; that token opens those pages
+and nothing else of the gateway.
 """
 
 import json
@@ -11,7 +12,7 @@ import tempfile
 
 port = os.environ.get("MCP_PORT", "18765")
 host = os.environ.get("MCP_HOST", "0.0.0.0")
-token = os.environ.get("AGENTENV_GATEWAY_TOKEN", "")
+token = os.environ.get("AGENTENV_WEBSITE_TOKEN", "")
 config = {"browser": {"browserName": "chromium", "launchOptions": {
     "executablePath": "/usr/bin/chromium", "headless": True, "chromiumSandbox": False}}}
 if token:
