@@ -178,8 +178,9 @@ class MultiEnv(McpServerEnv):
     def server_env(self, server: EnvServer, site_token: str | None) -> dict[str, str]:
         """The browser sends the site token (it opens the website pages only) with its page
         requests."""
-        return {"AGENTENV_WEBSITE_TOKEN": site_token or ""} if server.container == BROWSER_CONTAINER \
-            else {}
+        if server.container != BROWSER_CONTAINER:
+            return {}
+        return {"AGENTENV_WEBSITE_TOKEN": site_token or ""}
 
     def state_env(self, server: EnvServer, env_state: EnvStateChoice | None) -> dict[str, str]:
         if server.container == BROWSER_CONTAINER:
