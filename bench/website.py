@@ -13,9 +13,10 @@ the gateway on both networks publishing its port), the gateway's ``/ready``, the
 ``browser_navigate``, everything removed. The bar (issue 34): the warm run at most 2x the floor.
 Floor and warm samples alternate so drift hits both alike.
 
-The screenshot series is ``browser_take_screenshot`` through the gateway of the hand-started
-layout after ``browser_resize`` to 1280x800, each call timed from the client (a PNG in an MCP
-image content part); the bar is a median under 150 ms.
+The screenshot series are ``browser_take_screenshot`` through the gateway of the hand-started
+layout after ``browser_resize`` to 1280x800, and ``computer_screenshot`` of desktop-notes'
+desktop (Xvfb at 1280x800, deployed with ``agent-env env deploy``), each call timed from the
+client (a PNG in an MCP image content part); the bar is a median under 150 ms for each.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from bench.multi_env import image_of
 FLOOR = "website floor: 2 networks + backend, frontend, browser, gateway + 1 page, by hand"
 WARM = "agent-env run of website-todo's env + 1 page load in Chromium (warm)"
 SHOT = "screenshot through the gateway, 1280x800 PNG"
-BARS = (Bar(WARM, at_most=2.0), Bar(SHOT, "median", at_most=0.150, unit="s"))
+DESKTOP_SHOT = "desktop screenshot (computer_screenshot) through the gateway, 1280x800 PNG"
+BARS = (Bar(WARM, at_most=2.0), Bar(SHOT, "median", at_most=0.150, unit="s"),
+        Bar(DESKTOP_SHOT, "median", at_most=0.150, unit="s"))
+DESKTOP_ID = "bench-desktop"
 SITE = "http://gateway:18765/website/todo/"
 TASK = [
     {"id": "deploy", "type": "deploy_env", "env_id": "todo", "sandbox_type": "docker"},
@@ -148,6 +152,39 @@ def floor_once(images: tuple[str, str, str, str], shots: list[float] | None = No
     return time.perf_counter() - start
 
 
+def desktop_shots(workdir: Path, agent_env: list[str], env: dict[str, str],
+                  count: int) -> list[float]:
+    """Deploy desktop-notes' desktop (stored by a run of a one-step bundle), time ``count``
+    screenshots through its gateway, tear it down."""
+    import re
+
+    from agentenv_agents.plugin import BUNDLES
+
+    folder = workdir / "desktop-bench"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(BUNDLES / "desktop-notes" / "envs" / "desktop", folder / "envs" / "desktop")
+    with (folder / "envs" / "desktop" / "env.toml").open("a") as toml:
+        toml.write(f'id = "{DESKTOP_ID}"\n')
+    (folder / "tasks").mkdir()
+    (folder / "tasks" / "deploy.json").write_text(json.dumps(
+        [{"id": "deploy", "type": "deploy_env", "env_id": "desktop", "sandbox_type": "docker"}]))
+    _agent_env([*agent_env, "run", str(folder)], env)  # stored, images built
+    shown = _agent_env([*agent_env, "env", "deploy", "--id", DESKTOP_ID, "--ttl-seconds", "600"],
+                       env)
+    fields = dict(re.findall(r"^(Instance ID|Env Gateway Url|Token): (\S+)", shown, re.M))
+    try:
+        session = Session(f"{fields['Env Gateway Url']}/t/{fields['Token']}")
+        shots = []
+        for _ in range(count):
+            before = time.perf_counter()
+            shot = session.call("computer_screenshot", {})
+            shots.append(time.perf_counter() - before)
+            assert shot["structuredContent"]["width"] == 1280, shot["structuredContent"]
+        return shots
+    finally:
+        _agent_env([*agent_env, "env", "teardown", "--id", fields["Instance ID"]], env)
+
+
 def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False) -> list[Series]:
     with bytecode_cached():
         return _measure(quick, smoke, workdir, agent_env)
@@ -174,4 +211,6 @@ def _measure(quick: bool, smoke: bool, workdir: Path, agent_env: list[str]) -> l
         Series(WARM, warm, baseline=FLOOR,
                note="CLI start, ledger check, deploy, readiness, one page load, teardown"),
         Series(SHOT, shots, note="browser_take_screenshot, timed from the client"),
+        Series(DESKTOP_SHOT, desktop_shots(workdir, agent_env, full_env, 15),
+               note="python-xlib capture, PNG by the SDK (standard library)"),
     ]
