@@ -876,8 +876,9 @@ def _auth_middleware(token: str | None, site_token: str | None = None) -> Any:
             given = header[7:].strip() if header[:7].lower() == "bearer " else ""
         # Header bytes that are not UTF-8 arrive as surrogates: they are simply a wrong token.
         raw = given.encode("utf-8", "surrogateescape")
-        if site is not None and "site" in request.match_info and "token" not in \
-                request.match_info and request.path.startswith("/website/") \
+        resource = request.match_info.route.resource
+        pattern = resource.canonical if resource is not None else ""
+        if site is not None and pattern.startswith("/website/{site}") \
                 and hmac.compare_digest(raw, site):
             vouch_for(request)
             return await handler(request)
@@ -970,10 +971,10 @@ def create_gateway_app(
         ("POST", "/clock/clear", gateway.clock_clear_route),
         ("GET", "/clock/state", gateway.clock_state_route),
         ("*", "/env/{child}/{tail:.*}", gateway.proxy_route),
-        ("*", "/website/{site}", gateway.websites.route),
-        ("*", "/website/{site}/{tail:.*}", gateway.websites.route),
-        ("*", "/svc/{site}", gateway.websites.route),
-        ("*", "/svc/{site}/{tail:.*}", gateway.websites.route),
+        ("*", "/website/{site}", gateway.websites.website_route),
+        ("*", "/website/{site}/{tail:.*}", gateway.websites.website_route),
+        ("*", "/svc/{site}", gateway.websites.svc_route),
+        ("*", "/svc/{site}/{tail:.*}", gateway.websites.svc_route),
     ]
     for method, path, handler in routes:
         app.router.add_route(method, path, handler)

@@ -105,9 +105,16 @@ class Websites:
                         if why is not None}
         return dict(self.waiting)
 
-    async def route(self, request: web.Request) -> web.StreamResponse:
-        """``/website/<name>/<tail>`` and ``/svc/<name>/<tail>``: forward and record."""
-        kind = "website" if "/website/" in request.path else "svc"
+    async def website_route(self, request: web.Request) -> web.StreamResponse:
+        """``/website/<name>/<tail>``: the site's frontend."""
+        return await self._route(request, "website")
+
+    async def svc_route(self, request: web.Request) -> web.StreamResponse:
+        """``/svc/<name>/<tail>``: the site's backend."""
+        return await self._route(request, "svc")
+
+    async def _route(self, request: web.Request, kind: str) -> web.StreamResponse:
+        """Forward to the site's frontend or backend (``kind``) and record the request."""
         name = request.match_info["site"]
         site = self.sites.get(name)
         if site is None:

@@ -231,3 +231,15 @@ async def test_the_site_token_opens_the_pages_and_nothing_else(site: Any) -> Non
             assert resp.status in (401, 404)
         async with http.get(gw.url_for("/website/shop/")) as resp:  # the gateway's own token
             assert resp.status == 200
+
+
+async def test_a_site_named_website_is_routed_by_the_route_not_the_name(site: Any) -> None:
+    """``/svc/website/...`` is the backend of a site called ``website``, not a page."""
+    _, _, f, b = site
+    async with serve_gateway([], websites=[Site("website", f.url, b.url)], site_token="pages",
+                             settle_timeout=5) as gw, aiohttp.ClientSession() as http:
+        async with http.get(gw.url_for("/svc/website/api/x")) as resp:
+            assert (await resp.json())["role"] == "backend"
+        async with http.get(f"{gw.url}/svc/website/api/x",
+                            headers={"Authorization": "Bearer pages"}) as resp:
+            assert resp.status == 401
