@@ -10,6 +10,7 @@ from .driver import (
     COMPUTER_KEYBOARD,
     COMPUTER_POINTER,
     COMPUTER_READY,
+    COMPUTER_SPACES,
     DEFAULT_IDENTITY,
     ComputerDriverEnvironment,
     computer_driver,
@@ -58,7 +59,8 @@ from .settings import SETTINGS_ENV, ComputerSettings
 
 __all__ = [
     "COMPUTER", "COMPUTER_DISPLAY", "COMPUTER_EXEC", "COMPUTER_KEYBOARD", "COMPUTER_POINTER",
-    "COMPUTER_READY", "DEFAULT_IDENTITY", "SETTINGS_ENV", "BackgroundUnavailable",
+    "COMPUTER_READY", "COMPUTER_SPACES", "DEFAULT_IDENTITY", "SETTINGS_ENV",
+    "BackgroundUnavailable",
     "ComputerDriverEnvironment", "ComputerError", "ComputerSettings", "DeliveryFailed",
     "DeviceUnavailable", "Display", "Effect", "ExecResult", "Image", "InputBusy", "Internal",
     "InvalidArgument", "LimitExceeded", "OutOfBounds", "PermissionDenied", "Platform",

@@ -10,7 +10,9 @@
   the image as an MCP ``image`` content part (PNG, or JPEG with Pillow).
 * **Extensions** (the framework calls them, never agents): computer-ready/v1 ``status`` (real
   checks, no input), computer-display/v1 ``get``/``set``, computer-exec/v1 ``run`` (a command in
-  the desktop session; a repeated ``request_id`` returns the first result).
+  the desktop session; a repeated ``request_id`` returns the first result),
+  computer-spaces/v1 ``get``/``set`` (the default coordinate space) and, with the keyboard
+  group, computer-keyboard/v1 ``get``/``set`` (tap hold, typing delay, layout, longest hold).
 * **Data plane**: ``data/add`` writes file parts under the session user's home,
   ``data/get`` returns the files ``data_paths`` names (:mod:`.settings`).
 * **Card**: the tools the driver's operations support, and the ``computer/v1`` extension with
@@ -76,6 +78,10 @@ COMPUTER_READY = "urn:agentenv:computer-ready/v1"
 COMPUTER_DISPLAY = "urn:agentenv:computer-display/v1"
 COMPUTER_POINTER = "urn:agentenv:computer-pointer/v1"
 COMPUTER_KEYBOARD = "urn:agentenv:computer-keyboard/v1"
+COMPUTER_SPACES = "urn:agentenv:computer-spaces/v1"
+#: The ranges computer-keyboard/v1 ``set`` takes, in milliseconds.
+KEYBOARD_RANGES = {"tap_hold_ms": (0, 1000), "type_delay_ms": (0, 1000),
+                   "max_hold_ms": (0, 600_000)}
 COMPUTER_EXEC = "urn:agentenv:computer-exec/v1"
 DEFAULT_IDENTITY = "default"
 MAX_EXEC_TIMEOUT_S = 3600
@@ -585,6 +591,46 @@ class ComputerDriverEnvironment(AgentEnvEnvironment):
         return self._display_data(changed if isinstance(changed, Display)
                                   else await self.display_now())
 
+    @extension(COMPUTER_SPACES, op="get", method="GET",
+               description="Get or set the default coordinate space of the point tools.")
+    async def computer_spaces_get(self) -> dict[str, Any]:
+        return {"default_space": self.settings.default_space,
+                "default_norm_scale": self.settings.default_norm_scale}
+
+    @extension(COMPUTER_SPACES, op="set")
+    async def computer_spaces_set(self, default_space: str,
+                                  default_norm_scale: int | None = None) -> dict[str, Any]:
+        space, scale = self._space(default_space, default_norm_scale)
+        self.settings.default_space, self.settings.default_norm_scale = space, scale
+        return await self.computer_spaces_get()
+
+    @extension(COMPUTER_KEYBOARD, op="get", method="GET",
+               description="Get or set the tap hold, typing delay, layout and longest hold.")
+    async def computer_keyboard_get(self) -> dict[str, Any]:
+        s = self.settings
+        return {"tap_hold_ms": s.tap_hold_ms, "type_delay_ms": s.type_delay_ms,
+                "layout": s.layout, "max_hold_ms": s.max_hold_ms}
+
+    @extension(COMPUTER_KEYBOARD, op="set")
+    async def computer_keyboard_set(self, tap_hold_ms: int | None = None,
+                                    type_delay_ms: int | None = None,
+                                    layout: str | None = None,
+                                    max_hold_ms: int | None = None) -> dict[str, Any]:
+        given = {"tap_hold_ms": tap_hold_ms, "type_delay_ms": type_delay_ms,
+                 "max_hold_ms": max_hold_ms}
+        for name, value in given.items():
+            low, high = KEYBOARD_RANGES[name]
+            if value is not None:
+                _range(name, value, low, high)
+        if layout is not None and layout not in self.layouts:
+            raise Unsupported(f"this computer types in the layouts {list(self.layouts)}, not "
+                              f"{layout!r}")
+        changed: dict[str, Any] = {**given, "layout": layout}
+        for name, setting in changed.items():
+            if setting is not None:
+                setattr(self.settings, name, setting)
+        return await self.computer_keyboard_get()
+
     def _display_data(self, display: Display) -> dict[str, Any]:
         return {"width": display.width, "height": display.height, "scale": display.scale,
                 "modes": [list(m) for m in self.display_modes]}
@@ -695,6 +741,8 @@ class ComputerDriverEnvironment(AgentEnvEnvironment):
         extensions = card["capabilities"].get("extensions") or []
         if not self.has("run_in_session"):
             extensions = [e for e in extensions if e["uri"] != COMPUTER_EXEC]
+        if not self.has("keyboard"):
+            extensions = [e for e in extensions if e["uri"] != COMPUTER_KEYBOARD]
         extensions += [{"uri": e.uri, "description": e.description, "params": e.params,
                         "required": e.required} for e in self.declared_extensions()]
         card["capabilities"]["extensions"] = extensions

@@ -258,3 +258,23 @@ def test_a_class_missing_operations_is_refused_when_defined() -> None:
                 return None
 
     assert "the pointer group needs all of" in str(refused.value)
+
+
+async def test_the_default_space_and_keyboard_settings_are_the_frameworks_to_set(
+        painted: Any) -> None:
+    driver, server = painted
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{server.url}/agentenv/ext/computer-spaces/set",
+                             json={"default_space": "norm", "default_norm_scale": 100}) as resp:
+            assert await resp.json() == {"default_space": "norm", "default_norm_scale": 100}
+        await _call(server, "computer_screenshot")
+        await _call(server, "computer_click", x=50, y=50)  # the middle, on the 0-100 grid
+        assert driver.pointer == (160, 100)
+        async with http.post(f"{server.url}/agentenv/ext/computer-spaces/set",
+                             json={"default_space": "pixels"}) as resp:
+            assert resp.status == 400
+        # PaintedScreen has no keyboard group: no computer-keyboard/v1 on its card
+        async with http.get(f"{server.url}/.well-known/agent-env.json") as resp:
+            uris = {e["uri"] for e in (await resp.json())["capabilities"]["extensions"]}
+    assert "urn:agentenv:computer-spaces/v1" in uris
+    assert "urn:agentenv:computer-keyboard/v1" not in uris
