@@ -92,36 +92,30 @@ class MultiEnv(McpServerEnv):
         self.websites = tuple(self._load_websites())
         self.browser = browser_source(artifacts) if self.websites else None
 
-    def _load_children(self) -> list[EnvSource]:
-        ids = child_ids(self.source.id, self.source.settings)
-        if not ids:
-            raise StepError(f"multi env '{self.source.id}' names no env in mcp_server_envs")
-        children = []
-        for child_id in ids:
+    def _stored(self, key: str, kind: str, role: str) -> list[tuple[str, EnvSource]]:
+        """The stored envs ``key`` names, each checked to be of type ``kind`` (``role`` names
+        one in the error): (id as named, source)."""
+        found = []
+        for child_id in child_ids(self.source.id, self.source.settings, key):
             child = load_env_source(self.artifacts, child_id)
-            if child.type != CHILD_TYPE:
-                raise StepError(f"multi env '{self.source.id}': its child '{child_id}' is of "
-                                f"type '{child.type}'; mcp_server_envs are '{CHILD_TYPE}' envs")
-            children.append(child)
-        return children
+            if child.type != kind:
+                raise StepError(f"multi env '{self.source.id}': its {role} '{child_id}' is of "
+                                f"type '{child.type}'; {key} are '{kind}' envs")
+            found.append((child_id, child))
+        return found
+
+    def _load_children(self) -> list[EnvSource]:
+        if not child_ids(self.source.id, self.source.settings):
+            raise StepError(f"multi env '{self.source.id}' names no env in mcp_server_envs")
+        return [child for _, child in self._stored("mcp_server_envs", CHILD_TYPE, "child")]
 
     def _load_websites(self) -> list[Website]:
-        sites = []
-        for child_id in child_ids(self.source.id, self.source.settings, "website_envs"):
-            child = load_env_source(self.artifacts, child_id)
-            if child.type != WEBSITE_TYPE:
-                raise StepError(f"multi env '{self.source.id}': its website '{child_id}' is of "
-                                f"type '{child.type}'; website_envs are '{WEBSITE_TYPE}' envs")
-            sites.append(Website(child, self.artifacts))
-        return sites
+        return [Website(child, self.artifacts)
+                for _, child in self._stored("website_envs", WEBSITE_TYPE, "website")]
 
     def _load_services(self) -> list[Service]:
         services: list[Service] = []
-        for child_id in child_ids(self.source.id, self.source.settings, "service_envs"):
-            child = load_env_source(self.artifacts, child_id)
-            if child.type != SERVICE_TYPE:
-                raise StepError(f"multi env '{self.source.id}': its service '{child_id}' is of "
-                                f"type '{child.type}'; service_envs are '{SERVICE_TYPE}' envs")
+        for child_id, child in self._stored("service_envs", SERVICE_TYPE, "service"):
             try:
                 settings = service_settings(child.name, child.settings,
                                             f"service env '{child_id}'")
