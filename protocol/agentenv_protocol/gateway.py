@@ -418,22 +418,23 @@ class Gateway:
             listing = [*listing, self.websites.list_tool()]
         return listing
 
-    def _record(self, kind: str, call_id: str, caller: Caller, tool: str,
-                **fields: Any) -> None:
+    def _append(self, kind: str, role: str, **fields: Any) -> None:
+        """One trajectory event: its id, type, time (and virtual time while the clock is
+        armed), role and ``fields``."""
         event = {"event_id": f"evt-{next(self._event_ids)}", "type": kind,
-                 "timestamp_utc": _now_utc(), "role": caller.role or "default",
-                 "session": caller.session, "call_id": call_id, "tool": tool, **fields}
+                 "timestamp_utc": _now_utc(), "role": role, **fields}
         if self.clock.armed:
             event["virtual_time"] = self.clock.now_iso()
         self.trajectory.append(event)
 
+    def _record(self, kind: str, call_id: str, caller: Caller, tool: str,
+                **fields: Any) -> None:
+        self._append(kind, caller.role or "default", session=caller.session, call_id=call_id,
+                     tool=tool, **fields)
+
     def _record_http(self, **fields: Any) -> None:
         """An ``http_request`` event (a website request, :mod:`.websites`)."""
-        event = {"event_id": f"evt-{next(self._event_ids)}", "type": "http_request",
-                 "timestamp_utc": _now_utc(), "role": "default", **fields}
-        if self.clock.armed:
-            event["virtual_time"] = self.clock.now_iso()
-        self.trajectory.append(event)
+        self._append("http_request", "default", **fields)
 
     async def mcp_call(self, name: str, arguments: dict[str, Any], caller: Caller,
                        call_id: str) -> dict[str, Any]:
