@@ -149,9 +149,10 @@ class ContainerSpec:
 
     A third network, the *sealed* one, is for agents (``sealed=True``, which takes no
     ``publish``, ``egress`` or ``private``): a sealed container's only peers are the sandbox's
-    publishing containers (the env gateway, the model gateway, agent fronts), and it has no route
-    out and no address on the host. Why: an agent runs code a model wrote, so by default it may
-    reach its tools and its model and nothing else. A provider that cannot do this says so in
+    publishing containers (the env gateway, the model gateway, agent fronts) and its
+    ``sealed_peer`` ones (an egress proxy), and it has no route out and no address on the host.
+    Why: an agent runs code a model wrote, so by default it may reach its tools and its model
+    and nothing else. A provider that cannot do this says so in
     :meth:`Sandbox.agent_isolation`.
     """
 
@@ -167,6 +168,10 @@ class ContainerSpec:
     egress: bool = False
     #: On the sealed network only (an agent): it reaches the publishing containers, nothing else.
     sealed: bool = False
+    #: Also on the sealed network though it publishes nothing, so sealed containers reach it
+    #: (an allow-listed agent's egress proxy, which has a route out). Takes ``egress``; a
+    #: provider that seals containers honours it too.
+    sealed_peer: bool = False
     #: A private container that may also reach outside (an env whose network policy is
     #: ``open``): it joins the sandbox's *outbound* network too, which has a route out and
     #: holds nothing but such containers (no gateway, no agent). A private container without
@@ -185,6 +190,9 @@ class ContainerSpec:
             raise ValueError(f"container '{self.name}': a sealed container takes no publish, "
                              "egress, outbound or private (it reaches only the sandbox's "
                              "gateways)")
+        if self.sealed_peer and (self.sealed or self.private or not self.egress):
+            raise ValueError(f"container '{self.name}': a sealed peer is an edge container "
+                             "with egress (private=False, egress=True), not sealed itself")
         if self.outbound and not self.private:
             raise ValueError(f"container '{self.name}': outbound is for private containers "
                              "(others reach out through the edge network: egress)")

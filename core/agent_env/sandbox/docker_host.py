@@ -14,8 +14,8 @@ this, and plugins may not import each other, so they all subclass :class:`Docker
   address in the VM, so neither the VM's processes nor the edge's containers reach an env
   server except through its gateway) and the edge one (``<prefix>-edge``: publishing, egress).
   A sealed container (an agent) gets a third, ``<prefix>-sealed``, made on first use, internal
-  and without a bridge address as well, that every publishing container joins: its only peers
-  are the gateways.
+  and without a bridge address as well, that every publishing container joins, and so does a
+  ``sealed_peer`` (an egress proxy): its only peers are the gateways and such proxies.
   Container names carry the sandbox's prefix, and every container and network carries
   ``agentenv.sandbox=<id>`` so a teardown can find them;
 * a published port is bound to a port the sandbox's daemon picks, which the provider then
@@ -186,7 +186,9 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             joins = [self.sealed_network_name]
         else:
             joins = [self.network_name] * spec.private + [self.edge_network_name] * spec.edge
-            if spec.publish and self.__dict__.get("_sealed_ready"):
+            if spec.sealed_peer:
+                await self.ensure_sealed_network(published)
+            if (spec.publish and self.__dict__.get("_sealed_ready")) or spec.sealed_peer:
                 joins.append(self.sealed_network_name)
             if spec.outbound:
                 await self.docker(

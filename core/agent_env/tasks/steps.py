@@ -320,6 +320,35 @@ def _converter() -> Any:
             raise TypeError(f"expected a number, got {value!r}")
         return float(value)
 
+    def is_sequence(type_: Any) -> bool:
+        import collections.abc
+        import typing
+
+        return typing.get_origin(type_) in (list, tuple, set, frozenset,
+                                            collections.abc.Sequence)
+
+    def strict_sequence(type_: Any) -> Any:
+        """cattrs would read a string as a list of its characters ("echo" as e, c, h, o)."""
+        import typing
+
+        origin, args = typing.get_origin(type_), typing.get_args(type_)
+        fixed = origin is tuple and not (len(args) == 2 and args[1] is Ellipsis)
+        make = list if origin not in (tuple, set, frozenset) else origin
+
+        def structure(value: Any, _type: Any) -> Any:
+            if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
+                raise TypeError(f"expected a list, got {value!r}")
+            items = list(value)
+            if fixed:
+                if len(items) != len(args):
+                    raise TypeError(f"expected {len(args)} items, got {len(items)}")
+                return tuple(converter.structure(v, t) for v, t in zip(items, args,
+                                                                        strict=True))
+            inner = args[0] if args else Any
+            return make(converter.structure(v, inner) for v in items)
+        return structure
+
+    converter.register_structure_hook_factory(is_sequence, strict_sequence)
     converter.register_structure_hook(bool, strict_bool)
     converter.register_structure_hook(str, strict_str)
     converter.register_structure_hook(int, strict_int)

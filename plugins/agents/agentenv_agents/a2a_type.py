@@ -85,7 +85,7 @@ LOG_LINES = 30
 SCRIPTED_PREFIX = "scripted:"
 AGENT_LABEL = "agentenv.agent"
 GATEWAY_MODULES = ("__init__.py", "model_gateway.py", "records.py", "scripted.py", "wire.py",
-                   "gateway_server.py", "agent_front.py")
+                   "gateway_server.py", "agent_front.py", "egress_proxy.py")
 FINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected", "input-required",
                           "auth-required"})
 
@@ -401,8 +401,10 @@ class A2aAgent:
     context_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
     #: The bearer token its A2A server wants (``A2A_TOKEN``): its port is published on the host.
     token: str = attrs.field(factory=lambda: secrets.token_urlsafe(32), repr=False)
-    #: ``sealed``: its container reaches only the sandbox's gateways; ``open``: also the world.
+    #: ``sealed``: its container reaches only the sandbox's gateways; ``allowlist``: also the
+    #: hosts and CIDRs of ``allowed``, through its egress proxy; ``open``: also the world.
     network_policy: str = "sealed"
+    allowed: tuple[str, ...] = ()
     #: Where its changelog goes, once ``enable_changelog`` turned it on (checked per prompt).
     changelog: str | None = None
 
@@ -425,6 +427,8 @@ class A2aAgent:
                     "upstream": self.gateway.upstream or "scripted only"},
                 "card_name": self.card.get("name"), "card_version": self.card.get("version"),
                 "envs": list(self.env_ids), "network_policy": self.network_policy,
+                **({"allowed": list(self.allowed)} if self.network_policy == "allowlist"
+                   else {}),
                 "sandbox": self.sandbox.describe() if self.sandbox is not None else None}
 
     async def give_skills(self, entries: list[dict[str, Any]],
@@ -821,7 +825,7 @@ class A2aAgentType:
             sandbox = await provider.create(spec)
             ctx.add_sandbox(container, sandbox)
         policy = getattr(step, "network_policy", None) or "sealed"
-        if policy == "sealed" and (reason := sandbox.agent_isolation()) is not None:
+        if policy != "open" and (reason := sandbox.agent_isolation()) is not None:
             raise StepError(f"agent '{step.agent_name}' cannot be sealed: {reason}; set "
                             'network_policy = "open" on its deploy_agent step to give it a '
                             "route out")
@@ -868,11 +872,17 @@ class A2aAgentType:
         if setup.role:
             env["AGENT_ENV_ROLE"] = setup.role
         labels = {**ctx.labels, AGENT_LABEL: source.name}
+        allowed: tuple[str, ...] = ()
+        if policy == "allowlist":
+            allowed = (*step.allow_hosts, *step.allow_cidrs)
+            env.update(await _egress_proxy(ctx, sandbox, container, gateway, step, envs, labels))
+            say(f"agents/{source.name}: '{step.agent_name}' may also reach "
+                f"{', '.join(allowed)} (through its egress proxy)")
         # sealed: on a network whose only other members are the gateways and agent fronts
         await sandbox.run_container(ContainerSpec(
             name=container, image=image, env=env,
             labels={**labels, "agentenv.role": "agent"}, private=False,
-            sealed=policy == "sealed"))
+            sealed=policy != "open"))
         # Only the front is published: it checks the token whatever SDK the agent was built on.
         urls = await sandbox.run_container(ContainerSpec(
             name=f"{container}-front", image=gateway.image,
@@ -891,13 +901,45 @@ class A2aAgentType:
             raise StepError(f"agent '{step.agent_name}' ({source.name}) serves no JSON card")
         agent = A2aAgent(step.agent_name, source.name, url, container, image, model, card,
                          sandbox, gateway, ctx, list(step.env_ids), token=token,
-                         network_policy=policy)
+                         network_policy=policy, allowed=allowed)
         await _configure(agent, card, setup, envs, step)
         ctx.add_endpoint(f"agent '{step.agent_name}' ({source.name}), A2A", url, token)
         say(f"agents/{source.name}: '{step.agent_name}' ready at {url} "
             f"({policy} network; model {model or 'named per prompt'}; model gateway "
             f"{'forwarding to the configured upstream' if gateway.upstream else 'scripted only'})")
         return agent
+
+
+EGRESS_PORT = 3128
+
+
+async def _egress_proxy(ctx: TaskContext, sandbox: Any, container: str,
+                        gateway: ModelGatewayHandle, step: Any, envs: dict[str, Any],
+                        labels: dict[str, str]) -> dict[str, str]:
+    """Start the egress proxy of an ``allowlist`` agent; the variables that point the agent's
+    HTTP clients at it (and its gateways past it: they are on its sealed network)."""
+    from urllib.parse import urlsplit
+
+    from agent_env.api import ContainerSpec
+
+    token = secrets.token_urlsafe(24)
+    ctx.register_secret(token)
+    name = f"{container}-egress"
+    # an edge container with a route out that sealed containers reach (sealed_peer)
+    await sandbox.run_container(ContainerSpec(
+        name=name, image=gateway.image, command=("python", "-m", "agentenv_agents.egress_proxy"),
+        env={"AGENTENV_EGRESS_TOKEN": token, "AGENTENV_EGRESS_PORT": str(EGRESS_PORT),
+             "AGENTENV_EGRESS_HOSTS": ",".join(step.allow_hosts),
+             "AGENTENV_EGRESS_CIDRS": ",".join(step.allow_cidrs)},
+        labels={**labels, "agentenv.role": "agent-egress"}, private=False, egress=True,
+        sealed_peer=True, memory_mb=64))
+    direct = ["localhost", "127.0.0.1", "::1", urlsplit(gateway.private_base_url).hostname]
+    direct += [urlsplit(str(d.internal_url)).hostname for d in envs.values()]
+    proxy = f"http://agentenv:{token}@{name}:{EGRESS_PORT}"
+    bypass = ",".join(dict.fromkeys(h for h in direct if h))
+    return {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy,
+            "https_proxy": proxy, "NO_PROXY": bypass, "no_proxy": bypass,
+            "NODE_USE_ENV_PROXY": "1"}
 
 
 async def _configure(agent: A2aAgent, card: dict[str, Any], setup: Any,

@@ -261,7 +261,9 @@ def _env_vars(values: tuple[str, ...]) -> dict[str, str]:
 
 
 async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list[str] | None,
-                  model: str | None, network_policy: str = "sealed") -> tuple[Any, A2aAgent]:
+                  model: str | None, network_policy: str = "sealed",
+                  allowed: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+                  ) -> tuple[Any, A2aAgent]:
     """Run ``deploy_agent`` in a context of its own and keep what it brought up; on failure
     everything it brought up is taken down and nothing is recorded."""
     import asyncio
@@ -290,7 +292,8 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
                       labels={DEPLOYMENT_LABEL: instance_id})
     ctx.note_sink = lambda line: echo(line, err=True)
     step = DeployAgent(id="deploy", agent_name=agent_id, a2a_agent_id=agent_id,
-                       env_vars=env_vars, ttl_seconds=ttl, network_policy=network_policy)
+                       env_vars=env_vars, ttl_seconds=ttl, network_policy=network_policy,
+                       allow_hosts=list(allowed[0]), allow_cidrs=list(allowed[1]))
     created = utc_now()
     try:
         await step.run(ctx)
@@ -322,19 +325,32 @@ async def _deploy(agent_id: str, env_vars: dict[str, str], ttl: int, chain: list
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 @click.option("--model", metavar="NAME", help="The model it uses unless a prompt names one "
                                               "(goes through its model gateway).")
-@click.option("--network-policy", type=click.Choice(["sealed", "open"]), default="sealed",
-              show_default=True, help="sealed: it reaches only its model gateway; open: it "
-              "also has a route out.")
+@click.option("--network-policy", type=click.Choice(["sealed", "allowlist", "open"]),
+              default=None, help="sealed (default): it reaches only its model gateway; "
+              "allowlist: also the --allow-host/--allow-cidr ones (the default when any is "
+              "given); open: it also has a route out.")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="HOST",
+              help="A host it may reach (pypi.org, *.example.com; repeatable).")
+@click.option("--allow-cidr", "allow_cidr", multiple=True, metavar="CIDR",
+              help="A network it may reach (10.0.0.0/8; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the deployment as JSON.")
 def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: str | None,
-           model: str | None, network_policy: str, as_json: bool) -> None:
+           model: str | None, network_policy: str | None, allow_host: tuple[str, ...],
+           allow_cidr: tuple[str, ...], as_json: bool) -> None:
     """Deploy an agent on its own; it stays up until its TTL or a2a-agent teardown."""
     import asyncio
 
     from agent_env.api import UserError, model_problem
 
     from .lookup import find_agent
+    from .steps import DeployAgent
 
+    network_policy = network_policy or ("allowlist" if allow_host or allow_cidr else "sealed")
+    problems = DeployAgent(id="deploy", network_policy=network_policy,
+                           allow_hosts=list(allow_host),
+                           allow_cidrs=list(allow_cidr)).allowlist_problems()
+    if problems:
+        raise UserError(f"--allow-host/--allow-cidr: {problems[0]}")
     definition = find_agent(agent_id)
     env_vars = _env_vars(env_var)
     if model and (problem := model_problem(model)):
@@ -345,7 +361,7 @@ def deploy(agent_id: str, env_var: tuple[str, ...], ttl_seconds: int, sandbox: s
 
         check_sandbox_chain(chain)  # a provider that cannot be used: one line, nothing started
     entry, agent = asyncio.run(_deploy(definition.name, env_vars, ttl_seconds, chain, model,
-                                       network_policy))
+                                       network_policy, (allow_host, allow_cidr)))
     token = agent.token
     if as_json:
         click.echo(json.dumps({**entry.to_json(), "token": token, "model": agent.model},

@@ -73,7 +73,7 @@ TRAJECTORY_PREFIX = "prompt_agent_trajectories"
 
 
 #: What ``deploy_agent``'s ``network_policy`` takes.
-AGENT_NETWORK_POLICIES = ("sealed", "open")
+AGENT_NETWORK_POLICIES = ("sealed", "open", "allowlist")
 
 
 @attrs.define(kw_only=True)
@@ -111,7 +111,9 @@ class DeployAgent(Step):
     #: Free-form, kept in the record.
     metadata: dict[str, Any] = attrs.field(factory=dict)
     #: ``sealed`` (default): the agent's container reaches its env's gateway and the model
-    #: gateway, nothing else (no internet, no host, no other run). ``open``: it also has a
+    #: gateway, nothing else (no internet, no host, no other run). ``allowlist``: sealed, plus
+    #: the hosts and CIDRs ``allow_hosts``/``allow_cidrs`` list, through an egress proxy its
+    #: ``HTTPS_PROXY`` names (:mod:`agentenv_agents.egress_proxy`). ``open``: it also has a
     #: route out (the run record says so).
     network_policy: str = "sealed"
     #: Skills given through skill-config/v1: ``{name, description, skill_md}`` inline, or
@@ -145,7 +147,8 @@ class DeployAgent(Step):
     #: The deploy_env step whose deployments of ``env_ids`` the agent uses (a filter: a step
     #: that did not deploy them is an error).
     env_step_id: str | None = None
-    #: Hosts and CIDRs a ``network_policy`` allow-list names (see :meth:`adapt`).
+    #: What an ``allowlist`` agent may reach besides its gateways: host names (``*.example.com``
+    #: for the names under a domain) and CIDRs. The reference's object form sets them too.
     allow_hosts: list[str] = attrs.field(factory=list)
     allow_cidrs: list[str] = attrs.field(factory=list)
     disk_size_gb: float | None = None
@@ -156,20 +159,20 @@ class DeployAgent(Step):
     def adapt(cls, raw: dict[str, Any]) -> dict[str, Any]:
         """``network_policy`` as an object ``{mode, allow_hosts, allow_cidrs}``: ``allow_all``
         is ``open``, an ``allowlist`` with nothing listed is ``sealed``; one that lists hosts
-        keeps them (``allowlist``, which preflight explains)."""
+        is ``allowlist`` with them (``allow_all`` with a list is ``open`` with a list, which
+        preflight refuses, as the reference does)."""
         policy = raw.get("network_policy")
         if not isinstance(policy, dict):
             return raw
         raw = dict(raw)
         hosts, cidrs = policy.get("allow_hosts") or [], policy.get("allow_cidrs") or []
         mode = policy.get("mode", "allow_all")
-        if mode == "allow_all" and not hosts and not cidrs:
-            raw["network_policy"] = "open"
-        elif mode == "allowlist" and not hosts and not cidrs:
+        if mode == "allowlist" and not hosts and not cidrs:
             raw["network_policy"] = "sealed"
         else:
-            raw["network_policy"] = str(mode)
-            raw["allow_hosts"], raw["allow_cidrs"] = hosts, cidrs
+            raw["network_policy"] = "open" if mode == "allow_all" else mode
+            if hosts or cidrs:
+                raw["allow_hosts"], raw["allow_cidrs"] = hosts, cidrs
         return raw
 
     def check(self, view: PreflightView) -> list[str]:
@@ -191,26 +194,42 @@ class DeployAgent(Step):
                 if getattr(self, name) is not None:
                     problems.append(f"{name} needs a snapshot to load (agent_snapshot_step "
                                     "or agent_snapshot_files_artifact_id)")
-        if self.network_policy == "allowlist":
-            listed = ", ".join([*self.allow_hosts, *self.allow_cidrs])
-            problems.append(f"network_policy allowlist ({listed}): egress allow-lists are not "
-                            "enforced here yet; use mode allow_all (an open agent) or an empty "
-                            "allowlist (a sealed one, which reaches only its gateways)")
-        elif self.network_policy not in AGENT_NETWORK_POLICIES:
+        problems.extend(self.allowlist_problems())
+        if self.network_policy not in AGENT_NETWORK_POLICIES:
             problems.append(f"network_policy must be one of {', '.join(AGENT_NETWORK_POLICIES)}"
                             f", not {self.network_policy!r}")
-        elif self.network_policy == "sealed":
+        elif self.network_policy in ("sealed", "allowlist"):
             store_fields = [name for name in ("agent_snapshot_step",
                                               "agent_snapshot_files_artifact_id",
                                               "enable_agent_changelog",
                                               "agent_changelog_object_url")
                             if getattr(self, name)]
             if store_fields:
+                article = "an" if self.network_policy == "allowlist" else "a"
                 problems.append(f"{', '.join(store_fields)}: the agent's state goes through "
-                                "the object store, which a sealed agent cannot reach; set "
-                                'network_policy = "open"')
+                                f"the object store, which {article} {self.network_policy} agent "
+                                'cannot reach; set network_policy = "open"')
         if len(set(self.env_ids)) != len(self.env_ids):
             problems.append("env_ids names an env twice")
+        return problems
+
+    def allowlist_problems(self) -> list[str]:
+        from agentenv_agents.egress_proxy import cidr_problem, host_problem
+
+        listed = [*self.allow_hosts, *self.allow_cidrs]
+        if self.network_policy != "allowlist":
+            if listed and self.network_policy in AGENT_NETWORK_POLICIES:
+                return [f"allow_hosts/allow_cidrs ({', '.join(map(str, listed))}) need "
+                        "network_policy allowlist (an open agent reaches every host, a sealed "
+                        "one only its gateways)"]
+            return []
+        if not listed:
+            return ["network_policy allowlist lists nothing: give allow_hosts or allow_cidrs "
+                    '(or use "sealed", which reaches only the gateways)']
+        problems = [f"allow_hosts: {why}" for h in self.allow_hosts
+                    if (why := host_problem(h)) is not None]
+        problems += [f"allow_cidrs: {why}" for c in self.allow_cidrs
+                     if (why := cidr_problem(c)) is not None]
         return problems
 
     def _unsupported(self, view: PreflightView) -> list[str]:

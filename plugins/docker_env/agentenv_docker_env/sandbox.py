@@ -20,9 +20,10 @@ only on the private one; an agent that is not sealed only on the edge.
 A sealed container (an agent, ``ContainerSpec.sealed``) gets a third network, ``<id>-sealed``,
 made on first use: internal and without a host address like the private one, and joined by
 every container of the sandbox that publishes a port (the env gateway, the model gateway, agent
-fronts), those already running and those started after. The sealed container is on it alone, so
-it reaches the gateways by name and nothing else: not the env servers, not the host, not the
-internet, not another sandbox.
+fronts), those already running and those started after, and by a ``sealed_peer`` (an
+allow-listed agent's egress proxy). The sealed container is on it alone, so it reaches the
+gateways (and such a proxy) by name and nothing else: not the env servers, not the host, not
+the internet, not another sandbox.
 
 ``internal_network = false`` (provider config) puts everything on one plain bridge instead (an
 env server that must reach out needs it); the env's run record then says its env servers are
@@ -329,6 +330,7 @@ class DockerSandbox(Sandbox):
         healthcheck: Healthcheck | None = None,
         volumes: tuple[VolumeMount, ...] = (),
         outbound: bool = False,
+        sealed_peer: bool = False,
     ) -> dict[int, str]:
         """Create and start a container, attached to the sandbox's networks; returns its URLs.
 
@@ -341,6 +343,7 @@ class DockerSandbox(Sandbox):
         ``volumes``: named volumes of this sandbox (made on first use, labelled as its own so
         the teardown removes them).
         ``outbound``: a private container that also joins the outbound network (a route out).
+        ``sealed_peer``: also the sealed network, publishing or not (made before the call).
         A private container without a route out gets a resolver that gives up on an outside
         name after one try of one second (Docker's own waits 10 s or more per lookup, on a
         network where every outside lookup fails), so a task's script fails fast offline.
@@ -375,7 +378,7 @@ class DockerSandbox(Sandbox):
                 joins = [self.network]
             else:  # Docker 20.10's create takes one network; the others are connected after
                 joins = [self.network] * private + [self.edge_network] * edge
-                if publish and self._sealed:
+                if (publish and self._sealed) or sealed_peer:
                     joins.append(self.sealed_network)
                 if outbound:
                     self._outbound_blocking()
@@ -667,9 +670,10 @@ class DockerSandbox(Sandbox):
                 private=spec.private, edge=spec.edge, egress=spec.egress,
                 sealed=spec.sealed, memory_mb=spec.memory_mb,
                 healthcheck=spec.healthcheck, volumes=spec.volumes, outbound=spec.outbound,
+                sealed_peer=spec.sealed_peer,
             )
 
-        if spec.sealed:
+        if spec.sealed or spec.sealed_peer:
             reason = self.agent_isolation()
             if reason is not None:
                 raise SandboxUnsupported(f"container '{spec.name}' cannot be sealed: {reason}")

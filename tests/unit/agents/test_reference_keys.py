@@ -16,15 +16,41 @@ def problems_of(**keys: object) -> list[str]:
     return found
 
 
-def test_network_policy_objects_read_as_open_or_sealed() -> None:
+def test_network_policy_objects_read_as_open_sealed_or_an_allowlist() -> None:
     adapt = DeployAgent.adapt
     assert adapt({"network_policy": {"mode": "allow_all", "allow_hosts": [],
                                      "allow_cidrs": []}})["network_policy"] == "open"
     assert adapt({"network_policy": {"mode": "allowlist"}})["network_policy"] == "sealed"
     assert problems_of(network_policy={"mode": "allowlist", "allow_hosts": []}) == []
-    [problem] = problems_of(network_policy={"mode": "allowlist",
-                                            "allow_hosts": ["pypi.org"]})
-    assert "network_policy allowlist (pypi.org): egress allow-lists are not enforced" in problem
+    listed = adapt({"network_policy": {"mode": "allowlist", "allow_hosts": ["pypi.org"],
+                                       "allow_cidrs": ["10.1.0.0/16"]}})
+    assert (listed["network_policy"], listed["allow_hosts"], listed["allow_cidrs"]) == (
+        "allowlist", ["pypi.org"], ["10.1.0.0/16"])
+    assert problems_of(network_policy={"mode": "allowlist",
+                                       "allow_hosts": ["pypi.org", "*.npmjs.org"]}) == []
+    # our own spelling: the flat keys
+    assert problems_of(network_policy="allowlist", allow_cidrs=["192.0.2.0/24"]) == []
+
+
+def test_a_wrong_allowlist_is_refused_naming_the_entry() -> None:
+    text = "\n".join(problems_of(network_policy={
+        "mode": "allowlist", "allow_hosts": ["https://pypi.org/simple", "*", "bad_host!"],
+        "allow_cidrs": ["10.0.0.0/33"]}))
+    assert "allow_hosts: 'https://pypi.org/simple' is not a host name (give the bare name" in text
+    assert "'*' would allow every host: use network_policy 'open' instead" in text
+    assert "allow_hosts: 'bad_host!' is not a host name" in text
+    assert "allow_cidrs: '10.0.0.0/33' is not a CIDR" in text
+    [problem] = problems_of(network_policy={"mode": "allow_all", "allow_hosts": ["pypi.org"]})
+    assert problem.endswith("allow_hosts/allow_cidrs (pypi.org) need network_policy allowlist "
+                            "(an open agent reaches every host, a sealed one only its gateways)")
+    [problem] = problems_of(network_policy="allowlist")
+    assert "network_policy allowlist lists nothing: give allow_hosts or allow_cidrs" in problem
+    [problem] = problems_of(allow_hosts="pypi.org")  # a string is not a list of hosts
+    assert "allow_hosts: invalid value for type, expected list" in problem
+    [problem] = problems_of(network_policy="allowlist", allow_hosts=["pypi.org"],
+                            enable_agent_changelog=True)
+    assert "a allowlist agent cannot reach" not in problem
+    assert "which an allowlist agent cannot reach" in problem
 
 
 def test_reference_defaults_pass_and_other_values_say_why() -> None:

@@ -119,3 +119,11 @@ def test_the_runs_model_choices_are_checked_and_recorded(monkeypatch):
     assert problems[0].startswith("--user-model: model 'gpt-x' goes to the model upstream, "
                                   "and no upstream is configured")
     assert len(problems) == 1  # scripted: is a provider the agents plugin serves
+
+
+def test_a_string_where_a_list_is_wanted_is_refused_not_split_into_letters():
+    raw = [{"id": "load", "type": "load_artifact", "artifacts": "notes"},
+           {"id": "ok", "type": "load_artifact", "artifacts": ["notes"]}]
+    _, problems = check_steps(raw, registry(), {"artifacts": frozenset({"notes"})})
+    [problem] = problems
+    assert problem.startswith("step 'load': artifacts: invalid value for type, expected list")

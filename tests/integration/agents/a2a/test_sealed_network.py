@@ -1,7 +1,8 @@
 """Agents are sealed by default: on the real engine, a deployed agent's container reaches its env's
 gateway and the model gateway, and nothing else: not the env servers behind the gateway, not
 the package registries the host reaches, not another run's containers. ``network_policy =
-"open"`` gives it a route out, and the record says which it got.
+"open"`` gives it a route out, and the record says which it got; ``allowlist`` keeps the seal
+and adds the hosts and CIDRs it lists, through an egress proxy its HTTPS_PROXY names.
 
 Reachability is probed from inside the agent container with a plain TCP connect (by address
 where a name would only add a DNS timeout), so each check is what the agent's own code could do.
@@ -34,6 +35,21 @@ try:
 except OSError as exc:
     print("refused:", type(exc).__name__, exc)
 """
+
+FETCH = """
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=20) as reply:
+        print("status", reply.status)
+except Exception as exc:
+    print("failed:", exc)
+"""
+
+
+def fetch(container: Any, url: str) -> str:
+    """GET ``url`` from inside ``container`` with urllib, which honours the proxy variables."""
+    out = container.exec_run(["python", "-c", FETCH, url]).output.decode().strip()
+    return out.splitlines()[-1] if out else "no output"
 
 
 def registry_address() -> str:
@@ -118,10 +134,55 @@ async def test_an_open_agent_has_a_route_out_and_the_record_says_so(
     assert probe(agent, "gateway", 18765) == "reached"
 
 
+async def test_an_allowlisted_agent_reaches_the_listed_hosts_through_its_proxy_alone(
+    task: tuple[TaskContext, dict[str, str]], docker_client: Any, run_id: str,
+    leftovers: Callable[[], list[str]],
+) -> None:
+    ctx, ids = task
+    await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
+    await ScriptedModel(id="model", script_artifact_id=ids["echo_script"]).run(ctx)
+    sandbox = ctx.env(ids["echo"]).sandbox.id
+    # the env sandbox's edge network, where the model gateway will be: listed by CIDR
+    edge = docker_client.networks.get(f"{sandbox}-edge")
+    subnet = edge.attrs["IPAM"]["Config"][0]["Subnet"]
+    await DeployAgent(id="agent", a2a_agent_id="model-agent", env_ids=[ids["echo"]],
+                      network_policy="allowlist", allow_hosts=["registry.npmjs.org"],
+                      allow_cidrs=[subnet]).run(ctx)
+    assert ctx.outputs["agent"]["network_policy"] == "allowlist"
+    assert ctx.outputs["agent"]["allowed"] == ["registry.npmjs.org", subnet]
+    agent = one(docker_client, run_id, "agent")
+    assert set(agent.attrs["NetworkSettings"]["Networks"]) == {f"{sandbox}-sealed"}
+    # a listed host by name, over HTTPS (CONNECT through the proxy)
+    assert fetch(agent, "https://registry.npmjs.org/-/ping") == "status 200"
+    # a host it does not list: the proxy refuses, naming the list
+    refused = fetch(agent, "https://pypi.org/simple/")
+    assert refused.startswith("failed:") and "403" in refused
+    # an address in the listed CIDR: the model gateway by its edge address
+    gateway = one(docker_client, run_id, "model-gateway")
+    address = gateway.attrs["NetworkSettings"]["Networks"][f"{sandbox}-edge"]["IPAddress"]
+    assert fetch(agent, f"http://{address}:4000/healthz") == "status 200"
+    # still sealed: no route out but the proxy
+    assert probe(agent, registry_address(), 443).startswith("refused")
+    # its gateways directly (NO_PROXY), and the agent works through them
+    assert probe(agent, "gateway", 18765) == "reached"
+    await PromptAgent(id="ask", prompt=f"Call the echo tool with the text '{TEXT}'.",
+                      model="scripted:echo_script", timeout_seconds=60).run(ctx)
+    assert ctx.outputs["ask"]["error_type"] is None
+    assert ctx.outputs["ask"]["tool_call_count"] == 1
+    # the proxy is the agent's own: the token in its HTTPS_PROXY is a registered secret
+    proxy = next(v for v in agent.attrs["Config"]["Env"] if v.startswith("HTTPS_PROXY="))
+    token = proxy.split(":", 2)[2].split("@", 1)[0]
+    assert ctx.strip_secrets(f"x {token} y") == "x **** y"
+    report = await ctx.teardown.run()
+    assert report.failed == ()
+    assert leftovers() == []
+
+
 def test_an_unknown_network_policy_is_refused_before_anything_runs() -> None:
     view = PreflightView(step_ids=frozenset({"agent"}))
     step = structure_step(DeployAgent, {"id": "agent", "network_policy": "closed"})
-    assert step.check(view) == ["network_policy must be one of sealed, open, not 'closed'"]
+    assert step.check(view) == [
+        "network_policy must be one of sealed, open, allowlist, not 'closed'"]
     assert structure_step(DeployAgent, {"id": "agent", "network_policy": "open"}).check(
         view) == []
 
