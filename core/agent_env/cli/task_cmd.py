@@ -138,10 +138,18 @@ def validate(file: Path | None, task_id: str | None, version: int | None,
 @click.option("--keep", is_flag=True, help="Hold sandboxes up after the run until Ctrl-C.")
 @click.option("--k", type=int, default=1, show_default=True,
               help="Run it N times (4 at once) and report pass@k.")
+@click.option("--start-step", type=click.IntRange(min=0), metavar="N",
+              help="Continue a saved run at its step N (0-based): the steps before it are "
+                   "taken as done, with the outputs --context-json recorded.")
+@click.option("--context-json", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="FILE", help="The saved run --start-step continues: an instance "
+                                   "record, as --output-dir writes it.")
 @run_choices(per_role=True)
 def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str | None,
-        seeds: tuple[str, ...], keep: bool, k: int, choices: RunChoices) -> int:
-    """Run a stored task (--k N: N times, with a pass@k table)."""
+        seeds: tuple[str, ...], keep: bool, k: int, start_step: int | None,
+        context_json: Path | None, choices: RunChoices) -> int:
+    """Run a stored task (--k N: N times, with a pass@k table; --start-step N with
+    --context-json: continue a saved run from its step N)."""
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.runs import check_ready, run_tasks
     from agent_env.runtime import current
@@ -159,6 +167,18 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
         if not sep or not key:
             raise click.BadParameter(f"expected K=V, got {item!r}", param_hint="--seed")
         seed[key] = value
+    resume = None
+    if (start_step is None) != (context_json is None):
+        raise click.UsageError("--start-step and --context-json go together: the step to "
+                               "continue at, and the saved run it continues")
+    if start_step is not None and context_json is not None:
+        if k != 1:
+            raise UserError("--start-step continues one run; use it without --k")
+        from agent_env.tasks.resume import read_resume
+
+        ids = [str(step.get("id")) for step in steps if isinstance(step, dict)]
+        resume = read_resume(context_json, record.id, ids, start_step)
+        echo(f"Loaded context from {context_json}")
     if k != 1:
         from agent_env.evals.groups import Group, Slot, new_group_id
         from agent_env.runs import check_counts
@@ -171,7 +191,7 @@ def run(task_id: str, version: int | None, output_dir: Path | None, sandbox: str
         return _run_group(group, output_dir=output_dir, choices=choices, chain=chain)
     check_ready([(label, checked)], choices, chain)
     spec = TaskSpec(record.id, record.id, tuple(steps), record.version)
-    request = RunRequest(spec, stored_artifacts(), {}, choices, seed or None)
+    request = RunRequest(spec, stored_artifacts(), {}, choices, seed or None, resume)
     results, code = run_tasks([request], keep=keep, sandbox_chain=chain)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)

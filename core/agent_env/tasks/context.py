@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_env.agents import Agent, AgentSetup
     from agent_env.sandbox.base import Sandbox, SandboxSpec
     from agent_env.tasks.artifacts import ArtifactContent, ArtifactSource
+    from agent_env.tasks.resume import Resume
     from agent_env.tasks.steps import Step
 
 #: Keys whose values are never recorded. ``token`` only at the end (``token``, ``access_token``,
@@ -94,6 +95,19 @@ class TaskContext:
         #: What the run deployed and watches while it runs (see :meth:`watch`): each task
         #: returns why its subject went down, or None once it stops watching.
         self.watches: dict[asyncio.Future[str | None], Watch] = {}
+        #: The run this one continues (``task run --start-step``), if any: its skipped steps'
+        #: outputs and verifications are this context's from the start.
+        self.resume: Resume | None = None
+
+    def continue_from(self, resume: Resume) -> None:
+        """Take the steps before ``resume.start_step`` as done, with what the saved run
+        recorded for them (see :mod:`agent_env.tasks.resume`)."""
+        import copy
+
+        self.resume = resume
+        self.outputs.update(copy.deepcopy(resume.outputs))
+        self.verifications.update(resume.verifications)
+        self.metadata["resumed_from"] = resume.describe()
 
     def note(self, text: str) -> None:
         """A progress line for whoever watches the run (the CLI prints it under the task)."""
@@ -153,6 +167,7 @@ class TaskContext:
         try:
             return self.sandboxes[name]
         except KeyError:
+            self._left_behind("sandboxes", name)
             up = ", ".join(sorted(self.sandboxes)) or "none"
             raise StepError(f"no sandbox named '{name}' is up (up: {up})") from None
 
@@ -238,6 +253,7 @@ class TaskContext:
         try:
             return self.envs[env_id]
         except KeyError:
+            self._left_behind("envs", env_id)
             up = ", ".join(sorted(self.envs)) or "none"
             raise StepError(f"env '{env_id}' is not deployed in this task (deployed: {up})") \
                 from None
@@ -247,9 +263,17 @@ class TaskContext:
         try:
             return self.agents[name]
         except KeyError:
+            self._left_behind("agents", name)
             up = ", ".join(sorted(self.agents)) or "none"
             raise StepError(f"agent '{name}' is not deployed in this task (deployed: {up}); "
                             "add a deploy_agent step before this one") from None
+
+    def _left_behind(self, kind: str, name: str) -> None:
+        from agent_env.tasks.resume import left_behind_problem
+
+        problem = left_behind_problem(self.resume, kind, name)
+        if problem is not None:
+            raise StepError(problem)
 
     def on_teardown(self, kind: str, label: str, close: Close) -> TeardownItem:
         """Have the caller's teardown run ``close`` (newest first), whatever happens."""

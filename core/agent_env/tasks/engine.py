@@ -260,7 +260,18 @@ class _DagRun:
         return [step.id for step in self.steps if step.id in self.completed]
 
     async def execute(self) -> None:
-        pending = [step.id for step in self.steps]
+        resume = self.ctx.resume
+        skipped = set(resume.skipped) if resume is not None else set()
+        if resume is not None and skipped:  # a continued run: the saved run's outputs
+            self.done |= skipped
+            self.completed |= skipped
+            first = self.steps[resume.start_step].id
+            left = "; ".join(f"{kind} {', '.join(names)}"
+                             for kind, names in resume.left_behind.items() if names)
+            self.ctx.note(f"continuing at step {resume.start_step} ('{first}'): "
+                          f"{len(skipped)} earlier step(s) taken from {resume.source}"
+                          + (f" (not re-attached: {left})" if left else ""))
+        pending = [step.id for step in self.steps if step.id not in skipped]
         stopped = False
         while True:
             if not stopped:

@@ -25,6 +25,7 @@ from agent_env.tasks.context import TaskContext
 from agent_env.tasks.engine import TaskResult, emit_event, never_started
 from agent_env.tasks.plan import TaskSpec
 from agent_env.tasks.records import InstanceStore
+from agent_env.tasks.resume import Resume
 from agent_env.tasks.steps import RunChoices
 from agent_env.tasks.teardown import Teardown, TeardownReport
 
@@ -45,17 +46,22 @@ class RunRequest:
     choices: RunChoices = attrs.field(factory=RunChoices)
     #: ``<name>`` -> value, replaced in every string of every step.
     seed: Mapping[str, Any] | None = None
+    #: Continue a saved run from one of its steps (``task run --start-step``).
+    resume: Resume | None = None
 
     def context(self, *, teardown: Teardown | None = None,
                 sandbox_chain: Sequence[str] | None = None) -> TaskContext:
         """A fresh context for one run of this request (a new instance id), its choices and
-        seed typed and recorded in its metadata."""
-        return TaskContext(
+        seed typed and recorded in its metadata, and what it continues taken in."""
+        ctx = TaskContext(
             task_id=self.spec.id, instance_id=records.new_instance_id(self.spec.id),
             artifacts=self.artifacts, teardown=teardown,
             metadata={**self.metadata, **self.choices.recorded()},
             sandbox_chain=sandbox_chain, choices=self.choices, seed=self.seed,
         )
+        if self.resume is not None:
+            ctx.continue_from(self.resume)
+        return ctx
 
 
 class Session:
