@@ -47,8 +47,8 @@ BATCH_SYSTEM = ("You grade a response against several criteria, each on its own 
                 'on>"}, ...]} with one result per criterion.')
 BINARY_NOTE = " Scores are binary: exactly 1 when the criterion is met, exactly 0 when not."
 
-#: ``output_format`` values this judge answers in (the reference's other three need screenshot
-#: frames cited per criterion, which no trajectory here carries).
+#: ``output_format`` values this judge answers in (the reference's other three cite screenshot
+#: frames per criterion, and this judge reads a trajectory as text).
 OUTPUT_FORMATS = ("rubric_partial", "rubric_binary")
 #: What ``run_context_for_judge`` may add beyond the trajectory.
 RUN_CONTEXT_PARTS = ("conversation",)
@@ -108,8 +108,8 @@ def _score_of(data: dict[str, Any], content: str) -> float:
 
 
 def render_trajectory(events: list[Any], flags: dict[str, bool]) -> str:
-    """The trajectory as the judge reads it: one line per event, long values cut, and the
-    kinds of event ``flags`` leaves out dropped."""
+    """The trajectory as the judge reads it: one line per event, long values cut, images named
+    rather than shown, and the kinds of event ``flags`` leaves out dropped."""
     lines = []
     for event in events:
         if not isinstance(event, dict):
@@ -125,6 +125,9 @@ def render_trajectory(events: list[Any], flags: dict[str, bool]) -> str:
         if not flags["include_tool_call_results"]:
             shown.pop("result", None)
             shown.pop("output", None)
+        if isinstance(shown.get("images"), list):  # a screenshot is a note, not base64
+            shown["images"] = [f"{image.get('mime_type', 'an')} image" if isinstance(image, dict)
+                               else "an image" for image in shown["images"]]
         shown = {k: _cut(v) for k, v in shown.items()}
         lines.append(f"[{kind}] {json.dumps(shown, default=str, ensure_ascii=False)}")
     return "\n".join(lines) or "(the trajectory is empty)"
@@ -241,7 +244,7 @@ class RubricsVerifier(Step):
         if self.output_format not in OUTPUT_FORMATS:
             problems.append(f"output_format '{self.output_format}': this judge answers "
                             f"{' or '.join(OUTPUT_FORMATS)}; the evidence and mistakes formats "
-                            "cite screenshot frames, which no trajectory here carries")
+                            "cite screenshot frames, and this judge reads a trajectory as text")
         for name in ("judge_batch_size", "judge_batch_concurrency", "grade_up_to_turn"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -298,7 +301,8 @@ class RubricsVerifier(Step):
         compaction = self.trajectory_filter.get("compaction_type", "default")
         if compaction != "default":
             problems.append(f"trajectory_filter compaction_type '{compaction}': only 'default' "
-                            "is supported here (no trajectory here carries screenshots)")
+                            "is supported here (the judge reads a trajectory as text, its "
+                            "screenshots as notes)")
         for key, value in self.trajectory_filter.items():
             if key in FILTER_FLAGS:
                 if not isinstance(value, bool):

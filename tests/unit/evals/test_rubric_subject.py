@@ -101,6 +101,16 @@ def test_the_reference_spellings_are_read_as_ours() -> None:
         == "(the trajectory is empty)"
 
 
+def test_a_screenshot_in_the_trajectory_is_named_not_shown_as_base64() -> None:
+    flags = {"include_tool_calls": True, "include_tool_call_results": True,
+             "include_response": True, "include_thinking": False}
+    shot = {"mime_type": "image/png", "data": "iVBORw0KGgo" * 500}
+    text = render_trajectory([{"type": "tool_result", "name": "computer_screenshot",
+                               "images": [shot]}], flags)
+    assert text == ('[tool_result] {"name": "computer_screenshot", '
+                    '"images": ["image/png image"]}')
+
+
 @pytest.mark.parametrize(("keys", "problem"), [
     ({"output_format": "rubric_evidence"}, "cite screenshot frames"),
     ({"judge_batch_size": 0}, "judge_batch_size must be 1 or more"),
