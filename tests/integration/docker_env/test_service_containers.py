@@ -189,3 +189,46 @@ async def _exec_in(docker_client: Any, sandbox: Any, name: str, code: str) -> st
     container = docker_client.containers.get(sandbox.container_name(name))
     result = await asyncio.to_thread(container.exec_run, ["python", "-c", code])
     return str(result.output.decode())
+
+
+@pytest.mark.parametrize("make", [_docker_sandbox, _host_shell_sandbox],
+                         ids=["docker", "docker-host"])
+async def test_a_sealed_container_reaches_a_sealed_peer_and_not_other_edge_containers(
+        docker_client: Any, run_id: str, make: Any) -> None:
+    """``sealed_peer`` (an allow-listed agent's egress proxy) puts an edge container on the
+    sealed network too: the sealed container reaches it by name, and still not an edge
+    container that is not a peer."""
+    serve = ("python", "-c", "import http.server as h; h.ThreadingHTTPServer(('', 8080), "
+             "h.SimpleHTTPRequestHandler).serve_forever()")
+    sandbox = await make(run_id)
+    try:
+        await sandbox.run_container(ContainerSpec(
+            name="peer", image=IMAGE, command=serve, private=False, egress=True,
+            sealed_peer=True))
+        await sandbox.run_container(ContainerSpec(
+            name="edge-only", image=IMAGE, command=serve, private=False, egress=True))
+        await sandbox.run_container(ContainerSpec(
+            name="agent", image=IMAGE, command=("sleep", "600"), private=False, sealed=True))
+        fetch = ("import sys, urllib.request as u\n"
+                 "for host in ('peer', 'edge-only'):\n"
+                 "    try: print(host, u.urlopen(f'http://{host}:8080/', timeout=3).status)\n"
+                 "    except Exception as e: print(host, 'failed', type(e).__name__)")
+        out = ""
+        for _ in range(20):  # the servers take a moment to listen
+            out = await _exec_in(docker_client, sandbox, "agent", fetch)
+            if "peer 200" in out:
+                break
+            await asyncio.sleep(0.3)
+        assert out.splitlines()[0] == "peer 200", out
+        assert out.splitlines()[1].startswith("edge-only failed"), out
+    finally:
+        await sandbox.terminate()
+    owned = {"label": f"agentenv.sandbox={sandbox.id}"}
+    assert docker_client.networks.list(filters=owned) == []
+
+
+def test_a_sealed_peer_is_an_edge_container_with_egress() -> None:
+    with pytest.raises(ValueError, match="a sealed peer is an edge container with egress"):
+        ContainerSpec(name="p", image=IMAGE, sealed_peer=True)
+    with pytest.raises(ValueError, match="a sealed peer is an edge container with egress"):
+        ContainerSpec(name="p", image=IMAGE, private=False, sealed=True, sealed_peer=True)
