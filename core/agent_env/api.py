@@ -20,8 +20,9 @@ Groups, in the order a plugin author meets them:
   ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
   ``ContainerSpec`` with its ``Healthcheck`` and ``VolumeMount``, ``ExecResult``,
-  ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``, ``build_with_progress``,
-  ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``, ``ownership_labels``;
+  ``shell_argv``, ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``,
+  ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``,
+  ``ownership_labels``;
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
   ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
 * images, for a provider that builds with an engine: ``plan_build`` and its ``BuildPlan``
@@ -172,6 +173,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DEFAULT_MEMORY_MB": ("agent_env.sandbox.base", "DEFAULT_MEMORY_MB"),
     "CommittedImage": ("agent_env.sandbox.base", "CommittedImage"),
     "ExecResult": ("agent_env.sandbox.base", "ExecResult"),
+    "shell_argv": ("agent_env.sandbox.base", "shell_argv"),
     "SandboxError": ("agent_env.sandbox.base", "SandboxError"),
     "SandboxUnsupported": ("agent_env.sandbox.base", "SandboxUnsupported"),
     "PathOutsideSandbox": ("agent_env.sandbox.base", "PathOutsideSandbox"),
@@ -345,6 +347,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         SandboxUnsupported,
         VolumeMount,
         build_with_progress,
+        shell_argv,
     )
     from agent_env.sandbox.chain import option_chain, split_chain
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context

@@ -11,8 +11,10 @@ command; ``result_paths`` are read back after the run into ``outputs[<id>].extra
 (parsed JSON where it is JSON). Task files written for the reference framework say
 ``command``, ``timeout_sec`` and ``reward_path``: read as ``test_command``,
 ``timeout_seconds`` and ``reward_file``, and with ``reward_path`` a missing reward file scores
-0 (``reward_required``), as there. Its ``container_name`` (a container the task started in the
-sandbox) and a ``user`` other than root are preflight problems here.
+0 (``reward_required``), as there. With ``container_name`` (a container a
+``run_docker_container`` step started in the sandbox) everything runs in that container, as
+``user``; without it, a ``user`` other than root is a preflight problem (commands run as the
+sandbox's own user). ``collect_artifacts`` takes ``container_name`` too.
 
 ``collect_artifacts`` copies files (a folder: every file under it) out of a sandbox (or an
 env's, ``env_id``) into the object store, content-addressed as the ledger stores bundle files
@@ -100,13 +102,9 @@ class RunContainerUnitTestsVerifier(Step):
                             "([A-Za-z_][A-Za-z0-9_]*)")
         if self.reward_required and not self.reward_file:
             problems.append("reward_required needs reward_file, the file the tests write")
-        if self.container_name is not None:
-            problems.append(f"container_name '{self.container_name}': running the tests in a "
-                            "container the task started inside the sandbox is not supported "
-                            "here; leave it out to run them in the sandbox itself")
-        if self.user != "root":
-            problems.append(f"user '{self.user}': commands run as the sandbox's own user "
-                            "here; leave it out")
+        if self.user != "root" and self.container_name is None:
+            problems.append(f"user '{self.user}': commands run as the sandbox's own user; a "
+                            "user is taken in a container the task started (container_name)")
         return problems
 
     async def _setup(self, sandbox: Sandbox) -> None:
@@ -136,7 +134,8 @@ class RunContainerUnitTestsVerifier(Step):
     async def run(self, ctx: TaskContext) -> None:
         import shlex
 
-        sandbox = ctx.target_sandbox(self.sandbox_name)
+        sandbox = ctx.work_target(self.sandbox_name, container_name=self.container_name,
+                                  user=self.user if self.container_name else None)
         criterion = {"type": "unit_tests", "test_command": self.test_command}
         await self._setup(sandbox)
         if self.reward_file:  # a reward the agent left behind is never graded
@@ -209,8 +208,6 @@ class CollectArtifacts(Step):
         unsupported = {
             "agent_name": "collecting from an agent's container is not supported here; give "
                           "sandbox_name (the sandbox the agent works in)",
-            "container_name": "collecting from a container inside the sandbox is not "
-                              "supported here; give sandbox_name",
             "manifest_step_id": "paths from an agent's declared manifest are not supported "
                                 "here; list them in paths",
             "universe_id_suffix": "file-artifact universes are not supported here",
@@ -251,7 +248,7 @@ class CollectArtifacts(Step):
         from agent_env.runtime import current
         from agent_env.stores import ObjectExists
 
-        sandbox = ctx.target_sandbox(self.sandbox_name, self.env_id)
+        sandbox = ctx.work_target(self.sandbox_name, self.env_id, self.container_name)
         objects = current().object_store
         files: dict[str, dict[str, Any]] = {}
         missing = []

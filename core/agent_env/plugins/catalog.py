@@ -30,7 +30,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "docker_env",
         "agentenv-framework-docker-env",
         None,
-        {"sandbox_provider": ("docker",), "store": ("image:local", "image:local_registry")},
+        {"sandbox_provider": ("docker",), "store": ("image:local", "image:local_registry"),
+         "bundle": ("task-container",)},
     ),
     FirstPartyPlugin(
         "mcp_env",

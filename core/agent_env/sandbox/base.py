@@ -289,6 +289,23 @@ class Sandbox(abc.ABC):
         raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot write files into "
                                  "its containers")
 
+    async def container_exec(self, name: str, command: str | list[str], *,
+                             cwd: str | None = None, env: dict[str, str] | None = None,
+                             timeout: float | None = None,
+                             user: str | None = None) -> ExecResult:
+        """Run ``command`` (a string goes through :func:`shell_argv`) inside container ``name`` as
+        ``user`` (default: the image's) and wait for it; a timeout is exit code 124. How a task
+        works in a container it started (``run_docker_container``'s ``container_name``): its
+        tests, its files. A sandbox that cannot raises :class:`SandboxUnsupported`."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot run commands in "
+                                 "its containers")
+
+    async def get_container_file(self, name: str, path: str) -> bytes:
+        """Read the file at ``path`` (absolute) inside container ``name``
+        (``FileNotFoundError`` if absent)."""
+        raise SandboxUnsupported(f"the '{self.provider_name}' sandbox cannot read files from "
+                                 "its containers")
+
     async def container_health(self, name: str) -> str | None:
         """``healthy``, ``unhealthy`` or ``starting`` for a container started with a
         ``healthcheck``; None when it has none or this sandbox cannot tell (then being up is
@@ -448,3 +465,9 @@ async def build_with_progress(
     line(f"image {ref}")
     return ref
 
+
+def shell_argv(command: str) -> list[str]:
+    """``command`` as an argv that runs it with ``bash -c`` where the image has bash, else
+    ``sh -c``: task commands are written for bash, and slim images may lack it."""
+    return ["sh", "-c", 'command -v bash >/dev/null 2>&1 && exec bash -c "$1"; exec sh -c "$1"',
+            "sh", command]

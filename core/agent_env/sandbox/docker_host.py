@@ -40,6 +40,7 @@ from agent_env.sandbox.base import (
     Sandbox,
     SandboxError,
     SandboxUnsupported,
+    shell_argv,
 )
 
 SANDBOX_LABEL = "agentenv.sandbox"
@@ -287,6 +288,55 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             f"docker logs --tail {int(tail)} {shlex.quote(self.container_name(name))} 2>&1"
         )
         return result.stdout if result.exit_code == 0 else ""
+
+    async def container_status(self, name: str) -> str | None:
+        """``running``, ``exited with code 3``..., or ``gone``."""
+        found = await self.exec(
+            "docker inspect -f '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}}' "
+            f"{shlex.quote(self.container_name(name))}")
+        if found.exit_code != 0:
+            return "gone" if "No such" in found.stderr + found.stdout else None
+        status, _, rest = found.stdout.strip().partition(" ")
+        code, _, oom = rest.partition(" ")
+        if status == "exited":
+            return f"exited with code {code}" + (" (out of memory)" if oom == "true" else "")
+        return status or None
+
+    async def container_exec(self, name: str, command: str | list[str], *,
+                             cwd: str | None = None, env: dict[str, str] | None = None,
+                             timeout: float | None = None,
+                             user: str | None = None) -> ExecResult:
+        argv = ["docker", "exec"]
+        if cwd:
+            argv += ["-w", cwd]
+        if user:
+            argv += ["-u", user]
+        for key, value in sorted((env or {}).items()):
+            argv += ["-e", f"{key}={value}"]
+        argv.append(self.container_name(name))
+        argv += shell_argv(command) if isinstance(command, str) else list(command)
+        try:
+            return await self.exec(shlex.join(argv), timeout=timeout)
+        except TimeoutError:  # a provider whose exec raises rather than answering 124
+            return ExecResult(124, "", f"timed out after {timeout} s")
+
+    async def get_container_file(self, name: str, path: str) -> bytes:
+        """Through the host: ``docker cp`` to a temporary path there, then read."""
+        if not path.startswith("/"):
+            raise SandboxError(f"{path!r}: a container path is absolute")
+        staged = f"/tmp/agentenv-get-{secrets.token_hex(6)}"
+        copied = await self.exec(
+            f"docker cp -L {shlex.quote(self.container_name(name))}:{shlex.quote(path)} "
+            f"{staged}")
+        if copied.exit_code != 0:
+            text = (copied.stderr or copied.stdout).strip()
+            if "Could not find" in text or "No such container:path" in text:
+                raise FileNotFoundError(f"{path} does not exist in container {name}")
+            raise SandboxError(f"could not read {path} in container {name}: {text[:300]}")
+        try:
+            return await self.get_file(staged)
+        finally:
+            await self.exec(f"rm -rf {staged}")
 
     async def put_container_file(self, name: str, path: str, data: bytes, *,
                                  mode: int = 0o644) -> None:

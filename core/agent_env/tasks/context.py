@@ -95,6 +95,8 @@ class TaskContext:
         #: What the run deployed and watches while it runs (see :meth:`watch`): each task
         #: returns why its subject went down, or None once it stops watching.
         self.watches: dict[asyncio.Future[str | None], Watch] = {}
+        #: Containers ``run_docker_container`` started, by the id of their sandbox.
+        self.task_containers: dict[str, set[str]] = {}
         #: The run this one continues (``task run --start-step``), if any: its skipped steps'
         #: outputs and verifications are this context's from the start.
         self.resume: Resume | None = None
@@ -185,6 +187,27 @@ class TaskContext:
             return next(iter(self.sandboxes.values()))
         raise StepError("give sandbox_name: " + (
             "more than one sandbox is up" if self.sandboxes else "no sandbox is up"))
+
+    def add_task_container(self, sandbox: Sandbox, name: str) -> None:
+        """Remember a container a step started in ``sandbox`` (later steps name it)."""
+        self.task_containers.setdefault(sandbox.id, set()).add(name)
+
+    def work_target(self, sandbox_name: str | None, env_id: str | None = None,
+                    container_name: str | None = None, user: str | None = None) -> Sandbox:
+        """Where a step works: :meth:`target_sandbox`, or with ``container_name`` the
+        container of that sandbox a ``run_docker_container`` step started (commands as
+        ``user``); StepError naming what is missing."""
+        sandbox = self.target_sandbox(sandbox_name, env_id)
+        if container_name is None:
+            return sandbox
+        if container_name not in self.task_containers.get(sandbox.id, ()):
+            started = ", ".join(sorted(self.task_containers.get(sandbox.id, ()))) or "none"
+            raise StepError(f"no container '{container_name}' was started in sandbox "
+                            f"{sandbox.id} (started: {started}); a run_docker_container step "
+                            "before this one starts it")
+        from agent_env.sandbox.container_shell import ContainerShell
+
+        return ContainerShell(sandbox, container_name, user)
 
     async def tear_down_sandbox(self, name: str) -> bool:
         """Take one sandbox down now; False when it could not be (it stays in the report)."""

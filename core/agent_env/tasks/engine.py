@@ -74,6 +74,15 @@ def is_infra(exc: BaseException) -> bool:
     return isinstance(exc, InfraError | SandboxError)
 
 
+def is_plain(exc: BaseException) -> bool:
+    """Whether an exception's message is written for the user as it is (ours, and a sandbox's
+    own errors, which name what went wrong); any other shows its kind too, which a bug report
+    needs."""
+    from agent_env.sandbox.base import SandboxError
+
+    return isinstance(exc, StepError | UserError | SandboxError)
+
+
 def build_steps(task: TaskSpec, registry: Mapping[str, type[Step]], seed: Any) -> list[Step]:
     """The task's step objects with ``<k>`` seed placeholders replaced."""
     raw_steps = apply_seed([dict(s) for s in task.raw_steps], seed or {})
@@ -358,7 +367,7 @@ class _DagRun:
         text = self.ctx.strip_secrets(str(exc))
         return FailureRecord(step_id, "-", f"the run stopped: {text}" if text else
                              "the run stopped", name, records.utc_now(), 0.0, True, is_infra=True,
-                             plain=isinstance(exc, StepError | UserError))
+                             plain=is_plain(exc))
 
     async def cancel_in_flight(self) -> None:
         for future in self.running:
@@ -385,7 +394,7 @@ class _DagRun:
             failure = FailureRecord(
                 step.id, step.type, self.ctx.strip_secrets(str(exc)), type(exc).__name__,
                 started_wall, round(time.monotonic() - started, 3), step.fail_task_on_error,
-                is_infra=is_infra(exc), plain=isinstance(exc, StepError | UserError),
+                is_infra=is_infra(exc), plain=is_plain(exc),
             )
             if not isinstance(exc, StepError):
                 from agent_env.logs import get_logger

@@ -1,5 +1,5 @@
-"""docker_env's hook implementations: the ``docker`` sandbox provider, two image stores, and
-its ``[plugins.agentenv-framework-docker-env]`` settings.
+"""docker_env's hook implementations: the ``docker`` sandbox provider, two image stores, its
+``[plugins.agentenv-framework-docker-env]`` settings, and the ``task-container`` bundle.
 
 Cheap to import on purpose (the CLI imports it at every start): the classes named here import
 the ``docker`` SDK only inside their methods.
@@ -7,9 +7,12 @@ the ``docker`` SDK only inside their methods.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from agent_env.api import Lazy, StoreBackend, hookimpl
+from agent_env.api import BundleSource, Lazy, StoreBackend, hookimpl
+
+BUNDLES = Path(__file__).parent / "bundles"
 
 
 @hookimpl
@@ -32,3 +35,9 @@ def agent_env_stores() -> list[StoreBackend]:
         StoreBackend("image", "local_registry",
                      Lazy("local_registry", "agentenv_docker_env.stores:LocalRegistryImageStore")),
     ]
+
+
+@hookimpl
+def agent_env_bundles() -> list[BundleSource]:
+    """``task-container``: a task that runs a container of its own (run_docker_container)."""
+    return [BundleSource("task-container", BUNDLES / "task-container")]

@@ -82,6 +82,7 @@ from agent_env.api import (
     VolumeMount,
     image_slug,
     ownership_labels,
+    shell_argv,
 )
 from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
 from agentenv_docker_env.engine import daemon_problem, docker_client
@@ -474,18 +475,24 @@ class DockerSandbox(Sandbox):
         return result
 
     def _exec_blocking(
-        self, argv: list[str], cwd: str | None, env: dict[str, str] | None, state: dict[str, Any]
+        self, argv: list[str], cwd: str | None, env: dict[str, str] | None, state: dict[str, Any],
+        target: str | None = None, user: str | None = None,
     ) -> ExecResult:
+        """``argv`` in the shell container, or in container ``target`` (a full name)."""
         api = self.client.api
         try:
-            container = self._ensure_shell_container()
+            container_id = target or self._ensure_shell_container().id
             exec_id = api.exec_create(
-                container.id, argv, workdir=cwd, environment=env or None, stdout=True, stderr=True
+                container_id, argv, workdir=cwd, environment=env or None, stdout=True,
+                stderr=True, user=user or "",
             )["Id"]
             state["exec_id"] = exec_id
             stdout, stderr = api.exec_start(exec_id, demux=True)
             code = api.exec_inspect(exec_id).get("ExitCode")
         except Exception as exc:
+            if target is not None and getattr(exc, "status_code", None) in (404, 409):
+                raise SandboxError(f"container {target} of sandbox {self.id} is gone or "
+                                   "stopped") from None
             if _transport_lost(exc):
                 return ExecResult(-1, "", f"lost the sandbox {self.id}: {exc}")
             raise
@@ -525,10 +532,10 @@ class DockerSandbox(Sandbox):
     async def get_file(self, path: str) -> bytes:
         return await asyncio.to_thread(self._get_blocking, path)
 
-    def _get_blocking(self, path: str) -> bytes:
+    def _get_blocking(self, path: str, container: Any = None) -> bytes:
         import docker.errors
 
-        container = self._ensure_shell_container()
+        container = container or self._ensure_shell_container()
         target = _in_sandbox_path(path, container.attrs.get("Config", {}).get("WorkingDir", "/"))
         try:
             chunks, _stat = container.get_archive(target)
@@ -543,7 +550,7 @@ class DockerSandbox(Sandbox):
                 raise IsADirectoryError(f"{target} is a folder in sandbox {self.id}")
             while member is not None and member.issym():  # a symlink: the engine sends the link
                 target = _in_sandbox_path(member.linkname, posixpath.dirname(target))
-                return self._get_blocking(target)
+                return self._get_blocking(target, container)
             handle = tar.extractfile(member)
             if handle is None:
                 raise FileNotFoundError(f"{target} is not a regular file in sandbox {self.id}")
@@ -873,6 +880,35 @@ class DockerSandbox(Sandbox):
     async def put_container_file(self, name: str, path: str, data: bytes, *,
                                  mode: int = 0o644) -> None:
         await asyncio.to_thread(self._put_container_blocking, name, path, data, mode)
+
+    async def container_exec(self, name: str, command: str | list[str], *,
+                             cwd: str | None = None, env: dict[str, str] | None = None,
+                             timeout: float | None = None,
+                             user: str | None = None) -> ExecResult:
+        argv = shell_argv(command) if isinstance(command, str) else list(command)
+        state: dict[str, Any] = {}
+        task = asyncio.to_thread(self._exec_blocking, argv, cwd, env, state,
+                                 self.container_name(name), user)
+        try:
+            return await asyncio.wait_for(task, timeout) if timeout else await task
+        except TimeoutError:
+            self._kill_exec(state)
+            return ExecResult(124, "", f"timed out after {timeout} s")
+
+    async def get_container_file(self, name: str, path: str) -> bytes:
+        import docker.errors
+
+        if not path.startswith("/"):
+            raise SandboxError(f"{path!r}: a container path is absolute")
+
+        def read() -> bytes:
+            try:
+                container = self.client.containers.get(self.container_name(name))
+            except docker.errors.NotFound:
+                raise SandboxError(f"container {name} of sandbox {self.id} is gone") from None
+            return self._get_blocking(path, container)
+
+        return await asyncio.to_thread(read)
 
     def _put_container_blocking(self, name: str, path: str, data: bytes, mode: int) -> None:
         if not path.startswith("/") or ".." in path.split("/"):

@@ -209,6 +209,18 @@ class RaySandbox(Sandbox):
                                  mode: int = 0o644) -> None:
         await self._call("put_container_file", name, path, data, mode=mode)
 
+    async def container_exec(self, name: str, command: str | list[str], *,
+                             cwd: str | None = None, env: dict[str, str] | None = None,
+                             timeout: float | None = None,
+                             user: str | None = None) -> ExecResult:
+        result: ExecResult = await self._call("container_exec", name, command, cwd=cwd,
+                                              env=env, timeout=timeout, user=user)
+        return result
+
+    async def get_container_file(self, name: str, path: str) -> bytes:
+        data: bytes = await self._call("get_container_file", name, path)
+        return data
+
     def env_isolation(self) -> str | None:
         return self._isolation
 

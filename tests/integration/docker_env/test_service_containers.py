@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,10 +55,13 @@ class HostShellSandbox(DockerHostSandbox):
         raise AssertionError("this machine's dockerd is up")
 
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
-        raise NotImplementedError
+        target = Path(path)  # the "VM's" files are this machine's (staging under /tmp)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(mode)
 
     async def get_file(self, path: str) -> bytes:
-        raise NotImplementedError
+        return Path(path).read_bytes()
 
     async def expose(self, port: int) -> str:
         return f"http://127.0.0.1:{port}"
@@ -232,3 +236,36 @@ def test_a_sealed_peer_is_an_edge_container_with_egress() -> None:
         ContainerSpec(name="p", image=IMAGE, sealed_peer=True)
     with pytest.raises(ValueError, match="a sealed peer is an edge container with egress"):
         ContainerSpec(name="p", image=IMAGE, private=False, sealed=True, sealed_peer=True)
+
+
+@pytest.mark.parametrize("make", [_docker_sandbox, _host_shell_sandbox],
+                         ids=["docker", "docker-host"])
+async def test_commands_and_files_inside_a_container_and_how_it_ended(
+        docker_client: Any, run_id: str, make: Any) -> None:
+    """What a task's own container needs from its sandbox: a command in it (folder,
+    variables, user, bash where the image has it), its files read and written, and its end."""
+    sandbox = await make(run_id)
+    try:
+        await sandbox.run_container(ContainerSpec(
+            name="work", image=IMAGE, command=("sleep", "600")))
+        done = await sandbox.container_exec(
+            "work", 'echo "$GREETING from $(pwd) as $(id -un) in ${BASH_VERSION:+bash}"',
+            cwd="/tmp", env={"GREETING": "hi"}, user="nobody")
+        assert (done.exit_code, done.stdout.strip()) == (0, "hi from /tmp as nobody in bash")
+        await sandbox.put_container_file("work", "/srv/data/note.txt", b"\x00binary\xff")
+        assert await sandbox.get_container_file("work", "/srv/data/note.txt") == (
+            b"\x00binary\xff")
+        with pytest.raises(FileNotFoundError):
+            await sandbox.get_container_file("work", "/srv/data/missing.txt")
+        slow = await sandbox.container_exec("work", "sleep 30", timeout=1)
+        assert slow.exit_code == 124
+        assert await sandbox.container_status("work") == "running"
+        await sandbox.run_container(ContainerSpec(
+            name="job", image=IMAGE, command=("sh", "-c", "exit 3")))
+        for _ in range(50):
+            if (status := await sandbox.container_status("job")) != "running":
+                break
+            await asyncio.sleep(0.1)
+        assert status == "exited with code 3"
+    finally:
+        await sandbox.terminate()

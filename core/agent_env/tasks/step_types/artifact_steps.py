@@ -9,8 +9,9 @@ Files an earlier ``collect_artifacts`` step copied out of a sandbox load too
 keeping their paths relative to the folder they were collected from. ``env_step_id`` says
 which ``deploy_env`` step's deployment of ``env_id`` to load into: a filter, so a step that
 did not deploy that env is an error, never a substitute. ``artifacts`` entries may be ids or
-``{"id", "version"}`` objects. ``container_name`` (a container inside the sandbox) and
-``snapshot_after_load: true`` cannot be honoured here and are preflight problems.
+``{"id", "version"}`` objects. ``container_name`` loads into a container of the sandbox that
+a ``run_docker_container`` step started. ``snapshot_after_load: true`` cannot be honoured here
+and is a preflight problem.
 
 An ``environment`` or ``environment_universe`` artifact loaded into an env (``env_id``, no
 ``sandbox_name``) is not copied to a folder: it seeds the env's servers by environment name
@@ -122,10 +123,9 @@ class LoadArtifact(Step):
                             "depends_on (its files exist once it has run)")
         if self.env_step_id and not self.env_id:
             problems.append("env_step_id picks a deployment of env_id: give env_id too")
-        if self.container_name is not None:
-            problems.append(f"container_name '{self.container_name}': loading into a "
-                            "container inside a sandbox is not supported here; load into the "
-                            "sandbox (sandbox_name) or the env (env_id)")
+        if self.container_name is not None and self.agent_name and not self.sandbox_name:
+            problems.append("container_name is a container of a sandbox: give sandbox_name "
+                            "with it, not agent_name")
         if self.snapshot_after_load:
             problems.append("snapshot_after_load: snapshotting an env after a load is not "
                             "supported here; leave it out")
@@ -149,7 +149,8 @@ class LoadArtifact(Step):
         """Where files go: the sandbox ``sandbox_name`` names, else the agent ``agent_name``
         names (into its container), else the env's or the only sandbox."""
         if self.sandbox_name or not self.agent_name:
-            return ctx.target_sandbox(self.sandbox_name, self.env_id).put_file
+            return ctx.work_target(self.sandbox_name, self.env_id,
+                                   self.container_name).put_file
         put = getattr(ctx.agent(self.agent_name), "put_file", None)
         if put is None:
             raise StepError(f"agent '{self.agent_name}' cannot take files (it has no container "
