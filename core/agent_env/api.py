@@ -49,7 +49,8 @@ Groups, in the order a plugin author meets them:
   ``VERSION``, ``TTL_SECONDS``, ``option_chain``, ``check_sandbox_chain``, ``run_tasks`` (run
   requests with progress and a summary, as ``agent-env run`` does), ``list_deployed``,
   ``get_deployed``, ``teardown_deployed``; stored folders: ``folder_files``,
-  ``put_files_entity``, ``stored_folder``; artifacts a run makes: ``put_artifact_bytes``;
+  ``put_files_entity``, ``stored_folder``; artifacts a run makes: ``put_artifact_bytes`` (a
+  ``cli`` one with its ``CliSpec``; the type names ``CLI``...);
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``, and
@@ -101,6 +102,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "EnvStateInstance": ("agent_env.env_state", "EnvStateInstance"),
     "TaskSpec": ("agent_env.tasks.plan", "TaskSpec"),
     "ArtifactContent": ("agent_env.tasks.artifacts", "ArtifactContent"),
+    "CLI": ("agent_env.tasks.artifacts", "CLI"),
+    "CliSpec": ("agent_env.tasks.artifacts", "CliSpec"),
     "SKILL_FILE": ("agent_env.tasks.artifacts", "SKILL_FILE"),
     "ArtifactFile": ("agent_env.tasks.artifacts", "ArtifactFile"),
     "MemoryArtifacts": ("agent_env.tasks.artifacts", "MemoryArtifacts"),
@@ -378,9 +381,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.stores.secrets import bundle_value
     from agent_env.tasks.artifacts import (
+        CLI,
         SKILL_FILE,
         ArtifactContent,
         ArtifactFile,
+        CliSpec,
         MemoryArtifacts,
     )
     from agent_env.tasks.context import TaskContext

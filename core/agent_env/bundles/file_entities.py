@@ -27,25 +27,28 @@ def folder_files(folder: Path, *, dockerfile: str | None = None) -> list[Any]:
 
 
 def put_files_entity(kind: str, entity_id: str, entity_type: str, label: str,
-                     files: list[Any]) -> Any:
+                     files: list[Any], *, cli: Any = None) -> Any:
     """Store ``files`` (from :func:`folder_files`) as the next version of ``entity_id`` under
-    ``kind`` (unchanged content: the same version); returns the ledger line."""
+    ``kind`` (unchanged content: the same version); returns the ledger line. ``cli``: what
+    makes a ``cli`` artifact a command (a :class:`~agent_env.tasks.artifacts.CliSpec`)."""
     from agent_env.bundles.ledger import Ledger
     from agent_env.bundles.model import ArtifactEntry
     from agent_env.runtime import current
 
     entry = ArtifactEntry(entity_id.rsplit("/", 1)[-1], entity_id, entity_type, label,
-                          tuple(files))
+                          tuple(files), cli=cli)
     ledger = Ledger(current().versioned_store, current().object_store)
     ledger.write_files_entity(kind, entry)
     return ledger.lines[-1]
 
 
 def put_artifact_bytes(artifact_id: str, artifact_type: str, files: Mapping[str, bytes],
-                       label: str) -> Any:
+                       label: str, *, cli: Any = None,
+                       modes: Mapping[str, int] | None = None) -> Any:
     """Store ``files`` (path -> bytes, made by a run rather than read from a folder) as the
     next version of artifact ``artifact_id`` (unchanged content: the same version); returns
-    the ledger line. Each file's bytes go to the object store by content first."""
+    the ledger line. Each file's bytes go to the object store by content first. ``modes``:
+    path -> file mode (default 0644); ``cli``: as :func:`put_files_entity`."""
     import hashlib
 
     from agent_env.bundles.ledger import blob_key
@@ -63,8 +66,9 @@ def put_artifact_bytes(artifact_id: str, artifact_type: str, files: Mapping[str,
                 objects.put(key, data)
             except ObjectExists:  # another run wrote the same content first
                 pass
-        entries.append(BundleFile(path, Path(key), digest, len(data), 0o644))
-    return put_files_entity("artifacts", artifact_id, artifact_type, label, entries)
+        entries.append(BundleFile(path, Path(key), digest, len(data),
+                                  (modes or {}).get(path, 0o644)))
+    return put_files_entity("artifacts", artifact_id, artifact_type, label, entries, cli=cli)
 
 
 def stored_folder(kind: str, record: Any) -> Path:

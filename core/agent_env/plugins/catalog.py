@@ -50,6 +50,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "apply_server_config",
                 "snapshot_env",
                 "verify_mcp_tool_schema",
+                "build_mcp_cli",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db", "controls-demo"),
         },

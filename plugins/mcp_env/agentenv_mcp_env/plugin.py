@@ -25,6 +25,7 @@ STEPS = {
     "apply_server_config": "control_steps:ApplyServerConfig",
     "snapshot_env": "control_steps:SnapshotEnv",
     "verify_mcp_tool_schema": "steps:VerifyMcpToolSchema",
+    "build_mcp_cli": "mcp_cli:BuildMcpCli",
 }
 
 

@@ -1,7 +1,8 @@
 """A ``cli`` artifact installed into a real agent's container: ``load_artifact`` with
 ``agent_name`` and ``env_id`` puts the command at ``/opt/cli/<name>/``, executable, with the
 env's gateway beside it in ``.env``; run inside the sealed agent's container it reaches the env
-through that URL; ``add_skills`` then gives it a skill pointing at that CLI and an inline one.
+through that URL; ``add_skills`` then gives it a skill pointing at that CLI and an inline one;
+``build_mcp_cli`` stores a CLI over the env's tools, which ``load_artifact`` installs from it.
 The model is the scripted one (a test double); the agent is model-agent."""
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def test_a_cli_lands_in_the_agent_and_reaches_the_env(tmp_path: Path,
                      "skills": [{"name": "greet", "description": "Greets people.",
                                  "body": "Say hello first."}]})
     steps[5]["depends_on"] = ["skills", "model"]
+    # build_mcp_cli: a CLI over the echo env's tools, installed from the step that stored it
+    steps.insert(5, {"id": "tools_cli", "type": "build_mcp_cli", "depends_on": ["deploy"],
+                     "env_id": "echo", "command_name": "echoes"})
+    steps.insert(6, {"id": "install_tools_cli", "type": "load_artifact",
+                     "depends_on": ["tools_cli", "agent"], "agent_name": "agent",
+                     "env_id": "echo", "artifact_from_step_id": "tools_cli"})
     task.write_text(json.dumps(steps))
     run = Run(tmp_path, str(bundle), "cli", "--keep")
     try:
@@ -68,6 +75,19 @@ def test_a_cli_lands_in_the_agent_and_reaches_the_env(tmp_path: Path,
         assert mode == b"755"
         ran = container.exec_run("/opt/cli/hello/bin/hello")
         assert ran.exit_code == 0 and ran.output.strip() == b"card: echo", ran.output
+        # the generated CLI: the tools listed, one called, bad input said in one line
+        echoes = "/opt/cli/echoes/bin/echoes"
+        listed = container.exec_run([echoes, "list"])
+        assert listed.exit_code == 0 and listed.output.decode().startswith("echo\t"), listed
+        called = container.exec_run([echoes, "echo", "--text", "through the cli"])
+        assert (called.exit_code, called.output.strip()) == (0, b"through the cli"), called
+        helped = container.exec_run([echoes, "echo", "--help"]).output.decode()
+        assert "--text (string, required)" in helped, helped
+        missing = container.exec_run([echoes, "echo"], demux=True)
+        assert missing.exit_code == 1
+        assert missing.output[1].strip() == b"echoes echo: missing --text", missing.output
+        unknown = container.exec_run([echoes, "nope"], demux=True)
+        assert unknown.exit_code == 2 and b"no tool 'nope'" in unknown.output[1]
         # add_skills: the agent took the inline skill and the one pointing at the CLI
         shown = subprocess.run(
             [sys.executable, "-m", "agent_env", "task", "get-instance",
@@ -76,6 +96,10 @@ def test_a_cli_lands_in_the_agent_and_reaches_the_env(tmp_path: Path,
             text=True, timeout=60, check=True)
         outputs = json.loads(shown.stdout)["context"]["outputs"]
         assert outputs["skills"]["skills"] == ["greet", "hello-cli"], outputs["skills"]
+        assert outputs["tools_cli"]["tools"] == ["echo"]
+        assert outputs["tools_cli"]["artifact_version"] == 1
+        assert outputs["install_tools_cli"]["installed_clis"]["echo-cli"] == {
+            "command_name": "echoes", "install_path": "/opt/cli/echoes/bin/echoes"}
         run.process.send_signal(signal.SIGINT)
         code, out, err = run.finish(timeout=120)
         assert code == 130, out + err

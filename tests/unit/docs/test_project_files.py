@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_CONFIG = ROOT / ".agentenv" / "config.example.toml"
 ENV_EXAMPLE = ROOT / ".env.example"
 
-#: AGENT_ENV_* names the code writes for others (into agent containers) and never reads.
-SET_NOT_READ = {"AGENT_ENV_ROLE"}
+#: AGENT_ENV_* names the code writes for others (into agent containers) and never reads; the
+#: CLI build_mcp_cli generates reads the gateway and its timeout inside the agent's container.
+SET_NOT_READ = {"AGENT_ENV_ROLE", "AGENT_ENV_GATEWAY_URL", "AGENT_ENV_CLI_TIMEOUT"}
 
 
 @pytest.mark.parametrize("name", [

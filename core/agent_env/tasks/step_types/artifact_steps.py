@@ -184,6 +184,18 @@ class LoadArtifact(Step):
                     mode=0o644)  # readable by the agent's own user: the files are root's
         return entrypoint
 
+    def _made_by_step(self, ctx: TaskContext) -> tuple[str, int | None] | None:
+        """The artifact ``artifact_from_step_id``'s step stored (``build_mcp_cli``: its output
+        names ``artifact_id`` and ``artifact_version``), if it stored one rather than
+        collecting files."""
+        output = ctx.outputs.get(str(self.artifact_from_step_id)) \
+            if self.artifact_from_step_id else None
+        if not isinstance(output, dict) or "files" in output \
+                or not isinstance(output.get("artifact_id"), str):
+            return None
+        version = output.get("artifact_version")
+        return str(output["artifact_id"]), version if isinstance(version, int) else None
+
     async def _load_collected(self, ctx: TaskContext, write: Write) -> list[str]:
         """The files ``artifact_from_step_id`` collected, under ``destination_path`` with their
         paths relative to the folder they were collected from."""
@@ -193,7 +205,8 @@ class LoadArtifact(Step):
         files = output.get("files") if isinstance(output, dict) else None
         if not isinstance(output, dict) or not isinstance(files, dict):
             raise StepError(f"artifact_from_step_id '{self.artifact_from_step_id}' recorded no "
-                            "files (it must be a collect_artifacts step that ran)")
+                            "files and stored no artifact (it must be a collect_artifacts or "
+                            "build_mcp_cli step that ran)")
         base = str(output.get("base_dir") or "/")
         objects = current().object_store
         loaded = []
@@ -212,9 +225,10 @@ class LoadArtifact(Step):
         seeded: list[str] = []
         installed: dict[str, dict[str, str]] = {}
         into: dict[str, str] = {}  # artifact id -> where it was loaded
-        if self.artifact_from_step_id:
+        made = self._made_by_step(ctx)
+        if self.artifact_from_step_id and made is None:
             loaded = await self._load_collected(ctx, write)
-        for source in self.sources():
+        for source in ([made[0]] if made else self.sources()):
             if source.startswith(("http://", "https://")):
                 name = posixpath.basename(source.split("?", 1)[0]) or "download"
                 data = await _download(source)
@@ -222,7 +236,8 @@ class LoadArtifact(Step):
                 await write(path, data)
                 loaded.append(path)
                 continue
-            pinned = (self.pinned("artifact_id") if source == self.artifact_id
+            pinned = (made[1] if made else self.pinned("artifact_id")
+                      if source == self.artifact_id
                       else (self.artifact_versions or {}).get(source))
             artifact = await ctx.artifact(source, pinned)
             if (self.env_id and not self.sandbox_name and not self.agent_name
