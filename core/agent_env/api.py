@@ -10,6 +10,7 @@ at start-up): each name loads its module on first use.
 Groups, in the order a plugin author meets them:
 
 * hooks and what they return: ``hookimpl``, ``StoreBackend``, ``BundleSource``,
+  ``LazyCommand`` (an ``agent_env_cli`` command imported only when it runs),
   ``AgentSource``, ``ModelProvider``, ``ImportReport`` (a bundle format's partial import),
   ``Lazy`` (a contribution imported only when a run uses it: keeps the CLI's start-up cheap);
 * errors and logs: ``UserError``, ``ConfigError``, ``MissingPluginError``, ``get_logger``;
@@ -71,6 +72,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "hookimpl": ("agent_env.hookspecs", "hookimpl"),
     "StoreBackend": ("agent_env.contributions", "StoreBackend"),
     "BundleSource": ("agent_env.contributions", "BundleSource"),
+    "LazyCommand": ("agent_env.cli.lazy", "LazyCommand"),
     "ImportReport": ("agent_env.contributions", "ImportReport"),
     "AgentSource": ("agent_env.contributions", "AgentSource"),
     "ModelProvider": ("agent_env.contributions", "ModelProvider"),
@@ -282,6 +284,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.cli.deployed import get_kind as get_deployed
     from agent_env.cli.deployed import list_kind as list_deployed
     from agent_env.cli.deployed import teardown_kind as teardown_deployed
+    from agent_env.cli.lazy import LazyCommand
     from agent_env.cli.params import ENTITY_ID, TTL_SECONDS, VERSION
     from agent_env.config import read_toml
     from agent_env.contributions import (

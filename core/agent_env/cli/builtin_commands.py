@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from agent_env.hookspecs import hookimpl
 
-#: command name -> "module:attribute"; a module not written yet is simply not offered.
+#: command name -> "module:attribute", each imported only when it runs (see
+#: :mod:`agent_env.cli.lazy`).
 CORE_COMMANDS = {
     "plugin": "agent_env.cli.plugin_cmd:plugin",
     "config": "agent_env.cli.config_cmd:config",
@@ -24,12 +23,7 @@ CORE_COMMANDS = {
 
 @hookimpl
 def agent_env_cli(cli: click.Group) -> None:
+    from agent_env.cli.lazy import LazyCommand
+
     for name, target in CORE_COMMANDS.items():
-        module_name, attribute = target.split(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        cli.add_command(getattr(module, attribute), name)
+        cli.add_command(LazyCommand(name, target), name)

@@ -51,8 +51,13 @@ class AgentEnvGroup(click.Group):
         current().host.extend_cli(self)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from agent_env.cli.lazy import LazyCommand
+
         self._ensure_commands(ctx)
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if isinstance(command, LazyCommand):  # imported now that it is used
+            command = self.commands[cmd_name] = command.load()
+        return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._ensure_commands(ctx)

@@ -20,7 +20,7 @@ CORE_STEP_TYPES = {
     "aggregate_verifiers": f"{_STEPS}.verify_steps:AggregateVerifiers",
     "validation_gate_aggregator": f"{_STEPS}.verify_steps:ValidationGateAggregator",
     "teardown_sandboxes": f"{_STEPS}.sandbox_steps:TeardownSandboxes",
-    "run_docker_container": f"{_STEPS}.sandbox_steps:RunDockerContainer",
+    "run_docker_container": f"{_STEPS}.container_steps:RunDockerContainer",
     "run_code": f"{_STEPS}.code_steps:RunCode",
     "run_container_unit_tests_verifier":
         "agent_env.evals.verifiers:RunContainerUnitTestsVerifier",

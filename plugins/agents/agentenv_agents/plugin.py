@@ -14,7 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_env.api import AgentSource, BundleSource, Lazy, ModelProvider, hookimpl
+from agent_env.api import (
+    AgentSource,
+    BundleSource,
+    Lazy,
+    LazyCommand,
+    ModelProvider,
+    hookimpl,
+)
 
 if TYPE_CHECKING:
     import click
@@ -70,9 +77,7 @@ def agent_env_step_types() -> list[Lazy]:
 
 @hookimpl
 def agent_env_cli(cli: click.Group) -> None:
-    from agentenv_agents.cli import a2a_agent
-
-    cli.add_command(a2a_agent, "a2a-agent")
+    cli.add_command(LazyCommand("a2a-agent", "agentenv_agents.cli:a2a_agent"), "a2a-agent")
 
 
 @hookimpl

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_env.api import hookimpl
+from agent_env.api import LazyCommand, hookimpl
 
 
 @hookimpl
 def agent_env_cli(cli: Any) -> None:
-    from agentenv_explorer.cli import up
-
-    cli.add_command(up, "up")
+    cli.add_command(LazyCommand("up", "agentenv_explorer.cli:up"), "up")
 
 
 @hookimpl

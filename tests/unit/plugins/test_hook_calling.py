@@ -160,7 +160,7 @@ def agent_env_cli(cli):
     )
     root = click.Group("agent-env")
     host.extend_cli(root)
-    assert root.commands["run"].callback.__module__ == "agent_env.cli.run_cmd"  # core wins
+    assert root.commands["run"].target == "agent_env.cli.run_cmd:run"  # core wins (lazily)
     assert "shared" not in root.commands and "solo" in root.commands
     statuses = {(c.plugin, c.name): (c.status, c.reason) for c in host.all_contributions()
                 if c.kind == "cli_command"}
