@@ -13,7 +13,7 @@ the runs that completed and runs the rest. Exit codes: 0 every run completed (pa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -140,3 +140,64 @@ def run(eval_id: str, version: int | None, k: int | None, max_concurrency: int, 
                      choices=choices,
                      sandbox_chain=option_chain(sandbox), as_json=as_json,
                      resume_hint=f"agent-env eval run --id {eval_id} --resume {group.group_id}")
+
+
+@eval_group.command("report")
+@click.option("--id", "eval_id", type=ENTITY_ID,
+              help="The eval whose stored runs the leaderboard covers.")
+@click.option("--compare", "groups", nargs=2, metavar="A B",
+              help="Compare two run groups (eval run prints their ids), paired by task.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "md"]),
+              default="table", show_default=True)
+@click.option("--k", type=click.IntRange(min=1), default=None,
+              help="The leaderboard's pass@k (default: the largest k of the eval's runs).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="The comparison's bootstrap seed (the same seed, the same interval).")
+@click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=10_000,
+              show_default=True, help="Bootstrap resamples of the tasks.")
+def report(eval_id: str | None, groups: tuple[str, str] | None, fmt: str, k: int | None,
+           seed: int, resamples: int) -> None:
+    """A leaderboard of an eval's runs (one row per agent x model), or two runs compared
+    with a bootstrap confidence interval."""
+    from agent_env.evals.compare import (
+        compare,
+        eval_groups,
+        leaderboard,
+        render_board,
+        render_comparison,
+    )
+    from agent_env.runtime import current
+
+    if (eval_id is None) == (not groups):
+        raise click.UsageError("give --id EVAL (a leaderboard) or --compare A B (two runs)")
+    documents = current().document_store
+    if groups:
+        a, b = groups
+        if a == b:
+            raise UserError(f"--compare {a} {b}: compare two different run groups")
+        result = compare(a, _points(documents, a), b, _points(documents, b), seed=seed,
+                         resamples=resamples)
+        echo(render_comparison(result, fmt))
+        return
+    assert eval_id is not None
+    found = eval_groups(documents, eval_id)
+    if not found:
+        raise UserError(f"eval {eval_id} has no stored runs (agent-env eval run --id "
+                        f"{eval_id} runs it)")
+    points = [p for doc in found for p in _points(documents, str(doc["_id"]))]
+    k = k or max(int(doc.get("k") or 1) for doc in found)
+    rows = leaderboard(points, k)
+    if not rows:
+        raise UserError(f"eval {eval_id}: none of its {len(found)} run group(s) has a "
+                        "finished run yet")
+    echo(render_board(rows, fmt, k))
+
+
+def _points(documents: Any, group_id: str) -> list[Any]:
+    from agent_env.evals.compare import group_points
+
+    try:
+        return group_points(documents, group_id)
+    except UserError:
+        raise UserError(f"no run group {group_id} (eval run prints the id when it "
+                        "starts)") from None
