@@ -52,7 +52,10 @@ Groups, in the order a plugin author meets them:
   ``get_deployed``, ``teardown_deployed``; stored folders: ``folder_files``,
   ``put_files_entity``, ``stored_folder``; artifacts a run makes: ``put_artifact_bytes`` (a
   ``cli`` one with its ``CliSpec``; the type names ``CLI``...);
-* evals: ``pass_at_k`` (the unbiased estimator the eval table uses);
+* evals: ``pass_at_k`` (the unbiased estimator the eval table uses); the leaderboard and
+  comparisons ``eval report`` prints (``eval_group_points``, ``eval_leaderboard``,
+  ``eval_run_groups``, ``compare_run_groups``, ``render_leaderboard``: see
+  :mod:`agent_env.evals.compare`);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``, and
   leftover reaping by label (``find_leftovers``, ``remove_leftovers``, ``owner_label``,
@@ -147,6 +150,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "upstream_key": ("agent_env.models", "upstream_key"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
+    "eval_group_points": ("agent_env.evals.compare", "group_points"),
+    "eval_leaderboard": ("agent_env.evals.compare", "leaderboard"),
+    "eval_run_groups": ("agent_env.evals.compare", "eval_groups"),
+    "compare_run_groups": ("agent_env.evals.compare", "compare"),
+    "render_leaderboard": ("agent_env.evals.compare", "render_board"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
     # deployments that outlive their command (env deploy, a2a-agent deploy)
     "Deployment": ("agent_env.deployments", "Deployment"),
@@ -317,6 +325,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         write_env_files,
     )
     from agent_env.errors import ConfigError, MissingPluginError, UserError, cause
+    from agent_env.evals.compare import compare as compare_run_groups
+    from agent_env.evals.compare import eval_groups as eval_run_groups
+    from agent_env.evals.compare import group_points as eval_group_points
+    from agent_env.evals.compare import leaderboard as eval_leaderboard
+    from agent_env.evals.compare import render_board as render_leaderboard
     from agent_env.evals.passk import pass_at_k
     from agent_env.hookspecs import hookimpl
     from agent_env.images.hermetic import PROTOCOL_DISTRIBUTION

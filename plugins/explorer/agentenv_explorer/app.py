@@ -555,6 +555,98 @@ async def get_group(request: web.Request) -> web.Response:
     return web.json_response(found)
 
 
+# -- plots, leaderboard and comparisons (the numbers ``eval report`` prints) ---------------
+
+
+def _points(explorer: Explorer, group_id: str) -> list[Any]:
+    from agent_env.api import UserError, eval_group_points
+
+    try:
+        return list(eval_group_points(explorer.documents, group_id))
+    except UserError:
+        raise api_error(404, f"no run group {group_id!r}") from None
+
+
+def group_plots(points: list[Any]) -> dict[str, Any]:
+    """What a group's plots draw: pass@k against k per agent x model, the scores of each
+    task's runs, and each run's time, tokens and cost."""
+    from agent_env.api import pass_at_k as estimate
+
+    by_pair: dict[str, dict[str, list[Any]]] = {}
+    for p in points:
+        if p.completed:
+            by_pair.setdefault(f"{p.agent} · {p.model}", {}).setdefault(p.task_id, []).append(p)
+    curves = []
+    for name, tasks in sorted(by_pair.items()):
+        most = max(len(runs) for runs in tasks.values())
+        values = []
+        for k in range(1, most + 1):
+            per_task = [estimate(len(r), sum(x.passed for x in r), k)
+                        for r in tasks.values() if len(r) >= k]
+            values.append({"k": k, "value": sum(per_task) / len(per_task),
+                           "tasks": len(per_task)})
+        curves.append({"series": name, "points": values})
+    scores: dict[str, list[float]] = {}
+    for p in points:
+        if p.completed and p.score is not None:
+            scores.setdefault(p.task_id, []).append(p.score)
+    runs = [{"instance_id": p.instance_id, "task_id": p.task_id, "outcome": p.outcome,
+             "seconds": p.seconds, "tokens": p.tokens, "cost_usd": p.cost_usd}
+            for p in points]
+    return {"pass_at_k": curves,
+            "scores": [{"task_id": t, "scores": v} for t, v in sorted(scores.items())],
+            "runs": runs, "errors": sum(1 for p in points if not p.completed)}
+
+
+async def get_group_plots(request: web.Request) -> web.Response:
+    explorer = request.app[EXPLORER]
+    points = await blocking(_points, explorer, request.match_info["gid"])
+    return web.json_response(group_plots(points))
+
+
+async def compare_groups(request: web.Request) -> web.Response:
+    from agent_env.api import compare_run_groups
+
+    explorer = request.app[EXPLORER]
+    a, b = request.match_info["gid"], request.match_info["other"]
+    seed = int_param(request, "seed", 0, -(2**31), 2**31)
+    resamples = int_param(request, "resamples", 10_000, 100, 100_000)
+
+    def read() -> dict[str, Any]:
+        result = compare_run_groups(a, _points(explorer, a), b, _points(explorer, b),
+                                    seed=seed, resamples=resamples)
+        return dict(result.to_json())
+
+    return web.json_response(await blocking(read))
+
+
+async def eval_leaderboard(request: web.Request) -> web.Response:
+    from agent_env.api import eval_leaderboard as board
+    from agent_env.api import eval_run_groups, render_leaderboard
+
+    explorer = request.app[EXPLORER]
+    eval_id = request.match_info["id"]
+    fmt = request.query.get("format", "json")
+    if fmt not in ("json", "csv", "md"):
+        raise api_error(400, "format is json, csv or md")
+
+    def read() -> tuple[list[Any], int, int]:
+        groups = eval_run_groups(explorer.documents, eval_id)
+        points = [p for doc in groups for p in _points(explorer, str(doc["_id"]))]
+        k = int_param(request, "k", max([int(d.get("k") or 1) for d in groups] or [1]), 1,
+                      1000)
+        return board(points, k), k, len(groups)
+
+    rows, k, groups = await blocking(read)
+    if fmt != "json":
+        return web.Response(text=render_leaderboard(rows, fmt, k) + "\n",
+                            content_type="text/csv" if fmt == "csv" else "text/markdown",
+                            headers={"Content-Disposition": f'attachment; filename='
+                                     f'"leaderboard.{fmt}"'})
+    return web.json_response({"eval_id": eval_id, "k": k, "run_groups": groups,
+                              "rows": [r.to_json() for r in rows]})
+
+
 async def group_stream(request: web.Request) -> web.StreamResponse:
     """Server-sent events: ``snapshot`` every 2 s, then ``complete`` (or ``not_found``,
     ``timeout``), as the reference's run-group stream."""
@@ -823,6 +915,9 @@ def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Applicat
         web.get(f"{API}/run-groups", groups_index),
         web.get(f"{API}/run-groups/{{gid}}", get_group),
         web.get(f"{API}/run-groups/{{gid}}/stream", group_stream),
+        web.get(f"{API}/run-groups/{{gid}}/plots", get_group_plots),
+        web.get(f"{API}/run-groups/{{gid}}/compare/{{other}}", compare_groups),
+        web.get(f"{API}/evals/{{id}}/leaderboard", eval_leaderboard),
         web.get(f"{API}/agents", list_agents),
         web.get(f"{API}/agents/{{id}}", get_agent),
         web.get(f"{API}/objects/content", object_content),

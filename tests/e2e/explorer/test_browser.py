@@ -35,6 +35,10 @@ SLOTS = tuple(Slot(index=i, task_id=f"@local/demo/eval/task-{i // 2}", task_vers
                    sample=i % 2) for i in range(4))
 EVAL = Group(group_id=GROUP, kind="eval", subject_id="@local/demo/eval", subject_version=1, k=2,
              slots=SLOTS)
+#: two finished runs of one eval, a model each: the leaderboard, the plots and the comparison
+BOARD = "@local/demo/board"
+BOARD_TASKS = [f"@local/demo/board/t{i}" for i in range(6)]
+BOARD_PASSES = {"evalrun-boardbig": [2, 2, 2, 1, 2, 1], "evalrun-boardsml": [1, 0, 2, 0, 0, 1]}
 
 
 def record(instance_id: str, **changes: Any) -> dict[str, Any]:
@@ -147,7 +151,28 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         SHOT_RUN, task_id="@local/demo/web/add", started_at_utc="2020-02-01T07:00:00.000000Z",
         context={"agents": {}, "metadata": {}, "outputs": {"ask": {
             "agent_name": "agent", "agent_trajectory_object_key": SHOT_KEY}}}))
-    groups = GroupStore(documents)  # an eval run half done: 2 of 4 runs finished
+    groups = GroupStore(documents)
+    for group_id, passes in BOARD_PASSES.items():
+        model = "big" if group_id.endswith("big") else "small"
+        slots = tuple(Slot(index=i * 2 + s, task_id=t, task_version=1, sample=s)
+                      for i, t in enumerate(BOARD_TASKS) for s in range(2))
+        board = Group(group_id=group_id, kind="eval", subject_id=BOARD, subject_version=1,
+                      k=2, slots=slots)
+        groups.create(board)
+        for slot in slots:
+            passed = slot.sample < passes[slot.index // 2]
+            instance = f"{BOARD}/{group_id}-{slot.index}"
+            documents.insert("task_instances", record(
+                instance, task_id=slot.task_id, outcome="passed" if passed else "failed",
+                scores={"v": 1.0 if passed else 0.0}, duration_seconds=1.0 + slot.index,
+                started_at_utc=f"2020-01-02T00:00:{slot.index:02d}.000000Z",
+                context={"agents": {"agent": {"agent": "model-agent", "model": model}},
+                         "metadata": {}, "outputs": {"ask": {"usage": {
+                             "input_tokens": 100 + slot.index, "output_tokens": 10,
+                             "cost_usd": 0.001 * (slot.index + 1)}}}}))
+            groups.claim(board, slot)
+            groups.finish(board, slot, instance, "passed" if passed else "failed", [])
+    # an eval run half done: 2 of 4 runs finished
     groups.create(EVAL)
     for slot, outcome in zip(SLOTS[:2], ("passed", "error"), strict=True):
         groups.claim(EVAL, slot)
@@ -445,3 +470,79 @@ def test_a_stored_transcript_shows_its_screenshots_as_images(
         == [True, 64, 40]
     assert "tool todo.browser_take_screenshot" in page.inner_text(".stored-transcript")
     shoot(page, "screenshot")
+
+
+def test_an_eval_leaderboard_sorts_both_ways_filters_and_exports(
+        page: Any, server: tuple[str, Path]) -> None:
+    page.goto(server[0] + "#/leaderboard/" + BOARD.replace("/", "%2F").replace("@", "%40"))
+    page.wait_for_selector("#leaderboard tr.board-row")
+
+    def models() -> list[str]:
+        return page.locator('#leaderboard td[data-key="model"]').all_inner_texts()
+
+    def column(key: str) -> list[str]:
+        return page.locator(f'#leaderboard td[data-key="{key}"]').all_inner_texts()
+
+    assert models() == ["big", "small"]  # best pass@1 first
+    # the numbers the API gives: pass@1 is the mean over tasks of each task's pass rate
+    assert column("pass@1") == ["0.833", "0.333"]
+    assert column("runs") == ["12", "12"]
+    shoot(page, "leaderboard")
+    page.click('th[data-key="pass@1"]')  # the same column again: ascending
+    assert models() == ["small", "big"]
+    assert page.get_attribute('th[data-key="pass@1"]', "aria-sort") == "ascending"
+    page.click('th[data-key="cost_per_run"]')  # another column: descending first
+    assert page.get_attribute('th[data-key="cost_per_run"]', "aria-sort") == "descending"
+    page.fill("#board-filter", "sma")
+    assert models() == ["small"]
+    exported = page.request.get(page.get_attribute("#board-csv", "href") or "")
+    assert exported.ok
+    lines = exported.text().strip().splitlines()
+    assert lines[0].startswith("agent,model,runs,errors,tasks,pass@1,pass@2,mean_score")
+    assert lines[1].startswith("model-agent,big,12,0,6,0.83,1.00,0.83")
+
+
+def test_a_groups_plots_draw_the_numbers_the_api_gives(page: Any,
+                                                       server: tuple[str, Path]) -> None:
+    page.goto(server[0] + "#/group/evalrun-boardbig")
+    page.wait_for_selector("#plot-passk circle.point")
+    plotted = page.locator("#plot-passk circle.point").evaluate_all(
+        "cs => cs.map(c => [c.dataset.k, Number(c.dataset.value)])")
+    api = page.request.get(server[0].split("/?")[0] + "/api/v1/run-groups/evalrun-boardbig/plots")
+    assert api.ok
+    (curve,) = api.json()["pass_at_k"]
+    assert plotted == [[str(p["k"]), p["value"]] for p in curve["points"]]
+    assert [round(v, 4) for _, v in plotted] == [0.8333, 1.0]
+    assert page.locator("#plot-scores circle.point").count() == 12
+    assert page.locator("#plot-cost_usd rect.bar").count() == 12
+    page.click("#plot-passk summary")  # the numbers, one click away
+    assert page.locator("#plot-passk table.numbers tbody tr").count() == 2
+    assert page.get_attribute("#plot-passk a.csv", "href").startswith("data:text/csv")
+    shoot(page, "group-plots")
+
+
+def test_two_runs_compared_with_the_interval_eval_report_prints(
+        page: Any, server: tuple[str, Path]) -> None:
+    import json
+
+    state = server[1]
+    printed = subprocess.run(
+        [sys.executable, "-m", "agent_env", "eval", "report", "--compare", "evalrun-boardbig",
+         "evalrun-boardsml", "--format", "json"],
+        env={**os.environ, "AGENT_ENV_STATE_DIR": str(state)}, text=True, capture_output=True,
+        timeout=60, check=True)
+    cli = json.loads(printed.stdout)
+    page.goto(server[0] + "#/groups")
+    page.check('tr[data-id="evalrun-boardbig"] input[type=checkbox]')
+    page.check('tr[data-id="evalrun-boardsml"] input[type=checkbox]')
+    page.click("#compare-groups")
+    page.wait_for_selector("#comparison")
+    shown = page.locator("#comparison tbody tr").first
+    diff = cli["pass@1_difference"]
+    assert shown.locator("td.difference").inner_text() == f"+{diff['difference']:.4f}"
+    assert shown.locator("td.ci-low").inner_text() == f"{diff['ci_low']:+.4f}"
+    assert shown.locator("td.ci-high").inner_text() == f"{diff['ci_high']:+.4f}"
+    assert page.inner_text("#statement") == cli["statement"]
+    assert page.inner_text("#better-in-a div") == ", ".join(cli["better_in_a"])
+    assert page.locator("#interval line.ci").count() == 1
+    shoot(page, "compare-groups")

@@ -311,6 +311,28 @@ async def test_an_eval_run_group_as_a_pass_at_k_matrix(
     await get_json(client, "/api/v1/run-groups/evalrun-nothere", 404)
 
 
+async def test_plots_leaderboard_and_comparison_routes_say_what_they_cannot(
+    client: TestClient[Any, Any], stores: tuple[Any, Any, Any],
+) -> None:
+    eval_group(stores[0], "evalrun-plots01", {0: "passed", 1: "error"})
+    plots = await get_json(client, "/api/v1/run-groups/evalrun-plots01/plots")
+    # the slots' instance records are not stored here: the runs still count, without numbers
+    assert plots["errors"] == 1 and len(plots["runs"]) == 2
+    assert [c["points"][0]["value"] for c in plots["pass_at_k"]] == [1.0]
+    missing = await get_json(client, "/api/v1/run-groups/evalrun-nothere/plots", 404)
+    assert missing["error"] == "no run group 'evalrun-nothere'"
+    await get_json(client, "/api/v1/run-groups/evalrun-plots01/compare/evalrun-nothere", 404)
+    itself = await get_json(client,
+                            "/api/v1/run-groups/evalrun-plots01/compare/evalrun-plots01")
+    assert itself["pass@1_difference"]["difference"] == 0.0
+    board = await get_json(client, "/api/v1/evals/%40local%2Fdemo%2Feval/leaderboard")
+    assert board["run_groups"] >= 1 and board["rows"][0]["runs"] == 1
+    empty = await get_json(client, "/api/v1/evals/%40local%2Fnone/leaderboard")
+    assert (empty["rows"], empty["run_groups"]) == ([], 0)
+    bad = await get_json(client, "/api/v1/evals/%40local%2Fnone/leaderboard?format=xml", 400)
+    assert bad["error"] == "format is json, csv or md"
+
+
 async def test_a_run_group_streams_snapshots_until_it_completes(
     client: TestClient[Any, Any], stores: tuple[Any, Any, Any],
 ) -> None:

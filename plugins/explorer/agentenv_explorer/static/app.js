@@ -5,6 +5,9 @@
 //   #/run/<instance id>                                     one run, step by step
 //   #/compare/<instance id>/<instance id>                   two runs side by side
 //   #/groups, #/group/<run group id>                        run groups; one's pass@k matrix
+//                                                           and plots
+//   #/groups/compare/<group>/<group>                        two run groups compared by task
+//   #/leaderboard/<eval id>                                 an eval's runs per agent x model
 "use strict";
 
 const API = "/api/v1";
@@ -90,7 +93,13 @@ function route() {
   if (parts[0] === "compare" && parts[2]) {
     return show(comparePage(main, decodeURIComponent(parts[1]), decodeURIComponent(parts[2])));
   }
+  if (parts[0] === "groups" && parts[1] === "compare" && parts[3]) {
+    return show(groupComparePage(main, decodeURIComponent(parts[2]), decodeURIComponent(parts[3])));
+  }
   if (parts[0] === "groups") return show(groupsPage(main));
+  if (parts[0] === "leaderboard" && parts[1]) {
+    return show(leaderboardPage(main, decodeURIComponent(parts[1]), new URLSearchParams(query || "")));
+  }
   if (parts[0] === "group" && parts[1]) return show(groupPage(main, decodeURIComponent(parts[1])));
   return show(runsPage(main, new URLSearchParams(query || "")));
 }
@@ -402,14 +411,31 @@ async function comparePage(main, a, b) {
 async function groupsPage(main) {
   document.getElementById("where").textContent = "· run groups";
   const data = await api("/run-groups?limit=100");
-  const rows = data.items.map((g) => el("tr", {},
-    el("td", {}, el("a", { href: "#/group/" + enc(g.run_group_id), text: g.run_group_id })),
-    el("td", { text: g.kind }), el("td", { text: g.subject_id }),
-    el("td", { text: g.k }), el("td", { text: g.total })));
+  const selected = new Set();
+  const compare = el("button", { id: "compare-groups", text: "Compare 2 selected", disabled: "" });
+  compare.addEventListener("click", () => {
+    const [a, b] = [...selected];
+    location.hash = `#/groups/compare/${enc(a)}/${enc(b)}`;
+  });
+  const rows = data.items.map((g) => {
+    const box = el("input", { type: "checkbox", "aria-label": "select " + g.run_group_id });
+    box.addEventListener("change", () => {
+      if (box.checked) selected.add(g.run_group_id); else selected.delete(g.run_group_id);
+      compare.disabled = selected.size !== 2;
+    });
+    return el("tr", { "data-id": g.run_group_id },
+      el("td", {}, box),
+      el("td", {}, el("a", { href: "#/group/" + enc(g.run_group_id), text: g.run_group_id })),
+      el("td", { text: g.kind }),
+      el("td", {}, g.kind === "eval"
+        ? el("a", { href: "#/leaderboard/" + enc(g.subject_id), text: g.subject_id }) : g.subject_id),
+      el("td", { text: g.k }), el("td", { text: g.total }));
+  });
   main.replaceChildren(
-    el("p", { text: `${data.total} run groups` + (data.has_more ? " (newest 100 shown)" : "") }),
+    el("div", { class: "pager" },
+      el("span", { text: `${data.total} run groups` + (data.has_more ? " (newest 100 shown)" : "") }), compare),
     el("table", { id: "groups" },
-      el("thead", {}, el("tr", {}, ...["group", "kind", "of", "k", "runs"].map((h) => el("th", { text: h })))),
+      el("thead", {}, el("tr", {}, ...["", "group", "kind", "of (leaderboard)", "k", "runs"].map((h) => el("th", { text: h })))),
       el("tbody", {}, ...rows)));
 }
 
@@ -443,15 +469,213 @@ async function groupPage(main, id) {
       el("div", { id: "group-progress", text: `${group.done}/${group.total} runs done` + (group.complete ? " · complete" : " · running") }),
       el("a", { id: "group-runs", href: "#/runs?run_group=" + enc(group.run_group_id), text: "its runs" })),
     matrix(group),
-    el("p", { text: "Errors (infrastructure, cancelled) are counted apart, not as failures in pass@k." }));
+    el("p", { text: "Errors (infrastructure, cancelled) are counted apart, not as failures in pass@k." }),
+    group.kind === "eval"
+      ? el("p", {}, el("a", { id: "to-leaderboard", href: "#/leaderboard/" + enc(group.subject_id), text: "the eval's leaderboard" }))
+      : null,
+    plots);
+  const plots = el("div", { id: "plots" });
   const group = await api("/run-groups/" + enc(id));
   draw(group);
+  drawPlots(plots, await api("/run-groups/" + enc(id) + "/plots"));
   if (!group.complete) {  // live: the server sends a snapshot every 2 s until the group is done
     stream = new EventSource(`${API}/run-groups/${enc(id)}/stream`);
-    const update = (event) => draw(JSON.parse(event.data));
+    const update = (event) => {
+      draw(JSON.parse(event.data));
+      api("/run-groups/" + enc(id) + "/plots").then((data) => drawPlots(plots, data)).catch(() => {});
+    };
     stream.addEventListener("snapshot", update);
     stream.addEventListener("complete", (event) => { update(event); stream.close(); });
   }
+}
+
+// -- plots: SVG drawn here, nothing fetched from elsewhere; each with its numbers a click away
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const COLOURS = ["#3366cc", "#b3261e", "#137333", "#a36b00", "#7b3fb5", "#00838f"];
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") node.textContent = String(v); else node.setAttribute(k, v);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+// a figure: the plot, then its numbers as a table and a CSV file (made here, from the same rows)
+function figure(id, title, plot, head, rows) {
+  const csv = [head, ...rows].map((r) => r.map((c) => {
+    const text = c === null || c === undefined ? "" : String(c);
+    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  }).join(",")).join("\n") + "\n";
+  const table = el("table", { class: "numbers" },
+    el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { text: h })))),
+    el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c) => el("td", { text: c ?? "" }))))));
+  return el("figure", { id, class: "plot" }, el("figcaption", { text: title }), plot,
+    el("details", {}, el("summary", { text: "numbers" }), table,
+      el("a", { class: "csv", download: id + ".csv", href: "data:text/csv;charset=utf-8," + encodeURIComponent(csv), text: "CSV" })));
+}
+
+// x from 0..xmax and y from 0..ymax onto a 480 x 200 frame, with axes and a few ticks
+function frame(xmax, ymax, xlabel, ylabel) {
+  const W = 480, H = 200, L = 44, B = 28;
+  const sx = (x) => L + (xmax ? (x / xmax) * (W - L - 10) : 0);
+  const sy = (y) => H - B - (ymax ? (y / ymax) * (H - B - 10) : 0);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" },
+    svg("line", { x1: L, y1: H - B, x2: W - 10, y2: H - B, stroke: "#888" }),
+    svg("line", { x1: L, y1: 10, x2: L, y2: H - B, stroke: "#888" }),
+    svg("text", { x: W / 2, y: H - 4, "text-anchor": "middle", "font-size": 11, text: xlabel }),
+    svg("text", { x: 10, y: 12, "font-size": 11, text: ylabel }));
+  for (const t of [0, 0.5, 1]) {
+    root.append(svg("text", { x: L - 6, y: sy(t * ymax) + 4, "text-anchor": "end", "font-size": 10, text: +(t * ymax).toFixed(2) }));
+  }
+  return { root, sx, sy };
+}
+
+function passAtKPlot(curves) {
+  const kmax = Math.max(1, ...curves.flatMap((c) => c.points.map((p) => p.k)));
+  const { root, sx, sy } = frame(kmax, 1, "k", "pass@k");
+  curves.forEach((curve, i) => {
+    const colour = COLOURS[i % COLOURS.length];
+    root.append(svg("polyline", { fill: "none", stroke: colour, "stroke-width": 2,
+      points: curve.points.map((p) => `${sx(p.k)},${sy(p.value)}`).join(" ") }));
+    for (const p of curve.points) {
+      root.append(svg("circle", { cx: sx(p.k), cy: sy(p.value), r: 3, fill: colour, class: "point",
+        "data-series": curve.series, "data-k": p.k, "data-value": p.value },
+      svg("title", { text: `${curve.series}: pass@${p.k} = ${p.value.toFixed(3)}` })));
+    }
+    root.append(svg("text", { x: 60, y: 24 + 13 * i, fill: colour, "font-size": 11, text: curve.series }));
+  });
+  return root;
+}
+
+function scoresPlot(tasks) {
+  const { root, sx, sy } = frame(Math.max(1, tasks.length), 1, "task", "score");
+  tasks.forEach((t, i) => {
+    t.scores.forEach((score, j) => root.append(svg("circle", {
+      cx: sx(i + 0.5) + (j % 5) * 3 - 6, cy: sy(score), r: 3, fill: "#3366cc", "fill-opacity": 0.6,
+      class: "point", "data-task": t.task_id, "data-value": score },
+    svg("title", { text: `${t.task_id}: ${score}` }))));
+  });
+  return root;
+}
+
+function barsPlot(runs, key, label) {
+  const values = runs.map((r) => r[key]).filter((v) => v !== null && v !== undefined);
+  const top = Math.max(0, ...values);
+  const { root, sx, sy } = frame(Math.max(1, runs.length), top || 1, "run", label);
+  const width = Math.max(1, (sx(1) - sx(0)) * 0.8);
+  runs.forEach((r, i) => {
+    if (r[key] === null || r[key] === undefined) return;
+    root.append(svg("rect", { x: sx(i) + 1, y: sy(r[key]), width, height: sy(0) - sy(r[key]),
+      fill: r.outcome === "passed" ? "#137333" : "#b3261e", class: "bar", "data-value": r[key] },
+    svg("title", { text: `${r.task_id}: ${r[key]}` })));
+  });
+  return root;
+}
+
+function drawPlots(node, data) {
+  const runs = data.runs;
+  const figures = [
+    figure("plot-passk", "pass@k against k, per agent · model", passAtKPlot(data.pass_at_k),
+      ["series", "k", "pass@k", "tasks"],
+      data.pass_at_k.flatMap((c) => c.points.map((p) => [c.series, p.k, p.value.toFixed(4), p.tasks]))),
+    figure("plot-scores", "scores of each task's runs", scoresPlot(data.scores),
+      ["task", "score"], data.scores.flatMap((t) => t.scores.map((s) => [t.task_id, s]))),
+  ];
+  for (const [key, label] of [["seconds", "seconds"], ["tokens", "tokens"], ["cost_usd", "cost (USD)"]]) {
+    const known = runs.filter((r) => r[key] !== null && r[key] !== undefined);
+    figures.push(known.length
+      ? figure("plot-" + key, `${label} per run`, barsPlot(runs, key, label),
+        ["run", "task", "outcome", label], runs.map((r) => [r.instance_id, r.task_id, r.outcome, r[key]]))
+      : el("p", { id: "plot-" + key, class: "note", text: `No run recorded its ${label}.` }));
+  }
+  if (!runs.length) figures.splice(0, figures.length, el("p", { class: "note", text: "No finished run yet: nothing to plot." }));
+  node.replaceChildren(...figures);
+}
+
+// -- two run groups compared, paired by task ------------------------------------------------
+
+function intervalPlot(diff) {
+  const W = 480, H = 60, mid = W / 2, scale = (W / 2 - 20);  // -1 .. +1 across the frame
+  const x = (v) => mid + v * scale;
+  return svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: "interval", role: "img" },
+    svg("line", { x1: 20, y1: 30, x2: W - 20, y2: 30, stroke: "#ccc" }),
+    svg("line", { x1: mid, y1: 10, x2: mid, y2: 50, stroke: "#888", "stroke-dasharray": "3 3" }),
+    svg("line", { x1: x(diff.ci_low), y1: 30, x2: x(diff.ci_high), y2: 30, stroke: "#3366cc", "stroke-width": 4, class: "ci" }),
+    svg("circle", { cx: x(diff.difference), cy: 30, r: 5, fill: "#1d2330", class: "estimate" }),
+    svg("text", { x: mid, y: 58, "text-anchor": "middle", "font-size": 10, text: "0" }),
+    svg("text", { x: 20, y: 58, "font-size": 10, text: "-1 (B better)" }),
+    svg("text", { x: W - 20, y: 58, "text-anchor": "end", "font-size": 10, text: "+1 (A better)" }));
+}
+
+async function groupComparePage(main, a, b) {
+  document.getElementById("where").textContent = "· compare run groups";
+  const c = await api(`/run-groups/${enc(a)}/compare/${enc(b)}`);
+  const fmt = (v) => (v === null || v === undefined ? "—" : (v >= 0 ? "+" : "") + v.toFixed(4));
+  const row = (name, d) => el("tr", {}, el("td", { text: name }), el("td", { class: "difference", text: d ? fmt(d.difference) : "—" }),
+    el("td", { class: "ci-low", text: d ? fmt(d.ci_low) : "—" }), el("td", { class: "ci-high", text: d ? fmt(d.ci_high) : "—" }),
+    el("td", { text: d ? d.tasks : 0 }));
+  main.replaceChildren(
+    el("div", { class: "card" }, el("h2", { text: "A: " + c.a + "  ·  B: " + c.b }),
+      el("div", { text: `${c.common_tasks} tasks in common` + (c.only_in_a.length ? `; only in A: ${c.only_in_a.join(", ")}` : "") + (c.only_in_b.length ? `; only in B: ${c.only_in_b.join(", ")}` : "") }),
+      el("div", { text: `pass@1: A ${fmtRate(c["pass@1_a"])} · B ${fmtRate(c["pass@1_b"])}` }),
+      c.errors_a || c.errors_b ? el("div", { class: "note", text: `infrastructure errors left out: A ${c.errors_a}, B ${c.errors_b}` }) : null),
+    el("p", { id: "statement", text: c.statement }),
+    c["pass@1_difference"] ? intervalPlot(c["pass@1_difference"]) : null,
+    el("table", { id: "comparison" },
+      el("thead", {}, el("tr", {}, ...["measure", "A − B", "95% CI low", "95% CI high", "tasks"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, row("pass@1", c["pass@1_difference"]), row("mean score", c.mean_score_difference))),
+    el("div", { class: "cols" },
+      el("div", { class: "card", id: "better-in-a" }, el("h3", { text: "better in A" }), el("div", { text: c.better_in_a.join(", ") || "none" })),
+      el("div", { class: "card", id: "better-in-b" }, el("h3", { text: "better in B" }), el("div", { text: c.better_in_b.join(", ") || "none" }))),
+    el("p", { class: "note", text: `bootstrap: ${c.resamples} resamples of the shared tasks, seed ${c.seed} (agent-env eval report --compare ${c.a} ${c.b} prints the same)` }));
+}
+
+// -- an eval's leaderboard: sortable, filterable, exportable ---------------------------------
+
+async function leaderboardPage(main, evalId, params) {
+  document.getElementById("where").textContent = "· leaderboard";
+  const data = await api(`/evals/${enc(evalId)}/leaderboard`);
+  const columns = ["agent", "model", "runs", "errors", "tasks", "pass@1", `pass@${data.k}`, "mean_score", "seconds_per_run", "tokens_per_run", "cost_per_run"];
+  if (data.k === 1) columns.splice(6, 1);
+  let sortKey = params.get("sort") || "pass@1";
+  let descending = params.get("order") !== "asc";
+  const filter = el("input", { id: "board-filter", placeholder: "filter agent or model", value: params.get("q") || "" });
+  const body = el("tbody", {});
+  const cell = (v) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (v ?? "—"));
+  const heads = columns.map((name) => {
+    const th = el("th", { class: "sortable", "data-key": name, text: name });
+    th.addEventListener("click", () => {
+      descending = sortKey === name ? !descending : true;
+      sortKey = name;
+      draw();
+    });
+    return th;
+  });
+  function draw() {
+    const q = filter.value.toLowerCase();
+    const rows = data.rows.filter((r) => !q || `${r.agent} ${r.model}`.toLowerCase().includes(q));
+    rows.sort((x, y) => {
+      const a = x[sortKey], b = y[sortKey];
+      const order = a === b ? 0 : a === null || a === undefined ? 1 : b === null || b === undefined ? -1 : a < b ? -1 : 1;
+      return descending ? -order : order;
+    });
+    for (const th of heads) th.setAttribute("aria-sort", th.dataset.key === sortKey ? (descending ? "descending" : "ascending") : "none");
+    body.replaceChildren(...rows.map((r) => el("tr", { class: "board-row" }, ...columns.map((c) => el("td", { "data-key": c, text: cell(r[c]) })))));
+  }
+  filter.addEventListener("input", draw);
+  draw();
+  main.replaceChildren(
+    el("div", { class: "card" }, el("h2", { text: `leaderboard: ${evalId}` }),
+      el("div", { text: `${data.rows.length} agent · model rows over ${data.run_groups} run groups; pass@1 and pass@${data.k} are per-task estimates averaged over tasks; errors are left out` })),
+    el("div", { class: "pager" }, filter,
+      el("a", { id: "board-csv", href: `${API}/evals/${enc(evalId)}/leaderboard?format=csv`, text: "CSV" }),
+      el("a", { href: `${API}/evals/${enc(evalId)}/leaderboard?format=md`, text: "Markdown" })),
+    data.rows.length
+      ? el("table", { id: "leaderboard" }, el("thead", {}, el("tr", {}, ...heads)), body)
+      : el("p", { class: "note", text: "No finished run of this eval yet." }));
 }
 
 window.addEventListener("hashchange", route);
