@@ -546,3 +546,16 @@ def test_two_runs_compared_with_the_interval_eval_report_prints(
     assert page.inner_text("#better-in-a div") == ", ".join(cli["better_in_a"])
     assert page.locator("#interval line.ci").count() == 1
     shoot(page, "compare-groups")
+
+
+def test_the_runs_list_plots_outcomes_over_time_with_its_filters(
+        page: Any, server: tuple[str, Path]) -> None:
+    page.goto(server[0] + "#/runs?task_id=%40local%2Fdemo%2Fbulk%2Ftask")
+    page.wait_for_selector("#plot-outcomes rect.bar")
+    bars = page.locator("#plot-outcomes rect.bar").evaluate_all(
+        "rs => rs.map(r => [r.dataset.day, r.dataset.outcome, Number(r.dataset.value)])")
+    assert bars == [["2020-01-01", "passed", 2000]]  # the 2,000 filler runs, all on that day
+    page.click("#plot-outcomes summary")
+    last = page.locator("#plot-outcomes table.numbers tbody tr").last.inner_text()
+    assert last.split("\t")[:2] == ["2020-01-01", "2000"]
+    shoot(page, "runs-over-time")

@@ -311,6 +311,35 @@ async def test_an_eval_run_group_as_a_pass_at_k_matrix(
     await get_json(client, "/api/v1/run-groups/evalrun-nothere", 404)
 
 
+async def test_runs_per_day_by_outcome_with_the_lists_filters(
+    client: TestClient[Any, Any],
+) -> None:
+    import time
+
+    started = time.perf_counter()
+    data = await get_json(client, "/api/v1/task-instances/outcomes")  # 30 days, 20,000 runs
+    took = time.perf_counter() - started
+    assert len(data["days"]) == 30 and data["days"][-1]["day"] == "2026-01-20"
+    assert data["days"][-1]["counts"] == {"passed": 490, "scored below 1": 0, "unscored": 0,
+                                          "failed": 250, "error": 250, "cancelled": 0}
+    assert data["days"][0]["counts"]["passed"] == 0  # 2025-12-22: before the first run
+    assert took < 2.0, took  # one indexed count per day and outcome, whatever the run count
+    task = await get_json(client, "/api/v1/task-instances/outcomes?days=2&task_id="
+                                  "%40local%2Fdemo%2Fsuite%2Ftask-0")
+    assert [d["counts"]["passed"] for d in task["days"]] == [40, 40]
+    failed = await get_json(client, "/api/v1/task-instances/outcomes?days=1&outcome=failed")
+    assert failed["outcomes"] == ["failed"] and failed["days"][0]["counts"] == {"failed": 250}
+    upto = await get_json(client, "/api/v1/task-instances/outcomes?days=1&until=2026-01-05")
+    assert upto["days"][0]["day"] == "2026-01-04" and upto["days"][0]["counts"]["passed"] == 490
+    noon = await get_json(client, "/api/v1/task-instances/outcomes?days=1"
+                                  "&until=2026-01-05T12:00:00Z")
+    assert noon["days"][0]["day"] == "2026-01-05"
+    assert 0 < noon["days"][0]["counts"]["passed"] < 490  # the day cut at noon
+    none = await get_json(client, "/api/v1/task-instances/outcomes?task_id=nothing")
+    assert none == {"days": [], "outcomes": list(none["outcomes"])}
+    await get_json(client, "/api/v1/task-instances/outcomes?since=yesterday", 400)
+
+
 async def test_plots_leaderboard_and_comparison_routes_say_what_they_cannot(
     client: TestClient[Any, Any], stores: tuple[Any, Any, Any],
 ) -> None:

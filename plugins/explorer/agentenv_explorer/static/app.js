@@ -200,8 +200,38 @@ async function runsPage(main, params) {
     if (event.kind === "run_started" || event.kind === "run_finished") redraw();
   };
   const results = el("div", { id: "results" });
+  const overTime = el("div", { id: "over-time" });
+  const filters = new URLSearchParams(query);
+  filters.delete("limit"); filters.delete("offset");
   await draw();
-  main.replaceChildren(form, results);
+  main.replaceChildren(form, overTime, results);
+  api("/task-instances/outcomes?" + filters).then((data) => {
+    if (location.hash === here) overTime.replaceChildren(outcomesPlot(data));
+  }).catch(() => {});
+}
+
+const OUTCOME_COLOURS = { "passed": "#137333", "scored below 1": "#e3a008", "unscored": "#8a94a6",
+  "failed": "#b3261e", "error": "#7b3fb5", "cancelled": "#c5cad3" };
+
+// runs per day, stacked by outcome (the list's filters apply); its numbers a click away
+function outcomesPlot(data) {
+  if (!data.days.length) return el("p", { class: "note", text: "No run matches: nothing to plot." });
+  const totals = data.days.map((d) => Object.values(d.counts).reduce((a, b) => a + b, 0));
+  const { root, sx, sy } = frame(data.days.length, Math.max(1, ...totals), "day", "runs");
+  const width = Math.max(1, (sx(1) - sx(0)) * 0.8);
+  data.days.forEach((d, i) => {
+    let base = 0;
+    for (const outcome of data.outcomes) {
+      const n = d.counts[outcome] || 0;
+      if (!n) continue;
+      root.append(svg("rect", { x: sx(i) + 1, y: sy(base + n), width, height: sy(base) - sy(base + n),
+        fill: OUTCOME_COLOURS[outcome] || "#888", class: "bar", "data-day": d.day, "data-outcome": outcome, "data-value": n },
+      svg("title", { text: `${d.day}: ${n} ${outcome}` })));
+      base += n;
+    }
+  });
+  return figure("plot-outcomes", `runs per day by outcome (the ${data.days.length} days to ${data.days[data.days.length - 1].day})`, root,
+    ["day", ...data.outcomes], data.days.map((d) => [d.day, ...data.outcomes.map((o) => d.counts[o] || 0)]));
 }
 
 // -- one run ---------------------------------------------------------------------------------
