@@ -3,7 +3,10 @@ register (``put``: versioned entities, see :mod:`.stored`), and agents deployed
 on their own.
 
 ``validate`` runs a task that deploys the agent, scores its A2A card (``verify_agent_card``)
-and its reply to one prompt answered by a scripted model (no upstream needed), and tears down.
+and its reply to one prompt answered by a scripted model (no upstream needed), runs the A2A
+validators on it (core protocol, trajectory, agent-config identity, skill-config, system
+prompt: an extension the card does not declare is skipped, see :mod:`.a2a_validators`), and
+tears down.
 
 ``deploy`` brings one agent up as ``deploy_agent`` would in a task (its own sandbox, its model
 gateway, its A2A server behind a bearer token) and exits; the deployment lives until its TTL or
@@ -202,10 +205,13 @@ VALIDATE_REPLY = "agent-env validate: ready"
 @click.option("--version", type=VERSION, help="A stored agent's version (default: the latest).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
-    """Deploy the agent, score its A2A card and its reply to one scripted prompt, tear down.
+    """Deploy the agent, score its A2A card, its reply to one scripted prompt and each
+    extension it declares (the A2A validators), tear down.
 
     The prompt's model is a scripted one answering a fixed text, so no upstream or key is
     needed; the agent passes when its reply carries that text."""
+    import secrets
+
     from agent_env.api import (
         ArtifactContent,
         ArtifactFile,
@@ -219,7 +225,10 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
     from .lookup import find_agent
 
     definition = find_agent(agent_id, version)  # not there: one line before anything runs
-    script = {"name": VALIDATE_SCRIPT, "turns": [{"text": VALIDATE_REPLY}]}
+    token = f"VALIDATOR-SP-{secrets.token_hex(6)}"
+    # the second turn answers only when the system prompt the validator set reached the model
+    script = {"name": VALIDATE_SCRIPT, "turns": [
+        {"text": VALIDATE_REPLY}, {"match": {"system_contains": token}, "text": token}]}
     artifacts = MemoryArtifacts([ArtifactContent(VALIDATE_SCRIPT, 1, "file", (ArtifactFile(
         "script.json", json.dumps(script).encode(), 0o644),))])
     steps: list[dict[str, Any]] = [
@@ -233,6 +242,16 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
         {"id": "reply", "type": "agent_prompt_response_verifier", "prompt_id": "ask",
          "depends_on": ["ask"],
          "criteria": [{"type": "response_contains", "needles": [VALIDATE_REPLY]}]},
+        {"id": "core", "type": "verify_a2a_core_protocol", "prompt_id": "ask",
+         "depends_on": ["reply"]},
+        {"id": "trajectory", "type": "verify_a2a_trajectory", "prompt_id": "ask",
+         "depends_on": ["core"]},
+        {"id": "identity", "type": "verify_a2a_agent_config_identity",
+         "depends_on": ["trajectory"]},
+        {"id": "skills", "type": "verify_a2a_skill_config", "depends_on": ["identity"]},
+        {"id": "system_prompt", "type": "verify_a2a_system_prompt", "token": token,
+         "model": f"scripted:{VALIDATE_SCRIPT}", "timeout_seconds": 300,
+         "depends_on": ["skills"]},
     ]
     label = f"validate agent {definition.name}" + (f" v{version}" if version else "")
     spec = TaskSpec(f"{definition.name}.validate", label, tuple(steps), None)

@@ -67,6 +67,13 @@ STEP_TYPES = {
     "verify_agent_card": "agentenv_agents.steps:VerifyAgentCard",
     "scripted_model": "agentenv_agents.model_steps:ScriptedModel",
     "add_skills": "agentenv_agents.skill_steps:AddSkills",
+    "verify_a2a_agent_card": "agentenv_agents.a2a_validators:VerifyA2aAgentCard",
+    "verify_a2a_core_protocol": "agentenv_agents.a2a_validators:VerifyA2aCoreProtocol",
+    "verify_a2a_trajectory": "agentenv_agents.a2a_validators:VerifyA2aTrajectory",
+    "verify_a2a_agent_config_identity":
+        "agentenv_agents.a2a_validators:VerifyA2aAgentConfigIdentity",
+    "verify_a2a_skill_config": "agentenv_agents.a2a_validators:VerifyA2aSkillConfig",
+    "verify_a2a_system_prompt": "agentenv_agents.a2a_validators:VerifyA2aSystemPrompt",
 }
 
 

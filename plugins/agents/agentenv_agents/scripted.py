@@ -26,11 +26,12 @@ turns already in the request's history (for the Responses API, a run of consecut
 items is one turn, and a ``previous_response_id`` this model issued adds the turns before it).
 ``match`` is a check on the conversation before answering, each key optional:
 ``last_tool_result_contains`` (the latest tool result), ``last_user_contains`` (the latest user
-text), ``tool_offered`` (a tool of that name is in the request's ``tools``; a tool
-inside a Responses ``namespace`` tool, as Codex offers MCP tools, is named
-``<namespace>__<tool>``, and a call to it is answered with its ``namespace`` and own ``name``). A
-failed check or a script that has run out of turns answers HTTP 400 in the API's error shape,
-with one line naming the script and the turn.
+text), ``system_contains`` (the system prompt: system and developer messages, the Messages API's
+``system``, the Responses API's ``instructions``), ``tool_offered`` (a tool of that name is in
+the request's ``tools``; a tool inside a Responses ``namespace`` tool, as Codex offers MCP
+tools, is named ``<namespace>__<tool>``, and a call to it is answered with its ``namespace``
+and own ``name``). A failed check or a script that has run out of turns answers HTTP 400 in
+the API's error shape, with one line naming the script and the turn.
 
 Usage numbers are honest about being counted, not tokenized: a token here is a
 whitespace-separated word. Input tokens are the words in every string value of the request's
@@ -100,6 +101,7 @@ class ToolCall:
 class Match:
     last_tool_result_contains: str | None = None
     last_user_contains: str | None = None
+    system_contains: str | None = None
     tool_offered: str | None = None
 
 
@@ -200,6 +202,8 @@ class Conversation:
     last_tool_result: str | None
     last_user: str | None
     tools: list[str]
+    #: The system prompt, every part of it joined (None when there is none).
+    system: str | None = None
 
 
 def _tool_names(tools: Any) -> list[str]:
@@ -232,6 +236,22 @@ def _namespaces(tools: Any) -> dict[str, tuple[str, str]]:
 
 
 def read_conversation(api: Api, body: dict[str, Any], earlier_turns: int = 0) -> Conversation:
+    seen = _read_turns(api, body, earlier_turns)
+    return attrs.evolve(seen, system=_system_of(body))
+
+
+def _system_of(body: dict[str, Any]) -> str | None:
+    """What the request gives as the system prompt, in any of the three APIs."""
+    parts = [_text_of(body.get(key)) for key in ("system", "instructions") if body.get(key)]
+    for item in [*(body.get("messages") or []),
+                 *(body.get("input") if isinstance(body.get("input"), list) else [])]:
+        if isinstance(item, dict) and item.get("role") in ("system", "developer"):
+            parts.append(_text_of(item.get("content")))
+    joined = "\n".join(p for p in parts if p)
+    return joined or None
+
+
+def _read_turns(api: Api, body: dict[str, Any], earlier_turns: int = 0) -> Conversation:
     tools = _tool_names(body.get("tools"))
     turns = earlier_turns
     tool_result: str | None = None
@@ -294,6 +314,10 @@ def _mismatch(match: Match, seen: Conversation) -> str | None:
             seen.last_user is None or match.last_user_contains not in seen.last_user):
         return (f"expected the latest user message to contain {match.last_user_contains!r} "
                 f"({show(seen.last_user)})")
+    if match.system_contains is not None and (
+            seen.system is None or match.system_contains not in seen.system):
+        return (f"expected the system prompt to contain {match.system_contains!r} "
+                f"({show(seen.system)})")
     if match.tool_offered is not None and match.tool_offered not in seen.tools:
         return (f"expected a tool named {match.tool_offered!r} in the request "
                 f"(offered: {', '.join(seen.tools) or 'none'})")

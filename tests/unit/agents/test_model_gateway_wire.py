@@ -170,5 +170,18 @@ def test_responses_input_counts_runs_of_assistant_items_as_one_turn() -> None:
         4, "c.py", "go", ["ls"])
 
 
+def test_the_system_prompt_is_read_in_each_api() -> None:
+    chat = read_conversation("chat_completions", {"messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})
+    anthropic = read_conversation("messages", {"system": [{"type": "text", "text": "Be brief."}],
+                                               "messages": [{"role": "user", "content": "hi"}]})
+    responses = read_conversation("responses", {"instructions": "Be brief.", "input": [
+        {"role": "developer", "content": "Use tools."}, {"role": "user", "content": "hi"}]})
+    assert (chat.system, anthropic.system) == ("Be brief.", "Be brief.")
+    assert responses.system == "Be brief.\nUse tools."
+    alone = read_conversation("chat_completions", {"messages": [{"role": "user", "content": "x"}]})
+    assert alone.system is None
+
+
 def test_count_words_counts_every_string_inside() -> None:
     assert count_words({"a": "one two", "b": ["three", {"c": " four  five "}], "d": 3}) == 5
