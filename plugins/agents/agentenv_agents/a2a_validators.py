@@ -157,13 +157,11 @@ class VerifyA2aAgentConfigIdentity(_AgentCheck):
         from .a2a_type import _supported_config, post_ok
 
         supported = _supported_config(agent.card)
-        rows = [_row(0, "agent-config", None if ext is None else True,
-                     "the card declares agent-config" if ext else
-                     "the card declares no agent-config extension")]
         if ext is None or not {"name", "description"} <= supported:
-            rows.append(_row(1, "identity", None, "its agent-config takes no name and "
-                             f"description (it takes: {', '.join(sorted(supported)) or '-'})"))
-            self.record(ctx, rows)
+            why = ("the card declares no agent-config extension" if ext is None else
+                   "its agent-config takes no name and description (it takes: "
+                   f"{', '.join(sorted(supported)) or '-'})")
+            self.record(ctx, [_row(0, "identity", None, why)])
             return
         name, description = (f"validator-{secrets.token_hex(6)}",
                              f"validator {secrets.token_hex(6)}")
@@ -175,10 +173,9 @@ class VerifyA2aAgentConfigIdentity(_AgentCheck):
                 card = await resp.json(content_type=None) if resp.status == 200 else {}
         shown = isinstance(card, dict) and card.get("name") == name \
             and card.get("description") == description
-        rows.append(_row(1, "identity", shown, "the card shows the name and description set"
-                         if shown else f"set name {name!r}, the card says "
-                         f"{(card or {}).get('name')!r}"))
-        self.record(ctx, rows)
+        self.record(ctx, [_row(0, "identity", shown, "the card shows the name and description "
+                               "set" if shown else f"set name {name!r}, the card says "
+                               f"{(card or {}).get('name')!r}")])
 
 
 @attrs.define(kw_only=True)
