@@ -15,6 +15,11 @@ the median of single requests:
 
 The bar is issue 16's: at 50,000 runs a page costs at most 2x what it costs at 1,000 (paging in
 the store, no scan), and a page stays under 200 ms.
+
+The eval page (issue 42): a run group of 1,000 and of 50,000 finished runs (10 samples per task,
+finished through the kernel's ``GroupStore`` so its counters are kept as a real eval run keeps
+them), opened in Chromium at ``#/group/<id>``: the time until its pass@k plot and the first row
+of its matrix show. The bar: at most 300 ms at 50,000 runs.
 """
 
 from __future__ import annotations
@@ -38,7 +43,11 @@ _FILTER_SMALL = f"explorer runs filtered page, {SMALL:,} runs"
 _FILTER_LARGE = f"explorer runs filtered page, {LARGE:,} runs"
 _DEEP_SMALL = f"explorer runs deep page, {SMALL:,} runs"
 _DEEP_LARGE = f"explorer runs deep page, {LARGE:,} runs"
+_EVAL_SMALL = f"explorer eval page to plots and matrix shown, {SMALL:,} runs"
+_EVAL_LARGE = f"explorer eval page to plots and matrix shown, {LARGE:,} runs"
+SAMPLES = 10
 BARS = (
+    Bar(_EVAL_LARGE, "median", at_most=0.3, unit="s"),
     Bar(_FIRST_LARGE, at_most=2),
     Bar(_FILTER_LARGE, at_most=2),
     Bar(_FIRST_LARGE, "median", at_most=0.2, unit="s"),
@@ -73,6 +82,30 @@ def _seed(path: Path, count: int) -> None:
     documents = SqliteDocumentStore(path, synchronous="OFF")  # seeding is not what is measured
     for n in range(count):
         documents.insert("task_instances", _record(n))
+    documents.close()
+
+
+def _seed_group(path: Path, runs: int, group_id: str) -> None:
+    """A finished eval run group of ``runs`` runs, its counters kept as an eval run keeps
+    them."""
+    from agent_env.evals.groups import Group, GroupStore, Slot
+    from agent_env.evals.stats import RunSummary
+    from agent_env.stores.sqlite import SqliteDocumentStore
+
+    documents = SqliteDocumentStore(path, synchronous="OFF")
+    slots = tuple(Slot(i, f"@bench/eval/task-{i // SAMPLES:05d}", 1, i % SAMPLES)
+                  for i in range(runs))
+    group = Group(group_id, "eval", "@bench/eval", 1, SAMPLES, slots)
+    store = GroupStore(documents)
+    store.create(group)
+    for slot in slots:
+        passed = (slot.index * 7) % 10 < 6
+        outcome = "passed" if passed else "failed"
+        store.claim(group, slot)
+        store.finish(group, slot, f"{slot.task_id}-{slot.index}", outcome, [], RunSummary(
+            slot.task_id, 1, outcome, "model-agent", f"model-{slot.index % 3}",
+            1.0 if passed else 0.0, 1.0 + slot.index % 50, 1000 + slot.index % 900,
+            0.001 * (1 + slot.index % 20)))
     documents.close()
 
 
@@ -148,8 +181,11 @@ def _up_series(agent_env: list[str], workdir: Path, repeat: int) -> list[float]:
 CHROMIUM = os.environ.get("AGENTENV_CHROMIUM", "/usr/bin/chromium")
 
 
-def _browser_series(agent_env: list[str], state: Path, repeat: int) -> list[Series]:
-    """First contentful paint and runs-table time of the page, over ``state``'s store."""
+def _browser_series(agent_env: list[str], state: Path, repeat: int,
+                    groups: dict[str, str] | None = None) -> list[Series]:
+    """First contentful paint and runs-table time of the page, over ``state``'s store; and
+    for each of ``groups`` (series name -> group id), the time until its eval page's pass@k
+    plot and matrix show."""
     import shutil
 
     try:
@@ -163,6 +199,7 @@ def _browser_series(agent_env: list[str], state: Path, repeat: int) -> list[Seri
     proc = subprocess.Popen([*agent_env, "up", "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     paint, table = [], []
+    evals: dict[str, list[float]] = {}
     try:
         url = (proc.stdout.readline() if proc.stdout else "").split("Explorer: ", 1)[1].strip()
         with sync_playwright() as playwright:
@@ -179,13 +216,27 @@ def _browser_series(agent_env: list[str], state: Path, repeat: int) -> list[Seri
                     page.close()
                     paint.append(fcp)
                     table.append(shown)
+                for name, group_id in (groups or {}).items():
+                    evals[name] = []
+                    for _ in range(repeat + 1):
+                        page = browser.new_page()
+                        page.goto(url)  # the token's cookie; then the eval page, timed
+                        page.wait_for_selector("#runs")
+                        started = time.perf_counter()
+                        page.goto(url.split("/?")[0] + "/#/group/" + group_id)
+                        page.wait_for_selector("#plot-passk circle.point")
+                        page.wait_for_selector("#matrix tbody tr")
+                        evals[name].append(time.perf_counter() - started)
+                        page.close()
             finally:
                 browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
     return [Series("explorer page first contentful paint", paint[1:]),
-            Series("explorer page to runs table shown", table[1:])]
+            Series("explorer page to runs table shown", table[1:]),
+            *(Series(name, times[1:], baseline=_EVAL_SMALL if name != _EVAL_SMALL else None)
+              for name, times in evals.items())]
 
 
 def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False) -> list[Series]:
@@ -197,15 +248,19 @@ def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False
     started = time.perf_counter()
     _seed(small_path, SMALL)
     _seed(large_path, large)
+    _seed_group(large_path, SMALL, "evalrun-benchsmall")
+    _seed_group(large_path, large, "evalrun-benchlarge")
     seeding = time.perf_counter() - started
     small = _page_series(small_path, SMALL, repeat)
     big = _page_series(large_path, large, repeat)
     note = f"seeded in {seeding:.1f}s"
     first, filtered, deep = _FIRST_LARGE, _FILTER_LARGE, _DEEP_LARGE
+    evals = _EVAL_LARGE
     if smoke:  # fewer runs: named by their number, so no bar is judged on them
-        first, filtered, deep = (name.replace(f"{LARGE:,}", f"{large:,}")
-                                 for name in (first, filtered, deep))
-    browser = _browser_series(agent_env, large_state, 2 if smoke else 5)
+        first, filtered, deep, evals = (name.replace(f"{LARGE:,}", f"{large:,}")
+                                        for name in (first, filtered, deep, evals))
+    browser = _browser_series(agent_env, large_state, 2 if smoke else 5,
+                              {_EVAL_SMALL: "evalrun-benchsmall", evals: "evalrun-benchlarge"})
     if not browser:
         note += "; page paint not measured: no playwright or no Chromium here"
     return [*browser,

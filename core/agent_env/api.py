@@ -53,9 +53,10 @@ Groups, in the order a plugin author meets them:
   ``put_files_entity``, ``stored_folder``; artifacts a run makes: ``put_artifact_bytes`` (a
   ``cli`` one with its ``CliSpec``; the type names ``CLI``...);
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses); the leaderboard and
-  comparisons ``eval report`` prints (``eval_group_points``, ``eval_leaderboard``,
-  ``eval_run_groups``, ``compare_run_groups``, ``render_leaderboard``: see
-  :mod:`agent_env.evals.compare`);
+  comparisons ``eval report`` prints (``eval_group_counters``, ``eval_leaderboard``,
+  ``eval_run_groups``, ``compare_run_groups``, ``render_leaderboard``, ``eval_histogram``,
+  ``eval_buckets``, ``eval_group_version``: see :mod:`agent_env.evals.compare` and
+  :mod:`agent_env.evals.stats`);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``, and
   leftover reaping by label (``find_leftovers``, ``remove_leftovers``, ``owner_label``,
@@ -150,7 +151,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "upstream_key": ("agent_env.models", "upstream_key"),
     # evals
     "pass_at_k": ("agent_env.evals.passk", "pass_at_k"),
-    "eval_group_points": ("agent_env.evals.compare", "group_points"),
+    "eval_group_counters": ("agent_env.evals.compare", "group_counters"),
+    "eval_histogram": ("agent_env.evals.stats", "merged_hist"),
+    "eval_group_version": ("agent_env.evals.stats", "group_version"),
+    "eval_buckets": ("agent_env.evals.stats", "buckets"),
     "eval_leaderboard": ("agent_env.evals.compare", "leaderboard"),
     "eval_run_groups": ("agent_env.evals.compare", "eval_groups"),
     "compare_run_groups": ("agent_env.evals.compare", "compare"),
@@ -327,10 +331,13 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.errors import ConfigError, MissingPluginError, UserError, cause
     from agent_env.evals.compare import compare as compare_run_groups
     from agent_env.evals.compare import eval_groups as eval_run_groups
-    from agent_env.evals.compare import group_points as eval_group_points
+    from agent_env.evals.compare import group_counters as eval_group_counters
     from agent_env.evals.compare import leaderboard as eval_leaderboard
     from agent_env.evals.compare import render_board as render_leaderboard
     from agent_env.evals.passk import pass_at_k
+    from agent_env.evals.stats import buckets as eval_buckets
+    from agent_env.evals.stats import group_version as eval_group_version
+    from agent_env.evals.stats import merged_hist as eval_histogram
     from agent_env.hookspecs import hookimpl
     from agent_env.images.hermetic import PROTOCOL_DISTRIBUTION
     from agent_env.images.plan import (

@@ -194,10 +194,10 @@ def report(eval_id: str | None, groups: tuple[str, str] | None, fmt: str, k: int
 
 
 def _points(documents: Any, group_id: str) -> list[Any]:
-    from agent_env.evals.compare import group_points
+    from agent_env.evals.compare import group_counters
 
     try:
-        return group_points(documents, group_id)
+        return group_counters(documents, group_id)
     except UserError:
         raise UserError(f"no run group {group_id} (eval run prints the id when it "
                         "starts)") from None

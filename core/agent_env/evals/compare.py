@@ -19,7 +19,14 @@ from typing import Any
 import attrs
 
 from agent_env.evals.passk import pass_at_k
-from agent_env.tasks.scores import COMPLETED, FAILED, PASSED
+from agent_env.evals.stats import (
+    STATS,
+    TaskStats,
+    count,
+    group_version,
+    run_summary,
+    stats_from_document,
+)
 
 #: Resamples of the tasks behind each interval; the seed makes them repeatable.
 DEFAULT_RESAMPLES = 10_000
@@ -27,64 +34,101 @@ DEFAULT_SEED = 0
 CONFIDENCE = 0.95
 
 
-@attrs.frozen
-class RunPoint:
-    """One finished run of a run group, as the comparisons read it."""
-
-    group_id: str
-    task_id: str
-    outcome: str
-    score: float | None
-    agent: str
-    model: str
-    seconds: float | None = None
-    tokens: float | None = None
-    cost_usd: float | None = None
-    instance_id: str | None = None
-
-    @property
-    def completed(self) -> bool:
-        return self.outcome in COMPLETED
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome == PASSED
+#: (store, group) -> (version, counters): the last counters read, kept until the group changes
+_CACHE: dict[tuple[str, str], tuple[int, list[TaskStats]]] = {}
+_CACHE_SIZE = 64
 
 
-def group_points(documents: Any, group_id: str) -> list[RunPoint]:
-    """The finished runs of run group ``group_id`` (slots not done yet are left out)."""
-    from agent_env.evals.groups import DONE, GroupStore
-    from agent_env.evals.report import model_usage
+def group_counters(documents: Any, group_id: str) -> list[TaskStats]:
+    """The counters of run group ``group_id`` (:mod:`agent_env.evals.stats`)."""
+    return group_stats(documents, group_id)
+
+
+def group_stats(documents: Any, group_id: str) -> list[TaskStats]:
+    """The counters of run group ``group_id`` (counting a group made before they existed,
+    once); :class:`~agent_env.errors.UserError` when there is no such group."""
+    from agent_env.errors import UserError
+    from agent_env.evals.groups import GROUPS, GroupStore
+
+    if documents.count(GROUPS, {"_id": group_id, "counters": True}) == 0:
+        if documents.count(GROUPS, {"_id": group_id}) == 0:
+            raise UserError(f"no run group {group_id}")
+        store = GroupStore(documents)
+        backfill(documents, store.load(group_id))
+        documents.update(GROUPS, {"_id": group_id}, {"$set": {"counters": True}})
+    version = group_version(documents, group_id)
+    # a store by where it keeps its data (a file), else by the object itself
+    key = (str(getattr(documents, "path", None) or id(documents)), group_id)
+    kept = _CACHE.get(key)
+    if kept is not None and kept[0] == version:
+        return kept[1]
+    rows = [stats_from_document(doc) for doc in documents.query(STATS, {"group": group_id})]
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = (version, rows)
+    return rows
+
+
+def backfill(documents: Any, group: Any) -> None:
+    """Count the done slots of a group made before the counters existed (no summary on
+    them)."""
+    from agent_env.evals.groups import DONE
     from agent_env.tasks.records import StoredInstances
 
-    store = GroupStore(documents)
-    group = store.load(group_id)
-    slots = store.slot_documents(group)
+    slots = {s.index: s for s in group.slots}
+    pending = documents.query(
+        "eval_run_slots", {"group": group.group_id, "state": DONE, "summary": {"$exists": False}})
+    if not pending:
+        return
     instances = StoredInstances(documents)
-    points = []
-    for slot in group.slots:
-        doc = slots.get(slot.index)
-        if doc is None or doc.get("state") != DONE or not doc.get("instance_id"):
+    for doc in pending:
+        slot = slots.get(int(doc["index"]))
+        if slot is None:
             continue
-        record = instances.get(str(doc["instance_id"]))
-        outcome = str(doc.get("outcome") or (record.outcome if record else "") or "")
-        scores = dict(record.scores) if record is not None else {}
-        score = (sum(scores.values()) / len(scores) if scores
-                 else 0.0 if outcome == FAILED else None)
-        usage = model_usage(record)
-        tokens = (usage.get("input_tokens", 0) + usage.get("output_tokens", 0)) if usage \
-            else None
-        points.append(RunPoint(
-            group_id, slot.task_id, outcome, score,
-            (record.agents if record else None) or "-", (record.models if record else None)
-            or "-", record.duration_seconds if record else None, tokens,
-            usage.get("cost_usd") if usage else None, str(doc["instance_id"])))
-    return points
+        outcome = str(doc.get("outcome") or "")
+        record = instances.get(str(doc["instance_id"])) if doc.get("instance_id") else None
+        summary = run_summary(slot.task_id, slot.task_version, outcome, record)
+        if documents.update("eval_run_slots", {"_id": doc["_id"],
+                                               "summary": {"$exists": False}},
+                            {"$set": {"summary": summary.to_json()}}):
+            count(documents, group.group_id, summary)
+
+
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
+
+
+@attrs.frozen
+class _Totals:
+    """Counters added up (several task versions, groups or pairs of one task)."""
+
+    n: int = 0
+    c: int = 0
+    runs: int = 0
+    errors: int = 0
+    sums: Mapping[str, float] = attrs.field(factory=dict)
+    counts: Mapping[str, int] = attrs.field(factory=dict)
+
+    def plus(self, row: TaskStats) -> _Totals:
+        names = set(self.sums) | set(row.sums)
+        return _Totals(self.n + row.n, self.c + row.c, self.runs + row.runs,
+                       self.errors + row.errors,
+                       {k: self.sums.get(k, 0.0) + row.sums.get(k, 0.0) for k in names},
+                       {k: self.counts.get(k, 0) + row.counts.get(k, 0) for k in names})
+
+    def mean(self, name: str) -> float | None:
+        counted = self.counts.get(name, 0)
+        return self.sums.get(name, 0.0) / counted if counted else None
+
+
+def _by_task(rows: Iterable[TaskStats]) -> dict[str, _Totals]:
+    totals: dict[str, _Totals] = {}
+    for row in rows:
+        totals[row.task_id] = totals.get(row.task_id, _Totals()).plus(row)
+    return totals
 
 
 @attrs.frozen
@@ -114,29 +158,26 @@ class BoardRow:
                 "run_groups": list(self.groups)}
 
 
-def leaderboard(points: Sequence[RunPoint], k: int = 1) -> list[BoardRow]:
+def leaderboard(rows: Sequence[TaskStats], k: int = 1) -> list[BoardRow]:
     """One row per agent x model, best pass@1 first. pass@1 and pass@k are the unbiased
     estimates per task, averaged over the tasks with enough completed runs; the means are per
     completed run."""
-    by_pair: dict[tuple[str, str], list[RunPoint]] = {}
-    for point in points:
-        by_pair.setdefault((point.agent, point.model), []).append(point)
-    rows = []
+    by_pair: dict[tuple[str, str], list[TaskStats]] = {}
+    for row in rows:
+        by_pair.setdefault((row.agent, row.model), []).append(row)
+    board = []
     for (agent, model), mine in by_pair.items():
-        done = [p for p in mine if p.completed]
-        per_task: dict[str, list[RunPoint]] = {}
-        for point in done:
-            per_task.setdefault(point.task_id, []).append(point)
-        at_1 = _mean(pass_at_k(len(runs), sum(p.passed for p in runs), 1)
-                     for runs in per_task.values())
-        at_k = _mean(pass_at_k(len(runs), sum(p.passed for p in runs), k)
-                     if len(runs) >= k else None for runs in per_task.values())
-        rows.append(BoardRow(
-            agent, model, len(done), len(mine) - len(done), len(per_task), k, at_1, at_k,
-            _mean(p.score for p in done), _mean(p.seconds for p in done),
-            _mean(p.tokens for p in done), _mean(p.cost_usd for p in done),
-            tuple(sorted({p.group_id for p in mine}))))
-    return sorted(rows, key=lambda r: (-(r.pass_at_1 or 0.0), r.agent, r.model))
+        tasks = {t: v for t, v in _by_task(mine).items() if v.n}
+        total = _Totals()
+        for row in mine:
+            total = total.plus(row)
+        board.append(BoardRow(
+            agent, model, total.n, total.errors, len(tasks), k,
+            _mean(pass_at_k(v.n, v.c, 1) for v in tasks.values()),
+            _mean(pass_at_k(v.n, v.c, k) if v.n >= k else None for v in tasks.values()),
+            total.mean("score"), total.mean("seconds"), total.mean("tokens"),
+            total.mean("cost_usd"), tuple(sorted({r.group_id for r in mine}))))
+    return sorted(board, key=lambda r: (-(r.pass_at_1 or 0.0), r.agent, r.model))
 
 
 @attrs.frozen
@@ -207,15 +248,11 @@ class Comparison:
                 "seed": self.seed, "resamples": self.resamples, "statement": self.statement()}
 
 
-def _rates(points: Sequence[RunPoint]) -> tuple[dict[str, float], dict[str, float]]:
+def _rates(rows: Sequence[TaskStats]) -> tuple[dict[str, float], dict[str, float]]:
     """Per task: the pass rate and the mean score of its completed runs."""
-    per_task: dict[str, list[RunPoint]] = {}
-    for point in points:
-        if point.completed:
-            per_task.setdefault(point.task_id, []).append(point)
-    passes = {t: sum(p.passed for p in runs) / len(runs) for t, runs in per_task.items()}
-    scores = {t: s for t, runs in per_task.items()
-              if (s := _mean(p.score for p in runs)) is not None}
+    tasks = {t: v for t, v in _by_task(rows).items() if v.n}
+    passes = {t: v.c / v.n for t, v in tasks.items()}
+    scores = {t: s for t, v in tasks.items() if (s := v.mean("score")) is not None}
     return passes, scores
 
 
@@ -236,11 +273,11 @@ def bootstrap(pairs: Sequence[tuple[float, float]], *, seed: int = DEFAULT_SEED,
     return Interval(sum(diffs) / n, low, high, n)
 
 
-def compare(a: str, points_a: Sequence[RunPoint], b: str, points_b: Sequence[RunPoint], *,
+def compare(a: str, rows_a: Sequence[TaskStats], b: str, rows_b: Sequence[TaskStats], *,
             seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> Comparison:
     """A against B, paired by task."""
-    pass_a, score_a = _rates(points_a)
-    pass_b, score_b = _rates(points_b)
+    pass_a, score_a = _rates(rows_a)
+    pass_b, score_b = _rates(rows_b)
     common = tuple(sorted(set(pass_a) & set(pass_b)))
     return Comparison(
         a, b, common, tuple(sorted(set(pass_a) - set(pass_b))),
@@ -252,8 +289,7 @@ def compare(a: str, points_a: Sequence[RunPoint], b: str, points_b: Sequence[Run
                   seed=seed, resamples=resamples),
         tuple(t for t in common if pass_a[t] > 0.5 >= pass_b[t]),
         tuple(t for t in common if pass_b[t] > 0.5 >= pass_a[t]),
-        sum(1 for p in points_a if not p.completed),
-        sum(1 for p in points_b if not p.completed), seed, resamples)
+        sum(r.errors for r in rows_a), sum(r.errors for r in rows_b), seed, resamples)
 
 
 # -- rendering -------------------------------------------------------------------------------

@@ -130,7 +130,10 @@ class Executor:
             self.store.release(self.group, slot)
             self.outcome.not_run += 1
             return
-        self.store.finish(self.group, slot, result.instance_id, result.outcome, attempts)
+        from agent_env.evals.stats import run_summary
+
+        self.store.finish(self.group, slot, result.instance_id, result.outcome, attempts,
+                          run_summary(slot.task_id, slot.task_version, result.outcome, record))
         self.outcome.runs.append(run)
 
     def _finished(self, run: EvalRun, retrying: bool = False) -> None:

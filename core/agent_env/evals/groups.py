@@ -17,12 +17,15 @@ import secrets
 import socket
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from agent_env.errors import UserError
 from agent_env.tasks.scores import COMPLETED
+
+if TYPE_CHECKING:
+    from agent_env.evals.stats import RunSummary
 
 GROUPS, SLOTS = "eval_run_groups", "eval_run_slots"
 CLAIMED, DONE, RELEASED = "claimed", "done", "released"
@@ -135,7 +138,8 @@ class GroupStore:
         self.owner = _me()
 
     def create(self, group: Group) -> None:
-        self.documents.insert(GROUPS, group.to_document())
+        # "counters": every finish of this group counts its run (agent_env.evals.stats)
+        self.documents.insert(GROUPS, {**group.to_document(), "counters": True})
 
     def load(self, group_id: str) -> Group:
         doc = self.documents.find_one(GROUPS, {"_id": group_id})
@@ -184,11 +188,28 @@ class GroupStore:
         return Claim("busy")
 
     def finish(self, group: Group, slot: Slot, instance_id: str, outcome: str,
-               attempts: Sequence[str]) -> None:
-        self.documents.update(SLOTS, {"_id": self._key(group, slot), "owner": self.owner},
-                              {"$set": {"state": DONE, "instance_id": instance_id,
-                                        "outcome": outcome, "attempts": list(attempts)},
-                               "$inc": {"rev": 1}})
+               attempts: Sequence[str], summary: RunSummary | None = None) -> None:
+        """Mark the slot done; ``summary`` (the run's numbers; default: read from its record)
+        goes on it and into the group's counters (:mod:`agent_env.evals.stats`), after taking
+        an earlier one back out."""
+        from agent_env.evals.stats import RunSummary, count, run_summary
+
+        if summary is None:  # read the run's numbers from its record
+            from agent_env.tasks.records import StoredInstances
+
+            record = StoredInstances(self.documents).get(instance_id)
+            summary = run_summary(slot.task_id, slot.task_version, outcome, record)
+        key = self._key(group, slot)
+        before = self.documents.find_one(SLOTS, {"_id": key}) or {}
+        done: dict[str, Any] = {"$set": {"state": DONE, "instance_id": instance_id,
+                                         "outcome": outcome, "attempts": list(attempts)},
+                                "$inc": {"rev": 1}}
+        done["$set"]["summary"] = summary.to_json()
+        if not self.documents.update(SLOTS, {"_id": key, "owner": self.owner}, done):
+            return
+        if isinstance(before.get("summary"), dict):
+            count(self.documents, group.group_id, RunSummary.from_json(before["summary"]), -1)
+        count(self.documents, group.group_id, summary)
 
     def release(self, group: Group, slot: Slot) -> None:
         """Give a slot back (it was interrupted): a resume runs it."""

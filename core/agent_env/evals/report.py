@@ -17,6 +17,7 @@ import attrs
 
 from agent_env.evals.groups import Group, Slot
 from agent_env.evals.passk import pass_at_k
+from agent_env.evals.stats import model_usage
 from agent_env.plural import plural
 from agent_env.tasks.scores import COMPLETED, ERROR, FAILED, PASSED
 
@@ -57,18 +58,6 @@ def result_from_record(record: InstanceRecord, label: str) -> TaskResult:
                       list(record.failures), list(record.completed_steps),
                       float(record.duration_seconds or 0.0), list(record.retried_failures),
                       record.cancel_reason)
-
-
-def model_usage(record: InstanceRecord | None) -> dict[str, float]:
-    """Summed ``usage`` of the run's prompt steps (tokens, tool calls), from its record."""
-    total: dict[str, float] = {}
-    outputs = (record.context.get("outputs") or {}) if record is not None else {}
-    for output in outputs.values():
-        usage = output.get("usage") if isinstance(output, dict) else None
-        for key, value in (usage or {}).items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                total[key] = total.get(key, 0) + value
-    return total
 
 
 def run_row(run: EvalRun) -> dict[str, Any]:

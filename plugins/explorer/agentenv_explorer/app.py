@@ -115,6 +115,16 @@ class Explorer:
     #: runs started with ``POST /tasks/{id}/run`` that are still going, by workflow id
     children: dict[str, Any] = attrs.field(factory=dict)
     live: LiveEvents = attrs.field(factory=LiveEvents)
+    #: plots and leaderboards computed from run groups' counters, by what they were computed
+    #: from (the groups' counter versions): kept until a group changes
+    memo: dict[Any, Any] = attrs.field(factory=dict)
+
+    def remembered(self, key: Any, compute: Callable[[], Any]) -> Any:
+        if key not in self.memo:
+            if len(self.memo) >= 128:
+                self.memo.pop(next(iter(self.memo)))
+            self.memo[key] = compute()
+        return self.memo[key]
 
     def prepare(self) -> None:
         """Indexes for the run list's sorts and filters (idempotent; cheap once made)."""
@@ -131,6 +141,8 @@ class Explorer:
             [("duration_seconds", -1)],
         ):
             self.documents.ensure_index(INSTANCES, fields)
+        for fields in (["group", "index"], ["group", "state"]):  # a page of a run group
+            self.documents.ensure_index(SLOTS, fields)
 
 
 EXPLORER = web.AppKey("explorer", Explorer)
@@ -525,19 +537,29 @@ def group_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
             "k": doc.get("k"), "total": len(doc.get("slots") or [])}
 
 
-def group_matrix(doc: Mapping[str, Any], slots: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """The group with one row per task version: its samples' outcomes, pass@1 and pass@k."""
+#: Task rows of a group's matrix per page: a group of 50,000 runs shows its first 100 tasks
+#: at once, not a 50,000-cell table.
+TASKS_PAGE = 100
+
+
+def group_matrix(doc: Mapping[str, Any], slots: list[Mapping[str, Any]], done: int,
+                 offset: int = 0, limit: int = TASKS_PAGE) -> dict[str, Any]:
+    """The group with one row per task version (the page of them from ``offset``): its
+    samples' outcomes, pass@1 and pass@k. ``slots`` are the slot documents of that page;
+    ``done``, how many of the group's slots are done."""
     by_index = {int(s["index"]): s for s in slots}
     k = int(doc.get("k") or 1)
     rows: dict[str, dict[str, Any]] = {}
-    done = 0
+    keys = list(dict.fromkeys(f"{s['task_id']}@v{s['task_version']}"
+                              for s in doc.get("slots") or []))
+    shown = set(keys[offset:offset + limit])
     for slot in doc.get("slots") or []:
         key = f"{slot['task_id']}@v{slot['task_version']}"
+        if key not in shown:
+            continue
         row = rows.setdefault(key, {"task_id": slot["task_id"],
                                     "task_version": slot["task_version"], "samples": []})
         state = by_index.get(int(slot["index"]), {})
-        if state.get("state") == "done":
-            done += 1
         row["samples"].append({"sample": slot.get("sample"), "index": slot["index"],
                                "state": state.get("state") or "pending",
                                "outcome": state.get("outcome"),
@@ -549,7 +571,7 @@ def group_matrix(doc: Mapping[str, Any], slots: list[Mapping[str, Any]]) -> dict
         row.update(completed=n, passed=c, errors=len(outcomes) - n,
                    pass_at_1=pass_at_k(n, c, 1), pass_at_k=pass_at_k(n, c, k))
     return {**group_summary(doc), "done": done, "complete": done == len(doc.get("slots") or []),
-            "tasks": list(rows.values())}
+            "tasks": list(rows.values()), "tasks_total": len(keys), "tasks_offset": offset}
 
 
 async def list_groups(request: web.Request, subject_id: str | None = None) -> web.Response:
@@ -580,12 +602,24 @@ async def task_groups(request: web.Request) -> web.Response:
     return await list_groups(request, request.match_info["id"])
 
 
-async def read_group(explorer: Explorer, group_id: str) -> dict[str, Any] | None:
+async def read_group(explorer: Explorer, group_id: str,
+                     offset: int = 0) -> dict[str, Any] | None:
+    """A page of the group's matrix: its slot documents read by index range for the page's
+    tasks, and the done count from the index, so a page costs the same at any group size."""
     def read() -> dict[str, Any] | None:
         doc = explorer.documents.find_one(GROUPS, {"_id": group_id})
         if doc is None:
             return None
-        return group_matrix(doc, explorer.documents.query(SLOTS, {"group": group_id}))
+        keys = list(dict.fromkeys((s["task_id"], s["task_version"])
+                                  for s in doc.get("slots") or []))
+        page_keys = set(keys[offset:offset + TASKS_PAGE])
+        indexes = [int(s["index"]) for s in doc.get("slots") or []
+                   if (s["task_id"], s["task_version"]) in page_keys]
+        slots = explorer.documents.query(SLOTS, {
+            "group": group_id, "index": {"$gte": min(indexes), "$lte": max(indexes)}}
+        ) if indexes else []
+        done = explorer.documents.count(SLOTS, {"group": group_id, "state": "done"})
+        return group_matrix(doc, slots, done, offset)
 
     result: dict[str, Any] | None = await blocking(read)
     return result
@@ -593,7 +627,8 @@ async def read_group(explorer: Explorer, group_id: str) -> dict[str, Any] | None
 
 async def get_group(request: web.Request) -> web.Response:
     group_id = request.match_info["gid"]
-    found = await read_group(request.app[EXPLORER], group_id)
+    offset = int_param(request, "tasks_offset", 0, 0, 10**9)
+    found = await read_group(request.app[EXPLORER], group_id, offset)
     if found is None:
         raise api_error(404, f"no run group {group_id!r}")
     return web.json_response(found)
@@ -602,50 +637,67 @@ async def get_group(request: web.Request) -> web.Response:
 # -- plots, leaderboard and comparisons (the numbers ``eval report`` prints) ---------------
 
 
-def _points(explorer: Explorer, group_id: str) -> list[Any]:
-    from agent_env.api import UserError, eval_group_points
+def _counters(explorer: Explorer, group_id: str) -> list[Any]:
+    from agent_env.api import UserError, eval_group_counters
 
     try:
-        return list(eval_group_points(explorer.documents, group_id))
+        return list(eval_group_counters(explorer.documents, group_id))
     except UserError:
         raise api_error(404, f"no run group {group_id!r}") from None
 
 
-def group_plots(points: list[Any]) -> dict[str, Any]:
-    """What a group's plots draw: pass@k against k per agent x model, the scores of each
-    task's runs, and each run's time, tokens and cost."""
+def group_plots(rows: list[Any], offset: int = 0) -> dict[str, Any]:
+    """What a group's plots draw, from its counters: pass@k against k per agent x model, the
+    scores of all its runs and of each task's (a page of tasks from ``offset``, as the
+    matrix shows them) in tenths, and the time, tokens and cost of its runs in buckets."""
+    from agent_env.api import eval_buckets, eval_histogram
     from agent_env.api import pass_at_k as estimate
 
-    by_pair: dict[str, dict[str, list[Any]]] = {}
-    for p in points:
-        if p.completed:
-            by_pair.setdefault(f"{p.agent} · {p.model}", {}).setdefault(p.task_id, []).append(p)
+    by_pair: dict[str, dict[str, list[int]]] = {}
+    for row in rows:
+        totals = by_pair.setdefault(f"{row.agent} · {row.model}", {}).setdefault(
+            row.task_id, [0, 0])
+        totals[0] += row.n
+        totals[1] += row.c
     curves = []
     for name, tasks in sorted(by_pair.items()):
-        most = max(len(runs) for runs in tasks.values())
+        most = max((n for n, _ in tasks.values()), default=0)
         values = []
         for k in range(1, most + 1):
-            per_task = [estimate(len(r), sum(x.passed for x in r), k)
-                        for r in tasks.values() if len(r) >= k]
+            per_task = [estimate(n, c, k) for n, c in tasks.values() if n >= k]
             values.append({"k": k, "value": sum(per_task) / len(per_task),
                            "tasks": len(per_task)})
         curves.append({"series": name, "points": values})
-    scores: dict[str, list[float]] = {}
-    for p in points:
-        if p.completed and p.score is not None:
-            scores.setdefault(p.task_id, []).append(p.score)
-    runs = [{"instance_id": p.instance_id, "task_id": p.task_id, "outcome": p.outcome,
-             "seconds": p.seconds, "tokens": p.tokens, "cost_usd": p.cost_usd}
-            for p in points]
-    return {"pass_at_k": curves,
-            "scores": [{"task_id": t, "scores": v} for t, v in sorted(scores.items())],
-            "runs": runs, "errors": sum(1 for p in points if not p.completed)}
+    per_task: dict[str, list[Any]] = {}
+    for row in rows:
+        per_task.setdefault(row.task_id, []).append(row)
+    tasks = sorted(per_task)
+    scores = [{"task_id": task, "counts": eval_histogram(per_task[task], "score")}
+              for task in tasks[offset:offset + TASKS_PAGE]]
+    histograms = {name: {"labels": eval_buckets(name), "counts": eval_histogram(rows, name)}
+                  for name in ("seconds", "tokens", "cost_usd")}
+    histograms["score"] = {"labels": eval_buckets("score"),
+                           "counts": eval_histogram(rows, "score")}
+    return {"pass_at_k": curves, "scores": scores, "score_labels": eval_buckets("score"),
+            "tasks_total": len(tasks), "tasks_offset": offset,
+            "histograms": histograms, "runs": sum(r.runs for r in rows),
+            "errors": sum(r.errors for r in rows)}
 
 
 async def get_group_plots(request: web.Request) -> web.Response:
     explorer = request.app[EXPLORER]
-    points = await blocking(_points, explorer, request.match_info["gid"])
-    return web.json_response(group_plots(points))
+    from agent_env.api import eval_group_version
+
+    group_id = request.match_info["gid"]
+    offset = int_param(request, "tasks_offset", 0, 0, 10**9)
+
+    def read() -> dict[str, Any]:
+        version = eval_group_version(explorer.documents, group_id)
+        return dict(explorer.remembered(
+            ("plots", group_id, version, offset),
+            lambda: group_plots(_counters(explorer, group_id), offset)))
+
+    return web.json_response(await blocking(read))
 
 
 async def compare_groups(request: web.Request) -> web.Response:
@@ -657,7 +709,7 @@ async def compare_groups(request: web.Request) -> web.Response:
     resamples = int_param(request, "resamples", 10_000, 100, 100_000)
 
     def read() -> dict[str, Any]:
-        result = compare_run_groups(a, _points(explorer, a), b, _points(explorer, b),
+        result = compare_run_groups(a, _counters(explorer, a), b, _counters(explorer, b),
                                     seed=seed, resamples=resamples)
         return dict(result.to_json())
 
@@ -675,11 +727,16 @@ async def eval_leaderboard(request: web.Request) -> web.Response:
         raise api_error(400, "format is json, csv or md")
 
     def read() -> tuple[list[Any], int, int]:
+        from agent_env.api import eval_group_version
+
         groups = eval_run_groups(explorer.documents, eval_id)
-        points = [p for doc in groups for p in _points(explorer, str(doc["_id"]))]
         k = int_param(request, "k", max([int(d.get("k") or 1) for d in groups] or [1]), 1,
                       1000)
-        return board(points, k), k, len(groups)
+        versions = tuple((str(d["_id"]), eval_group_version(explorer.documents, str(d["_id"])))
+                         for d in groups)
+        rows = explorer.remembered(("board", eval_id, versions, k), lambda: board(
+            [r for doc in groups for r in _counters(explorer, str(doc["_id"]))], k))
+        return rows, k, len(groups)
 
     rows, k, groups = await blocking(read)
     if fmt != "json":
@@ -696,6 +753,7 @@ async def group_stream(request: web.Request) -> web.StreamResponse:
     ``timeout``), as the reference's run-group stream."""
     explorer = request.app[EXPLORER]
     group_id = request.match_info["gid"]
+    offset = int_param(request, "tasks_offset", 0, 0, 10**9)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})
     for name, value in SECURITY_HEADERS.items():
@@ -706,7 +764,7 @@ async def group_stream(request: web.Request) -> web.StreamResponse:
         await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
 
     for _ in range(STREAM_MAX):
-        found = await read_group(explorer, group_id)
+        found = await read_group(explorer, group_id, offset)
         if found is None:
             await send("not_found", {"run_group_id": group_id})
             return response

@@ -10,7 +10,8 @@ from typing import Any
 
 from cli_runner import cli
 
-from agent_env.evals.compare import RunPoint, bootstrap, compare, leaderboard
+from agent_env.evals.compare import bootstrap, compare, leaderboard
+from agent_env.evals.stats import TaskStats
 
 
 def store_group(group_id: str, runs: list[tuple[str, str, float | None, str, str]],
@@ -39,8 +40,11 @@ def store_group(group_id: str, runs: list[tuple[str, str, float | None, str, str
         store.finish(group, slot, instance, outcome, [instance])
 
 
-def point(task: str, outcome: str, score: float | None = None) -> RunPoint:
-    return RunPoint("g", task, outcome, score, "model-agent", "m")
+def stats(task: str, passed: int, failed: int, errors: int = 0, model: str = "m") -> TaskStats:
+    """A task's counters: ``passed`` runs scoring 1, ``failed`` scoring 0."""
+    n = passed + failed
+    return TaskStats("g", task, 1, "model-agent", model, n + errors, n, passed, errors,
+                     {"score": float(passed)}, {"score": n}, {})
 
 
 def test_the_bootstrap_is_repeatable_and_its_interval_holds_the_difference() -> None:
@@ -54,10 +58,10 @@ def test_the_bootstrap_is_repeatable_and_its_interval_holds_the_difference() -> 
 
 
 def test_a_comparison_pairs_by_task_leaves_errors_out_and_says_what_it_means() -> None:
-    a = [point("t1", "passed", 1), point("t2", "passed", 1), point("t3", "failed", 0),
-         point("t4", "error"), point("only-a", "passed", 1)]
-    b = [point("t1", "failed", 0), point("t2", "passed", 1), point("t3", "passed", 1),
-         point("t4", "passed", 1), point("only-b", "failed", 0)]
+    a = [stats("t1", 1, 0), stats("t2", 1, 0), stats("t3", 0, 1), stats("t4", 0, 0, errors=1),
+         stats("only-a", 1, 0)]
+    b = [stats("t1", 0, 1), stats("t2", 1, 0), stats("t3", 1, 0), stats("t4", 1, 0),
+         stats("only-b", 0, 1)]
     result = compare("A", a, "B", b, resamples=1000)
     assert result.common == ("t1", "t2", "t3")  # t4 errored in A: not a completed run
     assert (result.only_a, result.only_b) == (("only-a",), ("only-b", "t4"))
@@ -66,18 +70,14 @@ def test_a_comparison_pairs_by_task_leaves_errors_out_and_says_what_it_means() -
     assert result.pass_diff.difference == 0.0 and result.pass_diff.includes_zero
     assert "the interval includes zero, so this is no evidence that either is better" in \
         result.statement()
-    nothing = compare("A", [point("x", "passed", 1)], "B", [point("y", "passed", 1)])
+    nothing = compare("A", [stats("x", 1, 0)], "B", [stats("y", 1, 0)])
     assert nothing.statement() == ("A and B have no task in common (with a completed run): "
                                    "there is nothing to compare")
 
 
 def test_the_leaderboard_has_a_row_per_agent_and_model() -> None:
-    points = [RunPoint("g", "t1", "passed", 1, "a", "m1"), RunPoint("g", "t1", "failed", 0,
-                                                                    "a", "m1"),
-              RunPoint("g", "t1", "error", None, "a", "m1"),
-              RunPoint("g", "t1", "passed", 1, "a", "m2"), RunPoint("g", "t1", "passed", 1,
-                                                                    "a", "m2")]
-    best, other = leaderboard(points, k=2)
+    rows = [stats("t1", 1, 1, errors=1, model="m1"), stats("t1", 2, 0, model="m2")]
+    best, other = leaderboard(rows, k=2)
     assert (best.model, best.pass_at_1, best.pass_at_k, best.runs) == ("m2", 1.0, 1.0, 2)
     assert (other.model, other.pass_at_1, other.pass_at_k, other.errors) == ("m1", 0.5, 1.0, 1)
 

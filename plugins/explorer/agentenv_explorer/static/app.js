@@ -100,7 +100,9 @@ function route() {
   if (parts[0] === "leaderboard" && parts[1]) {
     return show(leaderboardPage(main, decodeURIComponent(parts[1]), new URLSearchParams(query || "")));
   }
-  if (parts[0] === "group" && parts[1]) return show(groupPage(main, decodeURIComponent(parts[1])));
+  if (parts[0] === "group" && parts[1]) {
+    return show(groupPage(main, decodeURIComponent(parts[1]), new URLSearchParams(query || "")));
+  }
   return show(runsPage(main, new URLSearchParams(query || "")));
 }
 
@@ -491,28 +493,37 @@ function matrix(group) {
     el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { text: h })))), el("tbody", {}, ...rows));
 }
 
-async function groupPage(main, id) {
+async function groupPage(main, id, params) {
   document.getElementById("where").textContent = "· run group";
+  const offset = Number(params.get("tasks_offset") || 0);
+  const pageLink = (to) => `#/group/${enc(id)}?tasks_offset=${to}`;
+  const tasksPager = (group) => group.tasks_total > group.tasks.length
+    ? el("div", { class: "pager", id: "tasks-pager" },
+      offset > 0 ? el("a", { href: pageLink(Math.max(0, offset - 100)), text: "« earlier tasks" }) : null,
+      el("span", { text: `tasks ${offset + 1}-${offset + group.tasks.length} of ${group.tasks_total}` }),
+      offset + group.tasks.length < group.tasks_total ? el("a", { href: pageLink(offset + 100), text: "later tasks »" }) : null)
+    : null;
   const draw = (group) => main.replaceChildren(
     el("div", { class: "card" }, el("h2", { text: group.run_group_id }),
       el("div", { text: `${group.kind} of ${group.subject_id}` + (group.subject_version ? ` v${group.subject_version}` : "") }),
       el("div", { id: "group-progress", text: `${group.done}/${group.total} runs done` + (group.complete ? " · complete" : " · running") }),
       el("a", { id: "group-runs", href: "#/runs?run_group=" + enc(group.run_group_id), text: "its runs" })),
+    plots,
+    tasksPager(group),
     matrix(group),
     el("p", { text: "Errors (infrastructure, cancelled) are counted apart, not as failures in pass@k." }),
     group.kind === "eval"
       ? el("p", {}, el("a", { id: "to-leaderboard", href: "#/leaderboard/" + enc(group.subject_id), text: "the eval's leaderboard" }))
-      : null,
-    plots);
+      : null);
   const plots = el("div", { id: "plots" });
-  const group = await api("/run-groups/" + enc(id));
+  const group = await api(`/run-groups/${enc(id)}?tasks_offset=${offset}`);
   draw(group);
-  drawPlots(plots, await api("/run-groups/" + enc(id) + "/plots"));
+  drawPlots(plots, await api(`/run-groups/${enc(id)}/plots?tasks_offset=${offset}`));
   if (!group.complete) {  // live: the server sends a snapshot every 2 s until the group is done
-    stream = new EventSource(`${API}/run-groups/${enc(id)}/stream`);
+    stream = new EventSource(`${API}/run-groups/${enc(id)}/stream?tasks_offset=${offset}`);
     const update = (event) => {
       draw(JSON.parse(event.data));
-      api("/run-groups/" + enc(id) + "/plots").then((data) => drawPlots(plots, data)).catch(() => {});
+      api(`/run-groups/${enc(id)}/plots?tasks_offset=${offset}`).then((data) => drawPlots(plots, data)).catch(() => {});
     };
     stream.addEventListener("snapshot", update);
     stream.addEventListener("complete", (event) => { update(event); stream.close(); });
@@ -580,48 +591,54 @@ function passAtKPlot(curves) {
   return root;
 }
 
-function scoresPlot(tasks) {
+// each task's runs by score (in tenths): a dot per score that occurred, its size the run count
+function scoresPlot(tasks, labels) {
   const { root, sx, sy } = frame(Math.max(1, tasks.length), 1, "task", "score");
+  const most = Math.max(1, ...tasks.flatMap((t) => t.counts));
   tasks.forEach((t, i) => {
-    t.scores.forEach((score, j) => root.append(svg("circle", {
-      cx: sx(i + 0.5) + (j % 5) * 3 - 6, cy: sy(score), r: 3, fill: "#3366cc", "fill-opacity": 0.6,
-      class: "point", "data-task": t.task_id, "data-value": score },
-    svg("title", { text: `${t.task_id}: ${score}` }))));
+    t.counts.forEach((n, bucket) => {
+      if (!n) return;
+      root.append(svg("circle", { cx: sx(i + 0.5), cy: sy(bucket / 10), r: 2 + 6 * Math.sqrt(n / most),
+        fill: "#3366cc", "fill-opacity": 0.6, class: "point", "data-task": t.task_id,
+        "data-score": labels[bucket], "data-value": n },
+      svg("title", { text: `${t.task_id}: ${n} run(s) scored ${labels[bucket]}` })));
+    });
   });
   return root;
 }
 
-function barsPlot(runs, key, label) {
-  const values = runs.map((r) => r[key]).filter((v) => v !== null && v !== undefined);
-  const top = Math.max(0, ...values);
-  const { root, sx, sy } = frame(Math.max(1, runs.length), top || 1, "run", label);
+// a distribution over buckets (time, tokens, cost of the runs)
+function histogramPlot(hist, label) {
+  const { root, sx, sy } = frame(hist.counts.length, Math.max(1, ...hist.counts), label, "runs");
   const width = Math.max(1, (sx(1) - sx(0)) * 0.8);
-  runs.forEach((r, i) => {
-    if (r[key] === null || r[key] === undefined) return;
-    root.append(svg("rect", { x: sx(i) + 1, y: sy(r[key]), width, height: sy(0) - sy(r[key]),
-      fill: r.outcome === "passed" ? "#137333" : "#b3261e", class: "bar", "data-value": r[key] },
-    svg("title", { text: `${r.task_id}: ${r[key]}` })));
+  hist.counts.forEach((n, i) => {
+    if (!n) return;
+    root.append(svg("rect", { x: sx(i) + 1, y: sy(n), width, height: sy(0) - sy(n), fill: "#3366cc",
+      class: "bar", "data-bucket": hist.labels[i], "data-value": n },
+    svg("title", { text: `${hist.labels[i]}: ${n} run(s)` })));
   });
   return root;
 }
 
 function drawPlots(node, data) {
-  const runs = data.runs;
   const figures = [
     figure("plot-passk", "pass@k against k, per agent · model", passAtKPlot(data.pass_at_k),
       ["series", "k", "pass@k", "tasks"],
       data.pass_at_k.flatMap((c) => c.points.map((p) => [c.series, p.k, p.value.toFixed(4), p.tasks]))),
-    figure("plot-scores", "scores of each task's runs", scoresPlot(data.scores),
-      ["task", "score"], data.scores.flatMap((t) => t.scores.map((s) => [t.task_id, s]))),
+    figure("plot-score-all", "all runs by score", histogramPlot(data.histograms.score, "score"),
+      ["score", "runs"], data.histograms.score.labels.map((l, i) => [l, data.histograms.score.counts[i]])),
+    figure("plot-scores", data.tasks_total > data.scores.length
+      ? `each task's runs by score (tasks ${data.tasks_offset + 1}-${data.tasks_offset + data.scores.length} of ${data.tasks_total})`
+      : "each task's runs by score", scoresPlot(data.scores, data.score_labels),
+      ["task", "score", "runs"], data.scores.flatMap((t) => t.counts.map((n, b) => [t.task_id, data.score_labels[b], n]).filter((r) => r[2]))),
   ];
-  for (const [key, label] of [["seconds", "seconds"], ["tokens", "tokens"], ["cost_usd", "cost (USD)"]]) {
-    const known = runs.filter((r) => r[key] !== null && r[key] !== undefined);
-    figures.push(known.length
-      ? figure("plot-" + key, `${label} per run`, barsPlot(runs, key, label),
-        ["run", "task", "outcome", label], runs.map((r) => [r.instance_id, r.task_id, r.outcome, r[key]]))
-      : el("p", { id: "plot-" + key, class: "note", text: `No run recorded its ${label}.` }));
+  for (const [key, label] of [["seconds", "seconds per run"], ["tokens", "tokens per run"], ["cost_usd", "cost per run (USD)"]]) {
+    const hist = data.histograms[key];
+    figures.push(hist.counts.some((n) => n)
+      ? figure("plot-" + key, label, histogramPlot(hist, label), [label, "runs"], hist.labels.map((l, i) => [l, hist.counts[i]]))
+      : el("p", { id: "plot-" + key, class: "note", text: `No run recorded its ${label.split(" ")[0]}.` }));
   }
-  if (!runs.length) figures.splice(0, figures.length, el("p", { class: "note", text: "No finished run yet: nothing to plot." }));
+  if (!data.runs) figures.splice(0, figures.length, el("p", { class: "note", text: "No finished run yet: nothing to plot." }));
   node.replaceChildren(...figures);
 }
 
