@@ -94,8 +94,6 @@ def backfill(documents: Any, group: Any) -> None:
             count(documents, group.group_id, summary)
 
 
-
-
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
