@@ -211,10 +211,12 @@ class AgentServer:
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
                         "security": [{"bearer": []}]}
+        # agent-config's name and description, once set, are the card's (its identity)
+        current = self.config.current
         return {
             **security,
-            "name": ident.name,
-            "description": ident.description,
+            "name": getattr(current, "name", None) or ident.name,
+            "description": getattr(current, "description", None) or ident.description,
             "version": ident.version,
             "url": ident.url,
             "protocolVersion": PROTOCOL_VERSION,
@@ -549,6 +551,9 @@ class AgentServer:
     async def handle_config_set(self, request: web.Request) -> web.Response:
         async def op(body: Any) -> Any:
             self.config.set(body)
+            if isinstance(body, dict) and {"name", "description"} & set(body):
+                self.card = self._build_card()
+                self._card_body = _dumps(self.card).encode()
             return {"status": "updated"}
 
         return await _ext_call(request, op)

@@ -1,7 +1,8 @@
 """``agent-env a2a-agent put/get/list/validate`` from the shell: a user's own agent folder becomes
 a versioned entity (unchanged sources are the same version), ``deploy_agent`` finds it by id and
-version, and ``validate`` deploys it on the real engine, scores its card and one scripted
-prompt, and leaves nothing behind."""
+version, and ``validate`` deploys it on the real engine, scores its card, one scripted prompt
+and the A2A validators (the system prompt one answered by a script turn that matches only when
+the system prompt reached the model), and leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -128,7 +129,9 @@ def test_validate_deploys_scores_and_tears_down(
                      str(own_agent)).returncode == 0
     done = agent_env("a2a-agent", "validate", "--id", "my-agent", timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "validate agent my-agent: passed (card: 1, reply: 1)" in done.stdout
+    # the card, the reply, and each A2A validator of what the card declares
+    assert ("validate agent my-agent: passed (card: 1, reply: 1, core: 1, trajectory: 1, "
+            "identity: 1, skills: 1, system_prompt: 1)") in done.stdout
     assert "sealed network" in done.stdout
     assert left_by(done.stdout) == []
 

@@ -45,6 +45,22 @@ async def test_config_partial_sets_merge(http: aiohttp.ClientSession, echo: Serv
     assert seen.timeout_seconds == 600  # the base field's default
 
 
+async def test_a_name_and_description_set_are_the_cards(http: aiohttp.ClientSession,
+                                                         echo: Served) -> None:
+    card_url = echo.url + "/.well-known/agent-card.json"
+    status, before = await get(http, card_url)
+    assert status == 200
+    assert await post(http, echo.url + "/ext/agent-config",
+                      {"name": "triage-bot", "description": "Sorts the inbox."}) == (
+        200, {"status": "updated"})
+    _, after = await get(http, card_url)
+    assert (after["name"], after["description"]) == ("triage-bot", "Sorts the inbox.")
+    assert after["version"] == before["version"]  # the rest of the card is as it was
+    await post(http, echo.url + "/ext/agent-config", {"role": "solver"})
+    _, still = await get(http, card_url)
+    assert still["name"] == "triage-bot"  # a later set of other fields keeps it
+
+
 async def test_config_refusals(http: aiohttp.ClientSession, echo: Served) -> None:
     url = echo.url + "/ext/agent-config"
     status, body = await post(http, url, {"model": "ok", "temperature": 0.2})
