@@ -152,7 +152,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         context={"agents": {}, "metadata": {}, "outputs": {"ask": {
             "agent_name": "agent", "agent_trajectory_object_key": SHOT_KEY}}}))
     groups = GroupStore(documents)
-    for group_id, passes in BOARD_PASSES.items():
+    from agent_env.evals.stats import RunSummary
+
+    for group_id, passes in BOARD_PASSES.items():  # finished with their numbers: no records
         model = "big" if group_id.endswith("big") else "small"
         slots = tuple(Slot(index=i * 2 + s, task_id=t, task_version=1, sample=s)
                       for i, t in enumerate(BOARD_TASKS) for s in range(2))
@@ -161,17 +163,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         groups.create(board)
         for slot in slots:
             passed = slot.sample < passes[slot.index // 2]
-            instance = f"{BOARD}/{group_id}-{slot.index}"
-            documents.insert("task_instances", record(
-                instance, task_id=slot.task_id, outcome="passed" if passed else "failed",
-                scores={"v": 1.0 if passed else 0.0}, duration_seconds=1.0 + slot.index,
-                started_at_utc=f"2020-01-02T00:00:{slot.index:02d}.000000Z",
-                context={"agents": {"agent": {"agent": "model-agent", "model": model}},
-                         "metadata": {}, "outputs": {"ask": {"usage": {
-                             "input_tokens": 100 + slot.index, "output_tokens": 10,
-                             "cost_usd": 0.001 * (slot.index + 1)}}}}))
+            outcome = "passed" if passed else "failed"
             groups.claim(board, slot)
-            groups.finish(board, slot, instance, "passed" if passed else "failed", [])
+            groups.finish(board, slot, f"{BOARD}/{group_id}-{slot.index}", outcome, [],
+                          RunSummary(slot.task_id, 1, outcome, "model-agent", model,
+                                     1.0 if passed else 0.0, 1.0 + slot.index,
+                                     110 + slot.index, 0.001 * (slot.index + 1)))
     # an eval run half done: 2 of 4 runs finished
     groups.create(EVAL)
     for slot, outcome in zip(SLOTS[:2], ("passed", "error"), strict=True):
@@ -495,7 +492,8 @@ def test_an_eval_leaderboard_sorts_both_ways_filters_and_exports(
     assert page.get_attribute('th[data-key="cost_per_run"]', "aria-sort") == "descending"
     page.fill("#board-filter", "sma")
     assert models() == ["small"]
-    exported = page.request.get(page.get_attribute("#board-csv", "href") or "")
+    exported = page.request.get(server[0].split("/?")[0]
+                                + (page.get_attribute("#board-csv", "href") or ""))
     assert exported.ok
     lines = exported.text().strip().splitlines()
     assert lines[0].startswith("agent,model,runs,errors,tasks,pass@1,pass@2,mean_score")
