@@ -542,21 +542,17 @@ def group_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
 TASKS_PAGE = 100
 
 
-def group_matrix(doc: Mapping[str, Any], slots: list[Mapping[str, Any]], done: int,
-                 offset: int = 0, limit: int = TASKS_PAGE) -> dict[str, Any]:
-    """The group with one row per task version (the page of them from ``offset``): its
-    samples' outcomes, pass@1 and pass@k. ``slots`` are the slot documents of that page;
-    ``done``, how many of the group's slots are done."""
-    by_index = {int(s["index"]): s for s in slots}
+def group_matrix(doc: Mapping[str, Any], page: list[Mapping[str, Any]],
+                 states: list[Mapping[str, Any]], done: int, tasks_total: int,
+                 offset: int = 0) -> dict[str, Any]:
+    """The group with one row per task version of ``page`` (the group's slots of a page of
+    its tasks, from ``offset``): their samples' outcomes, pass@1 and pass@k. ``states`` are
+    those slots' documents; ``done``, how many of the group's slots are done."""
+    by_index = {int(s["index"]): s for s in states}
     k = int(doc.get("k") or 1)
     rows: dict[str, dict[str, Any]] = {}
-    keys = list(dict.fromkeys(f"{s['task_id']}@v{s['task_version']}"
-                              for s in doc.get("slots") or []))
-    shown = set(keys[offset:offset + limit])
-    for slot in doc.get("slots") or []:
+    for slot in page:
         key = f"{slot['task_id']}@v{slot['task_version']}"
-        if key not in shown:
-            continue
         row = rows.setdefault(key, {"task_id": slot["task_id"],
                                     "task_version": slot["task_version"], "samples": []})
         state = by_index.get(int(slot["index"]), {})
@@ -571,7 +567,7 @@ def group_matrix(doc: Mapping[str, Any], slots: list[Mapping[str, Any]], done: i
         row.update(completed=n, passed=c, errors=len(outcomes) - n,
                    pass_at_1=pass_at_k(n, c, 1), pass_at_k=pass_at_k(n, c, k))
     return {**group_summary(doc), "done": done, "complete": done == len(doc.get("slots") or []),
-            "tasks": list(rows.values()), "tasks_total": len(keys), "tasks_offset": offset}
+            "tasks": list(rows.values()), "tasks_total": tasks_total, "tasks_offset": offset}
 
 
 async def list_groups(request: web.Request, subject_id: str | None = None) -> web.Response:
@@ -607,19 +603,25 @@ async def read_group(explorer: Explorer, group_id: str,
     """A page of the group's matrix: its slot documents read by index range for the page's
     tasks, and the done count from the index, so a page costs the same at any group size."""
     def read() -> dict[str, Any] | None:
-        doc = explorer.documents.find_one(GROUPS, {"_id": group_id})
-        if doc is None:
-            return None
-        keys = list(dict.fromkeys((s["task_id"], s["task_version"])
-                                  for s in doc.get("slots") or []))
-        page_keys = set(keys[offset:offset + TASKS_PAGE])
-        indexes = [int(s["index"]) for s in doc.get("slots") or []
-                   if (s["task_id"], s["task_version"]) in page_keys]
-        slots = explorer.documents.query(SLOTS, {
+        # a group's slots never change once it is made: read, parsed and indexed once
+        kept = explorer.memo.get(("group", group_id))
+        if kept is None:
+            doc = explorer.documents.find_one(GROUPS, {"_id": group_id})
+            if doc is None:
+                return None
+            by_task: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+            for slot in doc.get("slots") or []:
+                by_task.setdefault((slot["task_id"], slot["task_version"]), []).append(slot)
+            kept = explorer.remembered(("group", group_id), lambda: (doc, by_task))
+        doc, by_task = kept
+        keys = list(by_task)
+        page = [slot for key in keys[offset:offset + TASKS_PAGE] for slot in by_task[key]]
+        indexes = [int(slot["index"]) for slot in page]
+        states = explorer.documents.query(SLOTS, {
             "group": group_id, "index": {"$gte": min(indexes), "$lte": max(indexes)}}
         ) if indexes else []
         done = explorer.documents.count(SLOTS, {"group": group_id, "state": "done"})
-        return group_matrix(doc, slots, done, offset)
+        return group_matrix(doc, page, states, done, len(keys), offset)
 
     result: dict[str, Any] | None = await blocking(read)
     return result

@@ -516,9 +516,12 @@ async function groupPage(main, id, params) {
       ? el("p", {}, el("a", { id: "to-leaderboard", href: "#/leaderboard/" + enc(group.subject_id), text: "the eval's leaderboard" }))
       : null);
   const plots = el("div", { id: "plots" });
-  const group = await api(`/run-groups/${enc(id)}?tasks_offset=${offset}`);
+  // both asked at once: the matrix page and the plots come from different reads
+  const [group, plotted] = await Promise.all([
+    api(`/run-groups/${enc(id)}?tasks_offset=${offset}`),
+    api(`/run-groups/${enc(id)}/plots?tasks_offset=${offset}`)]);
+  drawPlots(plots, plotted);
   draw(group);
-  drawPlots(plots, await api(`/run-groups/${enc(id)}/plots?tasks_offset=${offset}`));
   if (!group.complete) {  // live: the server sends a snapshot every 2 s until the group is done
     stream = new EventSource(`${API}/run-groups/${enc(id)}/stream?tasks_offset=${offset}`);
     const update = (event) => {
