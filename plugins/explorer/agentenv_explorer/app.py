@@ -532,9 +532,10 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
 
 
 def group_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    total = doc["total"] if "total" in doc else len(doc.get("slots") or [])
     return {"run_group_id": doc["_id"], "kind": doc.get("kind"),
             "subject_id": doc.get("subject_id"), "subject_version": doc.get("subject_version"),
-            "k": doc.get("k"), "total": len(doc.get("slots") or [])}
+            "k": doc.get("k"), "total": total}
 
 
 #: Task rows of a group's matrix per page: a group of 50,000 runs shows its first 100 tasks
@@ -566,7 +567,8 @@ def group_matrix(doc: Mapping[str, Any], page: list[Mapping[str, Any]],
         c = sum(1 for o in outcomes if o == "passed")
         row.update(completed=n, passed=c, errors=len(outcomes) - n,
                    pass_at_1=pass_at_k(n, c, 1), pass_at_k=pass_at_k(n, c, k))
-    return {**group_summary(doc), "done": done, "complete": done == len(doc.get("slots") or []),
+    summary = group_summary(doc)
+    return {**summary, "done": done, "complete": done == summary["total"],
             "tasks": list(rows.values()), "tasks_total": tasks_total, "tasks_offset": offset}
 
 
@@ -603,19 +605,24 @@ async def read_group(explorer: Explorer, group_id: str,
     """A page of the group's matrix: its slot documents read by index range for the page's
     tasks, and the done count from the index, so a page costs the same at any group size."""
     def read() -> dict[str, Any] | None:
-        # a group's slots never change once it is made: read, parsed and indexed once
+        # a group's slots never change once it is made: read, parsed and indexed once, kept
+        # small (a summary and each task's (index, sample) pairs, not the slot documents)
         kept = explorer.memo.get(("group", group_id))
         if kept is None:
-            doc = explorer.documents.find_one(GROUPS, {"_id": group_id})
-            if doc is None:
+            found = explorer.documents.find_one(GROUPS, {"_id": group_id})
+            if found is None:
                 return None
-            by_task: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
-            for slot in doc.get("slots") or []:
-                by_task.setdefault((slot["task_id"], slot["task_version"]), []).append(slot)
-            kept = explorer.remembered(("group", group_id), lambda: (doc, by_task))
+            tasks: dict[tuple[str, int], list[tuple[int, Any]]] = {}
+            for slot in found.get("slots") or []:
+                tasks.setdefault((slot["task_id"], slot["task_version"]), []).append(
+                    (int(slot["index"]), slot.get("sample")))
+            head = {**{k: v for k, v in found.items() if k != "slots"},
+                    "total": len(found.get("slots") or [])}
+            kept = explorer.remembered(("group", group_id), lambda: (head, tasks))
         doc, by_task = kept
         keys = list(by_task)
-        page = [slot for key in keys[offset:offset + TASKS_PAGE] for slot in by_task[key]]
+        page = [{"task_id": key[0], "task_version": key[1], "index": index, "sample": sample}
+                for key in keys[offset:offset + TASKS_PAGE] for index, sample in by_task[key]]
         indexes = [int(slot["index"]) for slot in page]
         states = explorer.documents.query(SLOTS, {
             "group": group_id, "index": {"$gte": min(indexes), "$lte": max(indexes)}}
