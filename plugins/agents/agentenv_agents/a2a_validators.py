@@ -58,6 +58,8 @@ def _row(index: int, name: str, ok: bool | None, why: str) -> ScoreRow:
 
 @attrs.define(kw_only=True)
 class _AgentCheck(Step):
+    """What every A2A validator shares: the agent checked, and rows recorded."""
+
     agent_name: str = DEFAULT_AGENT_NAME
     #: The reference's: the agent under test (here: the one deployed as ``agent_name``).
     a2a_agent_id: str | None = None
@@ -103,6 +105,9 @@ class VerifyA2aAgentCard(VerifyAgentCard):
 
 @attrs.define(kw_only=True)
 class VerifyA2aCoreProtocol(_AgentCheck):
+    """``message/send`` answered the prompt ``prompt_id`` and ``tasks/get`` brought its
+    result without an error."""
+
     type = "verify_a2a_core_protocol"
 
     prompt_id: str
@@ -124,6 +129,8 @@ class VerifyA2aCoreProtocol(_AgentCheck):
 
 @attrs.define(kw_only=True)
 class VerifyA2aTrajectory(_AgentCheck):
+    """An agent whose card declares trajectory/v1 gave a trajectory for ``prompt_id``."""
+
     type = "verify_a2a_trajectory"
 
     prompt_id: str
@@ -147,6 +154,9 @@ class VerifyA2aTrajectory(_AgentCheck):
 
 @attrs.define(kw_only=True)
 class VerifyA2aAgentConfigIdentity(_AgentCheck):
+    """An agent whose agent-config takes ``name`` and ``description`` shows them on its
+    card once set."""
+
     type = "verify_a2a_agent_config_identity"
 
     async def run(self, ctx: TaskContext) -> None:
@@ -180,6 +190,8 @@ class VerifyA2aAgentConfigIdentity(_AgentCheck):
 
 @attrs.define(kw_only=True)
 class VerifyA2aSkillConfig(_AgentCheck):
+    """An agent whose card declares skill-config/v1 takes an inline skill."""
+
     type = "verify_a2a_skill_config"
 
     async def run(self, ctx: TaskContext) -> None:
@@ -204,6 +216,9 @@ class VerifyA2aSkillConfig(_AgentCheck):
 
 @attrs.define(kw_only=True)
 class VerifyA2aSystemPrompt(_AgentCheck):
+    """A ``system_prompt`` set through agent-config reaches the model: the reply to a
+    question only that prompt answers carries the token it held."""
+
     type = "verify_a2a_system_prompt"
 
     #: The model the question goes to (the agent's own when left out).
