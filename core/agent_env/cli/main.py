@@ -56,7 +56,13 @@ class AgentEnvGroup(click.Group):
         self._ensure_commands(ctx)
         command = super().get_command(ctx, cmd_name)
         if isinstance(command, LazyCommand):  # imported now that it is used
-            command = self.commands[cmd_name] = command.load()
+            target = command.target
+            try:
+                command = self.commands[cmd_name] = command.load()
+            except Exception as exc:  # a plugin's command that does not import: one line
+                raise click.ClickException(
+                    f"the command '{cmd_name}' ({target}) could not be loaded: "
+                    f"{exc} (agent-env plugin check says more)") from None
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:

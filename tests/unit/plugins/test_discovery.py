@@ -194,3 +194,24 @@ def test_every_contribution_kind_has_a_hook(kind: str) -> None:
     host = PluginHost(builtin=(), only=set())
     host.load()
     assert host.contributions(kind) == []
+
+
+def test_a_lazy_command_that_does_not_import_is_one_line() -> None:
+    import click
+
+    from agent_env.cli.lazy import LazyCommand
+    from agent_env.cli.main import AgentEnvGroup
+
+    group = AgentEnvGroup("root")
+    group._extended = True  # this test's commands only
+    group.add_command(LazyCommand("broken", "agentenv_no_such_module:cli"), "broken")
+    with click.Context(group) as ctx:
+        try:
+            group.get_command(ctx, "broken")
+        except click.ClickException as exc:
+            message = exc.format_message()
+        else:
+            raise AssertionError("a command that does not import was offered")
+    assert message.startswith("the command 'broken' (agentenv_no_such_module:cli) could not "
+                              "be loaded: No module named 'agentenv_no_such_module'")
+    assert "\n" not in message
