@@ -54,9 +54,9 @@ Groups, in the order a plugin author meets them:
   ``cli`` one with its ``CliSpec``; the type names ``CLI``...);
 * evals: ``pass_at_k`` (the unbiased estimator the eval table uses); the leaderboard and
   comparisons ``eval report`` prints (``eval_group_counters``, ``eval_leaderboard``,
-  ``eval_run_groups``, ``compare_run_groups``, ``render_leaderboard``, ``eval_histogram``,
-  ``eval_buckets``, ``eval_group_version``: see :mod:`agent_env.evals.compare` and
-  :mod:`agent_env.evals.stats`);
+  ``eval_pass_curve``, ``eval_run_groups``, ``compare_run_groups``, ``render_leaderboard``,
+  ``eval_histogram``, ``eval_buckets``, ``eval_group_version``: see
+  :mod:`agent_env.evals.compare` and :mod:`agent_env.evals.stats`);
 * runners: ``RunnerContext``, ``RunRequest``, ``TaskResult``, ``TeardownReport``,
   ``LocalRunner`` (what a remote runner runs on its workers), ``StoredInstances``, and
   leftover reaping by label (``find_leftovers``, ``remove_leftovers``, ``owner_label``,
@@ -156,6 +156,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "eval_group_version": ("agent_env.evals.stats", "group_version"),
     "eval_buckets": ("agent_env.evals.stats", "buckets"),
     "eval_leaderboard": ("agent_env.evals.compare", "leaderboard"),
+    "eval_pass_curve": ("agent_env.evals.compare", "pass_curve"),
     "eval_run_groups": ("agent_env.evals.compare", "eval_groups"),
     "compare_run_groups": ("agent_env.evals.compare", "compare"),
     "render_leaderboard": ("agent_env.evals.compare", "render_board"),
@@ -333,6 +334,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.evals.compare import eval_groups as eval_run_groups
     from agent_env.evals.compare import group_counters as eval_group_counters
     from agent_env.evals.compare import leaderboard as eval_leaderboard
+    from agent_env.evals.compare import pass_curve as eval_pass_curve
     from agent_env.evals.compare import render_board as render_leaderboard
     from agent_env.evals.passk import pass_at_k
     from agent_env.evals.stats import buckets as eval_buckets

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from agent_env.evals.passk import pass_at_k
+from agent_env.evals.report import mean_present
 from agent_env.evals.stats import (
     STATS,
     TaskStats,
@@ -40,11 +41,6 @@ _CACHE_SIZE = 64
 
 
 def group_counters(documents: Any, group_id: str) -> list[TaskStats]:
-    """The counters of run group ``group_id`` (:mod:`agent_env.evals.stats`)."""
-    return group_stats(documents, group_id)
-
-
-def group_stats(documents: Any, group_id: str) -> list[TaskStats]:
     """The counters of run group ``group_id`` (counting a group made before they existed,
     once); :class:`~agent_env.errors.UserError` when there is no such group."""
     from agent_env.errors import UserError
@@ -94,11 +90,6 @@ def backfill(documents: Any, group: Any) -> None:
             count(documents, group.group_id, summary)
 
 
-def _mean(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
 @attrs.frozen
 class _Totals:
     """Counters added up (several task versions, groups or pairs of one task)."""
@@ -127,6 +118,23 @@ def _by_task(rows: Iterable[TaskStats]) -> dict[str, _Totals]:
     for row in rows:
         totals[row.task_id] = totals.get(row.task_id, _Totals()).plus(row)
     return totals
+
+
+def _pass_at(tasks: Iterable[_Totals], k: int) -> tuple[float | None, int]:
+    """pass@k: the unbiased estimate per task, averaged over the tasks with at least ``k``
+    completed runs; and how many tasks that is."""
+    estimates = [pass_at_k(v.n, v.c, k) for v in tasks if v.n >= k]
+    return mean_present(estimates), len(estimates)
+
+
+def pass_curve(rows: Sequence[TaskStats]) -> list[dict[str, Any]]:
+    """pass@k for k from 1 to the most completed runs of a task (the plot of it)."""
+    tasks = list(_by_task(rows).values())
+    curve = []
+    for k in range(1, max((v.n for v in tasks), default=0) + 1):
+        value, counted = _pass_at(tasks, k)
+        curve.append({"k": k, "value": value, "tasks": counted})
+    return curve
 
 
 @attrs.frozen
@@ -171,8 +179,7 @@ def leaderboard(rows: Sequence[TaskStats], k: int = 1) -> list[BoardRow]:
             total = total.plus(row)
         board.append(BoardRow(
             agent, model, total.n, total.errors, len(tasks), k,
-            _mean(pass_at_k(v.n, v.c, 1) for v in tasks.values()),
-            _mean(pass_at_k(v.n, v.c, k) if v.n >= k else None for v in tasks.values()),
+            _pass_at(tasks.values(), 1)[0], _pass_at(tasks.values(), k)[0],
             total.mean("score"), total.mean("seconds"), total.mean("tokens"),
             total.mean("cost_usd"), tuple(sorted({r.group_id for r in mine}))))
     return sorted(board, key=lambda r: (-(r.pass_at_1 or 0.0), r.agent, r.model))
@@ -280,8 +287,8 @@ def compare(a: str, rows_a: Sequence[TaskStats], b: str, rows_b: Sequence[TaskSt
     return Comparison(
         a, b, common, tuple(sorted(set(pass_a) - set(pass_b))),
         tuple(sorted(set(pass_b) - set(pass_a))),
-        _mean(pass_a[t] for t in common) if common else None,
-        _mean(pass_b[t] for t in common) if common else None,
+        mean_present(pass_a[t] for t in common) if common else None,
+        mean_present(pass_b[t] for t in common) if common else None,
         bootstrap([(pass_a[t], pass_b[t]) for t in common], seed=seed, resamples=resamples),
         bootstrap([(score_a[t], score_b[t]) for t in common if t in score_a and t in score_b],
                   seed=seed, resamples=resamples),

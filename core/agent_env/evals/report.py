@@ -9,7 +9,7 @@ a ``failed`` run without scores scores 0, an ``unscored`` one has none.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,16 +112,17 @@ def summarise(group: Group, runs: Sequence[EvalRun]) -> list[TaskSummary]:
     return table
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
+def mean_present(values: Iterable[float | None]) -> float | None:
+    """The mean of the values that are there (None when none is)."""
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
 
 
 def means(group: Group, table: Sequence[TaskSummary]) -> dict[str, float | None]:
     """The eval's means over its tasks (a task without an estimate is left out, and said so)."""
-    out: dict[str, float | None] = {"mean_score": _mean([t.mean_score for t in table])}
+    out: dict[str, float | None] = {"mean_score": mean_present([t.mean_score for t in table])}
     for k in ks_for(group.k):
-        out[f"pass@{k}"] = _mean([t.pass_at[k] for t in table])
+        out[f"pass@{k}"] = mean_present([t.pass_at[k] for t in table])
     return out
 
 

@@ -659,24 +659,13 @@ def group_plots(rows: list[Any], offset: int = 0) -> dict[str, Any]:
     """What a group's plots draw, from its counters: pass@k against k per agent x model, the
     scores of all its runs and of each task's (a page of tasks from ``offset``, as the
     matrix shows them) in tenths, and the time, tokens and cost of its runs in buckets."""
-    from agent_env.api import eval_buckets, eval_histogram
-    from agent_env.api import pass_at_k as estimate
+    from agent_env.api import eval_buckets, eval_histogram, eval_pass_curve
 
-    by_pair: dict[str, dict[str, list[int]]] = {}
+    by_pair: dict[str, list[Any]] = {}
     for row in rows:
-        totals = by_pair.setdefault(f"{row.agent} · {row.model}", {}).setdefault(
-            row.task_id, [0, 0])
-        totals[0] += row.n
-        totals[1] += row.c
-    curves = []
-    for name, tasks in sorted(by_pair.items()):
-        most = max((n for n, _ in tasks.values()), default=0)
-        values = []
-        for k in range(1, most + 1):
-            per_task = [estimate(n, c, k) for n, c in tasks.values() if n >= k]
-            values.append({"k": k, "value": sum(per_task) / len(per_task),
-                           "tasks": len(per_task)})
-        curves.append({"series": name, "points": values})
+        by_pair.setdefault(f"{row.agent} · {row.model}", []).append(row)
+    curves = [{"series": name, "points": eval_pass_curve(mine)}
+              for name, mine in sorted(by_pair.items())]
     per_task: dict[str, list[Any]] = {}
     for row in rows:
         per_task.setdefault(row.task_id, []).append(row)

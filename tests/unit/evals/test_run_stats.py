@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_env.evals.compare import group_stats
+from agent_env.evals.compare import group_counters
 from agent_env.evals.groups import Group, GroupStore, Slot
 from agent_env.evals.stats import RunSummary, buckets, merged_hist
 
@@ -30,14 +30,14 @@ def test_each_finished_run_is_counted_once_and_a_retry_replaces_it(state_root: P
     store.claim(made, second)
     store.finish(made, second, "i-2", "passed", ["i-2"], RunSummary(
         "t1", 1, "passed", "model-agent", "big", 1.0, 2.5, 1200, 0.004))
-    rows = {r.task_id: r for r in group_stats(documents, "evalrun-count1")}
+    rows = {r.task_id: r for r in group_counters(documents, "evalrun-count1")}
     assert (rows["t0"].runs, rows["t0"].errors, rows["t0"].n) == (1, 1, 0)
     assert (rows["t1"].n, rows["t1"].c, rows["t1"].mean("seconds")) == (1, 1, 2.5)
     # the errored slot run again (--resume): its error is taken back, the pass counted
     store.claim(made, first)
     store.finish(made, first, "i-3", "passed", ["i-1", "i-3"], RunSummary(
         "t0", 1, "passed", "model-agent", "big", 1.0, 0.5, 90, 0.0001))
-    rows_after = group_stats(documents, "evalrun-count1")
+    rows_after = group_counters(documents, "evalrun-count1")
     errored = [r for r in rows_after if r.task_id == "t0" and r.model == "-"]
     assert [(r.runs, r.errors) for r in errored] == [(0, 0)]
     passed = [r for r in rows_after if r.model == "big"]
@@ -64,7 +64,7 @@ def test_a_group_from_before_the_counters_is_counted_once(state_root: Path) -> N
         scores={"v": 0.25}, duration_seconds=4.0,
         context={"agents": {"agent": {"agent": "model-agent", "model": "small"}}}))
     for _ in range(2):  # read twice: counted the first time only
-        (row,) = group_stats(documents, "evalrun-legacy")
+        (row,) = group_counters(documents, "evalrun-legacy")
     assert (row.model, row.n, row.c, row.mean("score"), row.mean("seconds")) == (
         "small", 1, 0, 0.25, 4.0)
 
@@ -82,5 +82,5 @@ def test_a_finish_without_numbers_reads_them_from_the_record(state_root: Path) -
         context={"agents": {"agent": {"agent": "codex", "model": "big"}}}))
     store.claim(made, made.slots[0])
     store.finish(made, made.slots[0], "i-7", "passed", ["i-7"])
-    (row,) = group_stats(documents, "evalrun-record")
+    (row,) = group_counters(documents, "evalrun-record")
     assert (row.agent, row.model, row.c, row.mean("seconds")) == ("codex", "big", 1, 0.2)
