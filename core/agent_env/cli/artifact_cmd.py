@@ -33,6 +33,7 @@ from agent_env.tasks.artifacts import (
     SKILL_FILE,
     UNIVERSE_METADATA,
     CliSpec,
+    safe_targets,
 )
 
 
@@ -90,29 +91,6 @@ def _put(artifact_id: str, kind: str, files: list[Any],
     ledger.write_files_entity("artifacts", entry)
     for line in ledger.lines:
         echo(line)
-
-
-def safe_targets(output_dir: Path, paths: list[str]) -> dict[str, Path]:
-    """Where each stored path goes under ``output_dir``; UserError naming every path that would
-    land outside it (``..``, absolute, a drive, or through a symlink leading out)."""
-    root = output_dir.resolve()
-    targets: dict[str, Path] = {}
-    bad: list[str] = []
-    for path in paths:
-        parts = path.split("/")
-        if (not path or path.startswith("/") or "\\" in path or ".." in parts
-                or any(p in ("", ".") for p in parts)):
-            bad.append(path)
-            continue
-        target = root.joinpath(*parts)
-        if not Path(os.path.realpath(target)).is_relative_to(root):
-            bad.append(path)
-            continue
-        targets[path] = target
-    if bad:
-        raise UserError(f"refusing to write outside {output_dir}: "
-                        f"{', '.join(repr(b) for b in bad)} (nothing was written)")
-    return targets
 
 
 def _get(artifact_id: str, version: int | None, output_dir: Path, kind: str | None) -> None:

@@ -283,7 +283,7 @@ class _Writer:
         return out
 
     def entity(self, kind: str, entity_id: str, version: int | None) -> str:
-        from agent_env.cli.artifact_cmd import safe_targets
+        from agent_env.tasks.artifacts import safe_targets
 
         if (kind, entity_id) in self.names:
             return self.names[(kind, entity_id)]

@@ -7,11 +7,15 @@ The engine does not care where artifacts live; a run hands its context an
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
+
+from agent_env.errors import UserError
 
 #: Artifact types: a file artifact (its files, one version) or a universe of them.
 FILE = "file"
@@ -177,3 +181,26 @@ class MemoryArtifacts:
             raise LookupError(f"artifact '{artifact_id}' has no version {version} here (it is "
                               f"v{found.version})")
         return found
+
+
+def safe_targets(output_dir: Path, paths: list[str]) -> dict[str, Path]:
+    """Where each stored path goes under ``output_dir``; UserError naming every path that would
+    land outside it (``..``, absolute, a drive, or through a symlink leading out)."""
+    root = output_dir.resolve()
+    targets: dict[str, Path] = {}
+    bad: list[str] = []
+    for path in paths:
+        parts = path.split("/")
+        if (not path or path.startswith("/") or "\\" in path or ".." in parts
+                or any(p in ("", ".") for p in parts)):
+            bad.append(path)
+            continue
+        target = root.joinpath(*parts)
+        if not Path(os.path.realpath(target)).is_relative_to(root):
+            bad.append(path)
+            continue
+        targets[path] = target
+    if bad:
+        raise UserError(f"refusing to write outside {output_dir}: "
+                        f"{', '.join(repr(b) for b in bad)} (nothing was written)")
+    return targets

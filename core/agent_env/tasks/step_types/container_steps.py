@@ -127,8 +127,10 @@ class RunDockerContainer(Step):
     async def run(self, ctx: TaskContext) -> None:
         import time
 
+        from agent_env.errors import UserError
         from agent_env.sandbox.base import ContainerSpec, SandboxUnsupported
         from agent_env.scratch import owned_scratch
+        from agent_env.tasks.artifacts import safe_targets
         from agent_env.tasks.steps import StepError
 
         sandbox = ctx.sandbox(self.sandbox_name)
@@ -143,11 +145,12 @@ class RunDockerContainer(Step):
         tag = self.image_tag or f"agentenv-task-{self.container_name}"
         try:
             with owned_scratch("agent-env-task-container-") as folder:
+                try:
+                    targets = safe_targets(folder, [item.path for item in content.files])
+                except UserError as exc:
+                    raise StepError(f"artifact '{content.id}': {exc}") from None
                 for item in content.files:
-                    target = (folder / item.path).resolve()
-                    if not target.is_relative_to(folder.resolve()):
-                        raise StepError(f"artifact '{content.id}': {item.path} leaves its "
-                                        "folder")
+                    target = targets[item.path]
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(item.data)
                     target.chmod(item.mode)
