@@ -23,7 +23,8 @@ to the only child serving them), ``/ready``, ``/state``, ``/trajectory`` (JSON l
 with ``?after=<event_id>&limit=`` or ``?offset=&limit=`` in events; kept in a file,
 :mod:`.trajectory_log`), ``POST /trajectory/clear`` (empties it; event ids keep counting, so a
 cursor stays valid), ``/tools/disable``,
-``/tools/enable`` and clock/v1 (``/clock/set-time|time|clear|state``). With ``--website``
+``/tools/enable``, clock/v1 (``/clock/set-time|time|clear|state``) and triggers/v1
+(``/triggers/register|remove|clear|state|next|ack``, :mod:`.triggers`). With ``--website``
 also ``/website/<name>/...`` and ``/svc/<name>/...`` (a website's frontend and backend, each
 request an ``http_request`` trajectory event, :mod:`.websites`) and a ``list_website_urls``
 tool.
@@ -104,6 +105,8 @@ from .guard import (
 from .http1 import Http1Pool
 from .mcp_http import McpEndpoint, error_response, json_response
 from .trajectory_log import TrajectoryLog
+from .triggers import FEATURES as TRIGGER_FEATURES
+from .triggers import TRIGGERS_URI, TriggerError, Triggers
 from .websites import Site, Websites, parse_site
 from .wire import HIDDEN_META_KEY, ROLE_META_KEY, SESSION_META_KEY
 
@@ -307,6 +310,11 @@ class Gateway:
         self.clashes: dict[str, list[str]] = {}
         self.rules = ToolAccessRules()
         self.clock = VirtualClock()
+        self.triggers = Triggers(self.clock, self._trigger_call, self._trigger_access,
+                                 lambda: set(self.tools))
+        #: The session of calls a trigger makes (they provoke no trigger themselves).
+        self._trigger_session = f"trigger-{secrets.token_hex(6)}"
+        self._trigger_calls = itertools.count(1)
         self.trajectory = TrajectoryLog(trajectory_dir)
         self.ready_probe_timeout = ready_probe_timeout
         self._probe: asyncio.Task[dict[str, str]] | None = None
@@ -332,6 +340,7 @@ class Gateway:
                 self.websites.bring_up(self._http, self.ready_timeout)))
 
     async def stop(self, app: web.Application) -> None:
+        await self.triggers.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -509,7 +518,23 @@ class Gateway:
         self._record("tool_call_result", call_id, caller, name, env=child.name,
                      is_error=bool(result.get("isError")), result=result,
                      duration_ms=_ms(start), **logged)
+        if self.triggers.active and caller.session != self._trigger_session:
+            self.triggers.on_tool_call(caller.role or "default", name, arguments, result)
         return result
+
+    async def _trigger_call(self, tool: str, arguments: dict[str, Any],
+                            role: str) -> dict[str, Any]:
+        """A tool call a trigger's action makes: recorded like any, provoking nothing."""
+        return await self.mcp_call(tool, arguments, Caller(role, self._trigger_session),
+                                   f"trigger-{next(self._trigger_calls)}")
+
+    def _tool_flags(self) -> dict[str, bool]:
+        """Every tool's name and whether it is hidden by default (for access rules)."""
+        return {n: bool((t.get("_meta") or {}).get(HIDDEN_META_KEY))
+                for n, (_, t) in self.tools.items()}
+
+    def _trigger_access(self, body: dict[str, Any], allow: bool) -> None:
+        self.rules.apply(body, allow=allow, tools=self._tool_flags())
 
     def _get_time(self, arguments: dict[str, Any]) -> dict[str, Any]:
         tz_name = arguments.get("time_zone") or "UTC"
@@ -652,6 +677,14 @@ class Gateway:
                 "state": {"method": "GET", "endpoint": "/clock/state",
                           "request": {"type": "object"}},
             }}, False)
+        obj = {"type": "object"}
+        triggers_ext = ExtensionInfo(TRIGGERS_URI, "Triggers: a tool call or a virtual time "
+                                     "fires tool, permission or prompt (nl) actions.", {
+            "endpoint": "/triggers/register", "features": list(TRIGGER_FEATURES),
+            "methods": {name: {"method": "GET" if name == "state" else "POST",
+                               "endpoint": f"/triggers/{name}", "request": obj}
+                        for name in ("register", "remove", "clear", "state", "next", "ack")},
+        }, False)
         children = []
         for child in self.children:
             if child.card is None or not child.ready:
@@ -661,7 +694,7 @@ class Gateway:
                                               f"/env/{child.name}"))
         return EnvironmentCard(
             name=self.name,
-            capabilities=Capabilities(extensions=[clock_ext], tools=tools or None,
+            capabilities=Capabilities(extensions=[clock_ext, triggers_ext], tools=tools or None,
                                       operations=self._operations()),
             children_environments=children,
         )
@@ -756,13 +789,34 @@ class Gateway:
 
     async def tools_access_route(self, request: web.Request) -> web.Response:
         allow = request.path.endswith("/enable")
-        tools = {n: bool((t.get("_meta") or {}).get(HIDDEN_META_KEY))
-                 for n, (_, t) in self.tools.items()}
         try:
             body = loads_body(await request.read() or b"{}")
-            return json_response(self.rules.apply(body, allow=allow, tools=tools))
+            return json_response(self.rules.apply(body, allow=allow, tools=self._tool_flags()))
         except (ValueError, AccessRuleError) as exc:
             return _bad_request(str(exc))
+
+    # -- triggers/v1 (see .triggers) ---------------------------------------------------------
+    async def triggers_route(self, request: web.Request) -> web.Response:
+        operation = request.path.rsplit("/", 1)[-1]
+        try:
+            body = loads_body(await request.read() or b"{}")
+            if operation == "register":
+                return json_response(self.triggers.register(body))
+            if operation == "remove":
+                return json_response(self.triggers.remove(body))
+            if operation == "clear":
+                return json_response(self.triggers.clear())
+            if operation == "ack":
+                return json_response(self.triggers.ack(body))
+            wait = body.get("wait", 0) if isinstance(body, dict) else 0
+            if isinstance(wait, bool) or not isinstance(wait, (int, float)):
+                raise TriggerError("wait must be a number of seconds")
+            return json_response({"actions": await self.triggers.next_actions(float(wait))})
+        except (ValueError, AccessRuleError) as exc:
+            return _bad_request(str(exc))
+
+    async def triggers_state_route(self, request: web.Request) -> web.Response:
+        return json_response(self.triggers.state())
 
     # -- clock/v1 ---------------------------------------------------------------------------
     def _time_url(self, request: web.Request) -> str:
@@ -971,6 +1025,9 @@ def create_gateway_app(
         ("GET", "/clock/time", gateway.clock_time_route),
         ("POST", "/clock/clear", gateway.clock_clear_route),
         ("GET", "/clock/state", gateway.clock_state_route),
+        *(("POST", f"/triggers/{name}", gateway.triggers_route)
+          for name in ("register", "remove", "clear", "next", "ack")),
+        ("GET", "/triggers/state", gateway.triggers_state_route),
         ("*", "/env/{child}/{tail:.*}", gateway.proxy_route),
         ("*", "/website/{site}", gateway.websites.website_route),
         ("*", "/website/{site}/{tail:.*}", gateway.websites.website_route),
