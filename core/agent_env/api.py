@@ -97,6 +97,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "StepError": ("agent_env.tasks.steps", "StepError"),
     "InfraError": ("agent_env.tasks.steps", "InfraError"),
     "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
+    "step_of": ("agent_env.tasks.engine", "step_of"),
     "RunChoices": ("agent_env.tasks.steps", "RunChoices"),
     "ChoiceProblem": ("agent_env.tasks.steps", "ChoiceProblem"),
     "TaskContext": ("agent_env.tasks.context", "TaskContext"),
@@ -414,7 +415,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         MemoryArtifacts,
     )
     from agent_env.tasks.context import TaskContext
-    from agent_env.tasks.engine import TaskResult
+    from agent_env.tasks.engine import TaskResult, step_of
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances, failure_line
     from agent_env.tasks.sandboxes import choose_provider, open_provider

@@ -486,3 +486,23 @@ class Triggers:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+
+
+def problems(triggers: Any, executors: dict[str, str]) -> list[str]:
+    """What the gateway would refuse in ``triggers`` before an env is up (its tool names aside).
+    ``executors`` maps executor names (``""``: the default one) to their roles."""
+    if not isinstance(triggers, list) or not triggers:
+        return ["triggers must be a non-empty list of trigger objects"]
+
+    async def no_call(tool: str, arguments: dict[str, Any], role: str) -> dict[str, Any]:
+        raise TriggerError("checking only")
+
+    engine = Triggers(VirtualClock(), no_call, lambda body, allow: None, set)
+    named = {name: {"name": name, "role": role} for name, role in executors.items()}
+    found = []
+    for index, raw in enumerate(triggers):
+        try:
+            engine._normalise(raw, index, named, set())
+        except TriggerError as exc:
+            found.append(str(exc))
+    return found

@@ -538,13 +538,8 @@ class RubricsVerifier(Step):
         return ctx.agents[self.judge_name]
 
     def _agent_asker(self, ctx: TaskContext, agent: Any, model: str | None) -> Any:
-        from agent_env.runtime import current
-        from agent_env.tasks.steps import structure_step
+        from agent_env.tasks.engine import step_of
 
-        prompt_class = current().host.registry("step_type").get("prompt_agent")
-        if prompt_class is None:
-            raise StepError("use_agent_judge: no plugin provides prompt_agent to ask the judge "
-                            "agent (install agentenv-agents)")
         asked = 0
 
         async def ask(system: str, user: str) -> str:
@@ -558,7 +553,7 @@ class RubricsVerifier(Step):
                                ("max_thinking_tokens", self.max_thinking_tokens)):
                 if value is not None:
                     raw[key] = value
-            reply = await agent.prompt(structure_step(prompt_class, raw),
+            reply = await agent.prompt(step_of("prompt_agent", raw, "use_agent_judge"),
                                        float(self.timeout_seconds))
             if reply.error_type is not None:
                 raise StepError(f"the judge agent '{agent.name}' failed ({reply.error_type}): "

@@ -51,6 +51,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "snapshot_env",
                 "verify_mcp_tool_schema",
                 "build_mcp_cli",
+                "register_env_triggers",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db", "controls-demo"),
         },

@@ -411,3 +411,18 @@ class _DagRun:
             detail={**where, "fatal": failure.is_fatal} if failure else where,
         )
         return failure
+
+
+def step_of(step_type: str, raw: Mapping[str, Any], why: str) -> Step:
+    """A step of ``step_type`` that another step runs itself (a judge's prompt, a trigger's
+    prompt to its executor), built from ``raw``. StepError when no plugin provides the type
+    (``why`` says what it was wanted for) or ``raw`` does not fit it."""
+    from agent_env.runtime import current
+
+    step_class = current().host.registry("step_type").get(step_type)
+    if step_class is None:
+        raise StepError(f"{why}: no installed plugin provides the step type '{step_type}'")
+    try:
+        return structure_step(step_class, raw)
+    except ValueError as exc:
+        raise StepError(f"{why}: {exc}") from None

@@ -350,7 +350,9 @@ class DeployAgent(Step):
             prefix = self.changelog_prefix(ctx)
             await self._changelog_call(agent, "enable_changelog", prefix)
         ctx.agents[self.agent_name] = agent
-        ctx.outputs[self.id] = agent.describe()
+        # the role is kept: steps acting for the agent (a trigger's executor) read it
+        ctx.outputs[self.id] = {**agent.describe(),
+                                **({"role": setup.role} if setup.role else {})}
         if loaded is not None:
             ctx.outputs[self.id]["snapshot_context_id"] = loaded
         if replayed is not None:

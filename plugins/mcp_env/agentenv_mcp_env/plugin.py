@@ -26,6 +26,7 @@ STEPS = {
     "snapshot_env": "control_steps:SnapshotEnv",
     "verify_mcp_tool_schema": "steps:VerifyMcpToolSchema",
     "build_mcp_cli": "mcp_cli:BuildMcpCli",
+    "register_env_triggers": "trigger_steps:RegisterEnvTriggers",
 }
 
 

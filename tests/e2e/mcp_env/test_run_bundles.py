@@ -94,9 +94,43 @@ def test_a_bundle_written_for_the_reference_runs_unchanged(
 
 def test_controls_demo_steers_its_env(tmp_path: Path, left_by: Any) -> None:
     """The env control steps on a real deployment: the frozen clock, the tool locked for one
-    role, the tool failing on purpose, each checked through the gateway by the bundle's
-    verifier."""
-    run = agent_env(tmp_path, "run", "controls-demo")
+    role, a time trigger that prompts the receptionist agent (who signs a visitor in), the tool
+    failing on purpose and a review approved for the unattended run, each effect checked
+    through the gateway by the bundle's verifier."""
+    run = agent_env(tmp_path, "run", "controls-demo", "--auto-review", "approve")
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "trigger 'first-visitor' prompted 'receptionist': answered" in run.stdout
     assert "tasks/controls.json v1: passed (controls: 1)" in run.stdout, run.stdout
+    assert "1 trigger watcher" in run.stdout  # the watcher is stopped with the rest
+    assert left_by(run.stdout) == []
+
+
+def test_a_trigger_that_never_fires_fails_its_step_naming_it(tmp_path: Path,
+                                                             left_by: Any) -> None:
+    """``await_fired`` on a trigger due tomorrow fails at its timeout with the trigger and its
+    status; an executor deployed without a role is refused before anything is registered."""
+    import json
+    import shutil
+
+    from agentenv_mcp_env.plugin import BUNDLES
+
+    bundle = tmp_path / "controls"
+    shutil.copytree(BUNDLES / "controls-demo", bundle)
+    task = bundle / "tasks" / "controls.json"
+    steps = json.loads(task.read_text())
+    morning = next(s for s in steps if s["id"] == "morning")
+    morning["triggers"][0]["when"]["at"] = "2030-01-03T09:00:00+01:00"
+    morning["await_timeout_seconds"] = 1
+    task.write_text(json.dumps(steps))
+    run = agent_env(tmp_path / "state", "run", str(bundle), "--auto-review", "approve")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert ("/controls/desk': triggers did not all fire within 1s; statuses "
+            "{'first-visitor': 'armed'}") in run.stdout, run.stdout
+    assert left_by(run.stdout) == []
+
+    next(s for s in steps if s["id"] == "receptionist").pop("role")
+    task.write_text(json.dumps(steps))
+    run = agent_env(tmp_path / "state", "run", str(bundle), "--auto-review", "approve")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "executor agent 'receptionist' was deployed without a role" in run.stdout
     assert left_by(run.stdout) == []

@@ -1,6 +1,6 @@
 """A front desk: tells the time (the gateway's virtual clock, once a task arms it), files
-reports, keeps a visitors' book; with set-errors/v1 (InjectsFaults) a task can make a tool
-flaky on purpose."""
+reports, keeps a visitors' book (``visitors`` reads it); with set-errors/v1 (InjectsFaults) a
+task can make a tool flaky on purpose."""
 
 import json
 import urllib.request
@@ -41,6 +41,11 @@ class DeskEnv(InjectsFaults, AgentEnvEnvironment):
         """Write a visitor into the book."""
         self.visitors.append(name)
         return f"{len(self.visitors)} visitors"
+
+    @tool(name="visitors")
+    def list_visitors(self) -> list:
+        """Who is in the visitors' book."""
+        return list(self.visitors)
 
     @tool(name="file_report")
     def file_report(self) -> str:
