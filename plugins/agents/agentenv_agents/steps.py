@@ -523,6 +523,20 @@ class PromptAgent(Step):
             return f"agent '{self.user_agent_name}'"
         return f"simulated by {self._user_model(ctx)}"
 
+    async def _scripted_user(self, ctx: TaskContext, turn: int, message: str,
+                             firings: list[dict[str, Any]]) -> tuple[str, bool] | None:
+        """What the user agent's triggers (``register_agent_triggers``) say at user turn
+        ``turn``; None when it has none or none fires (its model answers then)."""
+        from .trigger_steps import decide
+
+        answer = await decide(ctx, self.user_agent_name, turn, message, self.reply_id)
+        if not answer or not answer.get("fired"):
+            return None
+        firings.append({"turn": turn, "fired": answer["fired"], "done": bool(answer.get("done"))})
+        text = "\n".join(str(p.get("text", "")) for p in answer.get("parts") or []
+                         if isinstance(p, dict))
+        return text, bool(answer.get("done"))
+
     async def _user_says(self, ctx: TaskContext, conversation: list[dict[str, Any]],
                          remote: A2aUser | None = None) -> tuple[str, bool] | None:
         """The user's next message and whether it ends the conversation; None when nobody
@@ -585,8 +599,10 @@ class PromptAgent(Step):
         if self.max_conversation_turns > 1:
             url = self._user_url(ctx)
             remote = A2aUser(url) if url else None
+        firings: list[dict[str, Any]] = []
         while turns < self.max_conversation_turns and reply.error_type is None:
-            said = await self._user_says(ctx, conversation, remote)
+            said = await self._scripted_user(ctx, turns + 1, reply.response, firings) \
+                or await self._user_says(ctx, conversation, remote)
             if said is None:
                 ctx.note(f"nobody plays the user (no agent '{self.user_agent_name}' is deployed, "
                          "the step names no user_model or user_a2a_url, and [conversations] "
@@ -623,6 +639,8 @@ class PromptAgent(Step):
         if self.max_conversation_turns > 1:
             ctx.outputs[self.id]["conversation"] = conversation
             ctx.outputs[self.id]["conversation_turns"] = turns
+        if firings:
+            ctx.outputs[self.id]["agent_trigger_firings"] = firings
         if reply.error_type == INFRA_ERROR:
             raise InfraError(f"agent '{self.agent_name}' could not answer (infra_error): "
                              f"{reply.error_message or 'no message'}")

@@ -42,6 +42,7 @@ from .framework import (
     SKILL_CONFIG_V1,
     SNAPSHOT_V1,
     TRAJECTORY_V1,
+    TRIGGERS_V1,
     AgentEnvAgent,
     AgentSpec,
     bind_address,
@@ -51,6 +52,7 @@ from .models import AgentSkill, Artifact, Progress, TaskRequest, TaskResult, Usa
 from .skills import SKILL_PATH, SkillState
 from .snapshot import SNAPSHOT_CONFIG_PATH, SnapshotState
 from .trajectory import MAX_CONTEXTS, MAX_LIMIT, CursorError, TrajectoryNotFound, TrajectoryStore
+from .triggers import DECIDE_PATH, TRIGGERS_PATH, AgentTriggers
 from .wire import (
     EXTENDED_CARD_NOT_CONFIGURED,
     INTERNAL_ERROR,
@@ -182,6 +184,7 @@ class AgentServer:
         self.snapshots = SnapshotState(self.trajectories, agent.workspace, self._context_running)
         self.changelog = ChangelogState(self.trajectories, agent.workspace,
                                         self._context_running)
+        self.triggers = AgentTriggers()
         self.card = self._build_card()
         self._card_body = _dumps(self.card).encode()
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
@@ -207,6 +210,8 @@ class AgentServer:
                 entry = SnapshotState.card_entry()
                 entry["params"]["methods"].update(ChangelogState.card_params())
                 exts.append(entry)
+            elif uri == TRIGGERS_V1:
+                exts.append(AgentTriggers.card_entry(TRIGGERS_V1))
         security: dict[str, Any] = {}
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -596,6 +601,21 @@ class AgentServer:
 
         return await _ext_call(request, op)
 
+    async def handle_triggers_register(self, request: web.Request) -> web.Response:
+        async def op(body: Any) -> Any:
+            return self.triggers.register(body)
+
+        return await _ext_call(request, op)
+
+    async def handle_triggers_decide(self, request: web.Request) -> web.Response:
+        async def op(body: Any) -> Any:
+            return self.triggers.decide(body)
+
+        return await _ext_call(request, op)
+
+    async def handle_triggers_state(self, request: web.Request) -> web.Response:
+        return web.json_response(self.triggers.state())
+
     async def handle_skill_list(self, request: web.Request) -> web.Response:
         return web.json_response(self.skills.listing())
 
@@ -743,6 +763,10 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     if SKILL_CONFIG_V1 in exts:
         app.router.add_post(SKILL_PATH, server.handle_skill_add)
         app.router.add_get(SKILL_PATH, server.handle_skill_list)
+    if TRIGGERS_V1 in exts:
+        app.router.add_post(TRIGGERS_PATH, server.handle_triggers_register)
+        app.router.add_get(TRIGGERS_PATH, server.handle_triggers_state)
+        app.router.add_post(DECIDE_PATH, server.handle_triggers_decide)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await agent.setup()

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.docker
 def bundle_with_own_agent(tmp_path: Path) -> Path:
     bundle = tmp_path / "own"
     shutil.copytree(BUNDLES / "conversation-smoke", bundle)
+    (bundle / "tasks" / "triggered.json").unlink()  # the conversation task alone
     shutil.copytree(AGENTS / "model-agent", bundle / "agents" / "helper",
                     ignore=shutil.ignore_patterns("__pycache__"))
     task = bundle / "tasks" / "conversation.json"

@@ -1,5 +1,6 @@
 """``agent-env run conversation-smoke``: a multi-turn conversation between the model-agent and a
-simulated user, both played by the SCRIPTED model, offline; the record keeps both sides."""
+simulated user, both played by the SCRIPTED model, offline (or the user scripted by its
+triggers/v1 triggers); the record keeps both sides."""
 
 from __future__ import annotations
 
@@ -49,6 +50,18 @@ def test_a_simulated_user_answers_until_it_is_done(tmp_path: Path, left_by: Any)
     assert ask["conversation_turns"] == 2 and ask["response"] == "7 * 7 is 49."
     assert ask["usage"]["model_calls"] == 2  # the agent's two turns, summed
 
+    # tasks/triggered.json: the user is an agent whose registered triggers script its turns
+    assert "tasks/triggered.json v1: passed (answer: 1)" in out
+    assert "the user (agent 'user') said: And what is 7 * 7?" in out
+    assert "said: Thanks, that is all. (and ended the conversation)" in out
+    instance = re.search(r"tasks/triggered.json v1: passed .* instance (\S+)", out).group(1)
+    shown = agent_env(tmp_path, "task", "get-instance", "--id", instance)
+    ask = json.loads(shown.stdout)["context"]["outputs"]["ask"]
+    assert ask["agent_trigger_firings"] == [
+        {"turn": 2, "fired": ["follow-up"], "done": False},
+        {"turn": 3, "fired": ["thanks"], "done": True}]
+    assert ask["usage"]["model_calls"] == 2  # only the agent's: no model played the user
+
 
 def test_a_user_reached_over_a2a_answers_in_the_conversations_own_thread(
         tmp_path: Path, left_by: Any) -> None:
@@ -62,6 +75,7 @@ def test_a_user_reached_over_a2a_answers_in_the_conversations_own_thread(
 
     bundle = tmp_path / "over-a2a"
     shutil.copytree(BUNDLES / "conversation-smoke", bundle)
+    (bundle / "tasks" / "triggered.json").unlink()  # the conversation task alone
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -62,6 +62,7 @@ def test_reference_rubric_keys_run_with_a_model_judge_and_an_agent_judge(
         tmp_path: Path, left_by: Any) -> None:
     bundle = tmp_path / "judged"
     shutil.copytree(BUNDLES / "conversation-smoke", bundle)
+    (bundle / "tasks" / "triggered.json").unlink()  # the conversation task alone
     for name, script in (("judge_direct", DIRECT), ("judge_agent", AGENT_JUDGE)):
         (bundle / "artifacts" / name).mkdir()
         (bundle / "artifacts" / name / "script.json").write_text(json.dumps(script))

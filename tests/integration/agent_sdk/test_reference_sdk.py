@@ -77,10 +77,10 @@ async def test_it_answers_with_its_result_builder_and_usage(
         card = await resp.json()
     assert card["name"] == "agentenv-echo-agent" and card["version"] == "1.0.0"
     uris = {e["uri"] for e in card["capabilities"]["extensions"]}
-    # served: config, MCP, trajectory and (for its @extension handlers) skills; triggers/v1 is
-    # not served here, so the card does not claim it
+    # served: config, MCP, trajectory, (for its @extension handlers) skills and triggers/v1
     assert uris == {"urn:agentenv:agent-config/v1", "urn:agentenv:mcp-config/v1",
-                    "urn:agentenv:trajectory/v1", "urn:agentenv:skill-config/v1"}
+                    "urn:agentenv:trajectory/v1", "urn:agentenv:skill-config/v1",
+                    "urn:agentenv:triggers/v1"}
     rpc = Rpc(http, url)
     task = await rpc.send("hello there")
     assert task["status"]["state"] == "completed"

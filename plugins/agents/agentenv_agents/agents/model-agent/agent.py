@@ -15,7 +15,8 @@ A context is a conversation: each turn's messages start with the context's earli
 rebuilt from its trajectory (``request.context_events``), so a second prompt remembers the
 first, and a snapshot or changelog loaded into a context (snapshot/v1, no workspace) carries
 the conversation with it. Each tool call ends in ``request.checkpoint()``: a changelog the
-runtime enabled gets one increment per tool call.
+runtime enabled gets one increment per tool call. It serves the SDK's triggers/v1, so when it
+plays a conversation's user a task can script that user's turns (``register_agent_triggers``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from agentenv_protocol.agent import (
     SKILL_CONFIG_V1,
     SNAPSHOT_V1,
     TRAJECTORY_V1,
+    TRIGGERS_V1,
     AgentConfig,
     AgentEnvAgent,
     AgentIdentity,
@@ -113,7 +115,8 @@ def conversation(events: list[Any]) -> list[dict[str, Any]]:
     identity=AgentIdentity(name="model-agent", version="0.1.0",
                            description="OpenAI tool calling over the MCP tools of its envs."),
     config=ModelAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1, SNAPSHOT_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1, SNAPSHOT_V1,
+                TRIGGERS_V1),
 )
 class ModelAgent(AgentEnvAgent):
     def __init__(self) -> None:
