@@ -21,10 +21,19 @@ one is checked, and they are kept in the record).
 * ``verify_a2a_system_prompt``: a ``system_prompt`` set through agent-config reaches the
   model: it holds a fresh token, and the reply to a question only the prompt answers must
   carry it (with the scripted model, a script whose turn matches ``system_contains``).
+* ``verify_a2a_modalities``: probes sent by earlier prompts (text, an image...) were taken.
+* ``verify_a2a_role``: a role set through agent-config reads back.
+* ``verify_a2a_agent_mcp``: a prompt made the agent call its env's tools (the env's gateway
+  counts them).
+* ``verify_a2a_snapshot``, ``verify_a2a_install``, ``verify_a2a_peer_agents``: record what
+  earlier steps showed of snapshot/v1, install/v1 and peer-agents/v1 (a rubric verifier's
+  score, a relayed token); the shipped agents serve no install/v1 or peer-agents/v1 yet, so
+  those two are not scored for them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -255,3 +264,279 @@ class VerifyA2aSystemPrompt(_AgentCheck):
         self.record(ctx, [_row(0, "system_prompt", ok, "the reply carries the token the system "
                                "prompt held" if ok else "the reply lacks the token the system "
                                f"prompt held: {answer[:200]!r}")], token=token)
+
+
+@attrs.define(kw_only=True)
+class VerifyA2aModalities(_AgentCheck):
+    """Which input modalities the agent really takes: each probe (``{modality, prompt_id,
+    expected}``) names an earlier ``prompt_agent`` that sent it a part of that kind, and
+    passes when the reply holds ``expected`` (case-insensitive). A probe whose prompt failed is
+    ``protocol_reject``, one whose prompt never ran ``probe_step_did_not_run``, a reply without
+    the word ``no_ingestion_evidence``. The card's declared modes are kept beside the result."""
+
+    type = "verify_a2a_modalities"
+
+    probes: list[dict[str, str]]
+    score_aggregator: str = "weighted_average"
+
+    def check(self, view: PreflightView) -> list[str]:
+        problems = super().check(view)
+        if not self.probes:
+            problems.append("probes must list at least one {modality, prompt_id, expected}")
+        for index, probe in enumerate(self.probes):
+            missing = [k for k in ("modality", "prompt_id", "expected")
+                       if not isinstance(probe.get(k), str) or not probe.get(k)]
+            if missing:
+                problems.append(f"probes[{index}] lacks {', '.join(missing)}")
+            elif probe["prompt_id"] not in view.step_ids:
+                problems.append(f"probes[{index}]: prompt_id '{probe['prompt_id']}' is no step "
+                                "of this task (name the prompt_agent that sent the probe)")
+        return problems
+
+    async def run(self, ctx: TaskContext) -> None:
+        agent = self.agent(ctx)
+        rows, results = [], {}
+        for index, probe in enumerate(self.probes):
+            reply = find_reply(ctx, probe["prompt_id"])
+            text = str((reply or {}).get("response") or "")
+            if reply is None:
+                reason = "probe_step_did_not_run"
+            elif reply.get("error_type"):
+                reason = "protocol_reject"
+            elif probe["expected"].lower() in text.lower():
+                reason = "passed"
+            else:
+                reason = "no_ingestion_evidence"
+            results[probe["modality"]] = {"supported": reason == "passed", "reason": reason,
+                                          "probe_response": text[:200]}
+            rows.append(_row(index, probe["modality"], reason == "passed",
+                             f"{reason}: {text[:120]!r}" if reply else reason))
+        card = agent.card
+        self.record(ctx, rows, input=results, declared={
+            "default_input_modes": card.get("defaultInputModes"),
+            "default_output_modes": card.get("defaultOutputModes")})
+
+
+@attrs.define(kw_only=True)
+class VerifyA2aRole(_AgentCheck):
+    """An agent whose agent-config takes ``role`` and offers ``get`` keeps the role it is
+    given: a fresh one is set, read back, and must be the same."""
+
+    type = "verify_a2a_role"
+
+    async def run(self, ctx: TaskContext) -> None:
+        import aiohttp
+
+        from .a2a_type import _supported_config, post_ok
+
+        agent = self.agent(ctx)
+        ext = card_extension(agent.card, "agent-config")
+        methods = ((ext or {}).get("params") or {}).get("methods") or {}
+        if ext is None or "role" not in _supported_config(agent.card) or "get" not in methods:
+            why = ("the card declares no agent-config extension" if ext is None else
+                   "its agent-config does not take a role and offer get")
+            self.record(ctx, [_row(0, "role", None, why)])
+            return
+        role = f"validator-role-{secrets.token_hex(4)}"
+        endpoint = str(((ext.get("params") or {}).get("endpoint")) or "/ext/agent-config")
+        async with aiohttp.ClientSession(headers=agent.auth_headers) as http:
+            await post_ok(http, f"{agent.url}{endpoint}", {"role": role}, agent.name)
+            async with http.get(f"{agent.url}{endpoint}",
+                                timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                body = await resp.json(content_type=None) if resp.status == 200 else {}
+        seen = ((body or {}).get("config") or {}).get("role")
+        self.record(ctx, [_row(0, "role", seen == role, "the role set reads back" if
+                               seen == role else f"set role {role!r}, read back {seen!r}")],
+                    expected_role=role, observed_role=seen)
+
+
+#: What ``verify_a2a_agent_mcp`` asks when it names no earlier prompt.
+MCP_PROMPT = ("Call one of the tools of your MCP servers once, with arguments that fit it, and "
+              "report what it returned. Do not answer from memory.")
+
+
+@attrs.define(kw_only=True)
+class VerifyA2aAgentMcp(_AgentCheck):
+    """An agent whose card declares mcp-config/v1 really calls its env's tools: the env's
+    gateway records tool calls during the prompt ``prompt_id`` names (or one this step sends,
+    ``prompt``, answered with ``model``), and the prompt completed."""
+
+    type = "verify_a2a_agent_mcp"
+
+    prompt_id: str | None = None
+    prompt: str = MCP_PROMPT
+    model: str | None = None
+    #: The env whose gateway is read (default: the agent's first env).
+    env_id: str | None = None
+    timeout_seconds: float = 300
+    poll_interval_seconds: float | None = None
+
+    async def run(self, ctx: TaskContext) -> None:
+        from .steps import PromptAgent
+
+        agent = self.agent(ctx)
+        if card_extension(agent.card, "mcp-config") is None:
+            self.record(ctx, [_row(0, "mcp-config", None,
+                                   "the card declares no mcp-config extension")])
+            return
+        env_id = self.env_id or next(iter(getattr(agent, "env_ids", []) or []), None)
+        if env_id is None:
+            raise StepError(f"agent '{self.agent_name}' was given no env; name env_id")
+        before = await _env_tool_calls(ctx, env_id)
+        prompt_id = self.prompt_id
+        if prompt_id is None:
+            ask = PromptAgent(id=f"{self.id}.ask", agent_name=self.agent_name,
+                              prompt=self.prompt, model=self.model,
+                              timeout_seconds=self.timeout_seconds,
+                              poll_interval_seconds=self.poll_interval_seconds)
+            await ask.run(ctx)
+            prompt_id = ask.id
+            calls = await _env_tool_calls(ctx, env_id) - before
+        else:
+            calls = before  # the prompt ran earlier: every call the env has seen counts
+        reply = find_reply(ctx, prompt_id) or {}
+        done = bool(reply) and not reply.get("error_type")
+        self.record(ctx, [
+            _row(0, "completed", done, "the prompt completed" if done else
+                 f"prompt '{prompt_id}': {reply.get('error_type') or 'no reply recorded'}"),
+            _row(1, "tool calls", calls > 0, f"the env's gateway recorded {calls} tool call(s)"),
+        ], tools_invoked=calls, prompt_id=prompt_id,
+            tool_call_count_reported=reply.get("tool_call_count"))
+
+
+async def _env_tool_calls(ctx: TaskContext, env_id: str) -> int:
+    """How many tool calls the env's gateway has recorded (its trajectory's ``tool_call``s)."""
+    import json
+
+    import aiohttp
+
+    env = ctx.env(env_id)
+    url, headers = getattr(env, "url", None), getattr(env, "headers", None)
+    if not url:
+        raise StepError(f"env '{env_id}' has no gateway to read tool calls from")
+    async with aiohttp.ClientSession(headers=headers) as http, http.get(
+            f"{url}/trajectory", timeout=aiohttp.ClientTimeout(total=30)) as resp:
+        if resp.status != 200:
+            raise StepError(f"env '{env_id}': reading its trajectory answered HTTP {resp.status}")
+        lines = (await resp.text()).splitlines()
+    return sum(1 for line in lines if line.strip()
+               and json.loads(line).get("type") == "tool_call")
+
+
+@attrs.define(kw_only=True)
+class _RubricRecorder(_AgentCheck):
+    """A validator that records what earlier steps showed: the rubric verifier
+    ``rubric_verifier_id`` scored criterion ``rubric_criterion_id`` (the reference's keys)."""
+
+    rubric_verifier_id: str
+    rubric_criterion_id: str | None = None
+
+    def verdict(self, ctx: TaskContext) -> tuple[bool, str]:
+        found = ctx.verifications.get(self.rubric_verifier_id)
+        if found is None:
+            return False, f"verifier '{self.rubric_verifier_id}' recorded nothing"
+        rows = [r for r in found.results if self.rubric_criterion_id is None
+                or r.criterion.get("id") == self.rubric_criterion_id]
+        if not rows:
+            return False, (f"verifier '{self.rubric_verifier_id}' has no criterion "
+                           f"'{self.rubric_criterion_id}'")
+        ok = all(r.score == 1.0 for r in rows)
+        return ok, (f"verifier '{self.rubric_verifier_id}' scored "
+                    f"{', '.join(f'{r.score:g}' for r in rows)}")
+
+
+@attrs.define(kw_only=True)
+class VerifyA2aSnapshot(_RubricRecorder):
+    """snapshot/v1 end to end, as earlier steps did it: a ``snapshot_agent_state`` saved the
+    agent's conversation (``snapshot_step_id``, or any that saved one), an agent deployed from it
+    was asked to recall what was planted, and the rubric verifier scored that recall."""
+
+    type = "verify_a2a_snapshot"
+
+    snapshot_step_id: str | None = None
+
+    async def run(self, ctx: TaskContext) -> None:
+        declared = any(card_extension(getattr(a, "card", None) or {}, "snapshot") is not None
+                       for a in ctx.agents.values() if isinstance(getattr(a, "card", None),
+                                                                  dict))
+        if not declared:
+            self.record(ctx, [_row(0, "save", None, "no deployed agent's card declares "
+                                   "snapshot/v1")])
+            return
+        saved = [o for key, o in ctx.outputs.items() if isinstance(o, dict)
+                 and (self.snapshot_step_id in (None, key)) and isinstance(o.get("objects"), dict)
+                 and o.get("objects")]
+        recalled, why = self.verdict(ctx)
+        self.record(ctx, [
+            _row(0, "save", bool(saved), f"{len(saved)} snapshot(s) saved" if saved else
+                 "no snapshot_agent_state step saved a snapshot"),
+            _row(1, "recall_after_load", recalled, why),
+        ])
+
+
+@attrs.define(kw_only=True)
+class VerifyA2aInstall(_RubricRecorder):
+    """install/v1 end to end, as earlier steps did it (an ``install_agent`` into a task's
+    container, then a prompt the rubric verifier scored): the card declares install/v1 and
+    the verifier scored the installed agent's work. An agent without install/v1 is not scored
+    (none of the shipped agents serves it yet)."""
+
+    type = "verify_a2a_install"
+
+    async def run(self, ctx: TaskContext) -> None:
+        agent = self.agent(ctx)
+        if card_extension(agent.card, "install") is None:
+            self.record(ctx, [_row(0, "install", None, "the card declares no install/v1 "
+                                   "extension")])
+            return
+        ok, why = self.verdict(ctx)
+        self.record(ctx, [_row(0, "install", ok, why)])
+
+
+@attrs.define(kw_only=True)
+class VerifyA2aPeerAgents(_AgentCheck):
+    """peer-agents/v1: the card declares it, peers set through it read back, and the agent,
+    asked (prompt ``peer_prompt_id``) to relay ``expected_token`` from a peer, answered with
+    it. An agent without peer-agents/v1 is not scored (none of the shipped agents serves it
+    yet)."""
+
+    type = "verify_a2a_peer_agents"
+
+    peer_prompt_id: str
+    expected_token: str
+
+    async def run(self, ctx: TaskContext) -> None:
+        import aiohttp
+
+        from .a2a_type import post_ok
+
+        agent = self.agent(ctx)
+        ext = card_extension(agent.card, "peer-agents")
+        if ext is None:
+            self.record(ctx, [_row(0, "peer-agents", None, "the card declares no peer-agents/v1 "
+                                   "extension")])
+            return
+        endpoint = str((ext.get("params") or {}).get("endpoint") or "/ext/peer-agents")
+        probe = {"peers": [{"name": "validator-probe", "url": "http://example.invalid"}]}
+        async with aiohttp.ClientSession(headers=agent.auth_headers) as http:
+            try:
+                await post_ok(http, f"{agent.url}{endpoint}", probe, agent.name)
+                async with http.get(f"{agent.url}{endpoint}",
+                                    timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                    listed = await resp.json(content_type=None) if resp.status == 200 else {}
+                set_ok = any(p.get("name") == "validator-probe"
+                             for p in (listed or {}).get("peers") or [] if isinstance(p, dict))
+                why = "the peer set reads back" if set_ok else f"read back {listed!r}"
+            except StepError as exc:
+                set_ok, why = False, str(exc)
+            finally:
+                with contextlib.suppress(StepError):
+                    await post_ok(http, f"{agent.url}{endpoint}", {"peers": []}, agent.name)
+        reply = find_reply(ctx, self.peer_prompt_id) or {}
+        text = str(reply.get("response") or "")
+        relayed = self.expected_token in text
+        self.record(ctx, [
+            _row(0, "set and list", set_ok, why),
+            _row(1, "peer call", relayed, "the reply carries the peer's token" if relayed else
+                 f"prompt '{self.peer_prompt_id}' answered {text[:160]!r}"),
+        ])

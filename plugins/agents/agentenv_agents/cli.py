@@ -252,6 +252,9 @@ def validate(agent_id: str, version: int | None, sandbox: str | None) -> int:
         {"id": "system_prompt", "type": "verify_a2a_system_prompt", "token": token,
          "model": f"scripted:{VALIDATE_SCRIPT}", "timeout_seconds": 300,
          "depends_on": ["skills"]},
+        {"id": "role", "type": "verify_a2a_role", "depends_on": ["system_prompt"]},
+        {"id": "modalities", "type": "verify_a2a_modalities", "depends_on": ["role"],
+         "probes": [{"modality": "text", "prompt_id": "ask", "expected": VALIDATE_REPLY}]},
     ]
     label = f"validate agent {definition.name}" + (f" v{version}" if version else "")
     spec = TaskSpec(f"{definition.name}.validate", label, tuple(steps), None)

@@ -75,6 +75,12 @@ STEP_TYPES = {
         "agentenv_agents.a2a_validators:VerifyA2aAgentConfigIdentity",
     "verify_a2a_skill_config": "agentenv_agents.a2a_validators:VerifyA2aSkillConfig",
     "verify_a2a_system_prompt": "agentenv_agents.a2a_validators:VerifyA2aSystemPrompt",
+    "verify_a2a_modalities": "agentenv_agents.a2a_validators:VerifyA2aModalities",
+    "verify_a2a_role": "agentenv_agents.a2a_validators:VerifyA2aRole",
+    "verify_a2a_agent_mcp": "agentenv_agents.a2a_validators:VerifyA2aAgentMcp",
+    "verify_a2a_snapshot": "agentenv_agents.a2a_validators:VerifyA2aSnapshot",
+    "verify_a2a_install": "agentenv_agents.a2a_validators:VerifyA2aInstall",
+    "verify_a2a_peer_agents": "agentenv_agents.a2a_validators:VerifyA2aPeerAgents",
 }
 
 

@@ -131,7 +131,7 @@ def test_validate_deploys_scores_and_tears_down(
     assert done.returncode == 0, done.stdout + done.stderr
     # the card, the reply, and each A2A validator of what the card declares
     assert ("validate agent my-agent: passed (card: 1, reply: 1, core: 1, trajectory: 1, "
-            "identity: 1, skills: 1, system_prompt: 1)") in done.stdout
+            "identity: 1, skills: 1, system_prompt: 1, role: 1, modalities: 1)") in done.stdout
     assert "sealed network" in done.stdout
     assert left_by(done.stdout) == []
 

@@ -48,3 +48,50 @@ def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, left_by: An
         assert re.search(re.escape(image) + r".*\(cached\)$", again.stdout, re.MULTILINE), \
             again.stdout
     assert left_by(again.stdout) == []
+
+
+def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by: Any) -> None:
+    """verify_a2a_agent_mcp counts the tool calls the echo env's gateway saw (for the earlier
+    prompt, and for one it sends itself); install/v1 and peer-agents/v1, which the model-agent
+    does not declare, are not scored and say why; verify_a2a_role round-trips a role."""
+    import json
+    import shutil
+
+    from agentenv_agents.plugin import BUNDLES
+
+    bundle = tmp_path / "validated"
+    shutil.copytree(BUNDLES / "agents-smoke", bundle)
+    (bundle / "artifacts" / "again_script").mkdir()
+    (bundle / "artifacts" / "again_script" / "script.json").write_text(json.dumps({
+        # turns are counted over the whole conversation: the first prompt's two came first
+        "name": "again_script", "turns": [
+            {"text": "(the first prompt's turn)"}, {"text": "(the first prompt's turn)"},
+            {"match": {"tool_offered": "echo"},
+             "tool_calls": [{"name": "echo", "arguments": {"text": "again"}}]},
+            {"match": {"last_tool_result_contains": "again"}, "text": "It said: again"}]}))
+    task = bundle / "tasks" / "smoke.json"
+    steps = [
+        *json.loads(task.read_text()),
+        {"id": "again_model", "type": "scripted_model", "script_artifact_id": "again_script"},
+        {"id": "mcp", "type": "verify_a2a_agent_mcp", "depends_on": ["ask"], "prompt_id": "ask"},
+        {"id": "mcp_again", "type": "verify_a2a_agent_mcp",
+         "depends_on": ["mcp", "again_model"], "model": "scripted:again_script",
+         "timeout_seconds": 120},
+        {"id": "install", "type": "verify_a2a_install", "depends_on": ["ask"],
+         "rubric_verifier_id": "answer"},
+        {"id": "peers", "type": "verify_a2a_peer_agents", "depends_on": ["ask"],
+         "peer_prompt_id": "ask", "expected_token": "x"},
+        {"id": "role", "type": "verify_a2a_role", "depends_on": ["ask"]},
+    ]
+    task.write_text(json.dumps(steps))
+    run = agent_env(tmp_path / "state", "run", str(bundle))
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    scores = re.search(r"tasks/smoke.json v1: passed \((.*?)\)", out)
+    assert scores is not None, out
+    assert sorted(scores.group(1).split(", ")) == [
+        "answer: 1", "echoes: 1", "mcp: 1", "mcp_again: 1", "role: 1"]
+    assert "verify_a2a_install: not scored, the card declares no install/v1 extension" in out
+    assert ("verify_a2a_peer_agents: not scored, the card declares no peer-agents/v1 "
+            "extension") in out
+    assert left_by(out) == []

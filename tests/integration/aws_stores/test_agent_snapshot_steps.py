@@ -302,3 +302,33 @@ async def test_changelog_fields_are_checked_before_the_run_and_a_sealed_agent_is
         await DeployAgent(id="d", agent_name="open",
                           agent_changelog_object_url="empty/").run(ctx)
     assert bucket_keys(s3_store) == [] and "sealed" not in ctx.agents
+
+
+async def test_verify_a2a_snapshot_records_the_save_and_the_scored_recall(
+        servers: tuple[RunningServer, RunningServer], s3_runtime: Runtime,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator reads what the steps before it did: a snapshot saved to the store, and a
+    rubric verifier's score of the recall; without the save, or with a failed recall, it is 0."""
+    from agent_env.tasks.scores import ScoreRow
+    from agentenv_agents.a2a_validators import VerifyA2aSnapshot
+
+    first, _ = servers
+    ctx = task_context()
+    await deployed_scribe(first, ctx, "alpha")
+    check = VerifyA2aSnapshot(id="vs", agent_name="scribe", rubric_verifier_id="recall",
+                              rubric_criterion_id="remembers")
+    recall = ScoreRow(0, 1.0, True, "said alpha", criterion={"id": "remembers"})
+    ctx.record_verification(check, "recall", [recall], "all_pass")
+    await check.run(ctx)  # no snapshot saved yet
+    assert ctx.outputs["vs"]["checks"] == {"save": "failed", "recall_after_load": "passed"}
+    assert ctx.verifications["vs"].score == 0.0
+
+    await SnapshotAgentState(id="snap", agent_name="scribe").run(ctx)
+    await check.run(ctx)
+    assert ctx.outputs["vs"]["checks"] == {"save": "passed", "recall_after_load": "passed"}
+    assert ctx.verifications["vs"].score == 1.0
+
+    forgot = ScoreRow(0, 0.0, False, "said nothing", criterion={"id": "remembers"})
+    ctx.record_verification(check, "recall", [forgot], "all_pass")
+    await check.run(ctx)
+    assert ctx.outputs["vs"]["checks"]["recall_after_load"] == "failed"
