@@ -52,6 +52,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "verify_mcp_tool_schema",
                 "build_mcp_cli",
                 "register_env_triggers",
+                "verify_universe_load_export_roundtrip",
+                "combine_universe_verdicts",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db", "controls-demo"),
         },

@@ -27,6 +27,8 @@ STEPS = {
     "verify_mcp_tool_schema": "steps:VerifyMcpToolSchema",
     "build_mcp_cli": "mcp_cli:BuildMcpCli",
     "register_env_triggers": "trigger_steps:RegisterEnvTriggers",
+    "verify_universe_load_export_roundtrip": "universe_steps:VerifyUniverseLoadExportRoundtrip",
+    "combine_universe_verdicts": "universe_steps:CombineUniverseVerdicts",
 }
 
 
