@@ -6,10 +6,10 @@ goes in comes out: that each server's ``data/add`` takes the universe's state an
 ``data/get`` gives it back, and that loading what it gave back changes nothing. A state that
 drifts on the way round cannot be snapshotted, rewound or handed to the next task.
 
-* ``verify_universe_load_export_roundtrip`` loads ``universe_artifact_id`` into the env
-  (as ``load_artifact`` does), exports the state (``snapshot_env``: export 1), loads export 1, exports
-  again (export 2), and compares, per server: the universe against export 1 where the universe
-  holds the same form (a universe made by ``snapshot_env``; another form is compared export
+* ``verify_universe_load_export_roundtrip`` loads ``universe_artifact_id`` into the env (as
+  ``load_artifact`` does), exports the state (``snapshot_env``: export 1), loads export 1,
+  exports again (export 2), and compares, per server: the universe against export 1 where the
+  universe holds the same form (a universe made by ``snapshot_env``; another form is compared export
   against export only, and said so), and export 1 against export 2 (idempotency). Lists compare
   as multisets (a server may return rows in another order). One row per server; the output
   keeps each server's differences and both exports' artifact ids.
