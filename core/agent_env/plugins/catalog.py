@@ -54,6 +54,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                 "register_env_triggers",
                 "verify_universe_load_export_roundtrip",
                 "combine_universe_verdicts",
+                "verify_spec_conformance",
+                "verify_mcp_env_assessment",
             ),
             "bundle": ("echo-mcp", "mail-mcp", "multi-mcp", "shared-db", "controls-demo"),
         },

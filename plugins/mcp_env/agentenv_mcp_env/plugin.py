@@ -29,6 +29,8 @@ STEPS = {
     "register_env_triggers": "trigger_steps:RegisterEnvTriggers",
     "verify_universe_load_export_roundtrip": "universe_steps:VerifyUniverseLoadExportRoundtrip",
     "combine_universe_verdicts": "universe_steps:CombineUniverseVerdicts",
+    "verify_spec_conformance": "conformance_steps:VerifySpecConformance",
+    "verify_mcp_env_assessment": "conformance_steps:VerifyMcpEnvAssessment",
 }
 
 
