@@ -98,6 +98,16 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "InfraError": ("agent_env.tasks.steps", "InfraError"),
     "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
     "step_of": ("agent_env.tasks.engine", "step_of"),
+    # people in the loop: reviews and asks (a person playing an agent)
+    "reviews": ("agent_env.reviews", "reviews"),
+    "REVIEW_APPROVED": ("agent_env.reviews", "APPROVED"),
+    "REVIEW_REJECTED": ("agent_env.reviews", "REJECTED"),
+    "asks": ("agent_env.asks", "asks"),
+    "Ask": ("agent_env.asks", "Ask"),
+    "AskCall": ("agent_env.asks", "AskCall"),
+    "ASK_AWAITING": ("agent_env.asks", "AWAITING"),
+    "ASK_EXPIRED": ("agent_env.asks", "EXPIRED"),
+    "ASK_CANCELLED": ("agent_env.asks", "CANCELLED"),
     "RunChoices": ("agent_env.tasks.steps", "RunChoices"),
     "ChoiceProblem": ("agent_env.tasks.steps", "ChoiceProblem"),
     "TaskContext": ("agent_env.tasks.context", "TaskContext"),
@@ -281,6 +291,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         default_agent_id,
         find_reply,
     )
+    from agent_env.asks import AWAITING as ASK_AWAITING
+    from agent_env.asks import CANCELLED as ASK_CANCELLED
+    from agent_env.asks import EXPIRED as ASK_EXPIRED
+    from agent_env.asks import Ask, AskCall, asks
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.bundles.file_entities import (
         folder_files,
@@ -358,6 +372,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.models import chat, model_problem, model_settings, upstream_key
     from agent_env.plugins.discovery import ACTIVE
     from agent_env.plugins.reporting import missing as missing_contribution
+    from agent_env.reviews import APPROVED as REVIEW_APPROVED
+    from agent_env.reviews import REJECTED as REVIEW_REJECTED
+    from agent_env.reviews import reviews
     from agent_env.runners import RunnerContext
     from agent_env.runners.local import LocalRunner
     from agent_env.runs import check_sandbox_chain, run_tasks

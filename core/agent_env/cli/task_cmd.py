@@ -313,3 +313,77 @@ def review(instance_id: str | None, step_id: str | None, approve: bool | None,
         raise UserError(str(exc)) from None
     echo(f"Review {decided.step_id} of run {decided.instance_id}: {decided.state} by "
          f"{decided.decided_by}")
+
+
+@task.command("answer")
+@click.option("--ask", "ask_id", metavar="ASK", help="The ask to answer (default: the run's "
+              "only awaiting one, with --id).")
+@click.option("--id", "instance_id", metavar="INSTANCE", help="The run whose ask to answer.")
+@click.option("--text", help="The answer: the human agent's reply to its prompt.")
+@click.option("--call", "tool", metavar="TOOL", help="Call one of the ask's env tools first "
+              "(the run makes the call) and print its result.")
+@click.option("--args", "arguments", default="{}", metavar="JSON",
+              help="The tool call's arguments, a JSON object.")
+@click.option("--by", "answered_by", help="Who answers (default: $USER).")
+@click.option("--list", "listing", is_flag=True, help="The asks awaiting an answer.")
+def answer(ask_id: str | None, instance_id: str | None, text: str | None, tool: str | None,
+           arguments: str, answered_by: str | None, listing: bool) -> None:
+    """Play a human agent (deploy_human_agent): read its prompt, call its env's tools, answer.
+
+    Without --text or --call, prints the ask: its prompt and the tools it offers."""
+    import getpass
+    import time
+
+    from agent_env.asks import asks
+
+    store = asks()
+    if listing:
+        waiting = store.awaiting()
+        if not waiting:
+            echo("No ask awaits an answer.")
+        for waits in waiting:
+            echo(f"{waits.ask_id}  {waits.agent_name}  since {waits.created_at}  "
+                 f"{waits.prompt[:60]!r}")
+        return
+    if ask_id is None:
+        mine = [a for a in store.awaiting() if instance_id in (None, a.instance_id)]
+        if len(mine) != 1:
+            raise UserError(f"{len(mine)} asks await an answer" + (
+                f" in run {instance_id}" if instance_id else "") + "; name one with --ask "
+                "(--list shows them)")
+        ask_id = mine[0].ask_id
+    found = store.get(ask_id)
+    if found is None:
+        raise UserError(f"no ask '{ask_id}' (--list shows the asks awaiting an answer)")
+    by = answered_by or getpass.getuser()
+    if tool is not None:
+        try:
+            args = json.loads(arguments)
+        except ValueError as exc:
+            raise UserError(f"--args is not JSON: {exc}") from None
+        if not isinstance(args, dict):
+            raise UserError("--args must be a JSON object")
+        try:
+            call = store.request_call(ask_id, tool, args, by)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            done = [c for c in store.calls(ask_id, "done") if c.call_id == call.call_id]
+            if done:
+                echo(("error: " if done[0].is_error else "") + str(done[0].result))
+                break
+            time.sleep(0.2)
+        else:
+            raise UserError(f"the run did not make the call to {tool} within 120s (is it "
+                            "still running?)")
+    if text is not None:
+        try:
+            ended = store.answer(ask_id, text, by)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        echo(f"Answered ask {ended.ask_id} of run {ended.instance_id} as {ended.agent_name}")
+    elif tool is None:
+        echo(f"{found.ask_id} ({found.state}): {found.agent_name} is asked:\n{found.prompt}")
+        for offered in found.tools:
+            echo(f"  tool {offered['name']}: {offered.get('description') or ''}".rstrip())

@@ -68,6 +68,7 @@ STEP_TYPES = {
     "scripted_model": "agentenv_agents.model_steps:ScriptedModel",
     "add_skills": "agentenv_agents.skill_steps:AddSkills",
     "register_agent_triggers": "agentenv_agents.trigger_steps:RegisterAgentTriggers",
+    "deploy_human_agent": "agentenv_agents.human:DeployHumanAgent",
     "verify_a2a_agent_card": "agentenv_agents.a2a_validators:VerifyA2aAgentCard",
     "verify_a2a_core_protocol": "agentenv_agents.a2a_validators:VerifyA2aCoreProtocol",
     "verify_a2a_trajectory": "agentenv_agents.a2a_validators:VerifyA2aTrajectory",
