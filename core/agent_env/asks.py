@@ -145,10 +145,13 @@ def _call(document: dict[str, Any]) -> AskCall:
     return AskCall(**{k: v for k, v in document.items() if k in fields})
 
 
-def asks() -> Asks:
-    from agent_env.runtime import current
+def asks(documents: Any = None) -> Asks:
+    """The asks in ``documents`` (default: the configured document store)."""
+    if documents is None:
+        from agent_env.runtime import current
 
-    return Asks(current().document_store)
+        documents = current().document_store
+    return Asks(documents)
 
 
 def _now() -> str:

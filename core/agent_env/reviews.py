@@ -87,10 +87,13 @@ class Reviews(Records[Review]):
         return self.all({"state": AWAITING})
 
 
-def reviews() -> Reviews:
-    from agent_env.runtime import current
+def reviews(documents: Any = None) -> Reviews:
+    """The reviews in ``documents`` (default: the configured document store)."""
+    if documents is None:
+        from agent_env.runtime import current
 
-    return Reviews(current().document_store)
+        documents = current().document_store
+    return Reviews(documents)
 
 
 def _now() -> str:

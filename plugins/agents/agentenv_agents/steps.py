@@ -481,7 +481,7 @@ class PromptAgent(Step):
             problems.append("max_conversation_turns must be 1 or more")
         if self.user_agent_timeout_seconds <= 0:
             problems.append("user_agent_timeout_seconds must be positive")
-        if self.user_agent_name == self.agent_name:
+        if self.user_agent_name == self.agent_name and self.max_conversation_turns > 1:
             problems.append(f"user_agent_name '{self.user_agent_name}' is the agent prompted; "
                             "the user must be another")
         if self.user_a2a_url is not None and not str(self.user_a2a_url).startswith(

@@ -40,6 +40,9 @@ from aiohttp import web
 from agent_env.api import MAX_VERSION, failure_line
 from agentenv_explorer.live import LIVE_KINDS
 
+from . import inbox
+from .http import MAX_BODY, api_error, blocking
+
 API = "/api/v1"
 INSTANCES = "task_instances"
 ENTITY_KINDS = ("tasks", "envs", "artifacts", "evals")
@@ -48,7 +51,6 @@ STATIC = Path(__file__).parent / "static"
 #: the reference's page size rules: 50 by default, at most 500
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
 #: request bodies are small JSON; anything larger is refused with 413
-MAX_BODY = 1024 * 1024
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 RUN_SORTS = ("started_at_utc", "finished_at_utc", "duration_seconds", "task_id", "status",
              "outcome")
@@ -149,22 +151,6 @@ EXPLORER = web.AppKey("explorer", Explorer)
 STREAM_INTERVAL = web.AppKey("stream_interval", float)
 
 
-def api_error(status: int, message: str) -> web.HTTPException:
-    """A JSON error response (``{"error": ..., "status": ...}``) to raise from a handler."""
-    classes: dict[int, type[web.HTTPException]] = {
-        400: web.HTTPBadRequest, 401: web.HTTPUnauthorized, 403: web.HTTPForbidden,
-        404: web.HTTPNotFound, 413: web.HTTPRequestEntityTooLarge,
-        415: web.HTTPUnsupportedMediaType,
-        421: web.HTTPMisdirectedRequest, 501: web.HTTPNotImplemented,
-    }
-    body = json.dumps({"error": message, "status": status})
-    cls = classes.get(status, web.HTTPBadRequest)
-    if cls is web.HTTPRequestEntityTooLarge:
-        return web.HTTPRequestEntityTooLarge(MAX_BODY, 0, text=body,
-                                             content_type="application/json")
-    return cls(text=body, content_type="application/json")
-
-
 # -- query parameters -----------------------------------------------------------------------
 
 
@@ -196,10 +182,6 @@ def page(items: list[Any], total: int, limit: int, offset: int) -> dict[str, Any
     """The reference's list envelope; ``items`` holds at most ``limit`` + 1 (the probe)."""
     return {"items": items[:limit], "total": total, "limit": limit, "offset": offset,
             "has_more": len(items) > limit}
-
-
-async def blocking(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return await asyncio.to_thread(function, *args, **kwargs)
 
 
 # -- run records ----------------------------------------------------------------------------
@@ -1000,6 +982,7 @@ def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Applicat
     explorer.prepare()
     app = web.Application(middlewares=[headers, guard], client_max_size=MAX_BODY)
     app[EXPLORER] = explorer
+    app[inbox.DOCUMENTS] = explorer.documents
     app[STREAM_INTERVAL] = stream_interval
     routes = [
         web.get("/", index),
@@ -1028,6 +1011,7 @@ def create_app(explorer: Explorer, stream_interval: float = 2.0) -> web.Applicat
     ]
     for kind in ENTITY_KINDS:
         routes.extend(entity_routes(kind))
+    routes.extend(inbox.routes(API))
     app.add_routes(routes)
     app.router.add_static("/static/", STATIC, show_index=False)
 

@@ -8,6 +8,9 @@
 //                                                           and plots
 //   #/groups/compare/<group>/<group>                        two run groups compared by task
 //   #/leaderboard/<eval id>                                 an eval's runs per agent x model
+//   #/inbox, #/ask/<ask id>                                 what runs wait for a person to do:
+//                                                           reviews to decide, prompts to a
+//                                                           human agent to answer
 "use strict";
 
 const API = "/api/v1";
@@ -97,6 +100,8 @@ function route() {
     return show(groupComparePage(main, decodeURIComponent(parts[2]), decodeURIComponent(parts[3])));
   }
   if (parts[0] === "groups") return show(groupsPage(main));
+  if (parts[0] === "inbox") return show(inboxPage(main));
+  if (parts[0] === "ask" && parts[1]) return show(askPage(main, decodeURIComponent(parts[1])));
   if (parts[0] === "leaderboard" && parts[1]) {
     return show(leaderboardPage(main, decodeURIComponent(parts[1]), new URLSearchParams(query || "")));
   }
@@ -726,6 +731,114 @@ async function leaderboardPage(main, evalId, params) {
     data.rows.length
       ? el("table", { id: "leaderboard" }, el("thead", {}, el("tr", {}, ...heads)), body)
       : el("p", { class: "note", text: "No finished run of this eval yet." }));
+}
+
+// -- the inbox: reviews to decide, asks to answer ---------------------------------------------
+
+async function post(path, body) {
+  const response = await fetch(API + path, {
+    method: "POST", credentials: "same-origin",
+    headers: { "Content-Type": "application/json", "X-AgentEnv-CSRF": csrfToken() },
+    body: JSON.stringify(body) });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  return answer;
+}
+
+async function inboxPage(main) {
+  const inbox = await api("/inbox");
+  const said = el("p", { id: "inbox-said" });
+  const decide = (review, approve, comment) => post("/reviews/decide", {
+    instance_id: review.instance_id, step_id: review.step_id, approve, comment: comment.value || null,
+  }).then((done) => { said.textContent = `Review ${done.step_id}: ${done.state}`; route(); },
+          (err) => { said.textContent = "Error: " + err.message; });
+  const reviewRows = inbox.reviews.map((r) => {
+    const comment = el("input", { placeholder: "comment (optional)", class: "comment" });
+    return el("tr", { class: "review" },
+      el("td", {}, el("a", { href: "#/run/" + enc(r.instance_id), text: r.instance_id })),
+      el("td", { text: r.step_id }), el("td", { text: r.label || "" }),
+      el("td", {}, el("pre", { text: r.upstream || "" })),
+      el("td", {}, comment,
+        el("button", { class: "approve", onclick: () => decide(r, true, comment) }, "approve"),
+        el("button", { class: "reject", onclick: () => decide(r, false, comment) }, "reject")));
+  });
+  const askRows = inbox.asks.map((a) => el("tr", { class: "ask" },
+    el("td", {}, el("a", { href: "#/ask/" + enc(a.ask_id), text: a.ask_id })),
+    el("td", { text: a.agent_name }), el("td", { text: a.prompt }), el("td", { text: a.created_at })));
+  main.replaceChildren(
+    el("h2", {}, "Inbox"), said,
+    el("h3", {}, "Reviews awaiting a decision"),
+    reviewRows.length ? el("table", { id: "reviews" },
+      el("tr", {}, ...["run", "step", "asks", "the agent said", ""].map((h) => el("th", { text: h }))),
+      ...reviewRows) : el("p", { text: "No review awaits a decision." }),
+    el("h3", {}, "Prompts awaiting a person"),
+    askRows.length ? el("table", { id: "asks" },
+      el("tr", {}, ...["ask", "playing", "prompt", "since"].map((h) => el("th", { text: h }))),
+      ...askRows) : el("p", { text: "No prompt awaits a person." }));
+  // what waits changes as runs go on: look again every 2 s, redraw only when it changed
+  const seen = inboxKey(inbox);
+  const here = location.hash;
+  const poll = async () => {
+    if (location.hash !== here) return;
+    const now = await api("/inbox").catch(() => null);
+    if (now && inboxKey(now) !== seen) { route(); return; }
+    refreshTimer = setTimeout(poll, 2000);
+  };
+  refreshTimer = setTimeout(poll, 2000);
+}
+
+function inboxKey(inbox) {
+  return JSON.stringify([inbox.reviews.map((r) => [r.instance_id, r.step_id]),
+                         inbox.asks.map((a) => a.ask_id)]);
+}
+
+async function askPage(main, id) {
+  const ask = await api("/asks/" + enc(id));
+  const calls = el("tbody", { id: "calls" });
+  const said = el("p", { id: "ask-said" });
+  const drawCalls = (list) => calls.replaceChildren(...list.map((c) => el("tr", { class: "call " + c.state },
+    el("td", { text: c.name }), el("td", {}, el("pre", { text: JSON.stringify(c.arguments) })),
+    el("td", {}, el("pre", { class: c.is_error ? "error" : "", text: c.state === "done" ? c.result : "(the run is calling it…)" })))));
+  drawCalls(ask.calls);
+  const here = location.hash;
+  const poll = async () => {  // the calls' results arrive as the run makes them
+    if (location.hash !== here) return;
+    const now = await api("/asks/" + enc(id));
+    drawCalls(now.calls);
+    if (now.state !== ask.state) { route(); return; }
+    if (now.state === "awaiting") refreshTimer = setTimeout(poll, 1000);
+  };
+  const tool = el("select", { id: "tool" }, ...ask.tools.map((t) => el("option", { value: t.name, text: t.name })));
+  const args = el("textarea", { id: "tool-args", rows: 3, cols: 60 }, "{}");
+  const help = el("p", { id: "tool-help", class: "muted" });
+  const describe = () => {
+    const t = ask.tools.find((x) => x.name === tool.value);
+    help.textContent = t ? `${t.description || ""} ${JSON.stringify((t.input_schema || {}).properties || {})}` : "";
+  };
+  tool.addEventListener("change", describe);
+  describe();
+  const call = () => {
+    let parsed;
+    try { parsed = JSON.parse(args.value || "{}"); } catch (err) { said.textContent = "The arguments are not JSON: " + err.message; return; }
+    post(`/asks/${enc(id)}/calls`, { name: tool.value, arguments: parsed })
+      .then(() => { said.textContent = `Calling ${tool.value}…`; clearTimeout(refreshTimer); poll(); },
+            (err) => { said.textContent = "Error: " + err.message; });
+  };
+  const answer = el("textarea", { id: "answer", rows: 5, cols: 80 });
+  const send = () => post(`/asks/${enc(id)}/answer`, { text: answer.value })
+    .then(() => { said.textContent = "Answered."; route(); }, (err) => { said.textContent = "Error: " + err.message; });
+  const open = ask.state === "awaiting";
+  main.replaceChildren(
+    el("h2", {}, `${ask.agent_name}: asked in run `, el("a", { href: "#/run/" + enc(ask.instance_id), text: ask.instance_id })),
+    el("p", { id: "ask-state", text: open ? "Waiting for your answer." : `This ask was ${ask.state}` + (ask.answered_by ? ` by ${ask.answered_by}` : "") + "." }),
+    el("h3", {}, "The prompt"), el("pre", { id: "ask-prompt", text: ask.prompt }),
+    ask.answer ? el("div", {}, el("h3", {}, "The answer"), el("pre", { id: "ask-answer", text: ask.answer })) : null,
+    ask.tools.length ? el("div", { id: "tools" }, el("h3", {}, "The env's tools"),
+      open ? el("div", {}, tool, " ", el("button", { id: "call", onclick: call }, "call"), help, args) : null,
+      el("table", {}, el("thead", {}, el("tr", {}, ...["tool", "arguments", "result"].map((h) => el("th", { text: h })))), calls)) : null,
+    said,
+    open ? el("div", {}, el("h3", {}, "Your answer"), answer, el("br"), el("button", { id: "send-answer", onclick: send }, "send the answer")) : null);
+  if (open) refreshTimer = setTimeout(poll, 1000);
 }
 
 window.addEventListener("hashchange", route);
