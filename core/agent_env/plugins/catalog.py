@@ -71,7 +71,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
                           "agent_prompt_response_verifier", "verify_agent_card",
                           "scripted_model", "add_skills", "register_agent_triggers",
-                          "deploy_human_agent", "verify_a2a_agent_card",
+                          "deploy_human_agent", "peer_agents", "verify_a2a_agent_card",
                           "verify_a2a_core_protocol", "verify_a2a_trajectory",
                           "verify_a2a_agent_config_identity", "verify_a2a_skill_config",
                           "verify_a2a_system_prompt", "verify_a2a_modalities",

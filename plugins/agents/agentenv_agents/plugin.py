@@ -69,6 +69,7 @@ STEP_TYPES = {
     "add_skills": "agentenv_agents.skill_steps:AddSkills",
     "register_agent_triggers": "agentenv_agents.trigger_steps:RegisterAgentTriggers",
     "deploy_human_agent": "agentenv_agents.human:DeployHumanAgent",
+    "peer_agents": "agentenv_agents.peer_steps:PeerAgents",
     "verify_a2a_agent_card": "agentenv_agents.a2a_validators:VerifyA2aAgentCard",
     "verify_a2a_core_protocol": "agentenv_agents.a2a_validators:VerifyA2aCoreProtocol",
     "verify_a2a_trajectory": "agentenv_agents.a2a_validators:VerifyA2aTrajectory",

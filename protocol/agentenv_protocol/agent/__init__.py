@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on fir
     from .framework import (
         AGENT_CONFIG_V1,
         MCP_CONFIG_V1,
+        PEER_AGENTS_V1,
         SKILL_CONFIG_V1,
         SNAPSHOT_V1,
         TRAJECTORY_V1,
@@ -58,6 +59,7 @@ _EXPORTS = {
     "SKILL_CONFIG_V1": "framework",
     "SNAPSHOT_V1": "framework",
     "TRIGGERS_V1": "framework",
+    "PEER_AGENTS_V1": "framework",
     "Skill": "skills",
     "AgentIdentity": "models",
     "AgentSkill": "models",
@@ -78,6 +80,7 @@ _EXPORTS = {
 __all__ = [
     "AGENT_CONFIG_V1",
     "MCP_CONFIG_V1",
+    "PEER_AGENTS_V1",
     "SKILL_CONFIG_V1",
     "SNAPSHOT_V1",
     "TRAJECTORY_V1",

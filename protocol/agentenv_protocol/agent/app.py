@@ -39,6 +39,7 @@ from .extensions import (
 from .framework import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    PEER_AGENTS_V1,
     SKILL_CONFIG_V1,
     SNAPSHOT_V1,
     TRAJECTORY_V1,
@@ -48,7 +49,8 @@ from .framework import (
     bind_address,
     spec_of,
 )
-from .models import AgentSkill, Artifact, Progress, TaskRequest, TaskResult, Usage
+from .models import AgentSkill, Artifact, McpServer, Progress, TaskRequest, TaskResult, Usage
+from .peers import PEER_MCP_PATH, PEERS_PATH, PEERS_SERVER, PeerState
 from .skills import SKILL_PATH, SkillState
 from .snapshot import SNAPSHOT_CONFIG_PATH, SnapshotState
 from .trajectory import MAX_CONTEXTS, MAX_LIMIT, CursorError, TrajectoryNotFound, TrajectoryStore
@@ -185,6 +187,9 @@ class AgentServer:
         self.changelog = ChangelogState(self.trajectories, agent.workspace,
                                         self._context_running)
         self.triggers = AgentTriggers()
+        self.peers = PeerState()
+        #: The bearer token its routes need (the peers' tool server is called with it).
+        self.token: str | None = None
         self.card = self._build_card()
         self._card_body = _dumps(self.card).encode()
         self._methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
@@ -212,6 +217,8 @@ class AgentServer:
                 exts.append(entry)
             elif uri == TRIGGERS_V1:
                 exts.append(AgentTriggers.card_entry(TRIGGERS_V1))
+            elif uri == PEER_AGENTS_V1:
+                exts.append(PeerState.card_entry(PEER_AGENTS_V1))
         security: dict[str, Any] = {}
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -613,6 +620,26 @@ class AgentServer:
 
         return await _ext_call(request, op)
 
+    async def handle_peers_set(self, request: web.Request) -> web.Response:
+        async def op(body: Any) -> Any:
+            answer = self.peers.set(body)
+            sockname = request.transport.get_extra_info("sockname") if request.transport \
+                else None
+            port = sockname[1] if isinstance(sockname, tuple) else request.url.port
+            url = f"http://127.0.0.1:{port}{PEER_MCP_PATH}"
+            registered = self.mcp.servers.get(PEERS_SERVER)
+            if self.peers.peers and (registered is None or registered.url == url):
+                headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+                self.mcp.servers[PEERS_SERVER] = McpServer(PEERS_SERVER, url, headers)
+            elif not self.peers.peers and registered is not None and registered.url == url:
+                del self.mcp.servers[PEERS_SERVER]
+            return answer
+
+        return await _ext_call(request, op)
+
+    async def handle_peers_list(self, request: web.Request) -> web.Response:
+        return web.json_response(self.peers.listing())
+
     async def handle_triggers_state(self, request: web.Request) -> web.Response:
         return web.json_response(self.triggers.state())
 
@@ -738,6 +765,7 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     """
     server = AgentServer(agent, max_contexts=max_contexts, cancel_grace=cancel_grace,
                          max_tasks=max_tasks, secured=bool(token))
+    server.token = token
     app = web.Application(client_max_size=max_body_bytes,
                           middlewares=[bearer_guard(token)] if token else [])
     app[SERVER_KEY] = server
@@ -763,6 +791,15 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     if SKILL_CONFIG_V1 in exts:
         app.router.add_post(SKILL_PATH, server.handle_skill_add)
         app.router.add_get(SKILL_PATH, server.handle_skill_list)
+    if PEER_AGENTS_V1 in exts:
+        from ..mcp_http import McpEndpoint
+
+        peers_mcp = McpEndpoint(server.peers, server_name="agentenv-peers")
+        app.router.add_post(PEERS_PATH, server.handle_peers_set)
+        app.router.add_get(PEERS_PATH, server.handle_peers_list)
+        app.router.add_post(PEER_MCP_PATH, peers_mcp.handle_post)
+        app.router.add_get(PEER_MCP_PATH, peers_mcp.handle_get)
+        app.router.add_delete(PEER_MCP_PATH, peers_mcp.handle_delete)
     if TRIGGERS_V1 in exts:
         app.router.add_post(TRIGGERS_PATH, server.handle_triggers_register)
         app.router.add_get(TRIGGERS_PATH, server.handle_triggers_state)
