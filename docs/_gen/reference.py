@@ -125,6 +125,38 @@ def _order(host: Any, plugin: str) -> tuple[int, str]:
     return (0 if record is not None and record.builtin else 1, plugin)
 
 
+def bundle_examples(host: Any) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """step type -> (bundle, task file, the first such step) over the shipped bundles' tasks,
+    in bundle name order: an example that ``agent-env run <bundle>`` runs."""
+    import json
+    from pathlib import Path
+
+    found: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    bundles = sorted((c.obj for c in host.contributions("bundle") if c.status == "active"),
+                     key=lambda b: b.name)
+    for bundle in bundles:
+        for task in sorted((Path(bundle.path) / "tasks").glob("*.json")):
+            steps = json.loads(task.read_text())
+            for step in steps if isinstance(steps, list) else []:
+                if isinstance(step, dict) and isinstance(step.get("type"), str):
+                    found.setdefault(step["type"], (bundle.name, f"tasks/{task.name}", step))
+    return found
+
+
+def step_example(host: Any, examples: dict[str, Any], name: str, cls: type) -> list[str]:
+    """The example section of one step type (from a shipped bundle, else the class's)."""
+    import json
+
+    if name in examples:
+        bundle, task, step = examples[name]
+        lead = f"From the shipped bundle `{bundle}` ({task}; `agent-env run {bundle}` runs it):"
+    elif getattr(cls, "example", None):
+        step, lead = cls.example, "Example (checked by the docs tests):"
+    else:
+        return []
+    return ["", lead, "", "```json", json.dumps(step, indent=1), "```"]
+
+
 def steps_page(host: Any | None = None) -> str:
     from agent_env.tasks.steps import COMMON_KEYS, Step
 
@@ -158,6 +190,7 @@ def steps_page(host: Any | None = None) -> str:
         field = common[name]
         out.append(f"| `{name}` | {_code(_type_name(field.type))} | {_default(field)} | "
                    f"{_cell(notes.get(name, COMMON_NOTES.get(name, '')))} |")
+    examples = bundle_examples(host)
     out += ["", "Step types, core first, then by plugin:", ""]
     for contribution in found:
         cls = registry[contribution.name]
@@ -182,8 +215,8 @@ def steps_page(host: Any | None = None) -> str:
                f.default != common[f.name].default]
         if not own:
             out.append("No keys beyond the common ones.")
-            continue
-        out += ["| key | type | default | notes |", "|---|---|---|---|"]
+        else:
+            out += ["| key | type | default | notes |", "|---|---|---|---|"]
         for field in own:
             note = notes.get(field.name) or KEY_NOTES.get(field.name, "")
             if field.name in entity:
@@ -192,6 +225,7 @@ def steps_page(host: Any | None = None) -> str:
                         + (f"; {note}" if note else ""))
             out.append(f"| `{field.name}` | {_code(_type_name(field.type))} | "
                        f"{_default(field)} | {_cell(_rst_to_md(note))} |")
+        out += step_example(host, examples, contribution.name, cls)
     return "\n".join(out) + "\n"
 
 

@@ -172,6 +172,13 @@ class Subject:
 @attrs.define(kw_only=True)
 class RubricsVerifier(Step):
     type = "rubrics_verifier"
+    example = {
+        'id': 'judge',
+        'type': 'rubrics_verifier',
+        'prompt_id': 'ask',
+        'judge_model': 'scripted:judge',
+        'criteria': [{'id': 'polite', 'criterion': 'The reply is polite.'}],
+    }
 
     #: ``[{"criterion": "...", "weight": 1}]``: one judge question each
     criteria: list[dict[str, Any]] = attrs.field(factory=list)

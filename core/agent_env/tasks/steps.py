@@ -159,6 +159,9 @@ class Step:
     #: ``prompts``, ``reads_reply``: see :mod:`agent_env.agents`); the episode API reads it to
     #: stand a trainer in for that agent.
     agent_role: ClassVar[str | None] = None
+    #: One step of this type as a task file has it, shown in the generated step reference and
+    #: checked by the docs tests (a type a shipped bundle uses is shown from that bundle).
+    example: ClassVar[dict[str, Any] | None] = None
 
     id: str
     depends_on: list[str] | None = None

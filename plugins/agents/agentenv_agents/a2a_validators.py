@@ -107,6 +107,7 @@ class VerifyA2aAgentCard(VerifyAgentCard):
     """``verify_agent_card`` under the reference's name, with its keys."""
 
     type = "verify_a2a_agent_card"
+    example = {'id': 'card', 'type': 'verify_a2a_agent_card', 'agent_name': 'agent'}
 
     a2a_agent_id: str | None = None
     a2a_agent_version: int | None = None
@@ -118,6 +119,12 @@ class VerifyA2aCoreProtocol(_AgentCheck):
     result without an error."""
 
     type = "verify_a2a_core_protocol"
+    example = {
+        'id': 'core',
+        'type': 'verify_a2a_core_protocol',
+        'agent_name': 'agent',
+        'prompt_id': 'ask',
+    }
 
     prompt_id: str
 
@@ -141,6 +148,12 @@ class VerifyA2aTrajectory(_AgentCheck):
     """An agent whose card declares trajectory/v1 gave a trajectory for ``prompt_id``."""
 
     type = "verify_a2a_trajectory"
+    example = {
+        'id': 'trajectory',
+        'type': 'verify_a2a_trajectory',
+        'agent_name': 'agent',
+        'prompt_id': 'ask',
+    }
 
     prompt_id: str
 
@@ -167,6 +180,7 @@ class VerifyA2aAgentConfigIdentity(_AgentCheck):
     card once set."""
 
     type = "verify_a2a_agent_config_identity"
+    example = {'id': 'identity', 'type': 'verify_a2a_agent_config_identity', 'agent_name': 'agent'}
 
     async def run(self, ctx: TaskContext) -> None:
         import aiohttp
@@ -202,6 +216,7 @@ class VerifyA2aSkillConfig(_AgentCheck):
     """An agent whose card declares skill-config/v1 takes an inline skill."""
 
     type = "verify_a2a_skill_config"
+    example = {'id': 'skills', 'type': 'verify_a2a_skill_config', 'agent_name': 'agent'}
 
     async def run(self, ctx: TaskContext) -> None:
         agent = self.agent(ctx)
@@ -229,6 +244,12 @@ class VerifyA2aSystemPrompt(_AgentCheck):
     question only that prompt answers carries the token it held."""
 
     type = "verify_a2a_system_prompt"
+    example = {
+        'id': 'system_prompt',
+        'type': 'verify_a2a_system_prompt',
+        'agent_name': 'agent',
+        'model': 'scripted:validate',
+    }
 
     #: The model the question goes to (the agent's own when left out).
     model: str | None = None
@@ -275,6 +296,12 @@ class VerifyA2aModalities(_AgentCheck):
     the word ``no_ingestion_evidence``. The card's declared modes are kept beside the result."""
 
     type = "verify_a2a_modalities"
+    example = {
+        'id': 'modalities',
+        'type': 'verify_a2a_modalities',
+        'agent_name': 'agent',
+        'probes': [{'modality': 'text', 'prompt_id': 'ask', 'expected': 'PINEAPPLE'}],
+    }
 
     probes: list[dict[str, str]]
     score_aggregator: str = "weighted_average"
@@ -323,6 +350,7 @@ class VerifyA2aRole(_AgentCheck):
     given: a fresh one is set, read back, and must be the same."""
 
     type = "verify_a2a_role"
+    example = {'id': 'role', 'type': 'verify_a2a_role', 'agent_name': 'agent'}
 
     async def run(self, ctx: TaskContext) -> None:
         import aiohttp
@@ -362,6 +390,12 @@ class VerifyA2aAgentMcp(_AgentCheck):
     ``prompt``, answered with ``model``), and the prompt completed."""
 
     type = "verify_a2a_agent_mcp"
+    example = {
+        'id': 'mcp',
+        'type': 'verify_a2a_agent_mcp',
+        'agent_name': 'agent',
+        'prompt_id': 'ask',
+    }
 
     prompt_id: str | None = None
     prompt: str = MCP_PROMPT
@@ -452,6 +486,13 @@ class VerifyA2aSnapshot(_RubricRecorder):
     was asked to recall what was planted, and the rubric verifier scored that recall."""
 
     type = "verify_a2a_snapshot"
+    example = {
+        'id': 'snapshot',
+        'type': 'verify_a2a_snapshot',
+        'agent_name': 'agent',
+        'rubric_verifier_id': 'recall',
+        'rubric_criterion_id': 'remembers',
+    }
 
     snapshot_step_id: str | None = None
 
@@ -482,6 +523,13 @@ class VerifyA2aInstall(_RubricRecorder):
     (none of the shipped agents serves it yet)."""
 
     type = "verify_a2a_install"
+    example = {
+        'id': 'install',
+        'type': 'verify_a2a_install',
+        'agent_name': 'agent',
+        'rubric_verifier_id': 'judge',
+        'rubric_criterion_id': 'works',
+    }
 
     async def run(self, ctx: TaskContext) -> None:
         agent = self.agent(ctx)
@@ -501,6 +549,13 @@ class VerifyA2aPeerAgents(_AgentCheck):
     yet)."""
 
     type = "verify_a2a_peer_agents"
+    example = {
+        'id': 'relay',
+        'type': 'verify_a2a_peer_agents',
+        'agent_name': 'planner',
+        'peer_prompt_id': 'ask',
+        'expected_token': 'PINEAPPLE',
+    }
 
     peer_prompt_id: str
     expected_token: str

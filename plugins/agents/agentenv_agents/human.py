@@ -151,6 +151,12 @@ class DeployHumanAgent(Step):
     """Register a person as the agent ``agent_name`` (see the module)."""
 
     type = "deploy_human_agent"
+    example = {
+        'id': 'operator',
+        'type': 'deploy_human_agent',
+        'env_ids': ['notes'],
+        'role': 'operator',
+    }
     entity_fields = {"env_ids": "envs"}
 
     agent_name: str = DEFAULT_HUMAN_NAME

@@ -27,6 +27,11 @@ class PeerAgents(Step):
     """Give each source agent its peers (see the module)."""
 
     type = "peer_agents"
+    example = {
+        'id': 'peers',
+        'type': 'peer_agents',
+        'peerings': [{'source_agent_name': 'planner', 'peer_agent_names': ['coder']}],
+    }
 
     peerings: list[dict[str, Any]]
 

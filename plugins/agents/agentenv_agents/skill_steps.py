@@ -62,6 +62,16 @@ class AddSkills(Step):
     the CLIs and files earlier ``load_artifact`` steps put in its container (see the module)."""
 
     type = "add_skills"
+    example = {
+        'id': 'skills',
+        'type': 'add_skills',
+        'agent_name': 'agent',
+        'skills': [{
+            'name': 'tone',
+            'description': 'How to sound.',
+            'skill_md': '---\nname: tone\ndescription: How to sound.\n---\nBe brief.\n',
+        }],
+    }
     entity_fields = {"skills[].skill_artifact_id": "artifacts",
                      "skills[].artifact_id": "artifacts", "cli_artifact_ids": "artifacts",
                      "file_artifact_universe_ids": "artifacts"}

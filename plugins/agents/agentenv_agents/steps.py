@@ -657,6 +657,12 @@ class SnapshotAgentState(Step):
     (S3, GCS)."""
 
     type = "snapshot_agent_state"
+    example = {
+        'id': 'snap',
+        'type': 'snapshot_agent_state',
+        'agent_name': 'agent',
+        'prompt_id': 'ask',
+    }
 
     agent_name: str = DEFAULT_AGENT_NAME
     #: The A2A conversation to save (default: the agent's own one).
@@ -874,6 +880,7 @@ class VerifyAgentCard(Step):
     declare (by a part of their URI, e.g. ``mcp-config``). ``a2a-agent validate`` runs it."""
 
     type = "verify_agent_card"
+    example = {'id': 'card', 'type': 'verify_agent_card', 'agent_name': 'agent'}
 
     agent_name: str = DEFAULT_AGENT_NAME
     extensions: list[str] = attrs.field(factory=list)

@@ -165,6 +165,13 @@ class VerifySpecConformance(Step):
     """Diff an OpenAPI spec against the env's tools (see the module)."""
 
     type = "verify_spec_conformance"
+    example = {
+        'id': 'spec',
+        'type': 'verify_spec_conformance',
+        'env_id': 'notes',
+        'spec_artifact_id': 'notes-openapi',
+        'service': 'notes',
+    }
     entity_fields = {"env_id": "envs", "spec_artifact_id": "artifacts"}
 
     env_id: str
@@ -237,6 +244,12 @@ class VerifyMcpEnvAssessment(Step):
     """Grade an agent's JSON report on the env's tools (see the module)."""
 
     type = "verify_mcp_env_assessment"
+    example = {
+        'id': 'assessment',
+        'type': 'verify_mcp_env_assessment',
+        'env_id': 'notes',
+        'prompt_id': 'assess',
+    }
     entity_fields = {"env_id": "envs"}
 
     env_id: str

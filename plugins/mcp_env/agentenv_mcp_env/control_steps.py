@@ -292,6 +292,12 @@ class SnapshotEnv(Step):
     """
 
     type = "snapshot_env"
+    example = {
+        'id': 'save',
+        'type': 'snapshot_env',
+        'env_id': 'notes',
+        'include_env_trajectory': True,
+    }
     entity_fields = {"env_id": "envs"}
 
     env_id: str

@@ -221,6 +221,7 @@ class BuildMcpCli(Step):
     """Store a command-line program over a deployed env's tools as a ``cli`` artifact."""
 
     type = "build_mcp_cli"
+    example = {'id': 'cli', 'type': 'build_mcp_cli', 'env_id': 'notes', 'command_name': 'notes'}
     entity_fields = {"env_id": "envs"}
 
     env_id: str

@@ -259,6 +259,7 @@ class ResetEnv(Step):
     """``data/reset`` on a deployed env (every env server behind the gateway that serves it)."""
 
     type = "reset_env"
+    example = {'id': 'reset', 'type': 'reset_env', 'env_id': 'notes'}
     entity_fields = {"env_id": "envs"}
 
     env_id: str
@@ -305,6 +306,7 @@ class VerifyEnvCard(_EnvCheckStep):
     """The composed card: a name, tools with object schemas, named children, operations."""
 
     type = "verify_env_card"
+    example = {'id': 'card', 'type': 'verify_env_card', 'env_id': 'notes'}
 
 
 @attrs.define(kw_only=True)
@@ -314,6 +316,7 @@ class VerifyMcpToolSchema(_EnvCheckStep):
     describes a parameter given as ``Annotated[str, "what it is"]``."""
 
     type = "verify_mcp_tool_schema"
+    example = {'id': 'schemas', 'type': 'verify_mcp_tool_schema', 'env_id': 'notes'}
     #: The gate ``validation_gate_aggregator`` looks for, as the reference names it.
     verifier_id: str | None = "mcp_tool_schema"
 
@@ -323,3 +326,4 @@ class VerifyEnvCoreProtocol(_EnvCheckStep):
     """MCP initialize/list/call, unknown tools, the data plane, ``/ready`` and the token."""
 
     type = "verify_env_core_protocol"
+    example = {'id': 'core', 'type': 'verify_env_core_protocol', 'env_id': 'notes'}

@@ -84,6 +84,12 @@ class VerifyUniverseLoadExportRoundtrip(Step):
     """Load a universe, export, reload the export, export again; compare (see the module)."""
 
     type = "verify_universe_load_export_roundtrip"
+    example = {
+        'id': 'roundtrip',
+        'type': 'verify_universe_load_export_roundtrip',
+        'env_id': 'notes',
+        'universe_artifact_id': 'notes-seed',
+    }
     entity_fields = {"env_id": "envs", "universe_artifact_id": "artifacts"}
 
     env_id: str
@@ -157,6 +163,13 @@ class CombineUniverseVerdicts(Step):
     """The round trip's verdict, gated by a judge's (see the module)."""
 
     type = "combine_universe_verdicts"
+    example = {
+        'id': 'verdict',
+        'type': 'combine_universe_verdicts',
+        'env_id': 'notes',
+        'universe_artifact_id': 'notes-seed',
+        'judge_verifier_id': 'judge',
+    }
     entity_fields = {"env_id": "envs", "universe_artifact_id": "artifacts"}
 
     env_id: str

@@ -40,6 +40,13 @@ sys.stdout.write("\\n{RESULT_MARKER}\\n" + json.dumps(result))
 @attrs.define(kw_only=True)
 class RunCode(Step):
     type = "run_code"
+    example = {
+        'id': 'prepare',
+        'type': 'run_code',
+        'script_artifact_id': 'prepare',
+        'args': {'rows': 10},
+        'sandbox_name': 'box',
+    }
     entity_fields = {"script_artifact_id": "artifacts"}
     version_fields = {"script_artifact_version": "script_artifact_id"}
 

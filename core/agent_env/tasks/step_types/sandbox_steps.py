@@ -72,6 +72,7 @@ class TeardownSandboxes(Step):
     """Best effort: take sandboxes down now; a failure is reported, never fails the task."""
 
     type = "teardown_sandboxes"
+    example = {'id': 'done', 'type': 'teardown_sandboxes', 'sandbox_names': ['box']}
 
     fail_task_on_error: bool = False
     sandbox_names: list[str] | None = None

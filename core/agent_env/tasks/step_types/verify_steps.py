@@ -131,6 +131,12 @@ class AggregateVerifiers(Step):
     """One score from the rows of several verifiers (weighted_average by default)."""
 
     type = "aggregate_verifiers"
+    example = {
+        'id': 'total',
+        'type': 'aggregate_verifiers',
+        'verifier_ids': ['answer', 'files'],
+        'score_aggregator': 'weighted_average',
+    }
 
     verifier_ids: list[str] = attrs.field(factory=list)
     score_aggregator: str = "weighted_average"
@@ -167,6 +173,7 @@ class ValidationGateAggregator(Step):
     """
 
     type = "validation_gate_aggregator"
+    example = {'id': 'gate', 'type': 'validation_gate_aggregator', 'env_id': 'notes'}
     entity_fields = {"env_id": "envs"}
 
     env_id: str | None = None
