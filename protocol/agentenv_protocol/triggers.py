@@ -123,7 +123,22 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else "" if value is None else json.dumps(value)
 
 
-def _holds(predicate: dict[str, Any], value: Any) -> bool:
+def predicate_problem(predicate: Any) -> str | None:
+    """Why ``predicate`` is not one of ``{regex}``, ``{equals}``, ``{exists}``, or None."""
+    if not isinstance(predicate, dict) or len(set(predicate) & set(_PREDICATES)) != 1:
+        return f"must have exactly one of {list(_PREDICATES)}"
+    if "regex" in predicate:
+        try:
+            re.compile(predicate["regex"])
+        except (re.error, TypeError) as exc:
+            return f"bad regex: {exc}"
+    if "exists" in predicate and not isinstance(predicate["exists"], bool):
+        return "exists must be true or false"
+    return None
+
+
+def holds(predicate: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` meets a checked predicate (a regex searches its text)."""
     if "regex" in predicate:
         return re.search(predicate["regex"], _text(value)) is not None
     if "equals" in predicate:
@@ -254,15 +269,12 @@ class Triggers:
                                       or not all(isinstance(r, str) and r for r in roles)):
                 raise TriggerError(f"{where}: when.roles must be a non-empty list of roles")
             for field, predicate in (when.get("where") or {}).items():
-                if not field.startswith(("args.", "result.")) or not isinstance(
-                        predicate, dict) or len(set(predicate) & set(_PREDICATES)) != 1:
+                if not field.startswith(("args.", "result.")):
                     raise TriggerError(f"{where}: where.{field} must read args.<path> or "
-                                       f"result.<path> with exactly one of {list(_PREDICATES)}")
-                if "regex" in predicate:
-                    try:
-                        re.compile(predicate["regex"])
-                    except (re.error, TypeError) as exc:
-                        raise TriggerError(f"{where}: where.{field}: bad regex: {exc}") from None
+                                       "result.<path>")
+                problem = predicate_problem(predicate)
+                if problem:
+                    raise TriggerError(f"{where}: where.{field} {problem}")
         else:
             extra = sorted(set(when) - {"type", "at"})
             if extra:
@@ -369,7 +381,7 @@ class Triggers:
                 continue
             if call is None:
                 call = {"args": arguments, "result": result_data(result), "role": role}
-            if all(_holds(p, _path(call, field)) for field, p in (when.get("where") or {}).items()):
+            if all(holds(p, _path(call, field)) for field, p in (when.get("where") or {}).items()):
                 self._start(tid, call)
 
     async def _drive(self) -> None:

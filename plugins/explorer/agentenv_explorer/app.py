@@ -41,7 +41,7 @@ from agent_env.api import MAX_VERSION, failure_line
 from agentenv_explorer.live import LIVE_KINDS
 
 from . import inbox
-from .http import MAX_BODY, api_error, blocking
+from .http import MAX_BODY, api_error, blocking, json_body
 
 API = "/api/v1"
 INSTANCES = "task_instances"
@@ -821,16 +821,7 @@ async def start_run(request: web.Request) -> web.Response:
 
     explorer = request.app[EXPLORER]
     task_id = request.match_info["id"]
-    try:
-        body = await request.json() if request.can_read_body else {}
-    except ValueError:
-        raise api_error(400, "the request body must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise api_error(400, "the request body must be a JSON object")
-    extra = sorted(set(body) - RUN_KEYS)
-    if extra:
-        accepted = ", ".join(sorted(RUN_KEYS))
-        raise api_error(400, f"unknown field {extra[0]!r} (accepted: {accepted})")
+    body = await json_body(request, RUN_KEYS)
     version = body.get("version")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)
                                 or not 1 <= version <= MAX_VERSION):

@@ -33,3 +33,18 @@ def api_error(status: int, message: str) -> web.HTTPException:
 
 async def blocking(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return await asyncio.to_thread(function, *args, **kwargs)
+
+
+async def json_body(request: web.Request, keys: set[str] | frozenset[str]) -> dict[str, Any]:
+    """The request's JSON object body (none: ``{}``); 400 for anything else or a key not in
+    ``keys``, naming the accepted ones."""
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError:
+        raise api_error(400, "the request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise api_error(400, "the request body must be a JSON object")
+    extra = sorted(set(body) - set(keys))
+    if extra:
+        raise api_error(400, f"unknown field {extra[0]!r} (accepted: {', '.join(sorted(keys))})")
+    return body

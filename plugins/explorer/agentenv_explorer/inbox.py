@@ -22,22 +22,14 @@ from aiohttp import web
 
 from agent_env.api import REVIEW_APPROVED, REVIEW_REJECTED, asks, reviews
 
-from .http import api_error, blocking
+from .http import api_error, blocking, json_body
 
 #: Who decided, when the page does not say (the explorer has no user accounts).
 DEFAULT_BY = "explorer"
 
 
 async def _body(request: web.Request, keys: set[str]) -> dict[str, Any]:
-    try:
-        body = await request.json() if request.can_read_body else {}
-    except ValueError:
-        raise api_error(400, "the request body must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise api_error(400, "the request body must be a JSON object")
-    extra = sorted(set(body) - keys)
-    if extra:
-        raise api_error(400, f"unknown field {extra[0]!r} (accepted: {', '.join(sorted(keys))})")
+    body = await json_body(request, keys)
     by = body.get("by", DEFAULT_BY)
     if not isinstance(by, str) or not by.strip():
         raise api_error(400, "field 'by' must be a name")

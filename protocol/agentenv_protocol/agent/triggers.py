@@ -25,12 +25,12 @@ starts the conversation again.
 from __future__ import annotations
 
 import itertools
-import re
 import secrets
 from collections import deque
 from typing import Any
 
 from ..errors import AgentEnvError
+from ..triggers import holds, predicate_problem
 
 TRIGGERS_PATH = "/ext/triggers"
 DECIDE_PATH = "/ext/triggers/decide"
@@ -47,25 +47,10 @@ def bad_request(message: str) -> AgentEnvError:
 
 
 def _predicate(pred: Any, where: str) -> dict[str, Any]:
-    keys = set(pred) & {"regex", "equals", "exists"} if isinstance(pred, dict) else set()
-    if len(keys) != 1:
-        raise bad_request(f"{where} must have exactly one of regex, equals, exists")
-    if "regex" in keys:
-        try:
-            re.compile(pred["regex"])
-        except (re.error, TypeError) as exc:
-            raise bad_request(f"{where}: bad regex: {exc}") from None
-    if "exists" in keys and not isinstance(pred["exists"], bool):
-        raise bad_request(f"{where}: exists must be true or false")
+    problem = predicate_problem(pred)
+    if problem:
+        raise bad_request(f"{where} {problem}")
     return dict(pred)
-
-
-def _holds(pred: dict[str, Any], text: str) -> bool:
-    if "regex" in pred:
-        return re.search(pred["regex"], text) is not None
-    if "equals" in pred:
-        return bool(text == pred["equals"])
-    return bool(text) == pred["exists"]
 
 
 class AgentTriggers:
@@ -205,7 +190,7 @@ class AgentTriggers:
         if kind == "step":
             return turn == when["turn"] if when["cmp"] == "eq" else turn >= when["turn"]
         if kind == "conversational":
-            return _holds(when["where"]["message"], message)
+            return holds(when["where"]["message"], message)
         if kind == "env_trigger":
             statuses = envs.get(when["env_id"])
             return isinstance(statuses, dict) and \
