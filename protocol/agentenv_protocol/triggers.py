@@ -54,6 +54,8 @@ STATUSES = ("armed", "firing", "queued", "fired", "failed", "cancelled")
 #: The role a tool action calls as unless it says ``as``.
 TRIGGER_ROLE = "trigger"
 _PREDICATES = ("regex", "equals", "exists")
+_ACTION_KEYS = {"nl": {"type", "instruction", "executor"}, "tool": {"type", "tool", "args", "as"},
+                "permission": {"type", "action", "role", "tools"}}
 _VAR = re.compile(r"\$\{(args|result)\.([\w.]+)\}")
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 _MAX_EVENTS = 2000
@@ -293,6 +295,10 @@ class Triggers:
         if not isinstance(action, dict) or action.get("type") not in ACTION_TYPES:
             raise TriggerError(f"{where}: type must be one of {list(ACTION_TYPES)}")
         kind = action["type"]
+        extra = sorted(set(action) - _ACTION_KEYS[kind])
+        if extra:
+            raise TriggerError(f"{where}: a {kind} action takes {sorted(_ACTION_KEYS[kind])}, "
+                               f"not {extra} (this gateway serves no delays or verify steps)")
         if kind == "nl":
             if not isinstance(action.get("instruction"), str) or not action["instruction"]:
                 raise TriggerError(f"{where}: an nl action needs an 'instruction'")

@@ -46,3 +46,13 @@ def test_a_good_registration_has_no_problems() -> None:
 def test_bad_registrations_are_refused_at_preflight(keys: dict[str, Any], says: str) -> None:
     found = problems(**keys)
     assert any(says in p for p in found), found
+
+
+def test_what_this_gateway_does_not_serve_is_refused_by_name() -> None:
+    found = problems(executor_agent_name="bob", triggers=[
+        {"id": "a", "when": TIME, "actions": [{"type": "nl", "instruction": "x",
+                                               "delay": "PT5M"}]}])
+    assert any("not ['delay']" in p for p in found), found
+    found = problems(triggers=[{"id": "a", "when": {"type": "time", "at": "PT1M",
+                                                    "every": "PT1H"}, "actions": [NOTE]}])
+    assert any("not ['every']" in p for p in found), found
