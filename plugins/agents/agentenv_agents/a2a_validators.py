@@ -386,8 +386,8 @@ MCP_PROMPT = ("Call one of the tools of your MCP servers once, with arguments th
 @attrs.define(kw_only=True)
 class VerifyA2aAgentMcp(_AgentCheck):
     """An agent whose card declares mcp-config/v1 really calls its env's tools: the env's
-    gateway records tool calls during the prompt ``prompt_id`` names (or one this step sends,
-    ``prompt``, answered with ``model``), and the prompt completed."""
+    gateway records tool calls while the prompt ``prompt_id`` names ran (or one this step
+    sends, ``prompt``, answered with ``model``), and the prompt completed."""
 
     type = "verify_a2a_agent_mcp"
     example = {
@@ -416,7 +416,6 @@ class VerifyA2aAgentMcp(_AgentCheck):
         env_id = self.env_id or next(iter(getattr(agent, "env_ids", []) or []), None)
         if env_id is None:
             raise StepError(f"agent '{self.agent_name}' was given no env; name env_id")
-        before = await _env_tool_calls(ctx, env_id)
         prompt_id = self.prompt_id
         if prompt_id is None:
             ask = PromptAgent(id=f"{self.id}.ask", agent_name=self.agent_name,
@@ -425,10 +424,8 @@ class VerifyA2aAgentMcp(_AgentCheck):
                               poll_interval_seconds=self.poll_interval_seconds)
             await ask.run(ctx)
             prompt_id = ask.id
-            calls = await _env_tool_calls(ctx, env_id) - before
-        else:
-            calls = before  # the prompt ran earlier: every call the env has seen counts
         reply = find_reply(ctx, prompt_id) or {}
+        calls = await _env_tool_calls(ctx, env_id, reply)
         done = bool(reply) and not reply.get("error_type")
         self.record(ctx, [
             _row(0, "completed", done, "the prompt completed" if done else
@@ -438,11 +435,19 @@ class VerifyA2aAgentMcp(_AgentCheck):
             tool_call_count_reported=reply.get("tool_call_count"))
 
 
-async def _env_tool_calls(ctx: TaskContext, env_id: str) -> int:
-    """How many tool calls the env's gateway has recorded (its trajectory's ``tool_call``s)."""
+async def _env_tool_calls(ctx: TaskContext, env_id: str, reply: dict[str, Any]) -> int:
+    """How many tool calls the env's gateway recorded while the prompt ``reply`` answers ran
+    (its trajectory's ``tool_call`` events stamped inside the prompt's time)."""
+    import datetime as dt
     import json
 
     import aiohttp
+
+    started = reply.get("started_at_utc")
+    if not isinstance(started, str):
+        return 0  # no prompt ran (or one recorded before prompts kept their start)
+    begin = dt.datetime.fromisoformat(started)
+    end = begin + dt.timedelta(seconds=float(reply.get("duration_seconds") or 0))
 
     env = ctx.env(env_id)
     url, headers = getattr(env, "url", None), getattr(env, "headers", None)
@@ -453,8 +458,13 @@ async def _env_tool_calls(ctx: TaskContext, env_id: str) -> int:
         if resp.status != 200:
             raise StepError(f"env '{env_id}': reading its trajectory answered HTTP {resp.status}")
         lines = (await resp.text()).splitlines()
-    return sum(1 for line in lines if line.strip()
-               and json.loads(line).get("type") == "tool_call")
+    count = 0
+    for line in lines:
+        event = json.loads(line) if line.strip() else {}
+        if event.get("type") == "tool_call" and isinstance(event.get("timestamp_utc"), str):
+            at = dt.datetime.fromisoformat(event["timestamp_utc"].replace("Z", "+00:00"))
+            count += begin <= at <= end
+    return count
 
 
 @attrs.define(kw_only=True)

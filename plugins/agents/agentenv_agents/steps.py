@@ -28,6 +28,7 @@ skipped rows, so one criteria list can be shared with ``verify_sandbox``.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -587,6 +588,7 @@ class PromptAgent(Step):
     async def run(self, ctx: TaskContext) -> None:
         agent = ctx.agent(self.agent_name)
         started = time.monotonic()
+        started_at = dt.datetime.now(dt.UTC)
         model = ctx.choices.model  # `agent-env run --model`: replaces the step's own
         step = attrs.evolve(self, model=model) if model else self
         timeout = float(self.timeout_seconds)
@@ -635,6 +637,7 @@ class PromptAgent(Step):
                 ctx, self.reply_id, self.agent_name, tuple(calls),
                 self.trajectory_output_prefix, name="model-calls"),
             "duration_seconds": round(time.monotonic() - started, 3),
+            "started_at_utc": started_at.isoformat(),
         }
         if self.max_conversation_turns > 1:
             ctx.outputs[self.id]["conversation"] = conversation
