@@ -55,7 +55,8 @@ def put(click_ctx: click.Context, env_id: str, dockerfile: Path | None, context:
 @click.option("--version", type=VERSION, help="A version (default: the latest).")
 @click.option("--sandbox", metavar="A[,B...]", help="Sandbox providers (a fallback chain).")
 def validate(env_id: str, version: int | None, sandbox: str | None) -> int:
-    """Deploy the env, check its card (tool schemas) and core protocol, tear it down."""
+    """Deploy the env, check its card (tool schemas) and core protocol, and its tools against
+    the OpenAPI spec a server publishes (when one does), tear it down."""
     return _validate(env_id, version, sandbox)
 
 
@@ -76,6 +77,9 @@ def _validate(env_id: str, version: int | None, sandbox: str | None) -> int:
         {"id": "card", "type": "verify_env_card", "env_id": record.id,
          "depends_on": ["deploy"]},
         {"id": "core_protocol", "type": "verify_env_core_protocol", "env_id": record.id,
+         "depends_on": ["deploy"]},
+        # scored only when a server publishes /openapi.yaml or /openapi.json
+        {"id": "spec", "type": "verify_spec_conformance", "env_id": record.id,
          "depends_on": ["deploy"]},
     ]
     label = f"validate env {record.id} v{record.version}"
