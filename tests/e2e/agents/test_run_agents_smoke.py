@@ -52,8 +52,9 @@ def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, left_by: An
 
 def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by: Any) -> None:
     """verify_a2a_agent_mcp counts the tool calls the echo env's gateway saw (for the earlier
-    prompt, and for one it sends itself); install/v1 and peer-agents/v1, which the model-agent
-    does not declare, are not scored and say why; verify_a2a_role round-trips a role."""
+    prompt, and for one it sends itself); install/v1, which the model-agent does not declare,
+    is not scored and says why; peer-agents/v1 round-trips a peer list (the relay itself is
+    test_peer_agents'); verify_a2a_role round-trips a role."""
     import json
     import shutil
 
@@ -80,7 +81,7 @@ def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by:
         {"id": "install", "type": "verify_a2a_install", "depends_on": ["ask"],
          "rubric_verifier_id": "answer"},
         {"id": "peers", "type": "verify_a2a_peer_agents", "depends_on": ["ask"],
-         "peer_prompt_id": "ask", "expected_token": "x"},
+         "peer_prompt_id": "ask", "expected_token": "agents smoke 7431"},
         {"id": "role", "type": "verify_a2a_role", "depends_on": ["ask"]},
     ]
     task.write_text(json.dumps(steps))
@@ -90,8 +91,6 @@ def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by:
     scores = re.search(r"tasks/smoke.json v1: passed \((.*?)\)", out)
     assert scores is not None, out
     assert sorted(scores.group(1).split(", ")) == [
-        "answer: 1", "echoes: 1", "mcp: 1", "mcp_again: 1", "role: 1"]
+        "answer: 1", "echoes: 1", "mcp: 1", "mcp_again: 1", "peers: 1", "role: 1"]
     assert "verify_a2a_install: not scored, the card declares no install/v1 extension" in out
-    assert ("verify_a2a_peer_agents: not scored, the card declares no peer-agents/v1 "
-            "extension") in out
     assert left_by(out) == []
