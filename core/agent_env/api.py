@@ -103,9 +103,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "REVIEW_APPROVED": ("agent_env.reviews", "APPROVED"),
     "REVIEW_REJECTED": ("agent_env.reviews", "REJECTED"),
     "asks": ("agent_env.asks", "asks"),
-    "Ask": ("agent_env.asks", "Ask"),
-    "AskCall": ("agent_env.asks", "AskCall"),
     "ASK_AWAITING": ("agent_env.asks", "AWAITING"),
+    "ASK_ANSWERED": ("agent_env.asks", "ANSWERED"),
     "ASK_EXPIRED": ("agent_env.asks", "EXPIRED"),
     "ASK_CANCELLED": ("agent_env.asks", "CANCELLED"),
     "RunChoices": ("agent_env.tasks.steps", "RunChoices"),
@@ -291,10 +290,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         default_agent_id,
         find_reply,
     )
+    from agent_env.asks import ANSWERED as ASK_ANSWERED
     from agent_env.asks import AWAITING as ASK_AWAITING
     from agent_env.asks import CANCELLED as ASK_CANCELLED
     from agent_env.asks import EXPIRED as ASK_EXPIRED
-    from agent_env.asks import Ask, AskCall, asks
+    from agent_env.asks import asks
     from agent_env.bundles.entities import stored_artifacts
     from agent_env.bundles.file_entities import (
         folder_files,

@@ -84,7 +84,7 @@ class InboxHuman:
         return result.text, bool(result.is_error)
 
     async def prompt(self, step: Any, timeout: float) -> AgentReply:
-        from agent_env.api import ASK_CANCELLED, ASK_EXPIRED, asks
+        from agent_env.api import ASK_ANSWERED, ASK_AWAITING, ASK_CANCELLED, ASK_EXPIRED, asks
 
         store = asks()
         tools, where = await self._tools()
@@ -105,7 +105,7 @@ class InboxHuman:
                                        "arguments": call.arguments, "result": text[:4000],
                                        "is_error": failed, "by": call.requested_by})
                 found = await asyncio.to_thread(store.get, ask.ask_id)
-                if found is None or found.state != "awaiting":
+                if found is None or found.state != ASK_AWAITING:
                     break
                 if time.monotonic() >= deadline:
                     with contextlib.suppress(ValueError):
@@ -117,7 +117,7 @@ class InboxHuman:
             with contextlib.suppress(ValueError):
                 store.close(ask.ask_id, ASK_CANCELLED)
             raise
-        if found is None or found.state != "answered":
+        if found is None or found.state != ASK_ANSWERED:
             raise StepError(f"ask {ask.ask_id} of '{self.name}' ended "
                             f"{found.state if found else 'missing'} without an answer")
         trajectory.append({"type": "answer", "text": found.answer, "by": found.answered_by})
