@@ -78,7 +78,7 @@ def _validate(env_id: str, version: int | None, sandbox: str | None) -> int:
          "depends_on": ["deploy"]},
         {"id": "core_protocol", "type": "verify_env_core_protocol", "env_id": record.id,
          "depends_on": ["deploy"]},
-        # scored only when a server publishes /openapi.yaml or /openapi.json
+        # scored only when a server publishes /openapi.yaml
         {"id": "spec", "type": "verify_spec_conformance", "env_id": record.id,
          "depends_on": ["deploy"]},
     ]

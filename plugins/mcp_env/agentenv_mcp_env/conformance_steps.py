@@ -12,8 +12,8 @@ before an eval spends money on the env.
   (``extra_required_param``: no caller following the spec can give it). ``service`` strips a
   ``<service>_`` prefix on both sides before names are compared. The spec comes from
   ``spec_artifact_id`` (a file artifact holding one JSON or YAML file; ours), else from each
-  server at ``/openapi.yaml`` or ``/openapi.json`` through the gateway (the reference's "baked
-  spec"); none found is a skipped row, not a failure. One row per operation.
+  server at ``/openapi.yaml`` through the gateway (the reference's "baked spec"); none found
+  is not scored, not a failure. One row per operation.
 * ``verify_mcp_env_assessment`` grades an agent's own report on the env's tools: the reply to
   ``prompt_id`` must be JSON ``{"results": [{"tool", "passed", ...}]}``; one row per tool, and
   a reply that is not that JSON, or lists no tool, is one failed row saying so.
@@ -35,7 +35,9 @@ _METHODS = ("get", "post", "put", "delete", "patch", "head", "options", "trace")
 #: Findings that fail an operation; the others are reported only.
 BLOCKING = frozenset({"missing_tool", "missing_param", "type_mismatch", "enum_mismatch",
                       "required_mismatch", "extra_required_param", "ambiguous_tool"})
-_SPEC_PATHS = ("/openapi.yaml", "/openapi.json")
+#: Where a server publishes its spec (the reference's "baked spec"); not ``/openapi.json``,
+#: which a FastAPI app serves for its own HTTP routes, not its tools.
+_SPEC_PATHS = ("/openapi.yaml",)
 
 
 def _resolve(node: Any, spec: dict[str, Any]) -> Any:
@@ -213,8 +215,8 @@ class VerifySpecConformance(Step):
         env = deployment(ctx, self.env_id)
         specs = await self._specs(ctx, env)
         if not specs:
-            ctx.outputs[self.id] = {"skipped": True, "reason": "no server serves /openapi.yaml "
-                                    "or /openapi.json, and the step names no spec_artifact_id"}
+            ctx.outputs[self.id] = {"skipped": True, "reason": "no server serves /openapi.yaml, "
+                                    "and the step names no spec_artifact_id"}
             ctx.note(f"{self.type}: not scored, no spec to compare with")
             return
         async with McpClient(f"{env.url}/mcp", headers=env.headers,

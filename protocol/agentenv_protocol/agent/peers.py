@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import attrs
 
@@ -128,8 +128,10 @@ class PeerState:
                                          timeout=aiohttp.ClientTimeout(total=60)) as http:
             async with http.get(f"{peer.url}/.well-known/agent-card.json") as resp:
                 card = await resp.json(content_type=None) if resp.status == 200 else {}
-            rpc = urljoin(peer.url + "/", str((card or {}).get("url") or "").lstrip("/")) \
-                if not str((card or {}).get("url") or "").startswith("http") else card["url"]
+            # the card's path, on the address the runtime gave: a card may name its own host
+            # as it sees itself (localhost, 0.0.0.0), which is not where a peer reaches it
+            path = urlsplit(str((card or {}).get("url") or "")).path.lstrip("/")
+            rpc = urljoin(peer.url + "/", path)
 
             async def call(method: str, params: dict[str, Any]) -> Any:
                 body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method,
