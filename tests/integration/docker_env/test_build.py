@@ -295,8 +295,10 @@ def test_a_build_killed_with_9_leaves_step_images_gc_removes(tmp_path: Path,
     from agentenv_docker_env.sandbox import DockerSandboxProvider
 
     marker = uuid.uuid4().hex
+    # the second step outlasts the wait below by far, so a slow engine (a loaded machine)
+    # cannot finish and tag the build before it is killed
     context = _context(tmp_path / "ctx", f"FROM python:3.11-slim\nRUN echo {marker} > /one\n"
-                                         "RUN sleep 60\n")
+                                         "RUN sleep 900\n")
     build = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(context), _name()])
 
     def left() -> list[Any]:
