@@ -25,7 +25,7 @@ fields are write-only), the request ``run`` gets has the reference's frozen shap
 ``TaskResult.text(...)``/``failure(...)``) and the ``TaskProgress`` a streaming ``run`` yields are
 turned into this SDK's. ``@extension`` handlers of skill-config/v1 are called as skills are
 added. What is not served here is said, never faked: the extensions this SDK does not implement
-(install, proxy, attribution probe) are left off the card with a warning,
+(proxy, attribution probe) are left off the card with a warning,
 and ``@extension`` on any other operation, or a Starlette ``lifespan``, is a TypeError when the
 class is defined.
 """
@@ -121,7 +121,7 @@ TRAJECTORY_V1 = ExtensionDefinition(_framework.TRAJECTORY_V1, {"get": ("task", "
 SNAPSHOT_V1 = ExtensionDefinition(_framework.SNAPSHOT_V1, {"save": (), "load": ()})
 TRIGGERS_V1 = ExtensionDefinition(_framework.TRIGGERS_V1, {"register": (), "decide": ()})
 PEER_AGENTS_V1 = ExtensionDefinition(_framework.PEER_AGENTS_V1, {"set": ()})
-INSTALL_V1 = ExtensionDefinition("urn:agentenv:install/v1", {"install": ()})
+INSTALL_V1 = ExtensionDefinition(_framework.INSTALL_V1, {"install": ()})
 PROXY_V1 = ExtensionDefinition("urn:agentenv:proxy/v1", {"next": ()})
 ATTRIBUTION_PROBE_V1 = ExtensionDefinition("urn:agentenv:attribution-probe/v1", {"probe": ()})
 #: The extensions this SDK serves; the others are left off the card.

@@ -407,6 +407,15 @@ class A2aAgent:
     allowed: tuple[str, ...] = ()
     #: Where its changelog goes, once ``enable_changelog`` turned it on (checked per prompt).
     changelog: str | None = None
+    #: Its name at the model gateway, which tells its calls apart: its container's, unless
+    #: ``install_agent`` put it in a task's container that may hold others.
+    caller: str = ""
+    #: Where agents of its sandbox reach its A2A server (peer-agents/v1): its front's address.
+    peer_url: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        self.caller = self.caller or self.container
+        self.peer_url = self.peer_url or f"http://{self.container}-front:{AGENT_PORT}"
 
     @property
     def rpc_path(self) -> str:
@@ -691,7 +700,7 @@ class A2aAgent:
         text = texts[-1] if texts else ""
         # only this agent's calls: agents sharing the gateway each call with a token of their own
         calls = [c for c in await self.gateway.calls(calls_before)
-                 if c.get("caller") == self.container]
+                 if c.get("caller") == self.caller]
         models = sorted({str(c.get("model")) for c in calls if c.get("model")})
         reported = data.get("usage") or {}
         # The gateway's counts when the agent used it; what the agent says, when it did not.
@@ -794,6 +803,30 @@ def parse_script(artifact: Any, name: str) -> Any:
     return data
 
 
+async def agent_image(sandbox: Sandbox, source: Any, say: Any) -> str:
+    """The image of agent folder ``source``: the one it names, else built (content-hash tag)."""
+    if source.image:
+        say(f"agents/{source.name}: image {source.image} (given)")
+        return str(source.image)
+    with owned_scratch("agent-env-agent-") as folder:  # gc finds it after kill -9
+        context = folder / source.name
+        shutil.copytree(source.folder, context, ignore=shutil.ignore_patterns(
+            "__pycache__", "*.pyc", ".git"))
+        if source.dockerfile != "Dockerfile":
+            shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
+        return await build_with_progress(sandbox, str(context), source.name,
+                                         {AGENT_LABEL: source.name}, f"agents/{source.name}",
+                                         say)
+
+
+def agent_model(ctx: TaskContext, source: Any) -> str | None:
+    """The run's ``--model``, else ``[model]`` roles.agent or default, else the folder's."""
+    from agent_env.api import model_settings
+
+    return (ctx.choices.model or model_settings().model_for("agent")
+            or source.metadata.get("default_model") or None)
+
+
 class A2aAgentType:
     """Deploys agent folders whose ``agent.toml`` says ``type = "a2a"``."""
 
@@ -830,24 +863,8 @@ class A2aAgentType:
                             'network_policy = "open" on its deploy_agent step to give it a '
                             "route out")
         gateway = await model_gateway(ctx, sandbox, say)
-        if source.image:
-            image = source.image
-            say(f"agents/{source.name}: image {image} (given)")
-        else:
-            with owned_scratch("agent-env-agent-") as folder:  # gc finds it after kill -9
-                context = folder / source.name
-                shutil.copytree(source.folder, context, ignore=shutil.ignore_patterns(
-                    "__pycache__", "*.pyc", ".git"))
-                if source.dockerfile != "Dockerfile":
-                    shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
-                image = await build_with_progress(sandbox, str(context), source.name,
-                                                  {AGENT_LABEL: source.name},
-                                                  f"agents/{source.name}", say)
-        from agent_env.api import model_settings
-
-        # the run's --model, else [model] roles.agent or default, else the folder's default
-        model = (ctx.choices.model or model_settings().model_for("agent")
-                 or source.metadata.get("default_model") or None)
+        image = await agent_image(sandbox, source, say)
+        model = agent_model(ctx, source)
         token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         ctx.register_secret(token)
         ctx.register_secret(model_token)

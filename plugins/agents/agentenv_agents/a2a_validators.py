@@ -27,8 +27,8 @@ one is checked, and they are kept in the record).
   counts them).
 * ``verify_a2a_snapshot``, ``verify_a2a_install``, ``verify_a2a_peer_agents``: record what
   earlier steps showed of snapshot/v1, install/v1 and peer-agents/v1 (a rubric verifier's
-  score, a relayed token); the shipped agents serve no install/v1 or peer-agents/v1 yet, so
-  those two are not scored for them.
+  score, a relayed token; for install/v1, also that ``install_agent`` put the agent in a
+  task's container). An agent whose card lists none of them is not scored on it.
 """
 
 from __future__ import annotations
@@ -528,9 +528,9 @@ class VerifyA2aSnapshot(_RubricRecorder):
 @attrs.define(kw_only=True)
 class VerifyA2aInstall(_RubricRecorder):
     """install/v1 end to end, as earlier steps did it (an ``install_agent`` into a task's
-    container, then a prompt the rubric verifier scored): the card declares install/v1 and
-    the verifier scored the installed agent's work. An agent without install/v1 is not scored
-    (none of the shipped agents serves it yet)."""
+    container, then a prompt a verifier scored): the card declares install/v1, the agent is
+    the one ``install_agent`` installed, and the verifier scored its work. An agent without
+    install/v1 is not scored (the model-agent serves it; the CLI agents do not)."""
 
     type = "verify_a2a_install"
     example = {
@@ -547,8 +547,15 @@ class VerifyA2aInstall(_RubricRecorder):
             self.record(ctx, [_row(0, "install", None, "the card declares no install/v1 "
                                    "extension")])
             return
+        where = next((o.get("installed_in") for o in ctx.outputs.values()
+                      if isinstance(o, dict) and o.get("installed") is True
+                      and o.get("agent_name") == self.agent_name), None)
         ok, why = self.verdict(ctx)
-        self.record(ctx, [_row(0, "install", ok, why)])
+        self.record(ctx, [
+            _row(0, "installed", where is not None,
+                 f"install_agent installed it in container '{where}'" if where else
+                 f"no install_agent step installed agent '{self.agent_name}'"),
+            _row(1, "install", ok, why)])
 
 
 @attrs.define(kw_only=True)

@@ -58,7 +58,7 @@ class PeerAgents(Step):
     async def run(self, ctx: TaskContext) -> None:
         import aiohttp
 
-        from .a2a_type import AGENT_PORT, A2aAgent, post_ok
+        from .a2a_type import A2aAgent, post_ok
         from .object_forms import card_extension
 
         def a2a(name: str, what: str) -> A2aAgent:
@@ -81,8 +81,7 @@ class PeerAgents(Step):
                 if peer.sandbox is not source.sandbox:
                     raise StepError(f"peer '{name}' runs in another sandbox than '{source.name}'"
                                     ": deploy both with the same env or sandbox_name")
-                entries.append({"name": name, "url": f"http://{peer.container}-front:"
-                                f"{AGENT_PORT}", "headers": {
+                entries.append({"name": name, "url": peer.peer_url, "headers": {
                                     "Authorization": f"Bearer {peer.token}"},
                                 "description": peer.card.get("description")})
             endpoint = str((ext.get("params") or {}).get("endpoint") or "/ext/peer-agents")

@@ -3,7 +3,8 @@
 ``scripted_model``), the ``a2a-agent`` command, the ``a2a``, ``oracle`` and ``nop`` agent
 types, the shipped ``model-agent``, ``claude-code``, ``codex``, ``oracle`` and ``nop`` agents
 and the ``agents-smoke``,
-``claude-code-smoke``, ``codex-smoke`` and ``conversation-smoke`` bundles.
+``claude-code-smoke``, ``codex-smoke``, ``conversation-smoke`` and ``install-demo`` bundles
+(and the env-type demos db-orders, website-todo, desktop-notes).
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.
@@ -53,6 +54,7 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
+            BundleSource("install-demo", BUNDLES / "install-demo"),
             BundleSource("db-orders", BUNDLES / "db-orders"),
             BundleSource("website-todo", BUNDLES / "website-todo"),
             BundleSource("desktop-notes", BUNDLES / "desktop-notes")]
@@ -70,6 +72,7 @@ STEP_TYPES = {
     "register_agent_triggers": "agentenv_agents.trigger_steps:RegisterAgentTriggers",
     "deploy_human_agent": "agentenv_agents.human:DeployHumanAgent",
     "peer_agents": "agentenv_agents.peer_steps:PeerAgents",
+    "install_agent": "agentenv_agents.install_steps:InstallAgent",
     "verify_a2a_agent_card": "agentenv_agents.a2a_validators:VerifyA2aAgentCard",
     "verify_a2a_core_protocol": "agentenv_agents.a2a_validators:VerifyA2aCoreProtocol",
     "verify_a2a_trajectory": "agentenv_agents.a2a_validators:VerifyA2aTrajectory",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on fir
     from .cli_process import CliRun
     from .framework import (
         AGENT_CONFIG_V1,
+        INSTALL_V1,
         MCP_CONFIG_V1,
         PEER_AGENTS_V1,
         SKILL_CONFIG_V1,
@@ -60,6 +61,7 @@ _EXPORTS = {
     "SNAPSHOT_V1": "framework",
     "TRIGGERS_V1": "framework",
     "PEER_AGENTS_V1": "framework",
+    "INSTALL_V1": "framework",
     "Skill": "skills",
     "AgentIdentity": "models",
     "AgentSkill": "models",
@@ -79,6 +81,7 @@ _EXPORTS = {
 
 __all__ = [
     "AGENT_CONFIG_V1",
+    "INSTALL_V1",
     "MCP_CONFIG_V1",
     "PEER_AGENTS_V1",
     "SKILL_CONFIG_V1",

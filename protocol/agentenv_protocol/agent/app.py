@@ -38,6 +38,7 @@ from .extensions import (
 )
 from .framework import (
     AGENT_CONFIG_V1,
+    INSTALL_V1,
     MCP_CONFIG_V1,
     PEER_AGENTS_V1,
     SKILL_CONFIG_V1,
@@ -219,6 +220,10 @@ class AgentServer:
                 exts.append(AgentTriggers.card_entry(TRIGGERS_V1))
             elif uri == PEER_AGENTS_V1:
                 exts.append(PeerState.card_entry(PEER_AGENTS_V1))
+            elif uri == INSTALL_V1:
+                from .install import card_entry as install_entry
+
+                exts.append(install_entry(INSTALL_V1, bind_address(None, None)[1]))
         security: dict[str, Any] = {}
         if self.secured:  # A2A's way to say "send a bearer token"
             security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -815,6 +820,20 @@ def create_app(agent: AgentEnvAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_B
     return app
 
 
+def _export(server: AgentServer, port: int, target: str) -> int:
+    """install/v1's export (:mod:`.install`); the process's exit code."""
+    import sys
+
+    from .install import export
+
+    if INSTALL_V1 not in server.spec.extensions:
+        print(f"agent {server.spec.identity.name!r} does not declare install/v1, so it is not "
+              "exported; list INSTALL_V1 in its @a2a_agent extensions", file=sys.stderr)
+        return 3
+    print(f"install/v1: exported to {export(server.card, port, target)}", flush=True)
+    return 0
+
+
 def serve(agent: AgentEnvAgent, host: str | None = None, port: int | None = None,
           **options: Any) -> None:
     """Run the agent's server until interrupted (``A2A_HOST`` / ``A2A_PORT`` when not given;
@@ -825,5 +844,9 @@ def serve(agent: AgentEnvAgent, host: str | None = None, port: int | None = None
     options.setdefault("token", os.environ.get("A2A_TOKEN") or None)
     app = create_app(agent, **options)
     name = spec_of(agent).identity.name
+    from .install import EXPORT_ENV
+
+    if target := os.environ.get(EXPORT_ENV):  # install/v1: export, do not serve
+        raise SystemExit(_export(app[SERVER_KEY], port, target))
     print(f"A2A agent {name!r} serving on http://{host}:{port}", flush=True)
     web.run_app(app, host=host, port=port, print=None, access_log=None)

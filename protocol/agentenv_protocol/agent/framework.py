@@ -26,8 +26,9 @@ SKILL_CONFIG_V1 = "urn:agentenv:skill-config/v1"
 SNAPSHOT_V1 = "urn:agentenv:snapshot/v1"
 TRIGGERS_V1 = "urn:agentenv:triggers/v1"
 PEER_AGENTS_V1 = "urn:agentenv:peer-agents/v1"
+INSTALL_V1 = "urn:agentenv:install/v1"
 KNOWN_EXTENSIONS = (AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1, SNAPSHOT_V1,
-                    TRIGGERS_V1, PEER_AGENTS_V1)
+                    TRIGGERS_V1, PEER_AGENTS_V1, INSTALL_V1)
 _SHORT = {uri.removeprefix("urn:agentenv:").split("/")[0]: uri for uri in KNOWN_EXTENSIONS}
 
 DEFAULT_HOST = "0.0.0.0"

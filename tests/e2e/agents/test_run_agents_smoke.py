@@ -52,9 +52,8 @@ def test_agents_smoke_passes_with_the_scripted_model(tmp_path: Path, left_by: An
 
 def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by: Any) -> None:
     """verify_a2a_agent_mcp counts the tool calls the echo env's gateway saw (for the earlier
-    prompt, and for one it sends itself); install/v1, which the model-agent does not declare,
-    is not scored and says why; peer-agents/v1 round-trips a peer list (the relay itself is
-    test_peer_agents'); verify_a2a_role round-trips a role."""
+    prompt, and for one it sends itself); peer-agents/v1 round-trips a peer list (the relay
+    itself is test_peer_agents'); verify_a2a_role round-trips a role."""
     import json
     import shutil
 
@@ -78,8 +77,6 @@ def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by:
         {"id": "mcp_again", "type": "verify_a2a_agent_mcp",
          "depends_on": ["mcp", "again_model"], "model": "scripted:again_script",
          "timeout_seconds": 120},
-        {"id": "install", "type": "verify_a2a_install", "depends_on": ["ask"],
-         "rubric_verifier_id": "answer"},
         {"id": "peers", "type": "verify_a2a_peer_agents", "depends_on": ["ask"],
          "peer_prompt_id": "ask", "expected_token": "agents smoke 7431"},
         {"id": "role", "type": "verify_a2a_role", "depends_on": ["ask"]},
@@ -92,5 +89,4 @@ def test_the_a2a_validators_on_a_deployed_agent_and_env(tmp_path: Path, left_by:
     assert scores is not None, out
     assert sorted(scores.group(1).split(", ")) == [
         "answer: 1", "echoes: 1", "mcp: 1", "mcp_again: 1", "peers: 1", "role: 1"]
-    assert "verify_a2a_install: not scored, the card declares no install/v1 extension" in out
     assert left_by(out) == []

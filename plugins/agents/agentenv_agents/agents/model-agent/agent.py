@@ -18,6 +18,7 @@ the conversation with it. Each tool call ends in ``request.checkpoint()``: a cha
 runtime enabled gets one increment per tool call. It serves the SDK's triggers/v1, so when it
 plays a conversation's user a task can script that user's turns (``register_agent_triggers``),
 and peer-agents/v1, so with peers set (``peer_agents``) it has a ``peer_send_message`` tool.
+It lists install/v1: ``install_agent`` can start it inside a task's own container.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import attrs
 
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
+    INSTALL_V1,
     MCP_CONFIG_V1,
     PEER_AGENTS_V1,
     SKILL_CONFIG_V1,
@@ -118,7 +120,7 @@ def conversation(events: list[Any]) -> list[dict[str, Any]]:
                            description="OpenAI tool calling over the MCP tools of its envs."),
     config=ModelAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1, SNAPSHOT_V1,
-                TRIGGERS_V1, PEER_AGENTS_V1),
+                TRIGGERS_V1, PEER_AGENTS_V1, INSTALL_V1),
 )
 class ModelAgent(AgentEnvAgent):
     def __init__(self) -> None:
