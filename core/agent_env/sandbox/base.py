@@ -406,6 +406,12 @@ class SandboxProvider(abc.ABC):
         ``agent-env gc``; a provider with no image store of its own has nothing to prune."""
         return []
 
+    async def find_images(self, labels: dict[str, str]) -> list[str] | None:
+        """Tags of the images this provider's image store holds that carry every one of
+        ``labels`` (``a2a-agent list`` asks whether an agent is built); None when it keeps
+        no images of its own, so nothing can be said."""
+        return None
+
     async def remove_committed(self, images: Sequence[CommittedImage]) -> None:
         """Remove committed images no sandbox is up for any more (a snapshot removed): a
         provider whose images outlive its sandboxes implements it."""

@@ -803,17 +803,24 @@ def parse_script(artifact: Any, name: str) -> Any:
     return data
 
 
+def build_context(source: Any, folder: Path) -> Path:
+    """Agent folder ``source`` as its build context, under ``folder``: what is built, and what
+    ``a2a-agent list`` hashes to tell whether it was."""
+    context = folder / source.name
+    shutil.copytree(source.folder, context, ignore=shutil.ignore_patterns(
+        "__pycache__", "*.pyc", ".git"))
+    if source.dockerfile != "Dockerfile":
+        shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
+    return context
+
+
 async def agent_image(sandbox: Sandbox, source: Any, say: Any) -> str:
     """The image of agent folder ``source``: the one it names, else built (content-hash tag)."""
     if source.image:
         say(f"agents/{source.name}: image {source.image} (given)")
         return str(source.image)
     with owned_scratch("agent-env-agent-") as folder:  # gc finds it after kill -9
-        context = folder / source.name
-        shutil.copytree(source.folder, context, ignore=shutil.ignore_patterns(
-            "__pycache__", "*.pyc", ".git"))
-        if source.dockerfile != "Dockerfile":
-            shutil.copyfile(context / source.dockerfile, context / "Dockerfile")
+        context = build_context(source, folder)
         return await build_with_progress(sandbox, str(context), source.name,
                                          {AGENT_LABEL: source.name}, f"agents/{source.name}",
                                          say)

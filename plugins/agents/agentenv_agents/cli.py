@@ -53,19 +53,29 @@ def a2a_agent() -> None:
 @a2a_agent.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_agents(as_json: bool) -> None:
-    """Every installed agent (id, the plugin that ships it, its agent type), then every stored
-    one (id, latest version)."""
-    from .definitions import read_agent
+    """Every installed agent (id, its type, what its image pins, whether that image is built
+    on the local engine, the plugin that ships it), then every stored one (id, latest
+    version)."""
+    import asyncio
+
+    from .definitions import pinned, read_agent
     from .stored import stored_rows
 
     rows = _rows()
     stored = stored_rows()
+    definitions = {}
     for row in rows:
         try:
             definition = read_agent(row["id"], Path(row["path"]))
             row["type"], row["description"] = definition.type, definition.description
+            row["pinned"] = pinned(definition)
+            definitions[row["id"]] = definition
         except Exception as exc:  # one broken folder must not hide the others
             row["type"], row["description"] = "?", f"unreadable: {exc}"
+            row["pinned"] = []
+    built = asyncio.run(_built(list(definitions.values())))
+    for row in rows:
+        row["built"] = built.get(row["id"])
     if as_json:
         click.echo(json.dumps({"format_version": 1, "agents": rows, "stored": stored},
                               indent=2))
@@ -74,11 +84,109 @@ def list_agents(as_json: bool) -> None:
         echo("No agents are installed (an agents plugin ships them) or stored (a2a-agent put).")
         return
     width = max(len(r["id"]) for r in [*rows, *stored])
+    pins = {r["id"]: ", ".join(r["pinned"]) or "-" for r in rows}
+    states = {r["id"]: _built_word(r["built"]) for r in rows}
+    pin_width = max([len(p) for p in pins.values()] or [1])
+    state_width = max([len(s) for s in states.values()] or [1])
     for row in rows:
-        echo(f"{row['id'].ljust(width)}  {row['type']:<6}  {row['package']}  "
-                   f"{row['description']}".rstrip())
+        echo(f"{row['id'].ljust(width)}  {row['type']:<6}  {pins[row['id']].ljust(pin_width)}  "
+             f"{states[row['id']].ljust(state_width)}  {row['package']}  "
+             f"{row['description']}".rstrip())
     for row in stored:
         echo(f"{row['id'].ljust(width)}  v{row['version']:<5}  stored (a2a-agent put)")
+
+
+def _built_word(state: Any) -> str:
+    if state is None:
+        return "-"  # no image of its own to build (nop, oracle)
+    if isinstance(state, str):
+        return state
+    return "built" if state else "not built"
+
+
+async def _built(definitions: list[Any]) -> dict[str, Any]:
+    """agent id -> True/False (its folder's image is on the local engine), or a short reason
+    when that cannot be told. An agent that builds no image is left out."""
+    import asyncio
+
+    from agent_env.api import (
+        PROTOCOL_LABEL,
+        SOURCE_DIGEST_LABEL,
+        UserError,
+        open_provider,
+        owned_scratch,
+        plan_build,
+    )
+
+    from .a2a_type import AGENT_LABEL, build_context
+
+    wanted = [d for d in definitions if d.type == "a2a"]
+    if not wanted:
+        return {}
+    try:
+        provider = open_provider("docker")
+        problem = type(provider).availability()
+    except UserError as exc:
+        problem = str(exc)
+    if problem is not None:
+        return {d.name: "engine unavailable" for d in wanted}
+    async def state(definition: Any) -> Any:
+        if definition.image:
+            return "given image"
+        with owned_scratch("agent-env-agent-") as folder:
+            plan = plan_build(build_context(definition, folder), name=definition.name)
+        labels = {AGENT_LABEL: definition.name, **{
+            k: plan.labels[k] for k in (SOURCE_DIGEST_LABEL, PROTOCOL_LABEL) if k in plan.labels}}
+        found = await provider.find_images(labels)
+        return bool(found) if found is not None else "unknown"
+
+    states = await asyncio.gather(*(state(d) for d in wanted))  # the engine answers slowly
+    return {d.name: s for d, s in zip(wanted, states, strict=True)}
+
+
+@a2a_agent.command("build")
+@click.option("--id", "agent_id", type=ENTITY_ID, required=True,
+              help="The agent's id (installed or stored).")
+@click.option("--version", type=VERSION, help="A stored agent's version (default: the latest).")
+@click.option("--sandbox", metavar="A[,B...]",
+              help="Sandbox providers to build on (default: docker).")
+def build_agent(agent_id: str, version: int | None, sandbox: str | None) -> None:
+    """Build the agent's image ahead of a run, with the build's progress; a run then finds it
+    (content-hash tag) and starts at once."""
+    import asyncio
+
+    from agent_env.api import UserError, check_sandbox_chain
+
+    from .lookup import find_agent
+
+    definition = find_agent(agent_id, version)
+    if definition.type != "a2a":
+        raise UserError(f"agent '{agent_id}' is a {definition.type} agent: it has no image to "
+                        "build")
+    chain = option_chain(sandbox) or ["docker"]
+    check_sandbox_chain(chain)
+    image = asyncio.run(_build(definition, chain))
+    echo(f"agents/{definition.name}: {image}")
+
+
+async def _build(definition: Any, chain: list[str]) -> str:
+    import asyncio
+    import time
+
+    from agent_env.api import SandboxSpec, choose_provider, open_provider
+
+    from .a2a_type import agent_image
+
+    provider = open_provider(choose_provider(chain))
+    sandbox = await provider.create(SandboxSpec(
+        name=f"build-{definition.name}", mode="vm", ttl_seconds=3600,
+        labels={"agentenv.agent-build": definition.name}))
+    started = time.monotonic()
+    try:
+        return await agent_image(sandbox, definition, echo)
+    finally:
+        await asyncio.shield(sandbox.terminate())
+        echo(f"agents/{definition.name}: done in {time.monotonic() - started:.1f}s")
 
 
 @a2a_agent.command("get")

@@ -55,3 +55,27 @@ def read_agent(name: str, folder: Path) -> AgentDefinition:
         description=data.get("description", ""), default_env_vars=dict(env),
         metadata=dict(metadata), config=dict(config),
     )
+
+
+def pinned(definition: AgentDefinition) -> list[str]:
+    """What the agent's image pins, for ``a2a-agent list``: ``ARG <NAME>_VERSION=<v>`` lines of
+    its Dockerfile (``claude-code 2.1.332``) and ``name==version`` lines of its
+    requirements.txt. An image given by reference pins itself: its ref."""
+    import re
+
+    if definition.image:
+        return [str(definition.image)]
+    found: list[str] = []
+    dockerfile = definition.folder / definition.dockerfile
+    if dockerfile.is_file():
+        for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+            match = re.match(r"\s*ARG\s+([A-Z0-9_]+)_VERSION=(\S+)", line)
+            if match:
+                found.append(f"{match.group(1).lower().replace('_', '-')} {match.group(2)}")
+    requirements = definition.folder / "requirements.txt"
+    if requirements.is_file():
+        for line in requirements.read_text(encoding="utf-8", errors="replace").splitlines():
+            match = re.match(r"\s*([A-Za-z0-9._-]+)\s*==\s*([^\s;#]+)", line)
+            if match:
+                found.append(f"{match.group(1)} {match.group(2)}")
+    return found

@@ -138,15 +138,16 @@ class InstallAgent(Step):
         if self.agent_name in ctx.agents:
             raise StepError(f"an agent named '{self.agent_name}' is already deployed in this task")
         sandbox = ctx.sandbox(self.sandbox_name)
-        setup = AgentSetup(self.agent_name, self.role, self.system_prompt, {}, sandbox,
+        assert self.container_name is not None  # check() said so
+        target = ctx.work_target(self.sandbox_name, None, self.container_name, "0")
+        # an outside player's bash runs in the container, where the agent would have worked
+        setup = AgentSetup(self.agent_name, self.role, self.system_prompt, {}, target,
                            self.sandbox_name, None)
         outside = ctx.outside_agent(setup)
         if outside is not None:
             ctx.agents[self.agent_name] = outside
             ctx.outputs[self.id] = {**outside.describe(), "installed": False}
             return
-        assert self.container_name is not None  # check() said so
-        target = ctx.work_target(self.sandbox_name, None, self.container_name, "0")
         agent = await self._install(ctx, sandbox, target, setup)
         ctx.agents[self.agent_name] = agent.agent
         ctx.outputs[self.id] = {**agent.agent.describe(), "installed": True,

@@ -1058,6 +1058,16 @@ class DockerSandboxProvider(SandboxProvider):
             done.append(line)
         return done
 
+    async def find_images(self, labels: dict[str, str]) -> list[str] | None:
+        """Tags of the engine's images carrying every one of ``labels``."""
+        def find() -> list[str]:
+            wanted = [f"{k}={v}" for k, v in labels.items()]
+            images = docker_client(self.base_url).api.images(filters={"label": wanted})
+            return sorted(t for image in images for t in image.get("RepoTags") or ()
+                          if t != "<none>:<none>")
+
+        return await asyncio.to_thread(find)
+
     async def remove_committed(self, images: Sequence[CommittedImage]) -> None:
         """Remove a snapshot's images from the engine."""
         import docker.errors

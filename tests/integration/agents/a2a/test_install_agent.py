@@ -131,3 +131,41 @@ async def test_an_unpublished_port_and_a_container_without_python_are_named(
     with pytest.raises(StepError, match="no container 'nowhere' was started"):
         await InstallAgent(id="install3", sandbox_name="box", container_name="nowhere",
                            a2a_agent_id="model-agent", agent_name="third").run(ctx)
+
+
+async def test_an_outside_player_stands_in_and_its_bash_runs_in_the_container(
+    state_root: Path, docker_client: Any, tmp_path: Path,
+) -> None:
+    """The episode API plays install-demo's agent: nothing is installed, and the player's
+    ``bash`` runs inside the task's container as root (where the agent would have worked),
+    which is what the reference's proxy agent is for. verify_a2a_install, which reads the
+    agent's card, is left out: an outside player has none (the episode says so by name)."""
+    import json
+    import shutil
+
+    from agent_env.task import EpisodeError, EpisodeSpec, Task
+
+    with pytest.raises(EpisodeError, match=r"step 'install_check' \(verify_a2a_install\) "
+                                           "works inside agent 'agent'"):
+        EpisodeSpec.from_task(Task.get(Task.from_bundle(DEMO, "install").id))
+    bundle = tmp_path / "played"
+    shutil.copytree(DEMO, bundle)
+    path = bundle / "tasks" / "install.json"
+    path.write_text(json.dumps([s for s in json.loads(path.read_text())
+                                if s["type"] != "verify_a2a_install"]))
+    task = Task.get(Task.from_bundle(bundle, "install").id)
+    episode = await EpisodeSpec.from_task(task, turn_timeout=120).start()
+    turn = await episode.next_turn()
+    assert turn is not None and turn.agent == "agent"
+    async with turn.tools() as tools:
+        listed = [t["name"] for t in tools.list()]
+        assert listed == ["bash"]
+        done = await tools.call("bash", {"command": "cat /work/README.txt; id -u; "
+                                                    "ls /opt | grep -c agentenv-agent || true"})
+    text = done["content"][0]["text"]
+    # the container's own file, uid 0, and no agent under /opt
+    assert text == "the task's files\n0\n0\n(exit 0)", text
+    await turn.end(response=f"From the player: {TEXT}")
+    assert await episode.next_turn() is None
+    scores = await episode.result()
+    assert scores == {"answer": 1.0, "inside": 0.0}  # nothing was installed: no agent.pid
