@@ -1,7 +1,8 @@
 """The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
 ``snapshot_agent_state``, ``agent_prompt_response_verifier``, ``verify_agent_card``,
 ``scripted_model``), the ``a2a-agent`` command, the ``a2a``, ``oracle`` and ``nop`` agent
-types, the shipped ``model-agent``, ``claude-code``, ``codex``, ``oracle`` and ``nop`` agents
+types, the shipped ``model-agent``, ``claude-code``, ``codex``, ``mini-swe-agent``, ``oracle`` and
+``nop`` agents
 and the ``agents-smoke``,
 ``claude-code-smoke``, ``codex-smoke``, ``conversation-smoke`` and ``install-demo`` bundles
 (and the env-type demos db-orders, website-todo, desktop-notes).
@@ -44,6 +45,7 @@ def agent_env_agents() -> list[AgentSource]:
     return [AgentSource("model-agent", AGENTS / "model-agent"),
             AgentSource("claude-code", AGENTS / "claude-code"),
             AgentSource("codex", AGENTS / "codex"),
+            AgentSource("mini-swe-agent", AGENTS / "mini-swe-agent"),
             AgentSource("oracle", AGENTS / "oracle"),
             AgentSource("nop", AGENTS / "nop")]
 
@@ -55,6 +57,7 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
             BundleSource("install-demo", BUNDLES / "install-demo"),
+            BundleSource("mini-swe-agent-smoke", BUNDLES / "mini-swe-agent-smoke"),
             BundleSource("db-orders", BUNDLES / "db-orders"),
             BundleSource("website-todo", BUNDLES / "website-todo"),
             BundleSource("desktop-notes", BUNDLES / "desktop-notes")]
