@@ -66,7 +66,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agents",
         {
             "agent_type": ("a2a", "nop", "oracle"),
-            "agent": ("model-agent", "claude-code", "codex", "mini-swe-agent", "oracle", "nop"),
+            "agent": ("model-agent", "claude-code", "codex", "mini-swe-agent", "pi", "oracle",
+                      "nop"),
             "model_provider": ("scripted",),
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
                           "agent_prompt_response_verifier", "verify_agent_card",
@@ -79,7 +80,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                           "verify_a2a_role", "verify_a2a_agent_mcp", "verify_a2a_snapshot",
                           "verify_a2a_install", "verify_a2a_peer_agents"),
             "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke",
-                       "install-demo", "mini-swe-agent-smoke",
+                       "install-demo", "mini-swe-agent-smoke", "pi-smoke",
                        "db-orders", "website-todo", "desktop-notes"),
         },
     ),

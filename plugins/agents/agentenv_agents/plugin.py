@@ -46,6 +46,7 @@ def agent_env_agents() -> list[AgentSource]:
             AgentSource("claude-code", AGENTS / "claude-code"),
             AgentSource("codex", AGENTS / "codex"),
             AgentSource("mini-swe-agent", AGENTS / "mini-swe-agent"),
+            AgentSource("pi", AGENTS / "pi"),
             AgentSource("oracle", AGENTS / "oracle"),
             AgentSource("nop", AGENTS / "nop")]
 
@@ -58,6 +59,7 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
             BundleSource("install-demo", BUNDLES / "install-demo"),
             BundleSource("mini-swe-agent-smoke", BUNDLES / "mini-swe-agent-smoke"),
+            BundleSource("pi-smoke", BUNDLES / "pi-smoke"),
             BundleSource("db-orders", BUNDLES / "db-orders"),
             BundleSource("website-todo", BUNDLES / "website-todo"),
             BundleSource("desktop-notes", BUNDLES / "desktop-notes")]

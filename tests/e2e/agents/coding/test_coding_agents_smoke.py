@@ -1,9 +1,9 @@
-"""``agent-env run claude-code-smoke`` / ``codex-smoke`` via the CLI: the real CLIs (pinned from
-the npm registry, built into their images on first use, found by content hash after) call the
-echo env's tool and answer, driven offline by the SCRIPTED model through the run's model
-gateway; a second prompt of the same A2A context resumes the CLI's session. The run record
-links each prompt's trajectory (the CLI's own events, its version, and the gateway's model
-calls with tokens), and the agent container never holds the upstream key."""
+"""``agent-env run claude-code-smoke`` / ``codex-smoke`` / ``pi-smoke`` via the CLI: the real
+CLIs (pinned from the npm registry, built into their images on first use, found by content hash
+after) call the echo env's tool and answer, driven offline by the SCRIPTED model through the
+run's model gateway; a second prompt of the same A2A context resumes the CLI's session. The run
+record links each prompt's trajectory (the CLI's own events, its version, and the gateway's
+model calls with tokens), and the agent container never holds the upstream key."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ CASES = {
     "codex": {"bundle": "codex-smoke", "cli": "codex", "version": "0.171.0",
               "format": "codex-exec-json/1", "needle": "codex smoke 8812",
               "again": "Earlier in this thread"},
+    "pi": {"bundle": "pi-smoke", "cli": "pi", "version": "0.73.1", "format": "pi-json/1",
+           "needle": "pi smoke 6173", "again": "Earlier in this session"},
 }
 
 

@@ -6,8 +6,9 @@ on stdin; that process runs mini-swe-agent's ``DefaultAgent`` with its shipped `
 templates, a ``LitellmModel`` pointed at the run's model gateway (``openai/<model>`` at
 ``AGENTENV_MODEL_BASE_URL`` with the per-run token: no provider key is ever in this container)
 and a ``LocalEnvironment`` in the agent's work folder, and prints every message the loop adds as
-one JSON line. The envs' MCP tools (``/ext/mcp-config``) are the ``mcp-call`` command
-(``mcp_call.py``), which the prompt tells the model about; mini-swe-agent has no MCP client.
+one JSON line. The envs' MCP tools (``/ext/mcp-config``) are the SDK's ``mcp-call`` command
+(:mod:`agentenv_protocol.agent.mcp_call`), which the prompt tells the model about;
+mini-swe-agent has no MCP client.
 
 The reply is the agent's submission: what follows ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` in
 the output of its last command. Any other end (a step limit, repeated format errors, an
@@ -42,6 +43,7 @@ from agentenv_protocol.agent import (
     TaskResult,
     a2a_agent,
 )
+from agentenv_protocol.agent.mcp_call import write_servers
 
 TRAJECTORY_FORMAT = "mini-swe-agent/1"
 #: What the model reads, after the task, when the agent has envs: its tools are a command.
@@ -91,11 +93,7 @@ class MiniSweAgent(AgentEnvAgent):
         trajectory = request.trajectory
         trajectory.set_format(TRAJECTORY_FORMAT)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        servers = Path.home() / ".agentenv-mcp-servers.json"
-        servers.write_text(json.dumps({
-            name: {"url": s.url, "headers": dict(s.headers)}
-            for name, s in request.mcp_servers.items()}), encoding="utf-8")
-        servers.chmod(0o600)  # the envs' bearer tokens
+        servers = write_servers(request.mcp_servers, Path.home() / ".agentenv-mcp-servers.json")
         job = {"task": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url,
                "system_prompt": request.config.system_prompt,
@@ -104,7 +102,7 @@ class MiniSweAgent(AgentEnvAgent):
         args = [sys.executable, str(Path(__file__).resolve()), "--episode"]
         trajectory.append({"type": "agentenv.cli", "cli": "mini-swe-agent",
                            "version": self.version, "argv": args, "model": model})
-        env = {**os.environ, "AGENTENV_MCP_SERVERS": str(servers)}
+        env = {**os.environ, **servers}
         env.pop("A2A_TOKEN", None)
         run = await CliRun.start(args, json.dumps(job), env, self.workdir)
         ended: dict[str, Any] | None = None

@@ -1,11 +1,12 @@
-#!/usr/bin/env python3
-"""``mcp-call``: the envs' MCP tools as a shell command, for an agent whose only tool is bash.
+"""``mcp-call``: the envs' MCP tools as a shell command, for an agent whose only tool is bash
+(mini-swe-agent, pi): the SDK installs it with the protocol package, so every agent image has it.
 
 ``mcp-call list`` prints every tool (``server/tool``, its description and input schema);
 ``mcp-call TOOL '{"arg": ...}'`` calls it (``server/tool`` when two servers offer the name) and
 prints the result's text; a tool error exits 1 with the error's text. The servers (URL and
 headers, the env's token among them) are the ones the runtime registered through mcp-config/v1,
-read from ``AGENTENV_MCP_SERVERS`` (a file only the agent's user can read).
+read from ``AGENTENV_MCP_SERVERS`` (a file only the agent's user can read, written by
+:func:`write_servers`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,26 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+#: The variable naming the servers file.
+SERVERS_ENV = "AGENTENV_MCP_SERVERS"
+
+
+def write_servers(servers: Mapping[str, Any], path: Path) -> dict[str, str]:
+    """Write the MCP servers a request has (``request.mcp_servers``) to ``path``, readable by
+    this user only (it holds the envs' tokens); the variables that point ``mcp-call`` at it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({name: {"url": s.url, "headers": dict(s.headers)}
+                                for name, s in servers.items()}), encoding="utf-8")
+    path.chmod(0o600)
+    return {SERVERS_ENV: str(path)}
 
 
 def servers() -> dict[str, Any]:
-    path = os.environ.get("AGENTENV_MCP_SERVERS", "")
+    path = os.environ.get(SERVERS_ENV, "")
     try:
         with open(path, encoding="utf-8") as handle:
             found = json.load(handle)
@@ -27,7 +43,7 @@ def servers() -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-async def main(argv: list[str]) -> int:
+async def call(argv: list[str]) -> int:
     import aiohttp
 
     from agentenv_protocol.client import McpClient
@@ -75,5 +91,10 @@ async def main(argv: list[str]) -> int:
         return 1 if result.is_error else 0
 
 
+def main() -> None:
+    """The ``mcp-call`` command."""
+    sys.exit(asyncio.run(call(sys.argv[1:])))
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1:])))
+    main()
