@@ -65,9 +65,9 @@ async def call(argv: list[str]) -> int:
         offered = {name: await client.list_tools_raw() for name, client in clients.items()}
         if argv[0] == "list":
             for name, tools in offered.items():
-                for tool in tools:
-                    print(f"{name}/{tool['name']}: {tool.get('description') or ''}".rstrip())
-                    print(f"  input: {json.dumps(tool.get('inputSchema') or {})}")
+                for entry in tools:
+                    print(f"{name}/{entry['name']}: {entry.get('description') or ''}".rstrip())
+                    print(f"  input: {json.dumps(entry.get('inputSchema') or {})}")
             return 0
         wanted = argv[0]
         server, _, tool = wanted.rpartition("/")
@@ -92,8 +92,13 @@ async def call(argv: list[str]) -> int:
 
 
 def main() -> None:
-    """The ``mcp-call`` command."""
-    sys.exit(asyncio.run(call(sys.argv[1:])))
+    """The ``mcp-call`` command: an unreachable server is one line and exit 1."""
+    try:
+        code = asyncio.run(call(sys.argv[1:]))
+    except Exception as exc:  # the model reads this line; a traceback would only cost tokens
+        print(f"mcp-call: {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":
