@@ -826,6 +826,24 @@ async def agent_image(sandbox: Sandbox, source: Any, say: Any) -> str:
                                          say)
 
 
+def agent_environment(source: Any, extra: dict[str, str], *, port: int, token: str,
+                      gateway: ModelGatewayHandle, model_token: str, model: str | None,
+                      role: str | None) -> dict[str, str]:
+    """What an A2A agent AgentEnv starts finds in its environment: its folder's
+    ``default_env_vars``, then ``extra``, then what AgentEnv sets (its port and bearer token,
+    the model gateway's URL and its own model token, the model, ``max_turns``, its role)."""
+    env = {**source.default_env_vars, **extra, "A2A_PORT": str(port), "A2A_TOKEN": token,
+           "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
+           "AGENTENV_MODEL_TOKEN": model_token}
+    if model:
+        env["AGENTENV_MODEL_NAME"] = str(model)
+    if "max_turns" in source.config:
+        env["AGENTENV_MAX_TURNS"] = str(source.config["max_turns"])
+    if role:
+        env["AGENT_ENV_ROLE"] = role
+    return env
+
+
 def agent_model(ctx: TaskContext, source: Any) -> str | None:
     """The run's ``--model``, else ``[model]`` roles.agent or default, else the folder's."""
     from agent_env.api import model_settings
@@ -885,16 +903,9 @@ class A2aAgentType:
                           if k.startswith(("A2A_", "AGENTENV_MODEL_")))
         if reserved:
             raise StepError(f"env_vars may not set {', '.join(reserved)}: AgentEnv sets them")
-        env = {**source.default_env_vars, **step.env_vars,
-               "A2A_PORT": str(AGENT_PORT), "A2A_TOKEN": token,
-               "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
-               "AGENTENV_MODEL_TOKEN": model_token}
-        if model:
-            env["AGENTENV_MODEL_NAME"] = str(model)
-        if "max_turns" in source.config:
-            env["AGENTENV_MAX_TURNS"] = str(source.config["max_turns"])
-        if setup.role:
-            env["AGENT_ENV_ROLE"] = setup.role
+        env = agent_environment(source, step.env_vars, port=AGENT_PORT, token=token,
+                                gateway=gateway, model_token=model_token, model=model,
+                                role=setup.role)
         labels = {**ctx.labels, AGENT_LABEL: source.name}
         allowed: tuple[str, ...] = ()
         if policy == "allowlist":

@@ -181,6 +181,7 @@ class InstallAgent(Step):
             A2aAgent,
             _configure,
             _slug,
+            agent_environment,
             agent_image,
             agent_model,
             model_gateway,
@@ -220,16 +221,10 @@ class InstallAgent(Step):
         ctx.register_secret(model_token)
         caller = f"{self.container_name}-agent-{port}"
         await gateway.add_caller(caller, model_token)
-        env = {**source.default_env_vars, "A2A_PORT": str(port), "A2A_TOKEN": token,
-               "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
-               "AGENTENV_MODEL_TOKEN": model_token, "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": f"{root}/app:{root}/site"}
-        if model:
-            env["AGENTENV_MODEL_NAME"] = str(model)
-        if "max_turns" in source.config:
-            env["AGENTENV_MAX_TURNS"] = str(source.config["max_turns"])
-        if self.role:
-            env["AGENT_ENV_ROLE"] = self.role
+        env = agent_environment(
+            source, {"PYTHONUNBUFFERED": "1", "PYTHONPATH": f"{root}/app:{root}/site"},
+            port=port, token=token, gateway=gateway, model_token=model_token, model=model,
+            role=self.role)
         await self._start(target, root, env, [str(a) for a in manifest["command"]])
         card = await self._wait_card(target, root, url, source.name)
         agent = A2aAgent(self.agent_name, source.name, url, self.container_name or "", image,
@@ -307,9 +302,11 @@ class InstallAgent(Step):
         r = shlex.quote(root)
         inner = f"set -a; . {r}/agent.env; set +a; exec python3 -s {shlex.join(args)}"
         cwd = shlex.quote(self.workspace_dir) if self.workspace_dir else "."
+        # cd first, on its own: "cd && nohup ... &" would background a subshell, whose pid
+        # is not the agent's
         done = await target.exec(["sh", "-c", (
-            f"cd {cwd} && nohup sh -c {shlex.quote(inner)} > {r}/agent.log 2>&1 < /dev/null & "
-            f"echo $! > {r}/agent.pid")], timeout=30)
+            f"cd {cwd} || exit 1; nohup sh -c {shlex.quote(inner)} > {r}/agent.log 2>&1 "
+            f"< /dev/null & echo $! > {r}/agent.pid")], timeout=30)
         if not done.ok:
             raise StepError(f"could not start the agent in '{self.container_name}': "
                             f"{(done.stderr or done.stdout).strip()[-300:]}")

@@ -66,7 +66,7 @@ async def test_the_model_agent_runs_inside_the_task_container(
     assert code != 0
     await ScriptedModel(id="model", script_artifact_id=ids["install_script"]).run(ctx)
     await InstallAgent(id="install", sandbox_name="box", container_name="workspace",
-                       a2a_agent_id="model-agent").run(ctx)
+                       a2a_agent_id="model-agent", workspace_dir="/work").run(ctx)
     out = ctx.outputs["install"]
     assert out["installed"] is True and out["installed_in"] == "workspace"
     assert out["agent"] == "model-agent" and out["card_name"] == "model-agent"
@@ -76,12 +76,14 @@ async def test_the_model_agent_runs_inside_the_task_container(
 
     # its process is the container's python3, running the exported agent from the root
     code, text = in_container(docker_client, run_id, "workspace",
-                              "cat /proc/$(cat /opt/agentenv-agent-8000/agent.pid)/cmdline "
-                              "| tr '\\0' ' '; stat -c '%a %U' /opt/agentenv-agent-8000 "
-                              "/opt/agentenv-agent-8000/agent.env")
+                              "pid=$(cat /opt/agentenv-agent-8000/agent.pid); "
+                              "cat /proc/$pid/cmdline | tr '\\0' ' '; "
+                              "stat -c '%a %U' /opt/agentenv-agent-8000 "
+                              "/opt/agentenv-agent-8000/agent.env; readlink /proc/$pid/cwd")
     assert code == 0, text
+    # the pid file names the agent's own process, working in workspace_dir
     assert text.startswith("python3 -s /opt/agentenv-agent-8000/app/agent.py"), text
-    assert text.split("agent.py", 1)[1].split() == ["700", "root", "600", "root"], text
+    assert text.split("agent.py", 1)[1].split() == ["700", "root", "600", "root", "/work"], text
     # the export container ran once and stopped; nothing of the agent's own image serves
     (export,) = docker_client.containers.list(all=True, filters={"label": [
         f"agentenv.run={run_id}", "agentenv.role=agent-export"]})
