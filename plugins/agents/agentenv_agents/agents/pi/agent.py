@@ -65,9 +65,18 @@ class PiConfig(AgentConfig):
     system_prompt: str | None = None
 
 
+#: The installed package's manifest (the Dockerfile installs pi there).
+PACKAGE_JSON = Path("/opt/pi/node_modules/@mariozechner/pi-coding-agent/package.json")
+
+
 def cli_version() -> str:
-    """``0.73.1`` from ``pi --version`` (``unknown`` when it does not answer). Without a
+    """``0.73.1`` from the installed package's manifest (read at once: the agent's start waits
+    for it), else from ``pi --version`` (``unknown`` when it does not answer). Without a
     terminal pi keeps stdout for its JSON and prints the version on stderr."""
+    try:
+        return str(json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError):
+        pass
     try:
         done = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60,
                               check=False, stdin=subprocess.DEVNULL)
