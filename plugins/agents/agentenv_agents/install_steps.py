@@ -10,7 +10,8 @@ How, on a provider that runs containers (a ``vm`` sandbox):
    ``AGENTENV_INSTALL_EXPORT``: it writes an archive of its files and Python packages and exits
    (container ``agent-<name>-export``, left stopped until the sandbox goes);
 2. the archive is checked here (plain files and folders under ``app/`` and ``site/``, a
-   manifest naming a Python) and unpacked in the task's container under
+   manifest whose card lists install/v1 and which says how to start the agent) and unpacked
+   in the task's container under
    ``/opt/agentenv-agent-<port>`` (root's alone: it holds the model token), replacing an
    earlier install at that port;
 3. the agent starts there as root with the container's own ``python3`` (3.11 or later), on the
