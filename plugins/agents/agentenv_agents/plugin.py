@@ -1,11 +1,10 @@
 """The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
-``snapshot_agent_state``, ``agent_prompt_response_verifier``, ``verify_agent_card``,
-``scripted_model``), the ``a2a-agent`` command, the ``a2a``, ``oracle`` and ``nop`` agent
-types, the shipped ``model-agent``, ``claude-code``, ``codex``, ``mini-swe-agent``, ``oracle`` and
-``nop`` agents
-and the ``agents-smoke``,
-``claude-code-smoke``, ``codex-smoke``, ``conversation-smoke`` and ``install-demo`` bundles
-(and the env-type demos db-orders, website-todo, desktop-notes).
+``install_agent``, the A2A validators and the rest of :data:`STEP_TYPES`), the ``a2a-agent``
+command, the ``a2a``, ``oracle`` and ``nop`` agent types, the shipped ``model-agent``,
+``claude-code``, ``codex``, ``pi``, ``mini-swe-agent``, ``oracle`` and ``nop`` agents, and the
+``agents-smoke``, ``claude-code-smoke``, ``codex-smoke``, ``pi-smoke``,
+``mini-swe-agent-smoke``, ``conversation-smoke`` and ``install-demo`` bundles (and the env-type
+demos db-orders, website-todo, desktop-notes).
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.
