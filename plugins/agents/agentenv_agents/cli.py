@@ -183,10 +183,11 @@ async def _build(definition: Any, chain: list[str]) -> str:
         labels={"agentenv.agent-build": definition.name}))
     started = time.monotonic()
     try:
-        return await agent_image(sandbox, definition, echo)
+        image = await agent_image(sandbox, definition, echo)
     finally:
         await asyncio.shield(sandbox.terminate())
-        echo(f"agents/{definition.name}: done in {time.monotonic() - started:.1f}s")
+    echo(f"agents/{definition.name}: done in {time.monotonic() - started:.1f}s")  # not on failure
+    return image
 
 
 @a2a_agent.command("get")

@@ -48,15 +48,15 @@ from agent_env.api import (
     StepError,
     default_agent_id,
 )
+from agentenv_protocol.agent.framework import INSTALL_V1
+from agentenv_protocol.agent.install import EXPORT_ENV, MANIFEST, MIN_PYTHON
 
 if TYPE_CHECKING:
     from agent_env.api import TaskContext
 
-INSTALL_URI = "urn:agentenv:install/v1"
-EXPORT_ENV = "AGENTENV_INSTALL_EXPORT"
-MANIFEST = "agentenv-install.json"
 EXPORT_PATH = "/tmp/agentenv-install.tar.gz"
-MIN_PYTHON = (3, 11)
+#: The oldest ``python3`` the container may have: the SDK's floor, as its export says.
+MIN_VERSION = tuple(int(p) for p in MIN_PYTHON.split("."))
 EXPORT_TIMEOUT = 120.0
 #: What an archive from the agent's image may hold: the manifest, ``app/...``, ``site/...``.
 _TOPS = ("app", "site")
@@ -277,7 +277,7 @@ class InstallAgent(Step):
         if not done.ok or not version:
             raise StepError(f"container '{self.container_name}' has no python3, which runs "
                             f"the installed {agent}; {fix}")
-        if tuple(int(p) for p in version.split(".")) < MIN_PYTHON:
+        if tuple(int(p) for p in version.split(".")) < MIN_VERSION:
             raise StepError(f"container '{self.container_name}' has Python {version}; the "
                             f"installed {agent} needs 3.11 or later: {fix}")
         return version
@@ -391,7 +391,7 @@ def read_archive(data: bytes, image: str) -> dict[str, Any]:
     card, command = manifest.get("card"), manifest.get("command")
     extensions = ((card or {}).get("capabilities") or {}).get("extensions") or [] \
         if isinstance(card, dict) else []
-    if not any(isinstance(e, dict) and e.get("uri") == INSTALL_URI for e in extensions):
+    if not any(isinstance(e, dict) and e.get("uri") == INSTALL_V1 for e in extensions):
         raise StepError(f"the agent's image {image} exported a card without install/v1")
     if not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
         raise StepError(f"the agent's image {image} exported no command to start it")

@@ -21,12 +21,10 @@ card asks for a Python 3.11 or later, the SDK's own floor.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +161,9 @@ def _skip(name: str) -> bool:
 
 def export(card: dict[str, Any], port: int, target: str) -> Path:
     """Write the agent's install archive to ``target``; its path."""
+    import io
+    import tarfile  # here: every agent's start imports this module for EXPORT_ENV
+
     folder, command = _entry_point()
     manifest = {"card": card, "command": command, "a2a_port": port,
                 "python": f"{sys.version_info[0]}.{sys.version_info[1]}"}

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from agent_env.api import PreflightView, StepError
-from agentenv_agents.install_steps import INSTALL_URI, InstallAgent, read_archive
+from agentenv_agents.install_steps import InstallAgent, read_archive
+from agentenv_protocol.agent import INSTALL_V1
 
 VIEW = PreflightView(step_ids=frozenset({"i"}))
-CARD = {"name": "a", "capabilities": {"extensions": [{"uri": INSTALL_URI, "params": {}}]}}
+CARD = {"name": "a", "capabilities": {"extensions": [{"uri": INSTALL_V1, "params": {}}]}}
 
 
 def archive(*members: tuple[str, Any], manifest: Any = None) -> bytes:
