@@ -5,20 +5,25 @@ forwards each call to its :class:`Upstream` (:class:`HttpUpstream` with the real
 scripted model, :class:`agentenv_agents.scripted.ScriptedUpstream`) and records it
 (:class:`agentenv_agents.records.ModelCall`).
 
-Routes (every one but ``/healthz`` needs the token, as ``Authorization: Bearer <token>`` or
-Anthropic's ``x-api-key: <token>``; a wrong or missing token gets 401 in the route's own error
-shape)::
+Routes (every one but ``/healthz`` needs the token, as ``Authorization: Bearer <token>``,
+Anthropic's ``x-api-key: <token>`` or Google's ``x-goog-api-key: <token>`` / ``?key=<token>``;
+a wrong or missing token gets 401 in the route's own error shape)::
 
     POST /v1/chat/completions          OpenAI Chat Completions   (also /chat/completions)
     POST /v1/responses                 OpenAI Responses          (also /responses)
     POST /v1/messages                  Anthropic Messages
     POST /v1/messages/count_tokens     Anthropic token counting (passed on, not recorded)
+    POST /v1beta/models/M:generateContent        Gemini API      (also /v1/models/...)
+    POST /v1beta/models/M:streamGenerateContent  Gemini API, streamed with ?alt=sse
+    POST /v1beta/models/M:countTokens            Gemini token counting (passed on, not recorded)
     GET  /v1/models                    the upstream's models     (also /models)
     GET  /healthz                      200 "ok", no token: for readiness probes
 
-So an OpenAI client's base URL is ``<url>/v1`` and an Anthropic client's is ``<url>`` (the
-SDKs add ``/v1/messages`` themselves); :meth:`ModelGateway.client_env` spells out both.
-There is deliberately no ``/anthropic/...`` prefix: the paths of the three APIs do not collide.
+So an OpenAI client's base URL is ``<url>/v1``, and an Anthropic or Gemini client's is ``<url>``
+(the SDKs add ``/v1/messages`` or ``/v1beta/models/...`` themselves);
+:meth:`ModelGateway.client_env` spells them out. There is deliberately no ``/anthropic/...``
+prefix: the paths of the four APIs do not collide. A Gemini call names its model in the path,
+not the body; aliases apply to it there.
 
 Each model call streams when its body says ``"stream": true``, in the API's own event format,
 passed through chunk by chunk. For Chat Completions streams the gateway asks the upstream for
@@ -113,14 +118,16 @@ def json_reply(status: int, body: Any, *, error: str | None = None) -> UpstreamR
 
 
 class HttpUpstream:
-    """An OpenAI- or Anthropic-compatible HTTP server (the provider, LiteLLM, vLLM...).
+    """An OpenAI-, Anthropic- or Gemini-compatible HTTP server (the provider, LiteLLM, vLLM...).
 
     ``base_url`` is the API root as its SDKs take it; a trailing ``/v1`` is understood
     (``https://api.openai.com/v1`` and ``https://api.anthropic.com`` both work): a call to the
     gateway's ``/v1/<path>`` goes to ``<base_url>/<path>`` when the base ends in ``/v1``, else to
-    ``<base_url>/v1/<path>``. The key goes as ``x-api-key`` (plus ``anthropic-version`` if the
-    agent sent none) on Anthropic routes and as ``Authorization: Bearer`` on OpenAI routes;
-    ``headers`` (``[model] headers``) go on every call.
+    ``<base_url>/v1/<path>``. A Gemini call goes to ``<base_url minus /v1>/v1beta/<path>``
+    (``https://generativelanguage.googleapis.com``). The key goes as ``x-api-key`` (plus
+    ``anthropic-version`` if the agent sent none) on Anthropic routes, as ``x-goog-api-key`` on
+    Gemini routes and as ``Authorization: Bearer`` on OpenAI routes; ``headers`` (``[model]
+    headers``) go on every call.
     """
 
     def __init__(self, base_url: str, api_key: str | None = None,
@@ -129,6 +136,7 @@ class HttpUpstream:
         base = base_url.rstrip("/")
         self.name = base
         self._root = base if base.endswith("/v1") else base + "/v1"
+        self._gemini_root = self._root.removesuffix("/v1") + "/v1beta"
         self._api_key = api_key
         self._headers = dict(headers or {})
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout,
@@ -160,6 +168,8 @@ class HttpUpstream:
         if key:
             if anthropic:
                 headers["x-api-key"] = key
+            elif request.api == "generate_content":
+                headers["x-goog-api-key"] = key
             else:
                 headers["Authorization"] = f"Bearer {key}"
         return headers
@@ -167,7 +177,8 @@ class HttpUpstream:
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
         await self.start()
         assert self._session is not None
-        url = self._root + request.path
+        root = self._gemini_root if request.api == "generate_content" else self._root
+        url = root + request.path
         try:
             resp = await self._session.request(
                 request.method, url, data=request.raw if request.method == "POST" else None,
@@ -240,6 +251,8 @@ class ModelGateway:
             add("GET", f"{prefix}/models", self._models)
         add("POST", "/v1/messages", self._messages)
         add("POST", "/v1/messages/count_tokens", self._count_tokens)
+        for version in ("v1beta", "v1"):
+            add("POST", f"/{version}/models/{{target:.+}}", self._gemini)
         add("GET", "/healthz", self._health)
         return app
 
@@ -281,6 +294,7 @@ class ModelGateway:
             "OPENAI_BASE_URL": f"{base}/v1", "OPENAI_API_KEY": token,
             "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": token,
             "LITELLM_BASE_URL": f"{base}/v1", "LITELLM_API_KEY": token,
+            "GOOGLE_GEMINI_BASE_URL": base, "GEMINI_API_KEY": token,
         }
 
     # -- routes ----------------------------------------------------------------------------
@@ -301,10 +315,10 @@ class ModelGateway:
     def _caller(self, request: web.Request) -> str | None:
         """Who calls: ``""`` for the run token, a caller's name for its token, None if
         neither (refused)."""
-        given = request.headers.get("x-api-key")
+        given = request.headers.get("x-api-key") or request.headers.get("x-goog-api-key")
         if given is None:
             auth = request.headers.get("Authorization", "")
-            given = auth[7:] if auth[:7].lower() == "bearer " else None
+            given = auth[7:] if auth[:7].lower() == "bearer " else request.query.get("key")
         if given is None:
             return None
         raw = given.strip().encode()
@@ -333,6 +347,33 @@ class ModelGateway:
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         return await self._call(request, "messages", "/messages")
+
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        """``models/<model>:<method>``: the model is in the path (after aliases), streaming is
+        ``streamGenerateContent`` with ``alt=sse`` (without it Gemini answers one JSON array,
+        passed on whole)."""
+        model, _, method = request.match_info["target"].rpartition(":")
+        if method == "countTokens" and model:
+            if not self._authorized(request):
+                return self._refuse("generate_content", 401,
+                                    "model gateway: wrong or missing token")
+            raw = await request.read()
+            body = _json_object(raw)
+            if body is None:
+                return self._refuse("generate_content", 400,
+                                    "model gateway: the body is not a JSON object")
+            reply = await self.upstream.send(UpstreamRequest(
+                "generate_content", f"/models/{self.aliases.get(model, model)}:countTokens",
+                body=body, raw=raw, headers=_forwardable(request),
+                api_key=self._key_for(request)))
+            return await self._send_plain(request, reply)
+        if method not in ("generateContent", "streamGenerateContent") or not model:
+            return self._refuse("generate_content", 404, f"model gateway: no Gemini method "
+                                f"{request.match_info['target']!r} (it serves models/M:"
+                                "generateContent, :streamGenerateContent and :countTokens)")
+        sse_stream = method == "streamGenerateContent" and request.query.get("alt") == "sse"
+        return await self._call(request, "generate_content", method, model=model,
+                                stream=sse_stream)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         anthropic = "anthropic-version" in request.headers or "x-api-key" in request.headers
@@ -375,7 +416,10 @@ class ModelGateway:
 
     # -- one model call --------------------------------------------------------------------
 
-    async def _call(self, request: web.Request, api: Api, path: str) -> web.StreamResponse:
+    async def _call(self, request: web.Request, api: Api, path: str, *, model: str | None = None,
+                    stream: bool | None = None) -> web.StreamResponse:
+        """One recorded model call. A Gemini call passes its path's ``model`` and whether it
+        streams, and ``path`` is its method: the upstream path is built after aliases."""
         started = time.time()
         t0 = time.perf_counter()
         call = ModelCall(api=api, upstream=self.upstream.name, requested_model=None, model=None,
@@ -392,11 +436,17 @@ class ModelGateway:
                 api, 400, "model gateway: the body is not a JSON object"),
                 "gateway: the body is not a JSON object")
         call.request = body
-        call.requested_model = body.get("model") if isinstance(body.get("model"), str) else None
-        stream = call.stream = body.get("stream") is True
-        body, raw = self._apply_aliases(body, raw)
-        if isinstance(body.get("model"), str):
-            call.model = body["model"]  # what was asked of the upstream; the answer may refine it
+        if model is not None:  # Gemini: the model is the path's
+            call.requested_model = model
+            call.model = self.aliases.get(model, model)
+            path = f"/models/{call.model}:{path}" + ("?alt=sse" if stream else "")
+        else:
+            call.requested_model = body.get("model") if isinstance(body.get("model"), str) \
+                else None
+            body, raw = self._apply_aliases(body, raw)
+            if isinstance(body.get("model"), str):
+                call.model = body["model"]  # asked of the upstream; the answer may refine it
+        stream = call.stream = body.get("stream") is True if stream is None else stream
         strip_usage = False
         if api == "chat_completions" and stream:
             options = body.get("stream_options")

@@ -1,9 +1,9 @@
 """The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
 ``install_agent``, the A2A validators and the rest of :data:`STEP_TYPES`), the ``a2a-agent``
 command, the ``a2a``, ``oracle`` and ``nop`` agent types, the shipped ``model-agent``,
-``claude-code``, ``codex``, ``pi``, ``mini-swe-agent``, ``oracle`` and ``nop`` agents, and the
-``agents-smoke``, ``claude-code-smoke``, ``codex-smoke``, ``pi-smoke``,
-``mini-swe-agent-smoke``, ``conversation-smoke`` and ``install-demo`` bundles (and the env-type
+``claude-code``, ``codex``, ``gemini``, ``pi``, ``mini-swe-agent``, ``oracle`` and ``nop``
+agents, and the ``agents-smoke``, ``claude-code-smoke``, ``codex-smoke``, ``gemini-smoke``,
+``pi-smoke``, ``mini-swe-agent-smoke``, ``conversation-smoke`` and ``install-demo`` bundles (and the env-type
 demos db-orders, website-todo, desktop-notes).
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
@@ -44,6 +44,7 @@ def agent_env_agents() -> list[AgentSource]:
     return [AgentSource("model-agent", AGENTS / "model-agent"),
             AgentSource("claude-code", AGENTS / "claude-code"),
             AgentSource("codex", AGENTS / "codex"),
+            AgentSource("gemini", AGENTS / "gemini"),
             AgentSource("mini-swe-agent", AGENTS / "mini-swe-agent"),
             AgentSource("pi", AGENTS / "pi"),
             AgentSource("oracle", AGENTS / "oracle"),
@@ -56,6 +57,7 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
+            BundleSource("gemini-smoke", BUNDLES / "gemini-smoke"),
             BundleSource("install-demo", BUNDLES / "install-demo"),
             BundleSource("mini-swe-agent-smoke", BUNDLES / "mini-swe-agent-smoke"),
             BundleSource("pi-smoke", BUNDLES / "pi-smoke"),

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import attrs
 import cattrs
 
-#: The three wire formats the gateway speaks.
-Api = Literal["chat_completions", "responses", "messages"]
+#: The four wire formats the gateway speaks (``generate_content``: Google's Gemini API).
+Api = Literal["chat_completions", "responses", "messages", "generate_content"]
 
 _converter = cattrs.Converter()
 

@@ -3,7 +3,8 @@ demos. It is never a silent stand-in: every answer names it as its model,
 ``scripted:<script name>``, and the gateway records it as the upstream ``scripted:<name>``.
 
 It is an :class:`~agentenv_agents.model_gateway.Upstream`, so the model gateway serves it like
-any provider, in all three APIs, streamed or not, and the same agents and CLIs run against it.
+any provider, in all four APIs (Chat Completions, Responses, Messages, Gemini's
+generateContent), streamed or not, and the same agents and CLIs run against it.
 
 A script (JSON, or TOML with ``[[turns]]``)::
 
@@ -23,19 +24,22 @@ A turn has ``text``, ``tool_calls`` or both (``arguments`` an object, or a JSON 
 as is), and may wait ``delay_seconds`` before answering (a slow or hung model). Turns are
 consumed in order per conversation, with no state: the next turn is the number of assistant
 turns already in the request's history (for the Responses API, a run of consecutive assistant
-items is one turn, and a ``previous_response_id`` this model issued adds the turns before it).
+items is one turn, and a ``previous_response_id`` this model issued adds the turns before it;
+for Gemini, each ``model`` content is one).
 ``match`` is a check on the conversation before answering, each key optional:
 ``last_tool_result_contains`` (the latest tool result), ``last_user_contains`` (the latest user
 text), ``system_contains`` (the system prompt: system and developer messages, the Messages API's
-``system``, the Responses API's ``instructions``), ``tool_offered`` (a tool of that name is in
-the request's ``tools``; a tool inside a Responses ``namespace`` tool, as Codex offers MCP
-tools, is named ``<namespace>__<tool>``, and a call to it is answered with its ``namespace``
-and own ``name``). A failed check or a script that has run out of turns answers HTTP 400 in
-the API's error shape, with one line naming the script and the turn.
+``system``, the Responses API's ``instructions``, Gemini's ``systemInstruction``),
+``tool_offered`` (a tool of that name is in the request's ``tools``; a tool inside a Responses
+``namespace`` tool, as Codex offers MCP tools, is named ``<namespace>__<tool>``, and a call to
+it is answered with its ``namespace`` and own ``name``). A failed check or a script that has run
+out of turns answers HTTP 400 in the API's error shape, with one line naming the script and the
+turn.
 
 Usage numbers are honest about being counted, not tokenized: a token here is a
 whitespace-separated word. Input tokens are the words in every string value of the request's
-conversation fields (``messages``, ``input``, ``system``, ``instructions``, ``tools``); output
+conversation fields (``messages``, ``input``, ``system``, ``instructions``, ``tools``,
+``contents``, ``systemInstruction``); output
 tokens the words of the answer's text plus, per tool call, the words of its name and of its
 arguments' JSON.
 """
@@ -177,17 +181,18 @@ def count_words(value: Any) -> int:
 
 _CONVERSATION = {"chat_completions": ("messages", "tools"),
                  "responses": ("instructions", "input", "tools"),
-                 "messages": ("system", "messages", "tools")}
+                 "messages": ("system", "messages", "tools"),
+                 "generate_content": ("systemInstruction", "contents", "tools")}
 
 
 def _text_of(value: Any) -> str:
-    """The text in a message content of any of the three APIs (string or list of parts)."""
+    """The text in a message content of any of the four APIs (string or list of parts)."""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
         return "\n".join(t for t in (_text_of(part) for part in value) if t)
     if isinstance(value, dict):
-        for key in ("text", "content", "output"):
+        for key in ("text", "content", "output", "parts"):
             if key in value:
                 return _text_of(value[key])
     return ""
@@ -216,6 +221,9 @@ def _tool_names(tools: Any) -> list[str]:
                 names.extend(f"{tool['name']}__{inner}"
                              for inner in _tool_names(tool.get("tools")))
                 continue
+            if isinstance(tool.get("functionDeclarations"), list):  # Gemini: a group of them
+                names.extend(_tool_names(tool["functionDeclarations"]))
+                continue
             fn = tool.get("function")
             name = fn.get("name") if isinstance(fn, dict) else tool.get("name")
             if isinstance(name, str):
@@ -241,8 +249,9 @@ def read_conversation(api: Api, body: dict[str, Any], earlier_turns: int = 0) ->
 
 
 def _system_of(body: dict[str, Any]) -> str | None:
-    """What the request gives as the system prompt, in any of the three APIs."""
-    parts = [_text_of(body.get(key)) for key in ("system", "instructions") if body.get(key)]
+    """What the request gives as the system prompt, in any of the four APIs."""
+    parts = [_text_of(body.get(key)) for key in ("system", "instructions", "systemInstruction")
+             if body.get(key)]
     for item in [*(body.get("messages") or []),
                  *(body.get("input") if isinstance(body.get("input"), list) else [])]:
         if isinstance(item, dict) and item.get("role") in ("system", "developer"):
@@ -256,6 +265,23 @@ def _read_turns(api: Api, body: dict[str, Any], earlier_turns: int = 0) -> Conve
     turns = earlier_turns
     tool_result: str | None = None
     user: str | None = None
+    if api == "generate_content":
+        for content in body.get("contents") or []:
+            if not isinstance(content, dict):
+                continue
+            parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+            if content.get("role") == "model":
+                turns += 1
+                continue
+            results = [p["functionResponse"] for p in parts
+                       if isinstance(p.get("functionResponse"), dict)]
+            if results:
+                reply = results[-1].get("response")
+                tool_result = _text_of(reply) or json.dumps(reply)
+            texts = [p for p in parts if "text" in p]
+            if texts:
+                user = _text_of(texts)
+        return Conversation(turns, tool_result, user, tools)
     if api == "responses":
         items = body.get("input")
         if isinstance(items, str):
@@ -356,6 +382,11 @@ class ScriptedUpstream:
         body = request.body or {}
         if request.path == "/messages/count_tokens":
             return json_reply(200, {"input_tokens": self.input_tokens("messages", body)})
+        if request.api == "generate_content" and request.path.endswith(":countTokens"):
+            inner = body.get("generateContentRequest")
+            counted = self.input_tokens(
+                "generate_content", inner if isinstance(inner, dict) else body)
+            return json_reply(200, {"totalTokens": counted})
         earlier = 0
         previous = body.get("previous_response_id")
         if request.api == "responses" and isinstance(previous, str):
@@ -378,7 +409,11 @@ class ScriptedUpstream:
             self._remember(answer.response_id, number)
         render = {"chat_completions": (_chat_body, _chat_stream),
                   "responses": (_responses_body, _responses_stream),
-                  "messages": (_messages_body, _messages_stream)}[request.api]
+                  "messages": (_messages_body, _messages_stream),
+                  "generate_content": (_gemini_body, _gemini_stream)}[request.api]
+        if request.api == "generate_content" and not request.stream \
+                and ":streamGenerateContent" in request.path:  # no alt=sse: a JSON array
+            return json_reply(200, [_gemini_body(answer, body)])
         if request.stream:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = render[1](answer, body, include_usage)
@@ -617,3 +652,50 @@ def _messages_stream(answer: _Answer, body: dict[str, Any],
                "delta": {"stop_reason": _messages_stop(answer), "stop_sequence": None},
                "usage": {"output_tokens": answer.output_tokens}}, "message_delta")
     yield sse({"type": "message_stop"}, "message_stop")
+
+
+# -- Gemini generateContent --------------------------------------------------------------------
+
+def _gemini_parts(answer: _Answer) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if answer.turn.text is not None:
+        parts.append({"text": answer.turn.text})
+    parts.extend({"functionCall": {"name": c.name, "args": c.arguments_object}}
+                 for c in answer.turn.tool_calls)
+    return parts
+
+
+def _gemini_usage(answer: _Answer) -> dict[str, int]:
+    return {"promptTokenCount": answer.input_tokens,
+            "candidatesTokenCount": answer.output_tokens,
+            "totalTokenCount": answer.input_tokens + answer.output_tokens}
+
+
+def _gemini_response(answer: _Answer, parts: list[dict[str, Any]], *,
+                     last: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    response: dict[str, Any] = {"candidates": [candidate], "modelVersion": answer.model,
+                                "responseId": f"scripted-{answer.uid}"}
+    if last:  # Gemini ends on STOP whether or not the turn calls functions
+        candidate["finishReason"] = "STOP"
+        response["usageMetadata"] = _gemini_usage(answer)
+    return response
+
+
+def _gemini_body(answer: _Answer, body: dict[str, Any]) -> dict[str, Any]:
+    return _gemini_response(answer, _gemini_parts(answer), last=True)
+
+
+def _gemini_stream(answer: _Answer, body: dict[str, Any],
+                   include_usage: bool) -> Iterator[bytes]:
+    """Text one word per event, then the function calls whole in the last event, which also
+    carries the finish reason and usage (as Gemini's own streams do)."""
+    text = answer.turn.text
+    pieces = _pieces(text) if text else []
+    calls = [p for p in _gemini_parts(answer) if "functionCall" in p]
+    for piece in pieces[:-1] if not calls else pieces:
+        yield sse(_gemini_response(answer, [{"text": piece}], last=False))
+    tail = calls if calls or not pieces else [{"text": pieces[-1]}]
+    if text == "" and not calls:
+        tail = [{"text": ""}]
+    yield sse(_gemini_response(answer, tail, last=True))

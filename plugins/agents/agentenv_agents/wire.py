@@ -1,4 +1,4 @@
-"""The three wire formats, as far as the gateway needs them: error bodies, server-sent events,
+"""The four wire formats, as far as the gateway needs them: error bodies, server-sent events,
 and reading a call's usage, model and finish reason out of a response or a finished stream.
 
 Field names follow the public API references: OpenAI Chat Completions (``usage.prompt_tokens``
@@ -6,7 +6,11 @@ Field names follow the public API references: OpenAI Chat Completions (``usage.p
 usage in the last chunk with ``stream_options.include_usage``), OpenAI Responses (``usage
 .input_tokens`` / ``output_tokens``, the full response in ``response.completed``), Anthropic
 Messages (``usage.input_tokens`` plus cache tokens, ``stop_reason``, usage in ``message_start``
-and ``message_delta``).
+and ``message_delta``), Google's Gemini API ``generateContent`` (``usageMetadata
+.promptTokenCount`` / ``candidatesTokenCount`` plus ``thoughtsTokenCount``,
+``candidates[].finishReason``, ``modelVersion``; a stream is ``data:`` events each holding a
+whole ``GenerateContentResponse`` with the parts produced since the last, errors as
+``{"error": {"code", "message", "status"}}``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from .records import Api
 _OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error",
                  403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
 _OPENAI_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
+#: google.rpc status names by HTTP status, as the Gemini API puts them in ``error.status``.
+_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                  404: "NOT_FOUND", 409: "ABORTED", 413: "INVALID_ARGUMENT",
+                  429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL",
+                  501: "UNIMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE",
+                  504: "DEADLINE_EXCEEDED"}
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                     403: "permission_error", 404: "not_found_error", 413: "request_too_large",
                     429: "rate_limit_error", 529: "overloaded_error"}
@@ -32,6 +42,9 @@ def error_body(api: Api, status: int, message: str) -> dict[str, Any]:
     if api == "messages":
         kind = _ANTHROPIC_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
+    if api == "generate_content":
+        return {"error": {"code": status, "message": message,
+                          "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}}
     kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None,
                       "code": _OPENAI_CODES.get(status)}}
@@ -91,10 +104,33 @@ def _responses_finish(response: dict[str, Any]) -> str | None:
     return status if isinstance(status, str) else None
 
 
+def _gemini_summary(body: dict[str, Any]) -> Summary:
+    usage = body.get("usageMetadata") if isinstance(body.get("usageMetadata"), dict) else None
+    model = body.get("modelVersion")
+    out = Summary(model=model if isinstance(model, str) else None, usage=usage)
+    if usage:
+        out.input_tokens = _int(usage.get("promptTokenCount"))
+        candidates = _int(usage.get("candidatesTokenCount"))
+        thoughts = _int(usage.get("thoughtsTokenCount"))
+        if candidates is not None or thoughts is not None:
+            out.output_tokens = (candidates or 0) + (thoughts or 0)
+    first = (body.get("candidates") or [None])[0]
+    if isinstance(first, dict) and isinstance(first.get("finishReason"), str):
+        out.finish_reason = first["finishReason"]
+    elif isinstance(body.get("promptFeedback"), dict):  # the prompt itself was blocked
+        reason = body["promptFeedback"].get("blockReason")
+        out.finish_reason = f"blocked:{reason}" if isinstance(reason, str) else None
+    return out
+
+
 def summarize(api: Api, body: Any) -> Summary:
     """Read a non-streamed JSON response (or an assembled stream) for the record."""
+    if api == "generate_content" and isinstance(body, list):  # a stream without alt=sse
+        body = _merge_gemini([chunk for chunk in body if isinstance(chunk, dict)])
     if not isinstance(body, dict):
         return Summary()
+    if api == "generate_content":
+        return _gemini_summary(body)
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
     model = body.get("model") if isinstance(body.get("model"), str) else None
     out = Summary(model=model, usage=usage)
@@ -122,12 +158,14 @@ def summarize(api: Api, body: Any) -> Summary:
 
 
 def error_message(body: Any) -> str | None:
-    """The message inside an error body of any of the three APIs (or None)."""
+    """The message inside an error body of any of the four APIs (or None)."""
+    if isinstance(body, list) and body:  # Gemini answers some errors as a one-item list
+        body = body[0]
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict):
             msg = err.get("message")
-            kind = err.get("type")
+            kind = err.get("type") or err.get("status")
             if isinstance(msg, str):
                 return f"{kind}: {msg}" if isinstance(kind, str) else msg
         if isinstance(err, str):
@@ -142,6 +180,8 @@ def assemble_stream(api: Api, raw: bytes) -> tuple[dict[str, Any], Summary]:
         response = _assemble_chat(raw)
     elif api == "responses":
         response = _assemble_responses(raw)
+    elif api == "generate_content":
+        response = _assemble_gemini(raw)
     else:
         response = _assemble_messages(raw)
     summary = summarize(api, response)
@@ -274,3 +314,47 @@ def _assemble_messages(raw: bytes) -> dict[str, Any]:
         block["input"] = parsed if parsed is not None else text
     message["content"] = [blocks[i] for i in sorted(blocks)]
     return message
+
+
+def _merge_gemini(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one response a Gemini stream's chunks amount to: each candidate's parts in order
+    (neighbouring text parts of the same kind joined), the last finish reason, usage and model
+    version seen."""
+    response: dict[str, Any] = {}
+    candidates: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        if "error" in chunk:
+            response["_stream_error"] = error_message(chunk) or str(chunk["error"])
+            continue
+        for key in ("usageMetadata", "modelVersion", "responseId", "promptFeedback"):
+            if chunk.get(key) is not None:
+                response[key] = chunk[key]
+        for part_of in chunk.get("candidates") or []:
+            if not isinstance(part_of, dict):
+                continue
+            index = part_of.get("index", 0)
+            merged = candidates.setdefault(index, {"content": {"role": "model", "parts": []},
+                                                   "index": index})
+            parts = merged["content"]["parts"]
+            for part in (part_of.get("content") or {}).get("parts") or []:
+                if not isinstance(part, dict):
+                    continue
+                last = parts[-1] if parts else None
+                if "text" in part and last is not None and "text" in last \
+                        and bool(last.get("thought")) == bool(part.get("thought")) \
+                        and set(part) <= {"text", "thought", "thoughtSignature"}:
+                    last["text"] += part["text"]
+                    if part.get("thoughtSignature"):
+                        last["thoughtSignature"] = part["thoughtSignature"]
+                else:
+                    parts.append(dict(part))
+            for key in ("finishReason", "safetyRatings", "citationMetadata"):
+                if part_of.get(key) is not None:
+                    merged[key] = part_of[key]
+    response["candidates"] = [candidates[i] for i in sorted(candidates)]
+    return response
+
+
+def _assemble_gemini(raw: bytes) -> dict[str, Any]:
+    chunks = [_loads(data) for _, data in iter_sse(raw)]
+    return _merge_gemini([chunk for chunk in chunks if isinstance(chunk, dict)])

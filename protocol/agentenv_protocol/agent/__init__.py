@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on fir
         Usage,
         write_only,
     )
-    from .skills import Skill
+    from .skills import Skill, write_skills
     from .trajectory import TrajectoryWriter
 
 _EXPORTS = {
@@ -63,6 +63,7 @@ _EXPORTS = {
     "PEER_AGENTS_V1": "framework",
     "INSTALL_V1": "framework",
     "Skill": "skills",
+    "write_skills": "skills",
     "AgentIdentity": "models",
     "AgentSkill": "models",
     "AgentConfig": "models",
@@ -106,6 +107,7 @@ __all__ = [
     "create_app",
     "serve",
     "write_only",
+    "write_skills",
 ]
 
 

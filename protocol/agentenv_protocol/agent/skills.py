@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -49,6 +50,18 @@ class Skill:
     @property
     def skill_md(self) -> str:
         return self.files[SKILL_FILE].decode("utf-8", "replace")
+
+
+def write_skills(skills: Mapping[str, Skill], root: Path) -> None:
+    """Lay each skill out as ``<root>/<name>/<path>``: where a CLI agent looks for skills
+    (Claude Code's ``~/.claude/skills``, Gemini CLI's ``~/.gemini/skills``). Every path was
+    kept inside its skill when the skill was added."""
+    for name, skill in skills.items():
+        folder = root / name
+        for path, data in skill.files.items():
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
 
 def _path(raw: Any) -> str:

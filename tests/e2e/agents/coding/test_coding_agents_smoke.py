@@ -1,9 +1,9 @@
-"""``agent-env run claude-code-smoke`` / ``codex-smoke`` / ``pi-smoke`` via the CLI: the real
-CLIs (pinned from the npm registry, built into their images on first use, found by content hash
-after) call the echo env's tool and answer, driven offline by the SCRIPTED model through the
-run's model gateway; a second prompt of the same A2A context resumes the CLI's session. The run
-record links each prompt's trajectory (the CLI's own events, its version, and the gateway's
-model calls with tokens), and the agent container never holds the upstream key."""
+"""``agent-env run claude-code-smoke`` / ``codex-smoke`` / ``gemini-smoke`` / ``pi-smoke`` via the
+CLI: the real CLIs (pinned from the npm registry, built into their images on first use, found by
+content hash after) call the echo env's tool and answer, driven offline by the SCRIPTED model
+through the run's model gateway; a second prompt of the same A2A context resumes the CLI's
+session. The run record links each prompt's trajectory (the CLI's own events, its version, and
+the gateway's model calls with tokens), and the agent container never holds the upstream key."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ CASES = {
     "codex": {"bundle": "codex-smoke", "cli": "codex", "version": "0.171.0",
               "format": "codex-exec-json/1", "needle": "codex smoke 8812",
               "again": "Earlier in this thread"},
+    "gemini": {"bundle": "gemini-smoke", "cli": "gemini", "version": "0.61.0",
+               "format": "gemini-stream-json/1", "needle": "gemini smoke 4177",
+               "again": "Earlier in this session"},
     "pi": {"bundle": "pi-smoke", "cli": "pi", "version": "0.73.1", "format": "pi-json/1",
            "needle": "pi smoke 6173", "again": "Earlier in this session"},
 }
@@ -113,7 +116,7 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
         assert usage["type"] == "agentenv.usage"
         assert usage["model_calls"] and all(c["usage"]["input"] > 0 and c["status"] == 200
                                             for c in usage["model_calls"])
-    if agent == "claude-code":  # the bundle gives it a skill: the CLI offers it to the model
+    if agent in ("claude-code", "gemini"):  # the bundle gives a skill: the CLI offers it
         calls = objects.get(outputs["ask"]["model_call_log_object_key"]).decode()
         assert "skill-marker-4471" in calls
     assert case["needle"] in outputs["ask"]["response"]

@@ -46,6 +46,7 @@ from agentenv_protocol.agent import (
     TaskRequest,
     TaskResult,
     a2a_agent,
+    write_skills,
 )
 
 TRAJECTORY_FORMAT = "claude-code-stream-json/1"
@@ -132,7 +133,7 @@ class ClaudeCodeAgent(AgentEnvAgent):
                            "session_id": session, "resumed": known is not None,
                            "argv": args})
         self.workdir.mkdir(parents=True, exist_ok=True)
-        install_skills(request.skills, SKILLS_DIR)
+        write_skills(request.skills, SKILLS_DIR)
         env = {**os.environ, **QUIET_ENV, "ANTHROPIC_BASE_URL": self.base_url,
                "ANTHROPIC_API_KEY": self.token}
         for name in ("ANTHROPIC_AUTH_TOKEN", "A2A_TOKEN"):
@@ -178,17 +179,6 @@ class ClaudeCodeAgent(AgentEnvAgent):
             return TaskResult.failure("claude answered with no text",
                                       code="claude_code.empty_answer")
         return TaskResult(text=text)
-
-
-def install_skills(skills: dict[str, Any], root: Path) -> None:
-    """Lay each skill the runtime gave (skill-config/v1) out as ``<root>/<name>/...``, where the
-    CLI finds its personal skills. The SDK already kept every path inside its skill."""
-    for name, skill in skills.items():
-        folder = root / name
-        for path, data in skill.files.items():
-            target = folder / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
 
 
 if __name__ == "__main__":

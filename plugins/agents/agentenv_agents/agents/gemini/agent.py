@@ -1,0 +1,213 @@
+"""Gemini CLI as an A2A agent: the real ``gemini`` CLI, run once per prompt.
+
+Built on AgentEnv's A2A agent SDK. Each prompt runs ``gemini -p "" --output-format stream-json
+--approval-mode yolo`` with the prompt on stdin, in the agent's work folder. The model is
+reached only through the run's model gateway, which speaks the Gemini API:
+``GOOGLE_GEMINI_BASE_URL`` is the gateway (``AGENTENV_MODEL_BASE_URL`` minus its ``/v1``: the
+CLI adds ``/v1beta/models/...``) and ``GEMINI_API_KEY`` the per-run token; no provider key is
+ever in this container.
+
+Before each prompt, ``~/.gemini/settings.json`` is written (0600: it holds the envs' bearer
+tokens): API-key auth, the envs' MCP servers (``/ext/mcp-config``) as ``httpUrl`` servers with
+their headers, trusted (a headless CLI cannot ask), usage statistics and telemetry off, folder
+trust off, and ``model.maxSessionTurns`` from ``max_turns``. A ``system_prompt`` becomes the
+global ``~/.gemini/GEMINI.md``, which the CLI adds to its own system prompt; skills given through
+``/ext/skill-config`` are written to ``~/.gemini/skills/<name>/``, where the CLI finds them.
+
+Session: the first prompt of an A2A context starts a CLI session with a fresh ``--session-id``;
+later prompts of that context ``--resume`` it, so the CLI sees the whole conversation.
+
+Trajectory (format ``gemini-stream-json/1``): an ``agentenv.cli`` event (CLI, version, session,
+the command line), then the CLI's own events (``init``, ``message``, ``tool_use``,
+``tool_result``, ``error``, ``result``), with each run of streamed assistant deltas joined into
+one ``message`` event. The reply is the assistant text after the last tool event; usage is the
+``result`` event's token counts and one tool call per ``tool_use``. A ``result`` whose status is
+not ``success``, a non-zero exit or an end without ``result`` fails the turn (``agent_error``)
+with the CLI's error and last stderr lines; a cancelled prompt kills the process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from agentenv_protocol.agent import (
+    AGENT_CONFIG_V1,
+    MCP_CONFIG_V1,
+    SKILL_CONFIG_V1,
+    TRAJECTORY_V1,
+    AgentConfig,
+    AgentEnvAgent,
+    AgentIdentity,
+    CliRun,
+    TaskRequest,
+    TaskResult,
+    a2a_agent,
+    write_skills,
+)
+
+TRAJECTORY_FORMAT = "gemini-stream-json/1"
+CLI = os.environ.get("GEMINI_CLI", "gemini")
+HOME = Path.home() / ".gemini"
+#: Variables that would point the CLI at another model or account: never passed on.
+FOREIGN_ENV = ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA",
+               "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS", "A2A_TOKEN")
+#: The installed package's manifest (the Dockerfile installs the CLI there).
+PACKAGE_JSON = Path("/opt/gemini/node_modules/@google/gemini-cli/package.json")
+
+
+@attrs.define
+class GeminiConfig(AgentConfig):
+    model: str | None = None
+    system_prompt: str | None = None
+    max_turns: int | None = None
+
+
+def cli_version() -> str:
+    """``0.61.0`` from the installed package's manifest (read at once: the agent's start waits
+    for it), else from ``gemini --version`` (``unknown`` when it does not answer)."""
+    try:
+        return str(json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60,
+                             check=False, stdin=subprocess.DEVNULL).stdout
+    except OSError:
+        return "unknown"
+    return (out.split() or ["unknown"])[-1]
+
+
+VERSION = cli_version()
+
+
+def settings(request: TaskRequest[GeminiConfig]) -> dict[str, Any]:
+    """``~/.gemini/settings.json`` for one prompt: see the module docstring."""
+    servers = {name: {"httpUrl": server.url, "headers": dict(server.headers), "trust": True}
+               for name, server in request.mcp_servers.items()}
+    model: dict[str, Any] = {}
+    if request.config.max_turns:
+        model["maxSessionTurns"] = request.config.max_turns
+    return {"security": {"auth": {"selectedType": "gemini-api-key"},
+                         "folderTrust": {"enabled": False}},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            "model": model,
+            "mcpServers": servers}
+
+
+@a2a_agent(
+    identity=AgentIdentity(name="gemini", version=VERSION,
+                           description="Gemini CLI (headless) over its envs' MCP tools."),
+    config=GeminiConfig,
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
+)
+class GeminiAgent(AgentEnvAgent):
+    def __init__(self) -> None:
+        base = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
+        self.base_url = base[:-3] if base.endswith("/v1") else base
+        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
+        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
+        self.sessions: dict[str, str] = {}  # A2A context id -> CLI session id
+
+    def prepare(self, request: TaskRequest[GeminiConfig]) -> None:
+        """The CLI's home for this prompt: settings, global context, skills."""
+        HOME.mkdir(parents=True, exist_ok=True)
+        path = HOME / "settings.json"
+        path.write_text(json.dumps(settings(request)), encoding="utf-8")
+        path.chmod(0o600)  # holds the envs' bearer tokens
+        context = HOME / "GEMINI.md"
+        if request.config.system_prompt:
+            context.write_text(request.config.system_prompt, encoding="utf-8")
+        else:
+            context.unlink(missing_ok=True)
+        write_skills(request.skills, HOME / "skills")
+
+    async def run(self, request: TaskRequest[GeminiConfig]) -> TaskResult:
+        model = request.config.model or self.default_model
+        if not self.base_url or not model:
+            return TaskResult.failure("no model endpoint or model name is configured",
+                                      code="gemini.no_model")
+        trajectory = request.trajectory
+        trajectory.set_format(TRAJECTORY_FORMAT)
+        known = self.sessions.get(request.context_id)
+        session = known or str(uuid.uuid4())
+        args = [CLI, "-p", "", "--output-format", "stream-json", "--approval-mode", "yolo",
+                "--model", model, "--resume" if known else "--session-id", session]
+        trajectory.append({"type": "agentenv.cli", "cli": "gemini", "version": VERSION,
+                           "session_id": session, "resumed": known is not None, "argv": args})
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.prepare(request)
+        env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": self.base_url,
+               "GEMINI_API_KEY": self.token, "NO_COLOR": "1"}
+        for name in FOREIGN_ENV:
+            env.pop(name, None)
+        run = await CliRun.start(args, request.text, env, self.workdir)
+        answer: list[str] = []  # assistant text since the last tool event: the reply
+        pending: list[str] = []  # deltas not yet in the trajectory
+        result: dict[str, Any] | None = None
+        errors: list[str] = []
+        try:
+            async for event in run.events():
+                kind = event.get("type")
+                if kind == "message" and event.get("role") == "assistant":
+                    piece = str(event.get("content") or "")
+                    answer.append(piece)
+                    pending.append(piece)
+                    continue
+                record_deltas(trajectory, pending)
+                trajectory.append(event)
+                if kind == "init" and event.get("session_id"):
+                    self.sessions[request.context_id] = str(event["session_id"])
+                elif kind in ("tool_use", "tool_result"):
+                    if kind == "tool_use":
+                        request.usage.add_tool_call()
+                    answer.clear()
+                elif kind == "error":
+                    errors.append(str(event.get("message") or event))
+                elif kind == "result":
+                    result = event
+            code = await run.wait()
+        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
+            run.kill()
+            raise
+        finally:
+            record_deltas(trajectory, pending)
+        text = "".join(answer)
+        if result is None:
+            return TaskResult.failure(
+                f"gemini exited with code {code} without a result{run.stderr_tail()}",
+                code="gemini.no_result")
+        stats: dict[str, Any] = result["stats"] if isinstance(result.get("stats"), dict) \
+            else {}
+        request.usage.add_tokens(input_tokens=int(stats.get("input_tokens") or 0),
+                                 output_tokens=int(stats.get("output_tokens") or 0))
+        if result.get("status") != "success" or code != 0:
+            error = result.get("error")
+            why = (error.get("message") if isinstance(error, dict) else error) \
+                or "; ".join(errors) or result.get("status") or "error"
+            return TaskResult.failure(f"gemini failed ({why}; exit code {code})"
+                                      f"{run.stderr_tail()}", code="gemini.failed")
+        if not text.strip():
+            return TaskResult.failure("gemini answered with no text", code="gemini.empty_answer")
+        return TaskResult(text=text.strip())
+
+
+def record_deltas(trajectory: Any, pending: list[str]) -> None:
+    """Record the assistant text streamed since the last event as one ``message`` event."""
+    if pending:
+        trajectory.append({"type": "message", "role": "assistant", "content": "".join(pending),
+                           "deltas": len(pending)})
+        pending.clear()
+
+
+if __name__ == "__main__":
+    GeminiAgent().serve()
