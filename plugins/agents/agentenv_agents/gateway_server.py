@@ -64,7 +64,7 @@ class DispatchUpstream:
         return script.model
 
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
-        model = (request.body or {}).get("model")
+        model = request.model or (request.body or {}).get("model")
         if isinstance(model, str) and model.startswith(SCRIPTED_PREFIX):
             script = self.scripts.get(model[len(SCRIPTED_PREFIX):])
             if script is None:

@@ -81,6 +81,8 @@ class UpstreamRequest:
     raw: bytes = b""
     headers: Mapping[str, str] = attrs.field(factory=dict)
     stream: bool = False
+    #: the model asked for, after aliases: the body's ``model``, or a Gemini call's path's
+    model: str | None = None
     #: the upstream key this caller's calls go with, over the gateway's own (a judge's
     #: ``--judge-litellm-api-key``); never shown
     api_key: str | None = attrs.field(default=None, repr=False)
@@ -365,7 +367,7 @@ class ModelGateway:
             reply = await self.upstream.send(UpstreamRequest(
                 "generate_content", f"/models/{self.aliases.get(model, model)}:countTokens",
                 body=body, raw=raw, headers=_forwardable(request),
-                api_key=self._key_for(request)))
+                model=self.aliases.get(model, model), api_key=self._key_for(request)))
             return await self._send_plain(request, reply)
         if method not in ("generateContent", "streamGenerateContent") or not model:
             return self._refuse("generate_content", 404, f"model gateway: no Gemini method "
@@ -395,7 +397,8 @@ class ModelGateway:
         body, raw = self._apply_aliases(body, raw)
         reply = await self.upstream.send(UpstreamRequest(
             "messages", "/messages/count_tokens", body=body, raw=raw,
-            headers=_forwardable(request), api_key=self._key_for(request)))
+            headers=_forwardable(request), model=_model_of(body),
+            api_key=self._key_for(request)))
         return await self._send_plain(request, reply)
 
     async def _send_plain(self, request: web.Request, reply: UpstreamReply) -> web.StreamResponse:
@@ -455,7 +458,7 @@ class ModelGateway:
                 body, raw = _with_usage(body, raw)
         reply = await self.upstream.send(UpstreamRequest(
             api, path, body=body, raw=raw, headers=_forwardable(request), stream=stream,
-            api_key=self._caller_keys.get(caller) if caller else None))
+            model=call.model, api_key=self._caller_keys.get(caller) if caller else None))
         call.status = reply.status
         if reply.chunks is None:
             return await self._answer_whole(request, call, t0, reply)
@@ -619,6 +622,11 @@ def _json_any(raw: bytes) -> Any:
         return json.loads(raw)
     except (ValueError, RecursionError):  # nested past the parser's depth: not a model call
         return None
+
+
+def _model_of(body: dict[str, Any]) -> str | None:
+    model = body.get("model")
+    return model if isinstance(model, str) else None
 
 
 def _json_object(raw: bytes) -> dict[str, Any] | None:

@@ -3,8 +3,8 @@
 command, the ``a2a``, ``oracle`` and ``nop`` agent types, the shipped ``model-agent``,
 ``claude-code``, ``codex``, ``gemini``, ``pi``, ``mini-swe-agent``, ``oracle`` and ``nop``
 agents, and the ``agents-smoke``, ``claude-code-smoke``, ``codex-smoke``, ``gemini-smoke``,
-``pi-smoke``, ``mini-swe-agent-smoke``, ``conversation-smoke`` and ``install-demo`` bundles (and the env-type
-demos db-orders, website-todo, desktop-notes).
+``pi-smoke``, ``mini-swe-agent-smoke``, ``conversation-smoke`` and ``install-demo`` bundles
+(and the env-type demos db-orders, website-todo, desktop-notes).
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.

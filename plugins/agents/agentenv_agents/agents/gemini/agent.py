@@ -15,7 +15,9 @@ global ``~/.gemini/GEMINI.md``, which the CLI adds to its own system prompt; ski
 ``/ext/skill-config`` are written to ``~/.gemini/skills/<name>/``, where the CLI finds them.
 
 Session: the first prompt of an A2A context starts a CLI session with a fresh ``--session-id``;
-later prompts of that context ``--resume`` it, so the CLI sees the whole conversation.
+later prompts of that context ``--resume`` it, so the CLI sees the whole conversation. A session
+is pinned only once a prompt succeeded in it (a CLI that failed before its first answer keeps
+no session to resume).
 
 Trajectory (format ``gemini-stream-json/1``): an ``agentenv.cli`` event (CLI, version, session,
 the command line), then the CLI's own events (``init``, ``message``, ``tool_use``,
@@ -165,9 +167,7 @@ class GeminiAgent(AgentEnvAgent):
                     continue
                 record_deltas(trajectory, pending)
                 trajectory.append(event)
-                if kind == "init" and event.get("session_id"):
-                    self.sessions[request.context_id] = str(event["session_id"])
-                elif kind in ("tool_use", "tool_result"):
+                if kind in ("tool_use", "tool_result"):
                     if kind == "tool_use":
                         request.usage.add_tool_call()
                     answer.clear()
@@ -175,6 +175,8 @@ class GeminiAgent(AgentEnvAgent):
                     errors.append(str(event.get("message") or event))
                 elif kind == "result":
                     result = event
+                    if event.get("status") == "success":  # the CLI saved the session
+                        self.sessions[request.context_id] = session
             code = await run.wait()
         except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
             run.kill()
