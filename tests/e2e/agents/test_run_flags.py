@@ -19,7 +19,7 @@ def test_an_agent_nobody_ships_is_one_line_and_writes_nothing(tmp_path: Path) ->
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "Error: no agent named 'nosuch' (installed: claude-code, codex, gemini, mini-swe-agent, "
-        "model-agent, nop, oracle, pi); none is stored under that id either (agent-env "
+        "model-agent, nop, opencode, oracle, pi); none is stored under that id either (agent-env "
         "a2a-agent put --id nosuch --folder DIR stores one)")
     assert done.stdout == ""  # no ledger line: nothing was stored
     # looking for a stored agent of that name may open the store, but nothing is written to it

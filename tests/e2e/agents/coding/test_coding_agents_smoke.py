@@ -32,6 +32,9 @@ CASES = {
     "gemini": {"bundle": "gemini-smoke", "cli": "gemini", "version": "0.61.0",
                "format": "gemini-stream-json/1", "needle": "gemini smoke 4177",
                "again": "Earlier in this session"},
+    "opencode": {"bundle": "opencode-smoke", "cli": "opencode", "version": "1.18.33",
+                 "format": "opencode-events/1", "needle": "opencode smoke 3391",
+                 "again": "Earlier in this session"},
     "pi": {"bundle": "pi-smoke", "cli": "pi", "version": "0.73.1", "format": "pi-json/1",
            "needle": "pi smoke 6173", "again": "Earlier in this session"},
 }
@@ -116,7 +119,7 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
         assert usage["type"] == "agentenv.usage"
         assert usage["model_calls"] and all(c["usage"]["input"] > 0 and c["status"] == 200
                                             for c in usage["model_calls"])
-    if agent in ("claude-code", "gemini"):  # the bundle gives a skill: the CLI offers it
+    if agent in ("claude-code", "gemini", "opencode"):  # given a skill: the CLI offers it
         calls = objects.get(outputs["ask"]["model_call_log_object_key"]).decode()
         assert "skill-marker-4471" in calls
     assert case["needle"] in outputs["ask"]["response"]

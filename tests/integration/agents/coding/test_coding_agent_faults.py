@@ -1,5 +1,5 @@
-"""The claude-code, codex, gemini and pi agents when things go wrong, on the real engine with the
-real CLIs.
+"""The claude-code, codex, gemini, opencode and pi agents when things go wrong, on the real
+engine with the real CLIs.
 
 The echo env of the claude-code-smoke bundle is deployed by ``deploy_env``; the agent joins its
 sandbox next to the ``model-gateway`` container serving the SCRIPTED model. A model that never
@@ -29,7 +29,8 @@ from agentenv_agents.steps import DeployAgent, PromptAgent
 
 pytestmark = pytest.mark.docker
 #: the process each agent's CLI runs as (pi and the Gemini CLI are Node scripts)
-CLIS = {"claude-code": "claude", "codex": "codex", "gemini": "node", "pi": "node"}
+CLIS = {"claude-code": "claude", "codex": "codex", "gemini": "node", "opencode": "opencode",
+        "pi": "node"}
 #: Lists the command lines of the container's processes (the image has Python, not ps).
 PROCESSES = ("import os, json; print(json.dumps([open(f'/proc/{p}/cmdline', 'rb').read()"
              ".decode(errors='replace').replace(chr(0), ' ') for p in os.listdir('/proc') "
