@@ -1,5 +1,6 @@
 """``agent-env run claude-code-smoke`` / ``codex-smoke`` / ``gemini-smoke`` /
-``mini-swe-agent-smoke`` / ``opencode-smoke`` / ``pi-smoke`` (the real agents, scripted model) against
+``mini-swe-agent-smoke`` / ``opencode-smoke`` / ``pi-smoke`` (the real agents, scripted model)
+against
 ``agent-env run agents-smoke`` (the model-agent), warm, measured side by side.
 
 The baseline is the agents issue's floor as a run does it: the echo env, an agent container in

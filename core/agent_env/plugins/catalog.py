@@ -66,7 +66,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "agents",
         {
             "agent_type": ("a2a", "nop", "oracle"),
-            "agent": ("model-agent", "claude-code", "codex", "gemini", "mini-swe-agent",
+            "agent": ("model-agent", "aider", "claude-code", "codex", "gemini", "mini-swe-agent",
                       "opencode", "pi", "oracle", "nop"),
             "model_provider": ("scripted",),
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
@@ -79,10 +79,9 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                           "verify_a2a_system_prompt", "verify_a2a_modalities",
                           "verify_a2a_role", "verify_a2a_agent_mcp", "verify_a2a_snapshot",
                           "verify_a2a_install", "verify_a2a_peer_agents"),
-            "bundle": ("agents-smoke", "claude-code-smoke", "codex-smoke", "conversation-smoke",
-                       "gemini-smoke", "install-demo", "mini-swe-agent-smoke", "opencode-smoke",
-                       "pi-smoke",
-                       "db-orders", "website-todo", "desktop-notes"),
+            "bundle": ("agents-smoke", "aider-smoke", "claude-code-smoke", "codex-smoke",
+                       "conversation-smoke", "gemini-smoke", "install-demo", "mini-swe-agent-smoke",
+                       "opencode-smoke", "pi-smoke", "db-orders", "website-todo", "desktop-notes"),
         },
     ),
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a

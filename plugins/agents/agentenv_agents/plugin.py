@@ -1,9 +1,9 @@
 """The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
 ``install_agent``, the A2A validators and the rest of :data:`STEP_TYPES`), the ``a2a-agent``
 command, the ``a2a``, ``oracle`` and ``nop`` agent types, the shipped ``model-agent``,
-``claude-code``, ``codex``, ``gemini``, ``opencode``, ``pi``, ``mini-swe-agent``, ``oracle``
-and ``nop`` agents, and the ``agents-smoke``, ``claude-code-smoke``, ``codex-smoke``,
-``gemini-smoke``, ``opencode-smoke``, ``pi-smoke``, ``mini-swe-agent-smoke``,
+``claude-code``, ``codex``, ``gemini``, ``opencode``, ``pi``, ``mini-swe-agent``, ``aider``,
+``oracle`` and ``nop`` agents, and the ``agents-smoke``, ``aider-smoke``, ``claude-code-smoke``,
+``codex-smoke``, ``gemini-smoke``, ``opencode-smoke``, ``pi-smoke``, ``mini-swe-agent-smoke``,
 ``conversation-smoke`` and ``install-demo`` bundles (and the env-type demos db-orders,
 website-todo, desktop-notes).
 
@@ -43,6 +43,7 @@ def agent_env_agent_types() -> list[Lazy]:
 @hookimpl
 def agent_env_agents() -> list[AgentSource]:
     return [AgentSource("model-agent", AGENTS / "model-agent"),
+            AgentSource("aider", AGENTS / "aider"),
             AgentSource("claude-code", AGENTS / "claude-code"),
             AgentSource("codex", AGENTS / "codex"),
             AgentSource("gemini", AGENTS / "gemini"),
@@ -56,6 +57,7 @@ def agent_env_agents() -> list[AgentSource]:
 @hookimpl
 def agent_env_bundles() -> list[BundleSource]:
     return [BundleSource("agents-smoke", BUNDLES / "agents-smoke"),
+            BundleSource("aider-smoke", BUNDLES / "aider-smoke"),
             BundleSource("claude-code-smoke", BUNDLES / "claude-code-smoke"),
             BundleSource("codex-smoke", BUNDLES / "codex-smoke"),
             BundleSource("conversation-smoke", BUNDLES / "conversation-smoke"),
