@@ -23,6 +23,8 @@ pytestmark = pytest.mark.docker
 AGENT_ENV = Path(sys.executable).with_name("agent-env")
 KEY = "sk-e2e-coding-agents-upstream-key-4417"
 CASES = {
+    "aider": {"bundle": "aider-smoke", "cli": "aider", "version": "0.86.2", "format": "aider/1",
+              "needle": "aider smoke 2719", "again": "Earlier in this session"},
     "claude-code": {"bundle": "claude-code-smoke", "cli": "claude", "version": "2.1.332",
                     "format": "claude-code-stream-json/1", "needle": "claude smoke 5521",
                     "again": "Earlier in this session"},

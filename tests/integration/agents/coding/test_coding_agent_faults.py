@@ -1,5 +1,5 @@
-"""The claude-code, codex, gemini, opencode and pi agents when things go wrong, on the real
-engine with the real CLIs.
+"""The aider, claude-code, codex, gemini, opencode and pi agents when things go wrong, on the
+real engine with the real CLIs.
 
 The echo env of the claude-code-smoke bundle is deployed by ``deploy_env``; the agent joins its
 sandbox next to the ``model-gateway`` container serving the SCRIPTED model. A model that never
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,9 +29,10 @@ from agentenv_agents.plugin import BUNDLES
 from agentenv_agents.steps import DeployAgent, PromptAgent
 
 pytestmark = pytest.mark.docker
-#: the process each agent's CLI runs as (pi and the Gemini CLI are Node scripts)
-CLIS = {"claude-code": "claude", "codex": "codex", "gemini": "node", "opencode": "opencode",
-        "pi": "node"}
+#: the command line of the process each agent runs per prompt (pi and the Gemini CLI are Node
+#: scripts; aider runs in a child of the agent's own Python, ``agent.py --episode``)
+CLIS = {"aider": r"agent\.py --episode$", "claude-code": r"^\S*claude ", "codex": r"^\S*codex ",
+        "gemini": r"^\S*node ", "opencode": r"^\S*opencode ", "pi": r"^\S*node "}
 #: Lists the command lines of the container's processes (the image has Python, not ps).
 PROCESSES = ("import os, json; print(json.dumps([open(f'/proc/{p}/cmdline', 'rb').read()"
              ".decode(errors='replace').replace(chr(0), ' ') for p in os.listdir('/proc') "
@@ -57,21 +59,27 @@ async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext
     assert report.failed == ()
 
 
+#: Aider sends a fixed "Ok." reply in every request: for it, a script's turns start one later.
+FIXED_TURNS = {"aider": [{"text": "(never served: aider's fixed 'Ok.')"}]}
+
+
 async def deploy(ctx: TaskContext, ids: dict[str, str], agent: str,
                  scripts: dict[str, Any]) -> None:
     for name, script in scripts.items():  # what a scripted_model step registers
-        run_scripts(ctx)[name] = script
+        turns = FIXED_TURNS.get(agent, []) + script["turns"]
+        run_scripts(ctx)[name] = {**script, "turns": turns}
     await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
     await DeployAgent(id="agent", agent_name=agent, a2a_agent_id=agent,
                       env_ids=[ids["echo"]]).run(ctx)
 
 
 def cli_processes(docker_client: Any, run_id: str, cli: str) -> list[str]:
+    """The command lines in the agent container that match the pattern ``cli``."""
     (container,) = docker_client.containers.list(filters={"label": [
         f"agentenv.run={run_id}", "agentenv.role=agent"]})
     result = container.exec_run(["python", "-c", PROCESSES])
     assert result.exit_code == 0, result.output
-    return [c for c in json.loads(result.output) if c.split(" ", 1)[0].endswith(cli)]
+    return [c for c in json.loads(result.output) if re.search(cli, c.strip())]
 
 
 @pytest.mark.parametrize("agent", sorted(CLIS))
