@@ -122,8 +122,19 @@ tag_aliases() {
     done
 }
 
+# Images agent-env built (content-hash tags: every change to an env or agent makes new ones) pile
+# up run after run on a machine that keeps its daemon; those unused for three days go, so the
+# disk does not fill. The base image and anything else not built by agent-env stay.
+prune_stale_images() {
+    local freed
+    freed=$(docker image prune -a -f --filter "label=agentenv.builder=agent-env" \
+        --filter "until=72h" 2>/dev/null | tail -n 1)
+    say "stale agent-env images pruned (${freed:-nothing})"
+}
+
 start_daemon
 build_base_image
 tag_aliases
+prune_stale_images
 command -v docker-registry >/dev/null 2>&1 || ensure_packages
 say "ready"

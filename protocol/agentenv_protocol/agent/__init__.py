@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on first use
     from .app import create_app, serve
-    from .cli_process import CliRun
+    from .cli_process import CliRun, PrestartedRun
     from .framework import (
         AGENT_CONFIG_V1,
         INSTALL_V1,
@@ -76,6 +76,7 @@ _EXPORTS = {
     "TaskRequest": "models",
     "TrajectoryWriter": "trajectory",
     "CliRun": "cli_process",
+    "PrestartedRun": "cli_process",
     "create_app": "app",
     "serve": "app",
 }
@@ -97,6 +98,7 @@ __all__ = [
     "Artifact",
     "CliRun",
     "McpServer",
+    "PrestartedRun",
     "Progress",
     "Skill",
     "TaskRequest",

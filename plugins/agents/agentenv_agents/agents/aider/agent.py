@@ -1,10 +1,12 @@
 """Aider as an A2A agent: aider's own coder, run once per prompt in a process of its own.
 
-Built on AgentEnv's A2A agent SDK. Each prompt starts ``python agent.py --episode`` with the job
-on stdin; that process builds aider's coder (``Coder.create``, the ``diff`` edit format:
-SEARCH/REPLACE blocks) in the agent's work folder, without git, its model ``openai/<model>``
-at ``AGENTENV_MODEL_BASE_URL`` with the per-run token (no provider key is ever in this
-container), and prints what happened as JSON lines.
+Built on AgentEnv's A2A agent SDK. Each prompt gets its own ``python agent.py --episode``
+process, the job on its stdin; the process is started one prompt ahead and imports aider and
+litellm while it waits (:class:`~agentenv_protocol.agent.PrestartedRun`). It builds aider's
+coder (``Coder.create``, the ``diff`` edit format: SEARCH/REPLACE blocks) in the agent's work
+folder, without git, its model ``openai/<model>`` at ``AGENTENV_MODEL_BASE_URL`` with the
+per-run token (no provider key is ever in this container), and prints what happened as JSON
+lines.
 
 What aider does headless, and what this adapter decides:
 
@@ -50,7 +52,7 @@ from agentenv_protocol.agent import (
     AgentConfig,
     AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    PrestartedRun,
     TaskRequest,
     TaskResult,
     a2a_agent,
@@ -96,6 +98,18 @@ class AiderAgent(AgentEnvAgent):
         self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 3)
         self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
         self.version = package_version()
+        self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
+        env = {**os.environ, **write_servers({}, self.servers_file)}
+        env.pop("A2A_TOKEN", None)
+        #: the next prompt's process, started (and done importing) ahead of it
+        self.process = PrestartedRun(
+            [sys.executable, str(Path(__file__).resolve()), "--episode"], env, self.workdir)
+
+    async def setup(self) -> None:
+        await self.process.start()
+
+    async def teardown(self) -> None:
+        await self.process.close()
 
     async def run(self, request: TaskRequest[AiderConfig]) -> TaskResult:
         model = request.config.model or self.default_model
@@ -104,21 +118,18 @@ class AiderAgent(AgentEnvAgent):
                                       code="aider.no_model")
         trajectory = request.trajectory
         trajectory.set_format(TRAJECTORY_FORMAT)
-        self.workdir.mkdir(parents=True, exist_ok=True)
         SESSIONS.mkdir(parents=True, exist_ok=True)
-        servers = write_servers(request.mcp_servers, Path.home() / ".agentenv-mcp-servers.json")
+        write_servers(request.mcp_servers, self.servers_file)  # the path is in its env
         history = SESSIONS / f"{request.context_id}.md"
         job = {"message": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url, "history": str(history),
                "resumed": history.exists(), "system_prompt": request.config.system_prompt,
                "max_reflections": request.config.max_turns or self.default_max_turns,
                "cwd": str(self.workdir)}
-        args = [sys.executable, str(Path(__file__).resolve()), "--episode"]
         trajectory.append({"type": "agentenv.cli", "cli": "aider", "version": self.version,
-                           "argv": args, "model": model, "resumed": job["resumed"]})
-        env = {**os.environ, **servers}
-        env.pop("A2A_TOKEN", None)
-        run = await CliRun.start(args, json.dumps(job), env, self.workdir)
+                           "argv": self.process.args, "model": model,
+                           "resumed": job["resumed"]})
+        run = await self.process.take(json.dumps(job))
         ended: dict[str, Any] | None = None
         errors: list[str] = []
         try:
@@ -171,18 +182,21 @@ def fill_model_cache() -> None:
 
 
 def episode() -> int:
-    """The prompt's process: one aider coder run of the job on stdin, JSON lines out."""
+    """The prompt's process: one aider coder run of the job on stdin, JSON lines out. It
+    imports aider and litellm (about 2 s) before it reads the job, so a process started ahead
+    of its prompt (:class:`PrestartedRun`) has done that by the time the prompt comes."""
     global EVENTS
-    job = json.load(sys.stdin)
     EVENTS, sys.stdout = sys.stdout, sys.stderr
+    import litellm  # noqa: F401  (aider loads it lazily, at the first model call)
+    from aider.coders import Coder
+    from aider.io import InputOutput
+    from aider.models import Model
+
+    job = json.load(sys.stdin)
     os.chdir(job["cwd"])
     fill_model_cache()
     os.environ["OPENAI_API_BASE"] = job["base_url"]
     os.environ["OPENAI_API_KEY"] = os.environ.get("AGENTENV_MODEL_TOKEN", "")
-
-    from aider.coders import Coder
-    from aider.io import InputOutput
-    from aider.models import Model
 
     class HeadlessIO(InputOutput):
         """Answers every question yes and reports errors and warnings as events."""

@@ -1,12 +1,14 @@
 """mini-swe-agent as an A2A agent: its own agent loop (``DefaultAgent``, one ``bash`` tool), run
 once per prompt in a process of its own.
 
-Built on AgentEnv's A2A agent SDK. Each prompt starts ``python agent.py --episode`` with the job
-on stdin; that process runs mini-swe-agent's ``DefaultAgent`` with its shipped ``mini.yaml``
-templates, a ``LitellmModel`` pointed at the run's model gateway (``openai/<model>`` at
-``AGENTENV_MODEL_BASE_URL`` with the per-run token: no provider key is ever in this container)
-and a ``LocalEnvironment`` in the agent's work folder, and prints every message the loop adds as
-one JSON line. The envs' MCP tools (``/ext/mcp-config``) are the SDK's ``mcp-call`` command
+Built on AgentEnv's A2A agent SDK. Each prompt gets its own ``python agent.py --episode``
+process, the job on its stdin, started one prompt ahead so its imports are done when the prompt
+comes (:class:`~agentenv_protocol.agent.PrestartedRun`); that process runs mini-swe-agent's
+``DefaultAgent`` with its shipped ``mini.yaml`` templates, a ``LitellmModel`` pointed at the
+run's model gateway (``openai/<model>`` at ``AGENTENV_MODEL_BASE_URL`` with the per-run token:
+no provider key is ever in this container) and a ``LocalEnvironment`` in the agent's work
+folder, and prints every message the loop adds as one JSON line. The envs' MCP tools
+(``/ext/mcp-config``) are the SDK's ``mcp-call`` command
 (:mod:`agentenv_protocol.agent.mcp_call`), which the prompt tells the model about;
 mini-swe-agent has no MCP client.
 
@@ -38,7 +40,7 @@ from agentenv_protocol.agent import (
     AgentConfig,
     AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    PrestartedRun,
     TaskRequest,
     TaskResult,
     a2a_agent,
@@ -84,6 +86,18 @@ class MiniSweAgent(AgentEnvAgent):
         self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 30)
         self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
         self.version = package_version()
+        self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
+        env = {**os.environ, **write_servers({}, self.servers_file)}
+        env.pop("A2A_TOKEN", None)
+        #: the next prompt's process, started (and done importing) ahead of it
+        self.process = PrestartedRun(
+            [sys.executable, str(Path(__file__).resolve()), "--episode"], env, self.workdir)
+
+    async def setup(self) -> None:
+        await self.process.start()
+
+    async def teardown(self) -> None:
+        await self.process.close()
 
     async def run(self, request: TaskRequest[MiniConfig]) -> TaskResult:
         model = request.config.model or self.default_model
@@ -92,19 +106,15 @@ class MiniSweAgent(AgentEnvAgent):
                                       code="mini.no_model")
         trajectory = request.trajectory
         trajectory.set_format(TRAJECTORY_FORMAT)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        servers = write_servers(request.mcp_servers, Path.home() / ".agentenv-mcp-servers.json")
+        write_servers(request.mcp_servers, self.servers_file)  # the path is in its env
         job = {"task": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url,
                "system_prompt": request.config.system_prompt,
                "step_limit": request.config.max_turns or self.default_max_turns,
                "cwd": str(self.workdir)}
-        args = [sys.executable, str(Path(__file__).resolve()), "--episode"]
         trajectory.append({"type": "agentenv.cli", "cli": "mini-swe-agent",
-                           "version": self.version, "argv": args, "model": model})
-        env = {**os.environ, **servers}
-        env.pop("A2A_TOKEN", None)
-        run = await CliRun.start(args, json.dumps(job), env, self.workdir)
+                           "version": self.version, "argv": self.process.args, "model": model})
+        run = await self.process.take(json.dumps(job))
         ended: dict[str, Any] | None = None
         try:
             async for event in run.events():
@@ -152,7 +162,10 @@ def _slim(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def episode() -> int:
-    """The prompt's process: one mini-swe-agent run of the job on stdin, JSON lines out."""
+    """The prompt's process: one mini-swe-agent run of the job on stdin, JSON lines out. It
+    imports mini-swe-agent and litellm (seconds) before it reads the job, so a process started
+    ahead of its prompt (:class:`PrestartedRun`) has done that by the time the prompt comes."""
+    import litellm  # noqa: F401  (imported on the first model call otherwise)
     import yaml
     from minisweagent import package_dir
     from minisweagent.agents.default import DefaultAgent
