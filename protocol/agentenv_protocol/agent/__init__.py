@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on first use
     from .app import create_app, serve
+    from .cli_agent import CliAgent, CliAgentConfig, cli_version
     from .cli_process import CliRun, PrestartedRun
     from .framework import (
         AGENT_CONFIG_V1,
@@ -76,6 +77,9 @@ _EXPORTS = {
     "TaskRequest": "models",
     "TrajectoryWriter": "trajectory",
     "CliRun": "cli_process",
+    "CliAgent": "cli_agent",
+    "CliAgentConfig": "cli_agent",
+    "cli_version": "cli_agent",
     "PrestartedRun": "cli_process",
     "create_app": "app",
     "serve": "app",
@@ -96,6 +100,8 @@ __all__ = [
     "AgentSkill",
     "AgentSpec",
     "Artifact",
+    "CliAgent",
+    "CliAgentConfig",
     "CliRun",
     "McpServer",
     "PrestartedRun",
@@ -106,6 +112,7 @@ __all__ = [
     "TrajectoryWriter",
     "Usage",
     "a2a_agent",
+    "cli_version",
     "create_app",
     "serve",
     "write_only",

@@ -68,6 +68,15 @@ class CliRun:
     def alive(self) -> bool:
         return self.process.returncode is None
 
+    async def __aenter__(self) -> CliRun:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        """Leaving with an exception (a cancelled prompt: its timeout, ``tasks/cancel``)
+        kills the process group."""
+        if kind is not None:
+            self.kill()
+
     async def _read_stderr(self) -> None:
         assert self.process.stderr is not None
         async for line in self.process.stderr:

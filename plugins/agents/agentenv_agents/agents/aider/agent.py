@@ -43,15 +43,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
+    CliAgent,
+    CliAgentConfig,
     PrestartedRun,
     TaskRequest,
     TaskResult,
@@ -77,33 +75,27 @@ def package_version() -> str:
         return "unknown"
 
 
-@attrs.define
-class AiderConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-    max_turns: int | None = None
-
-
 @a2a_agent(
     identity=AgentIdentity(name="aider", version=package_version(),
                            description="Aider (edits and shell commands) with its envs' tools "
                                        "as the mcp-call command."),
-    config=AiderConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
 )
-class AiderAgent(AgentEnvAgent):
+class AiderAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "aider"
+    code_prefix = "aider"
+    version = package_version()
+
     def __init__(self) -> None:
-        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        super().__init__()
         self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 3)
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
-        self.version = package_version()
         self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
-        env = {**os.environ, **write_servers({}, self.servers_file)}
-        env.pop("A2A_TOKEN", None)
         #: the next prompt's process, started (and done importing) ahead of it
         self.process = PrestartedRun(
-            [sys.executable, str(Path(__file__).resolve()), "--episode"], env, self.workdir)
+            [sys.executable, str(Path(__file__).resolve()), "--episode"],
+            self.cli_env(write_servers({}, self.servers_file)), self.workdir)
 
     async def setup(self) -> None:
         await self.process.start()
@@ -111,13 +103,11 @@ class AiderAgent(AgentEnvAgent):
     async def teardown(self) -> None:
         await self.process.close()
 
-    async def run(self, request: TaskRequest[AiderConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="aider.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         SESSIONS.mkdir(parents=True, exist_ok=True)
         write_servers(request.mcp_servers, self.servers_file)  # the path is in its env
         history = SESSIONS / f"{request.context_id}.md"
@@ -126,13 +116,10 @@ class AiderAgent(AgentEnvAgent):
                "resumed": history.exists(), "system_prompt": request.config.system_prompt,
                "max_reflections": request.config.max_turns or self.default_max_turns,
                "cwd": str(self.workdir)}
-        trajectory.append({"type": "agentenv.cli", "cli": "aider", "version": self.version,
-                           "argv": self.process.args, "model": model,
-                           "resumed": job["resumed"]})
-        run = await self.process.take(json.dumps(job))
+        self.begin(request, self.process.args, model=model, resumed=job["resumed"])
         ended: dict[str, Any] | None = None
         errors: list[str] = []
-        try:
+        async with await self.process.take(json.dumps(job)) as run:
             async for event in run.events():
                 trajectory.append(event)
                 kind = event.get("type")
@@ -143,9 +130,6 @@ class AiderAgent(AgentEnvAgent):
                 elif kind == "aider.exit":
                     ended = event
             code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop it
-            run.kill()
-            raise
         if ended is None or code != 0:
             return TaskResult.failure(f"aider exited with code {code} before it finished"
                                       f"{run.stderr_tail()}", code="aider.failed")

@@ -26,26 +26,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
-
-import attrs
 
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    CliAgent,
+    CliAgentConfig,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    cli_version,
     write_skills,
 )
 
@@ -65,43 +62,28 @@ QUIET_ENV = {
 }
 
 
-@attrs.define
-class ClaudeCodeConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-    max_turns: int | None = None
-
-
-def cli_version() -> str:
-    """``2.1.332`` from ``claude --version`` (``unknown`` when the CLI does not answer)."""
-    try:
-        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=30,
-                             check=False).stdout
-    except OSError:
-        return "unknown"
-    return (out.split() or ["unknown"])[0]
-
-
-VERSION = cli_version()
+#: ``2.1.332``, from ``claude --version`` (``2.1.332 (Claude Code)``)
+VERSION = cli_version([CLI, "--version"])
 
 
 @a2a_agent(
     identity=AgentIdentity(name="claude-code", version=VERSION,
                            description="Claude Code (the claude CLI) over its envs' MCP tools."),
-    config=ClaudeCodeConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
 )
-class ClaudeCodeAgent(AgentEnvAgent):
+class ClaudeCodeAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "claude"
+    code_prefix = "claude_code"
+    version = VERSION
+    foreign_env = ("ANTHROPIC_AUTH_TOKEN",)
+
     def __init__(self) -> None:
-        base = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.base_url = base[:-3] if base.endswith("/v1") else base
-        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
-        self.sessions: dict[str, str] = {}  # A2A context id -> CLI session id
+        super().__init__()
         self.scratch = Path(tempfile.mkdtemp(prefix="claude-code-agent-"))
 
-    def command(self, request: TaskRequest[ClaudeCodeConfig], model: str,
+    def command(self, request: TaskRequest[CliAgentConfig], model: str,
                 session: str, resume: bool) -> list[str]:
         config = request.config
         servers = {name: {"type": "http", "url": server.url, "headers": dict(server.headers)}
@@ -119,43 +101,34 @@ class ClaudeCodeAgent(AgentEnvAgent):
             args += ["--max-turns", str(config.max_turns)]
         return args
 
-    async def run(self, request: TaskRequest[ClaudeCodeConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="claude_code.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         known = self.sessions.get(request.context_id)
         session = known or str(uuid.uuid4())
         args = self.command(request, model, session, resume=known is not None)
-        trajectory.append({"type": "agentenv.cli", "cli": "claude", "version": VERSION,
-                           "session_id": session, "resumed": known is not None,
-                           "argv": args})
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.begin(request, args, session_id=session, resumed=known is not None)
         write_skills(request.skills, SKILLS_DIR)
-        env = {**os.environ, **QUIET_ENV, "ANTHROPIC_BASE_URL": self.base_url,
-               "ANTHROPIC_API_KEY": self.token}
-        for name in ("ANTHROPIC_AUTH_TOKEN", "A2A_TOKEN"):
-            env.pop(name, None)
-        run = await CliRun.start(args, request.text, env, self.workdir)
         result: dict[str, Any] | None = None
         try:
-            async for event in run.events():
-                trajectory.append(event)
-                kind = event.get("type")
-                if kind == "system" and event.get("session_id"):
-                    self.sessions[request.context_id] = str(event["session_id"])
-                elif kind == "assistant":
-                    blocks = (event.get("message") or {}).get("content") or []
-                    request.usage.add_tool_call(sum(
-                        1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"))
-                elif kind == "result":
-                    result = event
-            code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
-            run.kill()
-            raise
+            async with await self.launch(args, request.text, {
+                    **QUIET_ENV, "ANTHROPIC_BASE_URL": self.gateway_root,
+                    "ANTHROPIC_API_KEY": self.token}) as run:
+                async for event in run.events():
+                    trajectory.append(event)
+                    kind = event.get("type")
+                    if kind == "system" and event.get("session_id"):
+                        self.sessions[request.context_id] = str(event["session_id"])
+                    elif kind == "assistant":
+                        blocks = (event.get("message") or {}).get("content") or []
+                        request.usage.add_tool_call(sum(
+                            1 for b in blocks
+                            if isinstance(b, dict) and b.get("type") == "tool_use"))
+                    elif kind == "result":
+                        result = event
+                code = await run.wait()
         finally:
             (self.scratch / f"mcp-{request.task_id}.json").unlink(missing_ok=True)
         if result is None:

@@ -26,23 +26,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import attrs
 
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    CliAgent,
+    CliAgentConfig,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    cli_version,
 )
 
 TRAJECTORY_FORMAT = "codex-exec-json/1"
@@ -53,23 +50,8 @@ TOKEN_VARIABLE = "AGENTENV_MODEL_TOKEN"
 TOOL_ITEMS = frozenset({"mcp_tool_call", "command_execution", "file_change", "web_search"})
 
 
-@attrs.define
-class CodexConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-
-
-def cli_version() -> str:
-    """``0.171.0`` from ``codex --version`` (``unknown`` when the CLI does not answer)."""
-    try:
-        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=30,
-                             check=False).stdout
-    except OSError:
-        return "unknown"
-    return (out.split() or ["", "unknown"])[-1]
-
-
-VERSION = cli_version()
+#: ``0.171.0``, from ``codex --version`` (``codex-cli 0.171.0``)
+VERSION = cli_version([CLI, "--version"])
 
 
 def toml_string(value: str) -> str:
@@ -111,22 +93,23 @@ def codex_config(base_url: str, servers: dict[str, Any]) -> str:
 @a2a_agent(
     identity=AgentIdentity(name="codex", version=VERSION,
                            description="Codex (codex exec) over its envs' MCP tools."),
-    config=CodexConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
 )
-class CodexAgent(AgentEnvAgent):
+class CodexAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "codex"
+    version = VERSION
+    foreign_env = ("OPENAI_API_KEY",)
+
     def __init__(self) -> None:
-        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
+        super().__init__()
         self.home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-        self.threads: dict[str, str] = {}  # A2A context id -> Codex thread id
         #: Thread id -> its (input, output) token totals so far: a resumed thread's
         #: ``turn.completed`` counts the whole thread, the prompt's usage is the difference.
         self.totals: dict[str, tuple[int, int]] = {}
 
-    def command(self, request: TaskRequest[CodexConfig], model: str,
+    def command(self, request: TaskRequest[CliAgentConfig], model: str,
                 thread: str | None) -> list[str]:
         args = [CLI, "exec"]
         if thread is not None:
@@ -139,38 +122,31 @@ class CodexAgent(AgentEnvAgent):
             args.append(thread)
         return [*args, "-"]
 
-    async def run(self, request: TaskRequest[CodexConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="codex.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         self.home.mkdir(parents=True, exist_ok=True)
         config = self.home / "config.toml"
         config.write_text(codex_config(self.base_url, dict(request.mcp_servers)),
                           encoding="utf-8")
         config.chmod(0o600)  # holds the envs' bearer tokens
-        thread = self.threads.get(request.context_id)
+        thread = self.sessions.get(request.context_id)  # the Codex thread
         args = self.command(request, model, thread)
-        trajectory.append({"type": "agentenv.cli", "cli": "codex", "version": VERSION,
-                           "thread_id": thread, "resumed": thread is not None, "argv": args})
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "CODEX_HOME": str(self.home), TOKEN_VARIABLE: self.token}
-        for name in ("OPENAI_API_KEY", "A2A_TOKEN"):
-            env.pop(name, None)
-        run = await CliRun.start(args, request.text, env, self.workdir)
+        self.begin(request, args, thread_id=thread, resumed=thread is not None)
         answer: str | None = None
         failure: str | None = None
         last_error: str | None = None  # error events can be retries the turn survives
         completed = False
-        try:
+        async with await self.launch(args, request.text, {
+                "CODEX_HOME": str(self.home), TOKEN_VARIABLE: self.token}) as run:
             async for event in run.events():
                 trajectory.append(event)
                 kind = event.get("type")
                 item = event.get("item") if isinstance(event.get("item"), dict) else {}
                 if kind == "thread.started" and event.get("thread_id"):
-                    self.threads[request.context_id] = str(event["thread_id"])
+                    self.sessions[request.context_id] = str(event["thread_id"])
                 elif kind == "item.completed" and item.get("type") == "agent_message":
                     answer = str(item.get("text") or "")
                 elif kind == "item.completed" and item.get("type") in TOOL_ITEMS:
@@ -180,7 +156,7 @@ class CodexAgent(AgentEnvAgent):
                     usage = event.get("usage") or {}
                     now = (int(usage.get("input_tokens") or 0),
                            int(usage.get("output_tokens") or 0))
-                    key = self.threads.get(request.context_id, "")
+                    key = self.sessions.get(request.context_id, "")
                     before = self.totals.get(key, (0, 0)) if thread is not None else (0, 0)
                     self.totals[key] = now
                     request.usage.add_tokens(input_tokens=max(now[0] - before[0], 0),
@@ -190,9 +166,6 @@ class CodexAgent(AgentEnvAgent):
                 elif kind == "error":
                     last_error = str(event.get("message") or event)
             code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
-            run.kill()
-            raise
         if failure is not None or code != 0 or not completed:
             why = failure or last_error or f"exited with code {code} without a completed turn"
             return TaskResult.failure(f"codex failed: {why}{run.stderr_tail()}",

@@ -32,25 +32,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
-
-import attrs
 
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    CliAgent,
+    CliAgentConfig,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    cli_version,
     write_skills,
 )
 
@@ -59,7 +56,7 @@ CLI = os.environ.get("GEMINI_CLI", "gemini")
 HOME = Path.home() / ".gemini"
 #: Variables that would point the CLI at another model or account: never passed on.
 FOREIGN_ENV = ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA",
-               "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS", "A2A_TOKEN")
+               "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
 #: No colours in its output, and no second Node process: the CLI relaunches itself to raise
 #: Node's heap limit, which a headless prompt does not need and which costs ~0.35 s a start.
 QUIET_ENV = {"NO_COLOR": "1", "GEMINI_CLI_NO_RELAUNCH": "true"}
@@ -67,32 +64,10 @@ QUIET_ENV = {"NO_COLOR": "1", "GEMINI_CLI_NO_RELAUNCH": "true"}
 PACKAGE_JSON = Path("/opt/gemini/node_modules/@google/gemini-cli/package.json")
 
 
-@attrs.define
-class GeminiConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-    max_turns: int | None = None
+VERSION = cli_version([CLI, "--version"], PACKAGE_JSON)
 
 
-def cli_version() -> str:
-    """``0.61.0`` from the installed package's manifest (read at once: the agent's start waits
-    for it), else from ``gemini --version`` (``unknown`` when it does not answer)."""
-    try:
-        return str(json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError):
-        pass
-    try:
-        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60,
-                             check=False, stdin=subprocess.DEVNULL).stdout
-    except OSError:
-        return "unknown"
-    return (out.split() or ["unknown"])[-1]
-
-
-VERSION = cli_version()
-
-
-def settings(request: TaskRequest[GeminiConfig]) -> dict[str, Any]:
+def settings(request: TaskRequest[CliAgentConfig]) -> dict[str, Any]:
     """``~/.gemini/settings.json`` for one prompt: see the module docstring."""
     servers = {name: {"httpUrl": server.url, "headers": dict(server.headers), "trust": True}
                for name, server in request.mcp_servers.items()}
@@ -111,19 +86,16 @@ def settings(request: TaskRequest[GeminiConfig]) -> dict[str, Any]:
 @a2a_agent(
     identity=AgentIdentity(name="gemini", version=VERSION,
                            description="Gemini CLI (headless) over its envs' MCP tools."),
-    config=GeminiConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
 )
-class GeminiAgent(AgentEnvAgent):
-    def __init__(self) -> None:
-        base = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.base_url = base[:-3] if base.endswith("/v1") else base
-        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
-        self.sessions: dict[str, str] = {}  # A2A context id -> CLI session id
+class GeminiAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "gemini"
+    version = VERSION
+    foreign_env = FOREIGN_ENV
 
-    def prepare(self, request: TaskRequest[GeminiConfig]) -> None:
+    def prepare(self, request: TaskRequest[CliAgentConfig]) -> None:
         """The CLI's home for this prompt: settings, global context, skills."""
         HOME.mkdir(parents=True, exist_ok=True)
         path = HOME / "settings.json"
@@ -136,54 +108,45 @@ class GeminiAgent(AgentEnvAgent):
             context.unlink(missing_ok=True)
         write_skills(request.skills, HOME / "skills")
 
-    async def run(self, request: TaskRequest[GeminiConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="gemini.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         known = self.sessions.get(request.context_id)
         session = known or str(uuid.uuid4())
         args = [CLI, "-p", "", "--output-format", "stream-json", "--approval-mode", "yolo",
                 "--model", model, "--resume" if known else "--session-id", session]
-        trajectory.append({"type": "agentenv.cli", "cli": "gemini", "version": VERSION,
-                           "session_id": session, "resumed": known is not None, "argv": args})
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.begin(request, args, session_id=session, resumed=known is not None)
         self.prepare(request)
-        env = {**os.environ, **QUIET_ENV, "GOOGLE_GEMINI_BASE_URL": self.base_url,
-               "GEMINI_API_KEY": self.token}
-        for name in FOREIGN_ENV:
-            env.pop(name, None)
-        run = await CliRun.start(args, request.text, env, self.workdir)
         answer: list[str] = []  # assistant text since the last tool event: the reply
         pending: list[str] = []  # deltas not yet in the trajectory
         result: dict[str, Any] | None = None
         errors: list[str] = []
         try:
-            async for event in run.events():
-                kind = event.get("type")
-                if kind == "message" and event.get("role") == "assistant":
-                    piece = str(event.get("content") or "")
-                    answer.append(piece)
-                    pending.append(piece)
-                    continue
-                record_deltas(trajectory, pending)
-                trajectory.append(event)
-                if kind in ("tool_use", "tool_result"):
-                    if kind == "tool_use":
-                        request.usage.add_tool_call()
-                    answer.clear()
-                elif kind == "error":
-                    errors.append(str(event.get("message") or event))
-                elif kind == "result":
-                    result = event
-                    if event.get("status") == "success":  # the CLI saved the session
-                        self.sessions[request.context_id] = session
-            code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
-            run.kill()
-            raise
+            async with await self.launch(args, request.text, {
+                    **QUIET_ENV, "GOOGLE_GEMINI_BASE_URL": self.gateway_root,
+                    "GEMINI_API_KEY": self.token}) as run:
+                async for event in run.events():
+                    kind = event.get("type")
+                    if kind == "message" and event.get("role") == "assistant":
+                        piece = str(event.get("content") or "")
+                        answer.append(piece)
+                        pending.append(piece)
+                        continue
+                    record_deltas(trajectory, pending)
+                    trajectory.append(event)
+                    if kind in ("tool_use", "tool_result"):
+                        if kind == "tool_use":
+                            request.usage.add_tool_call()
+                        answer.clear()
+                    elif kind == "error":
+                        errors.append(str(event.get("message") or event))
+                    elif kind == "result":
+                        result = event
+                        if event.get("status") == "success":  # the CLI saved the session
+                            self.sessions[request.context_id] = session
+                code = await run.wait()
         finally:
             record_deltas(trajectory, pending)
         text = "".join(answer)

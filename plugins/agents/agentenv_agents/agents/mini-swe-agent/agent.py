@@ -31,15 +31,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
+    CliAgent,
+    CliAgentConfig,
     PrestartedRun,
     TaskRequest,
     TaskResult,
@@ -65,33 +63,27 @@ def package_version() -> str:
         return "unknown"
 
 
-@attrs.define
-class MiniConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-    max_turns: int | None = None
-
-
 @a2a_agent(
     identity=AgentIdentity(name="mini-swe-agent", version=package_version(),
                            description="mini-swe-agent (one bash tool) with its envs' tools "
                                        "as the mcp-call command."),
-    config=MiniConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
 )
-class MiniSweAgent(AgentEnvAgent):
+class MiniSweAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "mini-swe-agent"
+    code_prefix = "mini"
+    version = package_version()
+
     def __init__(self) -> None:
-        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        super().__init__()
         self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 30)
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
-        self.version = package_version()
         self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
-        env = {**os.environ, **write_servers({}, self.servers_file)}
-        env.pop("A2A_TOKEN", None)
         #: the next prompt's process, started (and done importing) ahead of it
         self.process = PrestartedRun(
-            [sys.executable, str(Path(__file__).resolve()), "--episode"], env, self.workdir)
+            [sys.executable, str(Path(__file__).resolve()), "--episode"],
+            self.cli_env(write_servers({}, self.servers_file)), self.workdir)
 
     async def setup(self) -> None:
         await self.process.start()
@@ -99,24 +91,20 @@ class MiniSweAgent(AgentEnvAgent):
     async def teardown(self) -> None:
         await self.process.close()
 
-    async def run(self, request: TaskRequest[MiniConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="mini.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         write_servers(request.mcp_servers, self.servers_file)  # the path is in its env
         job = {"task": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url,
                "system_prompt": request.config.system_prompt,
                "step_limit": request.config.max_turns or self.default_max_turns,
                "cwd": str(self.workdir)}
-        trajectory.append({"type": "agentenv.cli", "cli": "mini-swe-agent",
-                           "version": self.version, "argv": self.process.args, "model": model})
-        run = await self.process.take(json.dumps(job))
+        self.begin(request, self.process.args, model=model)
         ended: dict[str, Any] | None = None
-        try:
+        async with await self.process.take(json.dumps(job)) as run:
             async for event in run.events():
                 trajectory.append(event)
                 if event.get("type") == "mini.message" and event.get("role") == "assistant":
@@ -129,9 +117,6 @@ class MiniSweAgent(AgentEnvAgent):
                 elif event.get("type") == "mini.exit":
                     ended = event
             code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop it
-            run.kill()
-            raise
         if ended is None or code != 0:
             return TaskResult.failure(f"mini-swe-agent exited with code {code} before it "
                                       f"finished{run.stderr_tail()}", code="mini.failed")

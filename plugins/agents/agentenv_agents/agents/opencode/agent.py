@@ -30,24 +30,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import attrs
 
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    CliAgent,
+    CliAgentConfig,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    cli_version,
     write_skills,
 )
 
@@ -57,30 +54,13 @@ PROVIDER = "agentenv"
 CONFIG_DIR = Path.home() / ".config" / "opencode"
 #: Variables that would point the CLI at another model, config or account: never passed on.
 FOREIGN_ENV = ("OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENAI_API_KEY",
-               "ANTHROPIC_API_KEY", "A2A_TOKEN")
+               "ANTHROPIC_API_KEY")
 
 
-@attrs.define
-class OpenCodeConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-    max_turns: int | None = None
+VERSION = cli_version([CLI, "--version"])
 
 
-def cli_version() -> str:
-    """``1.18.33`` from ``opencode --version`` (``unknown`` when the CLI does not answer)."""
-    try:
-        out = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60,
-                             check=False, stdin=subprocess.DEVNULL).stdout
-    except OSError:
-        return "unknown"
-    return (out.split() or ["unknown"])[-1]
-
-
-VERSION = cli_version()
-
-
-def config(request: TaskRequest[OpenCodeConfig], base_url: str, model: str,
+def config(request: TaskRequest[CliAgentConfig], base_url: str, model: str,
            instructions: Path | None) -> dict[str, Any]:
     """``opencode.json`` for one prompt: see the module docstring."""
     servers = {name: {"type": "remote", "url": server.url, "headers": dict(server.headers),
@@ -106,17 +86,16 @@ def config(request: TaskRequest[OpenCodeConfig], base_url: str, model: str,
 @a2a_agent(
     identity=AgentIdentity(name="opencode", version=VERSION,
                            description="OpenCode (opencode run) over its envs' MCP tools."),
-    config=OpenCodeConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
 )
-class OpenCodeAgent(AgentEnvAgent):
-    def __init__(self) -> None:
-        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
-        self.sessions: dict[str, str] = {}  # A2A context id -> CLI session id
+class OpenCodeAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "opencode"
+    version = VERSION
+    foreign_env = FOREIGN_ENV
 
-    def prepare(self, request: TaskRequest[OpenCodeConfig], model: str) -> None:
+    def prepare(self, request: TaskRequest[CliAgentConfig], model: str) -> None:
         """The CLI's config folder for this prompt: config, instructions, skills."""
         CONFIG_DIR.mkdir(parents=True, exist_ok=True)
         instructions: Path | None = CONFIG_DIR / "agentenv-instructions.md"
@@ -131,31 +110,23 @@ class OpenCodeAgent(AgentEnvAgent):
         path.chmod(0o600)  # holds the envs' bearer tokens
         write_skills(request.skills, CONFIG_DIR / "skills")
 
-    async def run(self, request: TaskRequest[OpenCodeConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="opencode.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         known = self.sessions.get(request.context_id)
         args = [CLI, "run", "--format", "json", "--pure", "--auto", "--title", "agentenv",
                 "--model", f"{PROVIDER}/{model}"]
         if known:
             args += ["--session", known]
-        trajectory.append({"type": "agentenv.cli", "cli": "opencode", "version": VERSION,
-                           "session_id": known, "resumed": known is not None, "argv": args})
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.begin(request, args, session_id=known, resumed=known is not None)
         self.prepare(request, model)
-        env = dict(os.environ)
-        for name in FOREIGN_ENV:
-            env.pop(name, None)
-        run = await CliRun.start(args, request.text, env, self.workdir)
         answer: list[str] = []  # text since the last tool call: the reply
         errors: list[str] = []
         session: str | None = None
         finished = False
-        try:
+        async with await self.launch(args, request.text) as run:
             async for event in run.events():
                 trajectory.append(event)
                 kind = event.get("type")
@@ -179,9 +150,6 @@ class OpenCodeAgent(AgentEnvAgent):
                 elif kind == "error":
                     errors.append(_error_text(event.get("error")))
             code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop the CLI
-            run.kill()
-            raise
         if errors or code != 0 or not finished:
             why = "; ".join(errors) or f"exited with code {code} before it finished a step"
             return TaskResult.failure(f"opencode failed: {why}{run.stderr_tail()}",

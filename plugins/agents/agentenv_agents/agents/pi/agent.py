@@ -26,23 +26,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
-
-import attrs
 
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     TRAJECTORY_V1,
-    AgentConfig,
-    AgentEnvAgent,
     AgentIdentity,
-    CliRun,
+    CliAgent,
+    CliAgentConfig,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    cli_version,
 )
 from agentenv_protocol.agent.mcp_call import write_servers
 
@@ -59,34 +56,13 @@ TOOLS_NOTE = ("The tools of your environment are the `mcp-call` command, run wit
               "`mcp-call TOOL '<JSON arguments>'` calls one and prints its result.")
 
 
-@attrs.define
-class PiConfig(AgentConfig):
-    model: str | None = None
-    system_prompt: str | None = None
-
-
 #: The installed package's manifest (the Dockerfile installs pi there).
 PACKAGE_JSON = Path("/opt/pi/node_modules/@mariozechner/pi-coding-agent/package.json")
 
 
-def cli_version() -> str:
-    """``0.73.1`` from the installed package's manifest (read at once: the agent's start waits
-    for it), else from ``pi --version`` (``unknown`` when it does not answer). Without a
-    terminal pi keeps stdout for its JSON and prints the version on stderr."""
-    try:
-        return str(json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError):
-        pass
-    try:
-        done = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=60,
-                              check=False, stdin=subprocess.DEVNULL)
-    except OSError:
-        return "unknown"
-    out = (done.stdout + done.stderr).strip()
-    return out.split()[-1] if out else "unknown"
-
-
-VERSION = cli_version()
+#: ``0.73.1``: without a terminal pi prints ``--version`` on stderr, which is read when the
+#: manifest is not there
+VERSION = cli_version([CLI, "--version"], PACKAGE_JSON)
 
 
 def models_config(base_url: str, model: str) -> dict[str, Any]:
@@ -101,18 +77,19 @@ def models_config(base_url: str, model: str) -> dict[str, Any]:
 @a2a_agent(
     identity=AgentIdentity(name="pi", version=VERSION,
                            description="Pi (pi -p) with its envs' tools as mcp-call."),
-    config=PiConfig,
+    config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
 )
-class PiAgent(AgentEnvAgent):
-    def __init__(self) -> None:
-        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
-        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
-        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
-        self.home = Path.home() / ".pi"
-        self.sessions: set[str] = set()  # A2A contexts with a pi session to continue
+class PiAgent(CliAgent):
+    trajectory_format = TRAJECTORY_FORMAT
+    cli_name = "pi"
+    version = VERSION
 
-    def command(self, request: TaskRequest[PiConfig], model: str, session: Path,
+    def __init__(self) -> None:
+        super().__init__()
+        self.home = Path.home() / ".pi"
+
+    def command(self, request: TaskRequest[CliAgentConfig], model: str, session: Path,
                 resumed: bool) -> list[str]:
         args = [CLI, "-p", "--mode", "json", "--provider", PROVIDER, "--model", model,
                 "--session-dir", str(session), *OFF]
@@ -124,13 +101,11 @@ class PiAgent(AgentEnvAgent):
             args += ["--append-system-prompt", TOOLS_NOTE]
         return args
 
-    async def run(self, request: TaskRequest[PiConfig]) -> TaskResult:
-        model = request.config.model or self.default_model
-        if not self.base_url or not model:
-            return TaskResult.failure("no model endpoint or model name is configured",
-                                      code="pi.no_model")
+    async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
+        model = self.model_for(request)
+        if model is None:
+            return self.no_model()
         trajectory = request.trajectory
-        trajectory.set_format(TRAJECTORY_FORMAT)
         config = self.home / "agent" / "models.json"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(json.dumps(models_config(self.base_url, model)), encoding="utf-8")
@@ -139,16 +114,11 @@ class PiAgent(AgentEnvAgent):
         session.mkdir(parents=True, exist_ok=True)
         resumed = request.context_id in self.sessions
         args = self.command(request, model, session, resumed)
-        trajectory.append({"type": "agentenv.cli", "cli": "pi", "version": VERSION,
-                           "resumed": resumed, "argv": args})
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **servers}
-        env.pop("A2A_TOKEN", None)
-        run = await CliRun.start(args, request.text, env, self.workdir)
+        self.begin(request, args, resumed=resumed)
         answer: str | None = None
         failure: str | None = None
         ended = False
-        try:
+        async with await self.launch(args, request.text, servers) as run:
             async for event in run.events():
                 kind = event.get("type")
                 if kind in STREAMING:
@@ -170,11 +140,8 @@ class PiAgent(AgentEnvAgent):
                 elif kind == "agent_end":
                     ended = True
             code = await run.wait()
-        except BaseException:  # cancelled (the prompt's timeout, tasks/cancel): stop pi
-            run.kill()
-            raise
         if ended:
-            self.sessions.add(request.context_id)
+            self.sessions[request.context_id] = str(session)
         if failure is not None or code != 0 or not ended:
             why = failure or f"exited with code {code} without ending its turn"
             return TaskResult.failure(f"pi failed: {why}{run.stderr_tail()}", code="pi.failed")

@@ -1,0 +1,121 @@
+"""The kit a command-line agent is built from: what the shipped claude-code, codex, gemini,
+opencode and pi agents share around their CLI, and mini-swe-agent and aider around their agent
+loop, so each one's folder holds only what is its own (a Dockerfile, ``agent.toml``, and an
+adapter: the command line, the CLI's config, reading its events).
+
+- :class:`CliAgentConfig`: the agent-config/v1 fields they all take (``model``,
+  ``system_prompt``, ``max_turns``); an agent extends it with its own.
+- :class:`CliAgent`: the base class. It reads the run's model endpoint and work folder once
+  (``AGENTENV_MODEL_BASE_URL``, ``AGENTENV_MODEL_TOKEN``, ``AGENTENV_MODEL_NAME``,
+  ``AGENTENV_WORKDIR``), keeps the A2A context -> CLI session map, and gives ``run`` its
+  preamble: :meth:`~CliAgent.model_for` (``None``: answer :meth:`~CliAgent.no_model`),
+  :meth:`~CliAgent.begin` (the trajectory's format and its ``agentenv.cli`` event) and
+  :meth:`~CliAgent.launch` (the CLI started in the work folder, the prompt on stdin, without the
+  variables it must never see). The :class:`~.cli_process.CliRun` it returns is an async
+  context manager that kills the CLI's process group when the prompt is cancelled.
+- :func:`cli_version`: the CLI's version, from its package manifest when it has one (read at
+  once: the agent's card waits for it), else from ``--version``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, ClassVar
+
+import attrs
+
+from .cli_process import CliRun
+from .framework import AgentEnvAgent
+from .models import AgentConfig, TaskRequest, TaskResult
+
+_VERSION = re.compile(r"\d+\.\d+[\w.+-]*")
+
+
+@attrs.define
+class CliAgentConfig(AgentConfig):
+    """What every CLI agent takes through agent-config/v1."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+    max_turns: int | None = None
+
+
+def cli_version(command: list[str], manifest: Path | None = None) -> str:
+    """``"version"`` of the package manifest (``package.json``) if readable, else the first
+    version number ``command`` (``[cli, "--version"]``) prints on stdout or stderr
+    (``codex-cli 0.171.0``, ``2.1.332 (Claude Code)``); ``unknown`` when neither answers."""
+    if manifest is not None:
+        try:
+            return str(json.loads(manifest.read_text(encoding="utf-8"))["version"])
+        except (OSError, ValueError, KeyError):
+            pass
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    found = _VERSION.search(done.stdout) or _VERSION.search(done.stderr)
+    return found.group(0) if found else "unknown"
+
+
+class CliAgent(AgentEnvAgent):
+    """Base class of an agent that runs a command-line agent once per prompt (see the module
+    docstring). A subclass sets the class attributes and writes ``run``."""
+
+    #: the trajectory format its events are recorded in (``gemini-stream-json/1``)
+    trajectory_format: ClassVar[str] = "cli-events/1"
+    #: the CLI's name in the ``agentenv.cli`` event
+    cli_name: ClassVar[str] = "cli"
+    #: the CLI's version, for the card and the ``agentenv.cli`` event
+    version: ClassVar[str] = "unknown"
+    #: the prefix of its error codes (``claude_code``), when not :attr:`cli_name`
+    code_prefix: ClassVar[str] = ""
+    #: variables never passed to the CLI: the agent's own A2A token, and whatever would point
+    #: the CLI at another model or account
+    foreign_env: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        #: the run's model gateway as an OpenAI client takes it (ending in ``/v1``)
+        self.base_url = os.environ.get("AGENTENV_MODEL_BASE_URL", "").rstrip("/")
+        #: the same without ``/v1``, as Anthropic and Gemini clients take it
+        self.gateway_root = self.base_url.removesuffix("/v1")
+        self.token = os.environ.get("AGENTENV_MODEL_TOKEN", "")
+        self.default_model = os.environ.get("AGENTENV_MODEL_NAME") or None
+        self.workdir = Path(os.environ.get("AGENTENV_WORKDIR") or Path.home() / "work")
+        #: A2A context id -> the CLI's session in it, once a prompt in it succeeded
+        self.sessions: dict[str, str] = {}
+
+    def model_for(self, request: TaskRequest[Any]) -> str | None:
+        """The model this prompt asks for (the config's, else the deployment's), or None when
+        there is no model or no gateway to ask."""
+        model = getattr(request.config, "model", None) or self.default_model
+        return model if self.base_url and model else None
+
+    def no_model(self) -> TaskResult:
+        return TaskResult.failure("no model endpoint or model name is configured",
+                                  code=f"{self.code_prefix or self.cli_name}.no_model")
+
+    def begin(self, request: TaskRequest[Any], argv: list[str], **fields: Any) -> None:
+        """Start the prompt's trajectory: its format, then the ``agentenv.cli`` event (the CLI,
+        its version, the command line and ``fields``: session, resumed...)."""
+        request.trajectory.set_format(self.trajectory_format)
+        request.trajectory.append({"type": "agentenv.cli", "cli": self.cli_name,
+                                   "version": self.version, **fields, "argv": argv})
+
+    def cli_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """This process's environment plus ``extra``, minus ``A2A_TOKEN`` and
+        :attr:`foreign_env`."""
+        env = {**os.environ, **(extra or {})}
+        for name in ("A2A_TOKEN", *self.foreign_env):
+            env.pop(name, None)
+        return env
+
+    async def launch(self, argv: list[str], stdin_text: str,
+                     extra_env: dict[str, str] | None = None) -> CliRun:
+        """Start the CLI in the work folder with ``stdin_text`` as its input."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return await CliRun.start(argv, stdin_text, self.cli_env(extra_env), self.workdir)
