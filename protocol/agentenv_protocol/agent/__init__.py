@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at runtime __getattr__ loads on first use
     from .app import create_app, serve
-    from .cli_agent import CliAgent, CliAgentConfig, cli_version
+    from .cli_agent import CliAgent, CliAgentConfig, EpisodeAgent, cli_version, package_version
     from .cli_process import CliRun, PrestartedRun
     from .framework import (
         AGENT_CONFIG_V1,
@@ -80,6 +80,8 @@ _EXPORTS = {
     "CliAgent": "cli_agent",
     "CliAgentConfig": "cli_agent",
     "cli_version": "cli_agent",
+    "EpisodeAgent": "cli_agent",
+    "package_version": "cli_agent",
     "PrestartedRun": "cli_process",
     "create_app": "app",
     "serve": "app",
@@ -103,6 +105,7 @@ __all__ = [
     "CliAgent",
     "CliAgentConfig",
     "CliRun",
+    "EpisodeAgent",
     "McpServer",
     "PrestartedRun",
     "Progress",
@@ -114,6 +117,7 @@ __all__ = [
     "a2a_agent",
     "cli_version",
     "create_app",
+    "package_version",
     "serve",
     "write_only",
     "write_skills",

@@ -13,22 +13,30 @@ adapter: the command line, the CLI's config, reading its events).
   :meth:`~CliAgent.launch` (the CLI started in the work folder, the prompt on stdin, without the
   variables it must never see). The :class:`~.cli_process.CliRun` it returns is an async
   context manager that kills the CLI's process group when the prompt is cancelled.
+- :class:`EpisodeAgent`: a :class:`CliAgent` whose "CLI" is a Python agent loop (aider,
+  mini-swe-agent, OpenHands) run by the agent's own file as ``agent.py --episode``: one process
+  per prompt, the job as JSON on its stdin, started a prompt ahead so its imports are done when
+  the prompt comes (:class:`~.cli_process.PrestartedRun`).
 - :func:`cli_version`: the CLI's version, from its package manifest when it has one (read at
-  once: the agent's card waits for it), else from ``--version``.
+  once: the agent's card waits for it), else from ``--version``; :func:`package_version`: a
+  Python distribution's.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
 
-from .cli_process import CliRun
+from .cli_process import CliRun, PrestartedRun
 from .framework import AgentEnvAgent
 from .models import AgentConfig, TaskRequest, TaskResult
 
@@ -60,6 +68,16 @@ def cli_version(command: list[str], manifest: Path | None = None) -> str:
         return "unknown"
     found = _VERSION.search(done.stdout) or _VERSION.search(done.stderr)
     return found.group(0) if found else "unknown"
+
+
+def package_version(distribution: str) -> str:
+    """The installed version of a Python distribution (``aider-chat``), else ``unknown``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 class CliAgent(AgentEnvAgent):
@@ -119,3 +137,58 @@ class CliAgent(AgentEnvAgent):
         """Start the CLI in the work folder with ``stdin_text`` as its input."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         return await CliRun.start(argv, stdin_text, self.cli_env(extra_env), self.workdir)
+
+
+class EpisodeAgent(CliAgent):
+    """A :class:`CliAgent` around a Python agent loop that runs in a process of its own per
+    prompt: the subclass's file run as ``python agent.py --episode``, which imports the loop's
+    package (seconds), then reads the job (JSON) on stdin and prints events as JSON lines.
+
+    The process is started one prompt ahead (in :meth:`setup`, then by each prompt for the
+    next), so the prompt waits on none of those imports. The envs' MCP tools are written where
+    the SDK's ``mcp-call`` command reads them (the path is in the process's environment) for a
+    loop that has no MCP client of its own. A subclass writes ``run`` (the job in, events to
+    the trajectory, the result out) and the ``episode`` function, and ends its file with
+    ``Agent.main(episode)``.
+    """
+
+    #: turns (steps, reflections) a prompt may take when neither it nor
+    #: ``AGENTENV_MAX_TURNS`` says
+    turns_default: ClassVar[int] = 30
+
+    def __init__(self) -> None:
+        from .mcp_call import write_servers
+
+        super().__init__()
+        self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or self.turns_default)
+        self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
+        script = Path(inspect.getfile(type(self))).resolve()
+        #: the next prompt's process, started (and done importing) ahead of it
+        self.process = PrestartedRun([sys.executable, str(script), "--episode"],
+                                     self.cli_env(write_servers({}, self.servers_file)),
+                                     self.workdir)
+
+    async def setup(self) -> None:
+        await self.process.start()
+
+    async def teardown(self) -> None:
+        await self.process.close()
+
+    def max_turns(self, request: TaskRequest[Any]) -> int:
+        return getattr(request.config, "max_turns", None) or self.default_max_turns
+
+    async def start_episode(self, request: TaskRequest[Any], job: dict[str, Any]) -> CliRun:
+        """The prompt's process, given ``job``, with the request's MCP servers where
+        ``mcp-call`` reads them. Use it as ``async with await self.start_episode(...)``."""
+        from .mcp_call import write_servers
+
+        write_servers(request.mcp_servers, self.servers_file)
+        return await self.process.take(json.dumps(job))
+
+    @classmethod
+    def main(cls, episode: Callable[[], int]) -> None:
+        """The agent file's entry point: ``--episode`` runs one prompt's process, anything
+        else serves the agent."""
+        if sys.argv[1:] == ["--episode"]:
+            sys.exit(episode())
+        cls().serve()

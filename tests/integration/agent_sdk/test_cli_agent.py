@@ -2,13 +2,15 @@
 (a shell script standing in for a real one) as a real process: its trajectory starts with the
 format and the ``agentenv.cli`` event, the CLI never sees the agent's token or the variables the
 agent names, no model means a one-line failure, and a cancelled prompt kills the CLI's whole
-process group."""
+process group. ``EpisodeAgent``: a FAKE agent loop in an agent file of its own runs as that
+file's ``--episode`` process, started before the prompt, given the job and the envs' servers."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -132,3 +134,84 @@ def test_cli_version_reads_the_manifest_then_the_cli(tmp_path: Path) -> None:
     assert cli_version([script(tmp_path, "b", "echo '2.1.332 (Claude Code)'")]) == "2.1.332"
     assert cli_version([script(tmp_path, "c", "echo 0.73.1 >&2")], tmp_path / "none") == "0.73.1"
     assert cli_version([str(tmp_path / "no-such-cli")]) == "unknown"
+
+
+#: An agent on the kit's EpisodeAgent, as an agent's file is: its episode process reports the
+#: job it read, where mcp-call finds the envs' servers, and whether it was started before the
+#: prompt (the import stand-in writes a file before the job is read).
+EPISODE_AGENT = '''
+import json, os, sys, time
+from pathlib import Path
+from agentenv_protocol.agent import CliAgentConfig, EpisodeAgent, TaskResult, a2a_agent
+from agentenv_protocol.agent.models import AgentIdentity
+
+
+@a2a_agent(identity=AgentIdentity(name="fake-episode", version="0"), config=CliAgentConfig)
+class FakeEpisodeAgent(EpisodeAgent):
+    turns_default = 7
+
+    async def run(self, request):
+        job = {"task": request.text, "max_turns": self.max_turns(request)}
+        async with await self.start_episode(request, job) as run:
+            events = [event async for event in run.events()]
+            await run.wait()
+        return TaskResult(text=json.dumps(events[-1]))
+
+
+def episode():
+    from agentenv_protocol.agent.mcp_call import servers
+    Path(os.environ["READY_FILE"]).write_text(str(os.getpid()))  # "imports" done
+    job = json.load(sys.stdin)
+    print(json.dumps({"job": job, "servers": servers(), "argv": sys.argv[1:],
+                      "pid": os.getpid()}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    FakeEpisodeAgent.main(episode)
+'''
+
+
+async def test_an_episode_agent_runs_its_own_file_per_prompt_started_ahead(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import importlib.util
+
+    from agentenv_protocol.agent import McpServer, package_version
+
+    source = tmp_path / "fake_episode_agent.py"
+    source.write_text(EPISODE_AGENT)
+    monkeypatch.setenv("AGENTENV_MODEL_BASE_URL", "http://model-gateway:4000/v1")
+    monkeypatch.setenv("AGENTENV_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("READY_FILE", str(tmp_path / "ready"))
+    spec = importlib.util.spec_from_file_location("fake_episode_agent", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "fake_episode_agent", module)
+    spec.loader.exec_module(module)
+    agent = module.FakeEpisodeAgent()
+    assert agent.process.args[1:] == [str(source), "--episode"]
+    await agent.setup()
+    try:
+        for _ in range(200):  # started by setup, before any prompt
+            if (tmp_path / "ready").exists():
+                break
+            await asyncio.sleep(0.05)
+        first = int((tmp_path / "ready").read_text())
+        request = turn(CliAgentConfig(model="m"))
+        request.mcp_servers = {"echo": McpServer("echo", "http://gw/mcp", {"X-Token": "t"})}
+        result = await agent.run(request)
+        answer = json.loads(result.text or "")
+        assert answer["job"] == {"task": "hello there", "max_turns": 7}
+        assert answer["servers"] == {"echo": {"url": "http://gw/mcp",
+                                              "headers": {"X-Token": "t"}}}
+        assert answer["argv"] == ["--episode"]
+        # the prompt was answered by the process setup started; the next one is waiting
+        assert answer["pid"] == first
+        assert agent.process.spare is not None and agent.process.spare.alive
+        assert (tmp_path / "home" / ".agentenv-mcp-servers.json").stat().st_mode & 0o077 == 0
+    finally:
+        await agent.teardown()
+    assert agent.process.spare is None
+    assert package_version("attrs") not in ("", "unknown")
+    assert package_version("no-such-distribution-4471") == "unknown"

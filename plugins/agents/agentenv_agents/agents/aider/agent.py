@@ -48,14 +48,13 @@ from agentenv_protocol.agent import (
     MCP_CONFIG_V1,
     TRAJECTORY_V1,
     AgentIdentity,
-    CliAgent,
     CliAgentConfig,
-    PrestartedRun,
+    EpisodeAgent,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    package_version,
 )
-from agentenv_protocol.agent.mcp_call import write_servers
 
 TRAJECTORY_FORMAT = "aider/1"
 TOOLS_NOTE = (
@@ -66,42 +65,19 @@ TOOLS_NOTE = (
 SESSIONS = Path.home() / ".aider-sessions"
 
 
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("aider-chat")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 @a2a_agent(
-    identity=AgentIdentity(name="aider", version=package_version(),
+    identity=AgentIdentity(name="aider", version=package_version("aider-chat"),
                            description="Aider (edits and shell commands) with its envs' tools "
                                        "as the mcp-call command."),
     config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
 )
-class AiderAgent(CliAgent):
+class AiderAgent(EpisodeAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "aider"
     code_prefix = "aider"
-    version = package_version()
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 3)
-        self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
-        #: the next prompt's process, started (and done importing) ahead of it
-        self.process = PrestartedRun(
-            [sys.executable, str(Path(__file__).resolve()), "--episode"],
-            self.cli_env(write_servers({}, self.servers_file)), self.workdir)
-
-    async def setup(self) -> None:
-        await self.process.start()
-
-    async def teardown(self) -> None:
-        await self.process.close()
+    version = package_version("aider-chat")
+    turns_default = 3
 
     async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
         model = self.model_for(request)
@@ -109,17 +85,16 @@ class AiderAgent(CliAgent):
             return self.no_model()
         trajectory = request.trajectory
         SESSIONS.mkdir(parents=True, exist_ok=True)
-        write_servers(request.mcp_servers, self.servers_file)  # the path is in its env
         history = SESSIONS / f"{request.context_id}.md"
         job = {"message": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url, "history": str(history),
                "resumed": history.exists(), "system_prompt": request.config.system_prompt,
-               "max_reflections": request.config.max_turns or self.default_max_turns,
+               "max_reflections": self.max_turns(request),
                "cwd": str(self.workdir)}
         self.begin(request, self.process.args, model=model, resumed=job["resumed"])
         ended: dict[str, Any] | None = None
         errors: list[str] = []
-        async with await self.process.take(json.dumps(job)) as run:
+        async with await self.start_episode(request, job) as run:
             async for event in run.events():
                 trajectory.append(event)
                 kind = event.get("type")
@@ -245,6 +220,4 @@ def episode() -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--episode"]:
-        sys.exit(episode())
-    AiderAgent().serve()
+    AiderAgent.main(episode)

@@ -36,14 +36,13 @@ from agentenv_protocol.agent import (
     MCP_CONFIG_V1,
     TRAJECTORY_V1,
     AgentIdentity,
-    CliAgent,
     CliAgentConfig,
-    PrestartedRun,
+    EpisodeAgent,
     TaskRequest,
     TaskResult,
     a2a_agent,
+    package_version,
 )
-from agentenv_protocol.agent.mcp_call import write_servers
 
 TRAJECTORY_FORMAT = "mini-swe-agent/1"
 #: What the model reads, after the task, when the agent has envs: its tools are a command.
@@ -54,57 +53,32 @@ TOOLS_NOTE = (
 )
 
 
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mini-swe-agent")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 @a2a_agent(
-    identity=AgentIdentity(name="mini-swe-agent", version=package_version(),
+    identity=AgentIdentity(name="mini-swe-agent", version=package_version("mini-swe-agent"),
                            description="mini-swe-agent (one bash tool) with its envs' tools "
                                        "as the mcp-call command."),
     config=CliAgentConfig,
     extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
 )
-class MiniSweAgent(CliAgent):
+class MiniSweAgent(EpisodeAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "mini-swe-agent"
     code_prefix = "mini"
-    version = package_version()
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.default_max_turns = int(os.environ.get("AGENTENV_MAX_TURNS") or 30)
-        self.servers_file = Path.home() / ".agentenv-mcp-servers.json"
-        #: the next prompt's process, started (and done importing) ahead of it
-        self.process = PrestartedRun(
-            [sys.executable, str(Path(__file__).resolve()), "--episode"],
-            self.cli_env(write_servers({}, self.servers_file)), self.workdir)
-
-    async def setup(self) -> None:
-        await self.process.start()
-
-    async def teardown(self) -> None:
-        await self.process.close()
+    version = package_version("mini-swe-agent")
 
     async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
         model = self.model_for(request)
         if model is None:
             return self.no_model()
         trajectory = request.trajectory
-        write_servers(request.mcp_servers, self.servers_file)  # the path is in its env
         job = {"task": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url,
                "system_prompt": request.config.system_prompt,
-               "step_limit": request.config.max_turns or self.default_max_turns,
+               "step_limit": self.max_turns(request),
                "cwd": str(self.workdir)}
         self.begin(request, self.process.args, model=model)
         ended: dict[str, Any] | None = None
-        async with await self.process.take(json.dumps(job)) as run:
+        async with await self.start_episode(request, job) as run:
             async for event in run.events():
                 trajectory.append(event)
                 if event.get("type") == "mini.message" and event.get("role") == "assistant":
@@ -182,6 +156,4 @@ def episode() -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--episode"]:
-        sys.exit(episode())
-    MiniSweAgent().serve()
+    MiniSweAgent.main(episode)
