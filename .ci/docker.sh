@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Make a working Docker daemon and an offline `python:3.11-slim` stand-in available.
+# Make a working Docker daemon and offline `python:3.11-slim` and `python:3.13-slim` stand-ins
+# available.
 #
 # Idempotent: every step checks first and does nothing when already done, so CI and the README's
-# test command can run it every time. Why a stand-in: these machines reach no image registry
+# test command can run it every time. Why stand-ins: these machines reach no image registry
 # (no Docker Hub), so `FROM python:3.11-slim` only resolves from a local image of that tag, which
 # we build once from Debian's packages (debootstrap, then `docker import`) and keep in
-# /var/lib/docker; build_base_image below is the whole recipe.
+# /var/lib/docker; build_base_image below is the whole recipe. Everything is built on 3.11
+# (Debian bookworm); 3.13 (Debian trixie) is for the one image whose package needs a newer
+# Python (the openhands agent: openhands-sdk requires 3.12 or later).
 #
 # Variables: DOCKERD_LOG (default /tmp/agentenv-dockerd.log), DOCKERD_WAIT (seconds, default 60),
-# BASE_IMAGE (default python:3.11-slim), DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# BASE_IMAGE (default python:3.11-slim), BASE_IMAGE_NEW (default python:3.13-slim; empty: not
+# built), DEBIAN_MIRROR (default http://deb.debian.org/debian),
 # BASE_ALIASES (space-separated extra tags for the same image, e.g. "python:3.12-slim", so
 # Dockerfiles naming another slim tag also resolve offline; the Python inside stays 3.11).
 set -euo pipefail
@@ -16,6 +20,7 @@ set -euo pipefail
 DOCKERD_LOG="${DOCKERD_LOG:-/tmp/agentenv-dockerd.log}"
 DOCKERD_WAIT="${DOCKERD_WAIT:-60}"
 BASE_IMAGE="${BASE_IMAGE:-python:3.11-slim}"
+BASE_IMAGE_NEW="${BASE_IMAGE_NEW-python:3.13-slim}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 BASE_ALIASES="${BASE_ALIASES:-}"
 SUDO=""
@@ -74,8 +79,10 @@ start_daemon() {
 }
 
 build_base_image() {
-    if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-        say "base image $BASE_IMAGE present"
+    # $1: the image tag; $2: the Debian release whose python3 it carries.
+    local image=$1 suite=$2
+    if docker image inspect "$image" >/dev/null 2>&1; then
+        say "base image $image present"
         return
     fi
     # The registry binary is wanted by the image-store tests even when the daemon was up.
@@ -85,10 +92,10 @@ build_base_image() {
     rootfs=$(mktemp -d /tmp/agentenv-rootfs.XXXXXX)
     # shellcheck disable=SC2064
     trap "$SUDO rm -rf '$rootfs'" EXIT
-    say "building $BASE_IMAGE from Debian bookworm packages (debootstrap, about a minute)"
+    say "building $image from Debian $suite packages (debootstrap, about a minute)"
     $SUDO debootstrap --variant=minbase \
         --include=python3,python3-pip,python3-venv,python-is-python3,ca-certificates \
-        bookworm "$rootfs" "$DEBIAN_MIRROR" >/tmp/agentenv-debootstrap.log 2>&1 || {
+        "$suite" "$rootfs" "$DEBIAN_MIRROR" >/tmp/agentenv-debootstrap.log 2>&1 || {
         tail -n 30 /tmp/agentenv-debootstrap.log >&2
         die "debootstrap failed (full log: /tmp/agentenv-debootstrap.log)"
     }
@@ -101,15 +108,15 @@ build_base_image() {
     fi
     # Keep the image small: package caches and lists are not needed at run time.
     $SUDO rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-    say "importing rootfs as $BASE_IMAGE"
+    say "importing rootfs as $image"
     $SUDO tar -C "$rootfs" -c . | docker import \
         -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         -c 'ENV LANG=C.UTF-8' \
         -c 'CMD ["python3"]' \
-        - "$BASE_IMAGE" >/dev/null
+        - "$image" >/dev/null
     $SUDO rm -rf "$rootfs"
     trap - EXIT
-    say "built $BASE_IMAGE in $(( $(date +%s) - started ))s"
+    say "built $image in $(( $(date +%s) - started ))s"
 }
 
 tag_aliases() {
@@ -133,7 +140,8 @@ prune_stale_images() {
 }
 
 start_daemon
-build_base_image
+build_base_image "$BASE_IMAGE" bookworm
+if [ -n "$BASE_IMAGE_NEW" ]; then build_base_image "$BASE_IMAGE_NEW" trixie; fi
 tag_aliases
 prune_stale_images
 command -v docker-registry >/dev/null 2>&1 || ensure_packages

@@ -1,7 +1,7 @@
 """``agent-env run aider-smoke`` / ``claude-code-smoke`` / ``codex-smoke`` / ``gemini-smoke`` /
-``mini-swe-agent-smoke`` / ``opencode-smoke`` / ``pi-smoke`` (the real agents, scripted model)
-against
-``agent-env run agents-smoke`` (the model-agent), warm, measured side by side.
+``mini-swe-agent-smoke`` / ``opencode-smoke`` / ``openhands-smoke`` / ``pi-smoke`` (the real
+agents, scripted model) against ``agent-env run agents-smoke`` (the model-agent), warm,
+measured side by side.
 
 The baseline is the agents issue's floor as a run does it: the echo env, an agent container in
 its sandbox next to the model gateway, one prompt with two scripted model calls and a tool call,
@@ -26,14 +26,14 @@ from bench.measure import Series, time_command
 FLOOR = "agent-env run agents-smoke (model-agent floor, warm)"
 AGENTS = {"aider": "aider-smoke", "claude-code": "claude-code-smoke", "codex": "codex-smoke",
           "gemini": "gemini-smoke", "mini-swe-agent": "mini-swe-agent-smoke",
-          "opencode": "opencode-smoke", "pi": "pi-smoke"}
+          "opencode": "opencode-smoke", "openhands": "openhands-smoke", "pi": "pi-smoke"}
 #: The targets: a warm CLI-agent smoke run within 3x the model-agent's for claude-code and
 #: codex, and within 1.3x for each agent added since (the more agents issue's bar).
 LIMITS = {"aider": 1.3, "claude-code": 3.0, "codex": 3.0, "gemini": 1.3, "mini-swe-agent": 1.3,
-          "opencode": 1.3, "pi": 1.3}
+          "opencode": 1.3, "openhands": 1.3, "pi": 1.3}
 #: The bundles whose second prompt resumes the agent's session (one more agent start and model
 #: round trip than the floor's single prompt).
-RESUMES = {"aider", "claude-code", "codex", "gemini", "opencode", "pi"}
+RESUMES = {"aider", "claude-code", "codex", "gemini", "opencode", "openhands", "pi"}
 BARS = tuple(Bar(f"agent-env run {bundle} (warm)", at_most=LIMITS[agent])
              for agent, bundle in AGENTS.items())
 

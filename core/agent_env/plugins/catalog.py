@@ -67,7 +67,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         {
             "agent_type": ("a2a", "nop", "oracle"),
             "agent": ("model-agent", "aider", "claude-code", "codex", "gemini", "mini-swe-agent",
-                      "opencode", "pi", "oracle", "nop"),
+                      "opencode", "openhands", "pi", "oracle", "nop"),
             "model_provider": ("scripted",),
             "step_type": ("deploy_agent", "prompt_agent", "snapshot_agent_state",
                           "agent_prompt_response_verifier", "verify_agent_card",
@@ -81,7 +81,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
                           "verify_a2a_install", "verify_a2a_peer_agents"),
             "bundle": ("agents-smoke", "aider-smoke", "claude-code-smoke", "codex-smoke",
                        "conversation-smoke", "gemini-smoke", "install-demo", "mini-swe-agent-smoke",
-                       "opencode-smoke", "pi-smoke", "db-orders", "website-todo", "desktop-notes"),
+                       "opencode-smoke", "openhands-smoke", "pi-smoke", "db-orders",
+                       "website-todo", "desktop-notes"),
         },
     ),
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a

@@ -1,11 +1,11 @@
 """The agents plugin's hooks: the agent steps (``deploy_agent``, ``prompt_agent``,
 ``install_agent``, the A2A validators and the rest of :data:`STEP_TYPES`), the ``a2a-agent``
 command, the ``a2a``, ``oracle`` and ``nop`` agent types, the shipped ``model-agent``,
-``claude-code``, ``codex``, ``gemini``, ``opencode``, ``pi``, ``mini-swe-agent``, ``aider``,
-``oracle`` and ``nop`` agents, and the ``agents-smoke``, ``aider-smoke``, ``claude-code-smoke``,
-``codex-smoke``, ``gemini-smoke``, ``opencode-smoke``, ``pi-smoke``, ``mini-swe-agent-smoke``,
-``conversation-smoke`` and ``install-demo`` bundles (and the env-type demos db-orders,
-website-todo, desktop-notes).
+``claude-code``, ``codex``, ``gemini``, ``opencode``, ``openhands``, ``pi``, ``mini-swe-agent``,
+``aider``, ``oracle`` and ``nop`` agents, and the ``agents-smoke``, ``aider-smoke``,
+``claude-code-smoke``, ``codex-smoke``, ``gemini-smoke``, ``opencode-smoke``, ``openhands-smoke``,
+``pi-smoke``, ``mini-swe-agent-smoke``, ``conversation-smoke`` and ``install-demo`` bundles
+(and the env-type demos db-orders, website-todo, desktop-notes).
 
 Cheap to import on purpose (the CLI imports every plugin at start): the agent type is a
 :class:`Lazy` contribution, loaded only when a run deploys an agent.
@@ -48,6 +48,7 @@ def agent_env_agents() -> list[AgentSource]:
             AgentSource("codex", AGENTS / "codex"),
             AgentSource("gemini", AGENTS / "gemini"),
             AgentSource("opencode", AGENTS / "opencode"),
+            AgentSource("openhands", AGENTS / "openhands"),
             AgentSource("mini-swe-agent", AGENTS / "mini-swe-agent"),
             AgentSource("pi", AGENTS / "pi"),
             AgentSource("oracle", AGENTS / "oracle"),
@@ -65,6 +66,7 @@ def agent_env_bundles() -> list[BundleSource]:
             BundleSource("install-demo", BUNDLES / "install-demo"),
             BundleSource("mini-swe-agent-smoke", BUNDLES / "mini-swe-agent-smoke"),
             BundleSource("opencode-smoke", BUNDLES / "opencode-smoke"),
+            BundleSource("openhands-smoke", BUNDLES / "openhands-smoke"),
             BundleSource("pi-smoke", BUNDLES / "pi-smoke"),
             BundleSource("db-orders", BUNDLES / "db-orders"),
             BundleSource("website-todo", BUNDLES / "website-todo"),

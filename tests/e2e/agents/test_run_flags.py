@@ -19,8 +19,8 @@ def test_an_agent_nobody_ships_is_one_line_and_writes_nothing(tmp_path: Path) ->
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "Error: no agent named 'nosuch' (installed: aider, claude-code, codex, gemini, "
-        "mini-swe-agent, model-agent, nop, opencode, oracle, pi); none is stored under that id "
-        "either (agent-env a2a-agent put --id nosuch --folder DIR stores one)")
+        "mini-swe-agent, model-agent, nop, opencode, openhands, oracle, pi); none is stored "
+        "under that id either (agent-env a2a-agent put --id nosuch --folder DIR stores one)")
     assert done.stdout == ""  # no ledger line: nothing was stored
     # looking for a stored agent of that name may open the store, but nothing is written to it
     database = tmp_path / "state" / "documents.sqlite3"

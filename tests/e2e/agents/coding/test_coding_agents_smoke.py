@@ -1,6 +1,7 @@
-"""``agent-env run claude-code-smoke`` / ``codex-smoke`` / ``gemini-smoke`` / ``pi-smoke`` via the
-CLI: the real CLIs (pinned from the npm registry, built into their images on first use, found by
-content hash after) call the echo env's tool and answer, driven offline by the SCRIPTED model
+"""``agent-env run <agent>-smoke`` for each shipped coding agent (claude-code, codex, gemini,
+opencode, pi, openhands, aider) via the CLI: the real CLIs and agent loops (pinned from the npm
+registry or PyPI, built into their images on first use, found by content hash after) call the
+echo env's tool and answer, driven offline by the SCRIPTED model
 through the run's model gateway; a second prompt of the same A2A context resumes the CLI's
 session. The run record links each prompt's trajectory (the CLI's own events, its version, and
 the gateway's model calls with tokens), and the agent container never holds the upstream key."""
@@ -37,6 +38,10 @@ CASES = {
     "opencode": {"bundle": "opencode-smoke", "cli": "opencode", "version": "1.18.33",
                  "format": "opencode-events/1", "needle": "opencode smoke 3391",
                  "again": "Earlier in this session"},
+    # OpenHands' script also runs a shell command and ends with its finish tool
+    "openhands": {"bundle": "openhands-smoke", "cli": "openhands", "version": "1.58.2",
+                  "format": "openhands-events/1", "needle": "openhands smoke 6042",
+                  "again": "Earlier in this conversation", "calls": 3, "tools": 3},
     "pi": {"bundle": "pi-smoke", "cli": "pi", "version": "0.73.1", "format": "pi-json/1",
            "needle": "pi smoke 6173", "again": "Earlier in this session"},
 }
@@ -81,9 +86,10 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
     assert proc.returncode == 0, out + err
     assert "tasks/smoke.json v1: passed (answer: 1, echoes: 1, session: 1)" in out, out
     # first prompt: a tool call into the env and an answer, two model calls through the gateway
+    model_calls, tool_calls = case.get("calls", 2), case.get("tools", 1)
     assert re.search(rf"agents/{agent}: '\S+' answered \(completed\) with model "
-                     rf"scripted:\w+: 2 model call\(s\), \d+ input \+ \d+ output tokens, "
-                     r"1 tool call\(s\)", out), out
+                     rf"scripted:\w+: {model_calls} model call\(s\), \d+ input \+ \d+ output "
+                     rf"tokens, {tool_calls} tool call\(s\)", out), out
     assert re.search(rf"agents/{agent}: image agentenv/{agent}:[0-9a-f]{{16}}", out), out
     assert left_by(out) == []
     assert seen is not None, "the run ended before its agent container was seen"
@@ -121,7 +127,8 @@ def test_coding_agent_smoke_bundle_passes_offline(agent: str, tmp_path: Path, le
         assert usage["type"] == "agentenv.usage"
         assert usage["model_calls"] and all(c["usage"]["input"] > 0 and c["status"] == 200
                                             for c in usage["model_calls"])
-    if agent in ("claude-code", "gemini", "opencode"):  # given a skill: the CLI offers it
+    # given a skill: the CLI offers it
+    if agent in ("claude-code", "gemini", "opencode", "openhands"):
         calls = objects.get(outputs["ask"]["model_call_log_object_key"]).decode()
         assert "skill-marker-4471" in calls
     assert case["needle"] in outputs["ask"]["response"]

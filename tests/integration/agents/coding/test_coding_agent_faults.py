@@ -1,5 +1,5 @@
-"""The aider, claude-code, codex, gemini, opencode and pi agents when things go wrong, on the
-real engine with the real CLIs.
+"""The aider, claude-code, codex, gemini, opencode, openhands and pi agents when things go
+wrong, on the real engine with the real CLIs.
 
 The echo env of the claude-code-smoke bundle is deployed by ``deploy_env``; the agent joins its
 sandbox next to the ``model-gateway`` container serving the SCRIPTED model. A model that never
@@ -30,12 +30,13 @@ from agentenv_agents.steps import DeployAgent, PromptAgent
 
 pytestmark = pytest.mark.docker
 #: the command line of the process each agent runs per prompt (pi and the Gemini CLI are Node
-#: scripts; aider runs in a child of the agent's own Python, ``agent.py --episode``)
+#: scripts; aider and openhands run in a child of the agent's own Python, ``agent.py --episode``)
 CLIS = {"aider": r"agent\.py --episode$", "claude-code": r"^\S*claude ", "codex": r"^\S*codex ",
-        "gemini": r"^\S*node ", "opencode": r"^\S*opencode ", "pi": r"^\S*node "}
+        "gemini": r"^\S*node ", "opencode": r"^\S*opencode ",
+        "openhands": r"agent\.py --episode$", "pi": r"^\S*node "}
 #: Agents whose per-prompt process is started one prompt ahead (PrestartedRun): while a prompt
 #: runs, the next one's process waits beside it, and stays when the prompt is cancelled.
-PRESTARTED = {"aider"}
+PRESTARTED = {"aider", "openhands"}
 #: Lists the container's processes as [pid, start time, command line] (the image has Python,
 #: not ps; the start time is /proc/PID/stat's 22nd field, in clock ticks since boot).
 PROCESSES = ("import os, json; print(json.dumps([[int(p), int(open(f'/proc/{p}/stat').read()"
