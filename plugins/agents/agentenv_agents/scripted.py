@@ -21,7 +21,11 @@ A script (JSON, or TOML with ``[[turns]]``)::
     }
 
 A turn has ``text``, ``tool_calls`` or both (``arguments`` an object, or a JSON string passed
-as is), and may wait ``delay_seconds`` before answering (a slow or hung model). Turns are
+as is), and may wait ``delay_seconds`` before answering (a slow or hung model). ``fail_first``
+lists HTTP statuses the turn answers with before it answers for real, one per request that
+reaches it (``[429, 500]``: a rate limit, then an outage, for the retries of an agent's
+client; a 429 or 503 says ``Retry-After: 1``); that count is the one state a script keeps, per
+gateway. Turns are
 consumed in order per conversation, with no state: the next turn is the number of assistant
 turns already in the request's history (for the Responses API, a run of consecutive assistant
 items is one turn, and a ``previous_response_id`` this model issued adds the turns before it;
@@ -116,6 +120,8 @@ class Turn:
     match: Match | None = None
     #: Seconds to wait before answering (a slow or hung model, for timeout and cancel tests).
     delay_seconds: float = 0.0
+    #: HTTP statuses answered, one per request reaching this turn, before its real answer.
+    fail_first: list[int] = attrs.field(factory=list)
 
 
 @attrs.define(frozen=True)
@@ -154,6 +160,9 @@ class Script:
         for number, turn in enumerate(script.turns, 1):
             if turn.text is None and not turn.tool_calls:
                 raise ScriptError(f"{label}: turn {number} has neither text nor tool_calls")
+            if any(not 400 <= status <= 599 for status in turn.fail_first):
+                raise ScriptError(f"{label}: turn {number}: fail_first takes HTTP error "
+                                  f"statuses (400-599), got {turn.fail_first}")
         return script
 
     @classmethod
@@ -367,6 +376,8 @@ class ScriptedUpstream:
         self.script = script if isinstance(script, Script) else Script.load(script)
         self.name = self.script.model
         self._response_turns: collections.OrderedDict[str, int] = collections.OrderedDict()
+        #: turn index -> how many of its fail_first statuses were answered
+        self._failed: collections.Counter[int] = collections.Counter()
 
     async def start(self) -> None:
         return None
@@ -402,6 +413,15 @@ class ScriptedUpstream:
         turn = self.script.turns[seen.assistant_turns]
         if turn.match is not None and (why := _mismatch(turn.match, seen)):
             return self._refuse(request.api, 400, f"{self.script.where}, turn {number}: {why}")
+        if self._failed[seen.assistant_turns] < len(turn.fail_first):
+            status = turn.fail_first[self._failed[seen.assistant_turns]]
+            self._failed[seen.assistant_turns] += 1
+            reply = self._refuse(request.api, status, f"{self.script.where}, turn {number}: "
+                                 f"scripted failure {self._failed[seen.assistant_turns]} of "
+                                 f"{len(turn.fail_first)} (HTTP {status})")
+            if status in (429, 503):
+                reply.headers["Retry-After"] = "1"
+            return reply
         if turn.delay_seconds > 0:
             await asyncio.sleep(turn.delay_seconds)
         answer = _Answer(turn, number, self.script.model, self.input_tokens(request.api, body))

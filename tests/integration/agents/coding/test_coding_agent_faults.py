@@ -140,3 +140,24 @@ async def test_a_cli_that_fails_fails_the_prompt_as_agent_error(
     assert time.monotonic() - started < 60
     # the scripted model's refusal reached the agent's error, through the CLI
     assert "expected the latest user message to contain 'never said'" in message, message
+
+
+@pytest.mark.parametrize("agent", sorted(CLIS))
+async def test_a_model_that_answers_429_then_500_is_retried_and_recorded(
+        agent: str, task: tuple[TaskContext, dict[str, str]]) -> None:
+    from agent_env.runtime import current
+
+    ctx, ids = task
+    flaky = {"turns": [{"fail_first": [429, 500], "text": "answered after two retries"}]}
+    await deploy(ctx, ids, agent, {"flaky": flaky})
+    started = time.monotonic()
+    await PromptAgent(id="ask", agent_name=agent, prompt="hello", model="scripted:flaky",
+                      timeout_seconds=120).run(ctx)
+    reply = ctx.outputs["ask"]
+    assert reply["error_type"] is None, reply
+    assert "answered after two retries" in reply["response"]
+    events = json.loads(current().object_store.get(reply["agent_trajectory_object_key"]))
+    statuses = [c["status"] for c in events[-1]["model_calls"]]
+    # the CLI's own client retried: both failures are in the prompt's record, then the answer
+    assert statuses[-3:] == [429, 500, 200], statuses
+    print(f"\n{agent}: two retried failures took {time.monotonic() - started:.1f}s")

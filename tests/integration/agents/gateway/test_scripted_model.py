@@ -322,3 +322,39 @@ async def test_each_caller_token_is_accepted_and_recorded_as_its_own(
     assert callers == ["agent-a", "agent-b", None, None]
     with pytest.raises(ValueError):
         scripted_gateway.add_caller("agent-c", TOKEN)  # the run token is not a caller's
+
+
+async def test_fail_first_answers_errors_the_client_retries_then_the_turn(
+        tmp_path: Any) -> None:
+    from agentenv_agents.scripted import Script, ScriptedUpstream
+
+    script = Script.from_dict({"name": "flaky", "turns": [
+        {"fail_first": [429, 500], "text": "third time lucky"}]})
+    recorder = CallRecorder(tmp_path / "calls.jsonl")
+    gateway = ModelGateway(ScriptedUpstream(script), token=TOKEN, host="127.0.0.1",
+                           recorder=recorder)
+    await gateway.start()
+    try:
+        # the official SDK's own retries (it honours the 429's Retry-After: 1)
+        client = openai.AsyncOpenAI(base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=2)
+        done = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}])
+        assert done.choices[0].message.content == "third time lucky"
+        assert [c.status for c in recorder.calls] == [429, 500, 200]
+        assert recorder.calls[0].error == ("scripted: scripted model 'flaky', turn 1: scripted "
+                                           "failure 1 of 2 (HTTP 429)")
+        # counted per gateway: the same turn asked again answers at once
+        again = await openai_client(gateway).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}])
+        assert again.choices[0].message.content == "third time lucky"
+    finally:
+        await gateway.stop()
+        recorder.close()
+
+
+def test_fail_first_takes_only_error_statuses() -> None:
+    from agentenv_agents.scripted import Script, ScriptError
+
+    with pytest.raises(ScriptError, match=r"turn 1: fail_first takes HTTP error statuses "
+                                          r"\(400-599\), got \[200\]"):
+        Script.from_dict({"turns": [{"fail_first": [200], "text": "x"}]})
