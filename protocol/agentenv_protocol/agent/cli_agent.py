@@ -188,7 +188,16 @@ class EpisodeAgent(CliAgent):
     @classmethod
     def main(cls, episode: Callable[[], int]) -> None:
         """The agent file's entry point: ``--episode`` runs one prompt's process, anything
-        else serves the agent."""
+        else serves the agent.
+
+        The episode process ends with ``os._exit`` once its output is flushed: the prompt's
+        answer waits for the process to end, and an interpreter's orderly shutdown after an
+        agent loop (its SDK's exit hooks and worker threads) took about 2 s of every OpenHands
+        prompt. Whatever the loop must keep is written before ``episode`` returns."""
         if sys.argv[1:] == ["--episode"]:
-            sys.exit(episode())
+            code = episode()
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                if stream is not None:
+                    stream.flush()
+            os._exit(code)
         cls().serve()
