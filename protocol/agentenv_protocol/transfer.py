@@ -220,7 +220,16 @@ async def read_object(obj: ReadObject, *, session: Any = None,
             timeout=aiohttp.ClientTimeout(total=timeout)) as response:
         if response.status != 200:
             raise _failed(response.status, obj.read.url)
-        data: bytes = await response.content.read(obj.max_bytes + 1)
+        # read(n) answers what has arrived, up to n: loop to the end (or one byte past max)
+        chunks: list[bytes] = []
+        received = 0
+        while received <= obj.max_bytes:
+            chunk = await response.content.read(obj.max_bytes + 1 - received)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            received += len(chunk)
+        data = b"".join(chunks)
     if len(data) > obj.max_bytes:
         raise TransferError("transfer_too_large",
                             f"the object is larger than max_bytes ({obj.max_bytes})")

@@ -144,3 +144,28 @@ def test_malformed_grants_are_invalid_transfers(wire: Any) -> None:
     with pytest.raises(TransferError) as caught:
         read_object_from_wire(wire)
     assert (caught.value.code, caught.value.status) == ("invalid_transfer", 400)
+
+
+async def test_a_body_that_arrives_in_pieces_is_read_whole_and_still_capped() -> None:
+    """A store that sends an object in pieces, pausing between them (a slow link, a big
+    snapshot): the read waits for every piece, and stops one byte past max_bytes."""
+    piece = b"x" * 100_000
+
+    async def trickle(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.content_length = len(piece) * 4
+        await response.prepare(request)
+        for _ in range(4):
+            await response.write(piece)
+            await asyncio.sleep(0.05)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/obj", trickle)
+    async with TestServer(app, host="127.0.0.1") as server:
+        grant = HttpGrant("http_get", str(server.make_url("/obj")), SOON)
+        data = await read_object(ReadObject("x", 1 << 20, grant, size_bytes=len(piece) * 4))
+        assert data == piece * 4
+        with pytest.raises(TransferError) as caught:
+            await read_object(ReadObject("x", 250_000, grant))
+        assert caught.value.code == "transfer_too_large"
