@@ -184,7 +184,8 @@ class AgentServer:
         self.config = ConfigState(self.spec.config_class)
         self.mcp = McpState()
         self.skills = SkillState()
-        self.snapshots = SnapshotState(self.trajectories, agent.workspace, self._context_running)
+        self.snapshots = SnapshotState(self.trajectories, agent.workspace, self._context_running,
+                                       agent.save_session, agent.load_session)
         self.changelog = ChangelogState(self.trajectories, agent.workspace,
                                         self._context_running)
         self.triggers = AgentTriggers()

@@ -17,6 +17,10 @@ adapter: the command line, the CLI's config, reading its events).
   mini-swe-agent, OpenHands) run by the agent's own file as ``agent.py --episode``: one process
   per prompt, the job as JSON on its stdin, started a prompt ahead so its imports are done when
   the prompt comes (:class:`~.cli_process.PrestartedRun`).
+- sessions in snapshots: a CLI keeps a context's conversation in its own files, which
+  snapshot/v1 carries when the subclass names their folders (:attr:`CliAgent.session_folders`):
+  a save packs them with the context's session id, a load unpacks them and maps the loaded
+  context to that session, so its next prompt resumes it.
 - :func:`cli_version`: the CLI's version, from its package manifest when it has one (read at
   once: the agent's card waits for it), else from ``--version``; :func:`package_version`: a
   Python distribution's.
@@ -24,14 +28,17 @@ adapter: the command line, the CLI's config, reading its events).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 import attrs
@@ -80,6 +87,58 @@ def package_version(distribution: str) -> str:
         return "unknown"
 
 
+def pack_session(home: Path, folders: tuple[str, ...], session: str) -> bytes:
+    """``session.json`` (``{"session": id}``) and every regular file under ``home/<folder>``
+    as ``home/<folder>/...``, in an uncompressed tar (links and devices left out)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        meta = json.dumps({"session": session}).encode()
+        info = tarfile.TarInfo("session.json")
+        info.size = len(meta)
+        tar.addfile(info, io.BytesIO(meta))
+        for folder in folders:
+            root = home / folder
+            if not root.is_dir():
+                continue
+            for path in sorted(root.rglob("*")):
+                if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                    continue
+                tar.add(path, arcname=f"home/{path.relative_to(home).as_posix()}",
+                        recursive=False)
+    return out.getvalue()
+
+
+def unpack_session(data: bytes, home: Path, folders: tuple[str, ...]) -> str:
+    """Check a :func:`pack_session` tar whole (every member a plain file or folder inside one
+    of ``folders``), then extract it under ``home``; the session id it names."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            members = tar.getmembers()
+            meta = next((m for m in members if m.name == "session.json" and m.isfile()), None)
+            handle = tar.extractfile(meta) if meta is not None else None
+            session = json.loads(handle.read()).get("session") if handle is not None else None
+            if not isinstance(session, str) or not session:
+                raise ValueError("it names no session (session.json)")
+            files = [m for m in members if m is not meta]
+            for member in files:
+                name = PurePosixPath(member.name)
+                inside = name.parts[:1] == ("home",) and ".." not in name.parts and any(
+                    name.parts[1:1 + len(PurePosixPath(f).parts)] == PurePosixPath(f).parts
+                    for f in folders)
+                if name.is_absolute() or not inside or not (member.isfile() or member.isdir()):
+                    raise ValueError(f"it holds {member.name!r}, which is not a plain file or "
+                                     "folder in the CLI's session folders")
+            for member in files:
+                member.name = member.name.removeprefix("home/")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4+: the stdlib checks as well
+                tar.extractall(home, members=files, filter="data")
+            else:
+                tar.extractall(home, members=files)  # every member was checked above
+    except (tarfile.TarError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"it is not a saved session: {exc}") from None
+    return session
+
+
 class CliAgent(AgentEnvAgent):
     """Base class of an agent that runs a command-line agent once per prompt (see the module
     docstring). A subclass sets the class attributes and writes ``run``."""
@@ -95,6 +154,9 @@ class CliAgent(AgentEnvAgent):
     #: variables never passed to the CLI: the agent's own A2A token, and whatever would point
     #: the CLI at another model or account
     foreign_env: ClassVar[tuple[str, ...]] = ()
+    #: folders under the home folder where the CLI keeps its sessions (``.claude/projects``):
+    #: a snapshot carries them; none, and a snapshot carries the events only
+    session_folders: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         #: the run's model gateway as an OpenAI client takes it (ending in ``/v1``)
@@ -131,6 +193,23 @@ class CliAgent(AgentEnvAgent):
         for name in ("A2A_TOKEN", *self.foreign_env):
             env.pop(name, None)
         return env
+
+    async def save_session(self, context_id: str) -> bytes | None:
+        """The CLI's session folders and the context's session id, as a tar (``session.json``
+        and ``home/<folder>/...``), when the context has a session and the CLI names them."""
+        session = self.sessions.get(context_id)
+        if session is None or not self.session_folders:
+            return None
+        return await asyncio.to_thread(pack_session, Path.home(), self.session_folders,
+                                       session)
+
+    async def load_session(self, context_id: str, data: bytes) -> None:
+        """Unpack a saved session's folders into the home folder and map ``context_id`` to
+        its session: the context's next prompt resumes it."""
+        if not self.session_folders:
+            raise ValueError(f"{self.cli_name} keeps no session files a snapshot carries")
+        self.sessions[context_id] = await asyncio.to_thread(
+            unpack_session, data, Path.home(), self.session_folders)
 
     async def launch(self, argv: list[str], stdin_text: str,
                      extra_env: dict[str, str] | None = None) -> CliRun:

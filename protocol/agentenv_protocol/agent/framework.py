@@ -72,6 +72,17 @@ class AgentEnvAgent:
     async def teardown(self) -> None:
         """Called once when the server stops."""
 
+    async def save_session(self, context_id: str) -> bytes | None:
+        """What the context needs beyond its trajectory to go on (a CLI's session files), for a
+        snapshot to carry; None when there is nothing (the default)."""
+        return None
+
+    async def load_session(self, context_id: str, data: bytes) -> None:
+        """Put back what :meth:`save_session` gave, for ``context_id`` (the context a snapshot
+        is loaded into). A ValueError refuses the load, its message said; this default refuses
+        every session (an agent that keeps none cannot go on from one)."""
+        raise ValueError("this agent keeps no session of its own")
+
     async def skill_added(self, skill: Skill) -> None:
         """Called as skill-config/v1 adds a skill, before runs see it in ``request.skills``
         (install it where the agent's tools look). What it raises adds nothing and is the

@@ -6,13 +6,16 @@ its score. The bytes go straight between the agent and the store through grants
 (:mod:`..transfer`); only the grants cross the runtime's connection.
 
 - save, ``POST /ext/snapshot {context_id, objects: {trajectory: WriteObject, workspace?:
-  WriteObject}}``: uploads the context's trajectory (JSON ``{format, events}``) and, when asked
+  WriteObject}}``: uploads the context's trajectory (JSON ``{format, events, session?}``:
+  ``session``, base64, is what the agent keeps of the context beyond its events, a CLI's
+  session files, when it keeps any: ``AgentEnvAgent.save_session``) and, when asked
   and the agent keeps one (``workspace`` on its class: a folder), its workspace as a tar
   (regular files and folders; links and devices are left out) -> ``{context_id, objects:
   {trajectory: {size_bytes, sha256}, workspace?: {...}}}``;
 - load, ``PUT /ext/snapshot {objects: {trajectory: ReadObject, workspace?: ReadObject},
   target_context_id?}``: reads them (size and sha256 checked), starts the context over from the
-  saved events (a new id unless one is given) and unpacks the workspace into the agent's folder,
+  saved events (a new id unless one is given), gives the agent its ``session`` back
+  (``load_session``) and unpacks the workspace into the agent's folder,
   refusing a member that is absolute, climbs out (``..``) or is not a plain file or folder
   before anything is written -> ``{context_id}``.
 
@@ -23,11 +26,13 @@ agent without one 400, and every transfer code.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import io
 import json
 import tarfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -66,11 +71,16 @@ class SnapshotState:
     """snapshot/v1 for one agent server: its trajectories and its workspace folder."""
 
     def __init__(self, trajectories: TrajectoryStore, workspace: str | None,
-                 running: Any) -> None:
+                 running: Any,
+                 save_session: Callable[[str], Awaitable[bytes | None]] | None = None,
+                 load_session: Callable[[str, bytes], Awaitable[None]] | None = None) -> None:
         self.trajectories = trajectories
         self.workspace = workspace
         #: ``running(context_id) -> bool``: whether a turn of the context is still going.
         self.running = running
+        #: the agent's ``save_session`` / ``load_session`` (its state beyond the events)
+        self.save_session = save_session
+        self.load_session = load_session
 
     async def save(self, body: Any) -> dict[str, Any]:
         objects = _objects(body, OBJECTS)
@@ -88,6 +98,9 @@ class SnapshotState:
             state = self.trajectories.export_context(context_id)
         except TrajectoryNotFound as exc:
             raise _bad(str(exc), code="not_found", status=404) from None
+        session = await self.save_session(context_id) if self.save_session else None
+        if session is not None:
+            state = {**state, "session": base64.b64encode(session).decode("ascii")}
         data = {"trajectory": json.dumps(state, default=str).encode()}
         if "workspace" in grants:
             data["workspace"] = await asyncio.to_thread(_pack, _workspace(self.workspace))
@@ -115,9 +128,18 @@ class SnapshotState:
             events, fmt = state["events"], state.get("format")
             if not isinstance(events, list) or not (fmt is None or isinstance(fmt, str)):
                 raise ValueError(state)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            session = state.get("session")
+            saved = None if session is None else base64.b64decode(session, validate=True)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, binascii.Error):
             raise _bad("the trajectory object is not a saved snapshot ({format, events})") \
                 from None
+        if saved is not None:
+            if self.load_session is None:
+                raise _bad("the snapshot holds a session and this agent keeps none")
+            try:
+                await self.load_session(target, saved)
+            except ValueError as exc:
+                raise _bad(f"the snapshot's session cannot be loaded: {exc}") from None
         if folder is not None:
             # checked whole before anything is written; file work off the event loop
             await asyncio.to_thread(_unpack, raw["workspace"], folder)

@@ -215,3 +215,57 @@ async def test_an_episode_agent_runs_its_own_file_per_prompt_started_ahead(
     assert agent.process.spare is None
     assert package_version("attrs") not in ("", "unknown")
     assert package_version("no-such-distribution-4471") == "unknown"
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+async def test_a_cli_session_round_trips_through_save_and_load(
+        agent: FakeCliAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(FakeCliAgent, "session_folders", (".fake/sessions",))
+    sessions = tmp_path / "home" / ".fake" / "sessions"
+    (sessions / "deep").mkdir(parents=True)
+    (sessions / "deep" / "s-41.jsonl").write_text("the conversation")
+    (tmp_path / "home" / ".fake" / "other.txt").write_text("not a session")
+    assert await agent.save_session("c-1") is None  # no session in that context yet
+    agent.sessions["c-1"] = "s-41"
+    saved = await agent.save_session("c-1")
+    assert saved is not None
+    import shutil
+
+    shutil.rmtree(tmp_path / "home")
+    await agent.load_session("forked", saved)
+    assert agent.sessions["forked"] == "s-41"
+    assert (sessions / "deep" / "s-41.jsonl").read_text() == "the conversation"
+    assert not (tmp_path / "home" / ".fake" / "other.txt").exists()  # only session folders
+
+
+@pytest.mark.parametrize(("members", "why"), [
+    ({"home/.fake/sessions/a": b"x"}, "it names no session"),
+    ({"session.json": b'{"session": "s"}', "home/.fake/sessions/../../evil": b"x"},
+     "'home/.fake/sessions/../../evil', which is not a plain file or folder in the CLI's "
+     "session folders"),
+    ({"session.json": b'{"session": "s"}', "home/.bashrc": b"x"}, "'home/.bashrc'"),
+    ({"session.json": b'{"session": "s"}', "/etc/passwd": b"x"}, "'/etc/passwd'"),
+])
+async def test_a_hostile_session_is_refused_before_anything_is_written(
+        agent: FakeCliAgent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        members: dict[str, bytes], why: str) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(FakeCliAgent, "session_folders", (".fake/sessions",))
+    with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        await agent.load_session("forked", _tar(members))
+    assert not (tmp_path / "home").exists() and "forked" not in agent.sessions
+    with pytest.raises(ValueError, match="it is not a saved session"):
+        await agent.load_session("forked", b"not a tar at all")

@@ -15,18 +15,13 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_env.tasks.context import TaskContext
-from agent_env.tasks.step_types.env_steps import DeployEnv
 from agent_env.tasks.steps import StepError
-from agentenv_agents.a2a_type import run_scripts
-from agentenv_agents.plugin import BUNDLES
-from agentenv_agents.steps import DeployAgent, PromptAgent
+from agentenv_agents.steps import PromptAgent
 
 pytestmark = pytest.mark.docker
 #: the command line of the process each agent runs per prompt (pi and the Gemini CLI are Node
@@ -45,40 +40,6 @@ PROCESSES = ("import os, json; print(json.dumps([[int(p), int(open(f'/proc/{p}/s
              "if p.isdigit()]))")
 
 
-@pytest.fixture
-async def task(state_root: Path, run_id: str) -> AsyncIterator[tuple[TaskContext, dict[str, str]]]:
-    from agent_env.bundles.entities import StoredArtifacts
-    from agent_env.bundles.ledger import Ledger
-    from agent_env.bundles.parse import parse_bundle
-    from agent_env.runtime import current
-
-    bundle, problems = parse_bundle(BUNDLES / "claude-code-smoke", "@test/claude-code-smoke")
-    assert problems == []
-    ledger = Ledger(current().versioned_store, current().object_store)
-    for env in bundle.envs:
-        ledger.write_files_entity("envs", env)
-    ids = {e.name: e.id for e in bundle.envs}
-    artifacts = StoredArtifacts(current().versioned_store, current().object_store)
-    ctx = TaskContext(task_id="@test/coding-agents/t", instance_id=run_id, artifacts=artifacts)
-    yield ctx, ids
-    report = await ctx.teardown.run()
-    assert report.failed == ()
-
-
-#: Aider sends a fixed "Ok." reply in every request: for it, a script's turns start one later.
-FIXED_TURNS = {"aider": [{"text": "(never served: aider's fixed 'Ok.')"}]}
-
-
-async def deploy(ctx: TaskContext, ids: dict[str, str], agent: str,
-                 scripts: dict[str, Any]) -> None:
-    for name, script in scripts.items():  # what a scripted_model step registers
-        turns = FIXED_TURNS.get(agent, []) + script["turns"]
-        run_scripts(ctx)[name] = {**script, "turns": turns}
-    await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
-    await DeployAgent(id="agent", agent_name=agent, a2a_agent_id=agent,
-                      env_ids=[ids["echo"]]).run(ctx)
-
-
 def cli_processes(docker_client: Any, run_id: str, cli: str) -> list[tuple[int, int, str]]:
     """(pid, start time, command line) of the agent container's processes whose command line
     matches the pattern ``cli``, oldest first."""
@@ -92,8 +53,8 @@ def cli_processes(docker_client: Any, run_id: str, cli: str) -> list[tuple[int, 
 
 @pytest.mark.parametrize("agent", sorted(CLIS))
 async def test_a_prompt_that_times_out_stops_the_cli(
-        agent: str, task: tuple[TaskContext, dict[str, str]], docker_client: Any,
-        run_id: str) -> None:
+        agent: str, task: tuple[TaskContext, dict[str, str]], deploy: Any,
+        docker_client: Any, run_id: str) -> None:
     ctx, ids = task
     await deploy(ctx, ids, agent, {"hung": {"turns": [{"delay_seconds": 600, "text": "late"}]}})
     prompt = asyncio.create_task(PromptAgent(id="ask", agent_name=agent, prompt="hello",
@@ -123,7 +84,7 @@ async def test_a_prompt_that_times_out_stops_the_cli(
 
 @pytest.mark.parametrize("agent", sorted(CLIS))
 async def test_a_cli_that_fails_fails_the_prompt_as_agent_error(
-        agent: str, task: tuple[TaskContext, dict[str, str]]) -> None:
+        agent: str, task: tuple[TaskContext, dict[str, str]], deploy: Any) -> None:
     ctx, ids = task
     refusing = {"turns": [{"match": {"last_user_contains": "never said"}, "text": "no"}]}
     await deploy(ctx, ids, agent, {"refusing": refusing})
@@ -144,7 +105,7 @@ async def test_a_cli_that_fails_fails_the_prompt_as_agent_error(
 
 @pytest.mark.parametrize("agent", sorted(CLIS))
 async def test_a_model_that_answers_429_then_500_is_retried_and_recorded(
-        agent: str, task: tuple[TaskContext, dict[str, str]]) -> None:
+        agent: str, task: tuple[TaskContext, dict[str, str]], deploy: Any) -> None:
     from agent_env.runtime import current
 
     ctx, ids = task

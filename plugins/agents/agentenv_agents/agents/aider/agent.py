@@ -20,7 +20,8 @@ What aider does headless, and what this adapter decides:
   (:mod:`agentenv_protocol.agent.mcp_call`), which the prompt tells the model about: aider has
   no MCP client;
 - a ``system_prompt`` is a read-only file in the chat (aider's way for conventions);
-- the session is aider's chat history file, one per A2A context, restored on the next prompt;
+- the session is aider's chat history file, one per A2A context, restored on the next prompt
+  (and carried by a snapshot);
 - aider's model-metadata download is skipped: its cache is filled from the price list litellm
   ships, so a sealed container waits on nothing;
 - aider prints for a person; that goes to stderr, and stdout carries only the events.
@@ -46,6 +47,7 @@ from typing import Any
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgentConfig,
@@ -70,7 +72,7 @@ SESSIONS = Path.home() / ".aider-sessions"
                            description="Aider (edits and shell commands) with its envs' tools "
                                        "as the mcp-call command."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, SNAPSHOT_V1, TRAJECTORY_V1),
 )
 class AiderAgent(EpisodeAgent):
     trajectory_format = TRAJECTORY_FORMAT
@@ -78,6 +80,7 @@ class AiderAgent(EpisodeAgent):
     code_prefix = "aider"
     version = package_version("aider-chat")
     turns_default = 3
+    session_folders = (".aider-sessions",)
 
     async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
         model = self.model_for(request)
@@ -85,7 +88,9 @@ class AiderAgent(EpisodeAgent):
             return self.no_model()
         trajectory = request.trajectory
         SESSIONS.mkdir(parents=True, exist_ok=True)
-        history = SESSIONS / f"{request.context_id}.md"
+        # a context loaded from a snapshot goes on with the history it was saved with
+        history = Path(self.sessions.get(request.context_id)
+                       or SESSIONS / f"{request.context_id}.md")
         job = {"message": request.text + (TOOLS_NOTE if request.mcp_servers else ""),
                "model": model, "base_url": self.base_url, "history": str(history),
                "resumed": history.exists(), "system_prompt": request.config.system_prompt,
@@ -105,6 +110,8 @@ class AiderAgent(EpisodeAgent):
                 elif kind == "aider.exit":
                     ended = event
             code = await run.wait()
+        if history.exists():
+            self.sessions[request.context_id] = str(history)
         if ended is None or code != 0:
             return TaskResult.failure(f"aider exited with code {code} before it finished"
                                       f"{run.stderr_tail()}", code="aider.failed")

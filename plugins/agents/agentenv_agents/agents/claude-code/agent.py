@@ -35,6 +35,7 @@ from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgent,
@@ -70,11 +71,13 @@ VERSION = cli_version([CLI, "--version"])
     identity=AgentIdentity(name="claude-code", version=VERSION,
                            description="Claude Code (the claude CLI) over its envs' MCP tools."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1,
+                SNAPSHOT_V1),
 )
 class ClaudeCodeAgent(CliAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "claude"
+    session_folders = (".claude/projects",)
     code_prefix = "claude_code"
     version = VERSION
     foreign_env = ("ANTHROPIC_AUTH_TOKEN",)

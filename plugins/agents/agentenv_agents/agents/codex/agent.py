@@ -32,6 +32,7 @@ from typing import Any
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgent,
@@ -94,11 +95,13 @@ def codex_config(base_url: str, servers: dict[str, Any]) -> str:
     identity=AgentIdentity(name="codex", version=VERSION,
                            description="Codex (codex exec) over its envs' MCP tools."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1,
+                SNAPSHOT_V1),
 )
 class CodexAgent(CliAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "codex"
+    session_folders = (".codex/sessions",)
     version = VERSION
     foreign_env = ("OPENAI_API_KEY",)
 

@@ -40,6 +40,7 @@ from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgent,
@@ -87,11 +88,13 @@ def settings(request: TaskRequest[CliAgentConfig]) -> dict[str, Any]:
     identity=AgentIdentity(name="gemini", version=VERSION,
                            description="Gemini CLI (headless) over its envs' MCP tools."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1,
+                SNAPSHOT_V1),
 )
 class GeminiAgent(CliAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "gemini"
+    session_folders = (".gemini/tmp",)
     version = VERSION
     foreign_env = FOREIGN_ENV
 

@@ -37,6 +37,7 @@ from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgent,
@@ -87,11 +88,13 @@ def config(request: TaskRequest[CliAgentConfig], base_url: str, model: str,
     identity=AgentIdentity(name="opencode", version=VERSION,
                            description="OpenCode (opencode run) over its envs' MCP tools."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1, SKILL_CONFIG_V1,
+                SNAPSHOT_V1),
 )
 class OpenCodeAgent(CliAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "opencode"
+    session_folders = (".local/share/opencode",)
     version = VERSION
     foreign_env = FOREIGN_ENV
 

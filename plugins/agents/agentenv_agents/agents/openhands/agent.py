@@ -19,7 +19,8 @@ SDK's ``Agent``:
 
 It then runs one ``Conversation`` in the work folder: the A2A context's conversation, persisted
 under ``~/.openhands-conversations`` with an id derived from the context, so a later prompt in
-the same context resumes it. Every SDK event is printed as one JSON line.
+the same context resumes it (and a snapshot carries it). Every SDK event is printed as one JSON
+line.
 
 The reply is the agent's final response (its ``finish`` message, or a last message without tool
 calls). A run that ends in error, gets stuck, reaches its iteration limit (``max_turns``) or
@@ -45,6 +46,7 @@ from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
     SKILL_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgentConfig,
@@ -70,20 +72,23 @@ INFRA_FAILURES = {"auth", "rate_limit", "transient", "internal"}
                            description="OpenHands (terminal, file editor) with its envs' MCP "
                                        "tools."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, SKILL_CONFIG_V1, TRAJECTORY_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, SKILL_CONFIG_V1, SNAPSHOT_V1, TRAJECTORY_V1),
 )
 class OpenHandsAgent(EpisodeAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "openhands"
     version = package_version("openhands-sdk")
     turns_default = 100
+    session_folders = (".openhands-conversations",)
 
     async def run(self, request: TaskRequest[CliAgentConfig]) -> TaskResult:
         model = self.model_for(request)
         if model is None:
             return self.no_model()
         trajectory = request.trajectory
-        conversation = uuid.uuid5(CONTEXTS, request.context_id)
+        # a context loaded from a snapshot goes on in the conversation it was saved with
+        known = self.sessions.get(request.context_id)
+        conversation = uuid.UUID(known) if known else uuid.uuid5(CONTEXTS, request.context_id)
         resumed = (CONVERSATIONS / conversation.hex).is_dir()
         SKILLS.mkdir(parents=True, exist_ok=True)
         write_skills(request.skills, SKILLS)
@@ -104,6 +109,8 @@ class OpenHandsAgent(EpisodeAgent):
                 elif event.get("type") == "openhands.exit":
                     ended = event
             code = await run.wait()
+        if (CONVERSATIONS / conversation.hex).is_dir():
+            self.sessions[request.context_id] = conversation.hex
         if ended is None or code != 0:
             return TaskResult.failure(f"OpenHands exited with code {code} before it finished"
                                       f"{run.stderr_tail()}", code="openhands.failed")

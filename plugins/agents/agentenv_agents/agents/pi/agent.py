@@ -32,6 +32,7 @@ from typing import Any
 from agentenv_protocol.agent import (
     AGENT_CONFIG_V1,
     MCP_CONFIG_V1,
+    SNAPSHOT_V1,
     TRAJECTORY_V1,
     AgentIdentity,
     CliAgent,
@@ -78,11 +79,13 @@ def models_config(base_url: str, model: str) -> dict[str, Any]:
     identity=AgentIdentity(name="pi", version=VERSION,
                            description="Pi (pi -p) with its envs' tools as mcp-call."),
     config=CliAgentConfig,
-    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1),
+    extensions=(AGENT_CONFIG_V1, MCP_CONFIG_V1, TRAJECTORY_V1,
+                SNAPSHOT_V1),
 )
 class PiAgent(CliAgent):
     trajectory_format = TRAJECTORY_FORMAT
     cli_name = "pi"
+    session_folders = (".pi/sessions",)
     version = VERSION
 
     def __init__(self) -> None:
@@ -110,7 +113,9 @@ class PiAgent(CliAgent):
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(json.dumps(models_config(self.base_url, model)), encoding="utf-8")
         servers = write_servers(request.mcp_servers, self.home / "mcp-servers.json")
-        session = self.home / "sessions" / request.context_id
+        # a context loaded from a snapshot goes on in the session it was saved with
+        session = Path(self.sessions.get(request.context_id)
+                       or self.home / "sessions" / request.context_id)
         session.mkdir(parents=True, exist_ok=True)
         resumed = request.context_id in self.sessions
         args = self.command(request, model, session, resumed)
