@@ -264,6 +264,22 @@ class EpisodeAgent(CliAgent):
         write_servers(request.mcp_servers, self.servers_file)
         return await self.process.take(json.dumps(job))
 
+    def ended_early(self, code: int | None, run: CliRun) -> TaskResult:
+        """The failure of an episode process that ended before its exit event, or with a
+        status other than 0, with its last stderr lines."""
+        return TaskResult.failure(f"{self.cli_name} exited with code {code} before it finished"
+                                  f"{run.stderr_tail()}",
+                                  code=f"{self.code_prefix or self.cli_name}.failed")
+
+    @staticmethod
+    def add_usage(request: TaskRequest[Any], ended: dict[str, Any], input_key: str,
+                  output_key: str) -> None:
+        """The exit event's token counts (under its own keys) and its ``cost``, if any."""
+        request.usage.add_tokens(input_tokens=int(ended.get(input_key) or 0),
+                                 output_tokens=int(ended.get(output_key) or 0))
+        if isinstance(ended.get("cost"), int | float) and ended["cost"]:
+            request.usage.add_cost(float(ended["cost"]))
+
     @classmethod
     def main(cls, episode: Callable[[], int]) -> None:
         """The agent file's entry point: ``--episode`` runs one prompt's process, anything

@@ -148,13 +148,16 @@ from agentenv_protocol.agent.models import AgentIdentity
 
 @a2a_agent(identity=AgentIdentity(name="fake-episode", version="0"), config=CliAgentConfig)
 class FakeEpisodeAgent(EpisodeAgent):
+    cli_name = "fake-episode"
     turns_default = 7
 
     async def run(self, request):
         job = {"task": request.text, "max_turns": self.max_turns(request)}
         async with await self.start_episode(request, job) as run:
             events = [event async for event in run.events()]
-            await run.wait()
+            code = await run.wait()
+        if not events or code != 0:
+            return self.ended_early(code, run)
         return TaskResult(text=json.dumps(events[-1]))
 
 
@@ -162,6 +165,9 @@ def episode():
     from agentenv_protocol.agent.mcp_call import servers
     Path(os.environ["READY_FILE"]).write_text(str(os.getpid()))  # "imports" done
     job = json.load(sys.stdin)
+    if job["task"] == "crash":
+        print("boom: the loop fell over", file=sys.stderr)
+        return 3
     print(json.dumps({"job": job, "servers": servers(), "argv": sys.argv[1:],
                       "pid": os.getpid()}), flush=True)
     return 0
@@ -210,6 +216,15 @@ async def test_an_episode_agent_runs_its_own_file_per_prompt_started_ahead(
         assert answer["pid"] == first
         assert agent.process.spare is not None and agent.process.spare.alive
         assert (tmp_path / "home" / ".agentenv-mcp-servers.json").stat().st_mode & 0o077 == 0
+        crashed = await agent.run(TaskRequest(
+            task_id="t-2", context_id="c-1", parts=[TextPart("crash")],
+            config=CliAgentConfig(model="m"), mcp_servers={}, metadata={},
+            trajectory=TrajectoryStore().open_task("c-1", "t-2")))
+        assert (crashed.error_type, crashed.error_code) == ("agent_error", "fake-episode.failed")
+        assert crashed.error_message is not None
+        assert crashed.error_message.startswith("fake-episode exited with code 3 before it "
+                                                "finished")
+        assert "boom: the loop fell over" in crashed.error_message
     finally:
         await agent.teardown()
     assert agent.process.spare is None

@@ -113,12 +113,8 @@ class AiderAgent(EpisodeAgent):
         if history.exists():
             self.sessions[request.context_id] = str(history)
         if ended is None or code != 0:
-            return TaskResult.failure(f"aider exited with code {code} before it finished"
-                                      f"{run.stderr_tail()}", code="aider.failed")
-        request.usage.add_tokens(input_tokens=int(ended.get("tokens_sent") or 0),
-                                 output_tokens=int(ended.get("tokens_received") or 0))
-        if isinstance(ended.get("cost"), int | float) and ended["cost"]:
-            request.usage.add_cost(float(ended["cost"]))
+            return self.ended_early(code, run)
+        self.add_usage(request, ended, "tokens_sent", "tokens_received")
         reply = str(ended.get("reply") or "").strip()
         if not reply:
             why = "; ".join(e for e in errors if e) or "no answer"

@@ -92,8 +92,7 @@ class MiniSweAgent(EpisodeAgent):
                     ended = event
             code = await run.wait()
         if ended is None or code != 0:
-            return TaskResult.failure(f"mini-swe-agent exited with code {code} before it "
-                                      f"finished{run.stderr_tail()}", code="mini.failed")
+            return self.ended_early(code, run)
         status = str(ended.get("exit_status") or "")
         if status != "Submitted":
             why = str(ended.get("exception_str") or ended.get("content") or "").strip()

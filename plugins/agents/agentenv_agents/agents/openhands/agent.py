@@ -112,12 +112,8 @@ class OpenHandsAgent(EpisodeAgent):
         if (CONVERSATIONS / conversation.hex).is_dir():
             self.sessions[request.context_id] = conversation.hex
         if ended is None or code != 0:
-            return TaskResult.failure(f"OpenHands exited with code {code} before it finished"
-                                      f"{run.stderr_tail()}", code="openhands.failed")
-        request.usage.add_tokens(input_tokens=int(ended.get("input_tokens") or 0),
-                                 output_tokens=int(ended.get("output_tokens") or 0))
-        if isinstance(ended.get("cost"), int | float) and ended["cost"]:
-            request.usage.add_cost(float(ended["cost"]))
+            return self.ended_early(code, run)
+        self.add_usage(request, ended, "input_tokens", "output_tokens")
         status = str(ended.get("status") or "")
         error = str(ended.get("error") or "").strip()
         if ended.get("infra"):
