@@ -5,12 +5,14 @@ base image, else a skip with the reason — and a failure under ``CI=true``, whe
 never skip (``skip_or_fail`` is that rule for other installable needs). ``state_root`` gives a
 test its own state root (stores, caches, providers), ``build_state_root`` one that shares the
 session's protocol wheel cache; ``run_id`` a unique ``agentenv.run`` label whose containers and
-networks are removed after the test, and ``leftovers`` lists them.
+networks are removed after the test, and ``leftovers`` lists them; ``wildcard_localhost``
+resolves a fake cloud's public port hosts (``<port>-<id>.localhost``) to 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -115,3 +117,17 @@ def build_state_root(state_root: Path, _session_wheels: Path) -> Path:
     images.mkdir(parents=True, mode=0o700)
     (images / "wheels").symlink_to(_session_wheels, target_is_directory=True)
     return state_root
+
+
+@pytest.fixture
+def wildcard_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``<port>-<id>.localhost`` resolves to 127.0.0.1, as the cloud's wildcard DNS would."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host  # anyio passes bytes
+        if isinstance(name, str) and name.endswith(".localhost"):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)

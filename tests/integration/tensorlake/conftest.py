@@ -6,7 +6,6 @@ Docker tests never skip under ``CI=true``: a missing daemon or base image fails 
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,20 +19,6 @@ from fake_tensorlake import API_KEY, BASE_IMAGE, FakeTensorlake
 def _private_state(build_state_root: Path) -> Path:
     """A private state root and config per test (stores, wheel caches, providers)."""
     return build_state_root
-
-
-@pytest.fixture
-def wildcard_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``<port>-<id>.localhost`` resolves to 127.0.0.1, as the cloud's wildcard DNS would."""
-    real = socket.getaddrinfo
-
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        name = host.decode() if isinstance(host, bytes) else host  # anyio passes bytes
-        if isinstance(name, str) and name.endswith(".localhost"):
-            host = "127.0.0.1"
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 @pytest.fixture

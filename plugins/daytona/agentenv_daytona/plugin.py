@@ -1,0 +1,10 @@
+"""daytona's hook implementation: the ``daytona`` sandbox provider (cheap to import)."""
+
+from __future__ import annotations
+
+from agent_env.api import Lazy, hookimpl
+
+
+@hookimpl
+def agent_env_sandbox_providers() -> list[Lazy]:
+    return [Lazy("daytona", "agentenv_daytona.provider:DaytonaSandboxProvider")]

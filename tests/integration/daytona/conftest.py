@@ -1,0 +1,34 @@
+"""Fixtures for the daytona plugin: the fake Daytona API (in a thread) on real Docker.
+
+Docker tests never skip under ``CI=true``: a missing daemon or base image fails there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_daytona import BASE_IMAGE, DOCKER_SNAPSHOT, FakeDaytona
+
+from agentenv_daytona.provider import DEFAULT_BASE_IMAGE
+
+
+@pytest.fixture(autouse=True)
+def _private_state(build_state_root: Path) -> Path:
+    """A private state root and config per test (stores, wheel caches, providers)."""
+    return build_state_root
+
+
+@pytest.fixture
+def fake_daytona(wildcard_localhost: None, docker_client: Any) -> Iterator[FakeDaytona]:
+    """The fake service on 127.0.0.1, served from its own thread and event loop."""
+    fake = FakeDaytona(
+        docker_client,
+        images={DEFAULT_BASE_IMAGE: BASE_IMAGE, BASE_IMAGE: BASE_IMAGE},
+        snapshots={DOCKER_SNAPSHOT: BASE_IMAGE},
+    )
+    fake.start()
+    yield fake
+    fake.stop()
