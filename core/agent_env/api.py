@@ -23,7 +23,7 @@ Groups, in the order a plugin author meets them:
   ``ContainerSpec`` with its ``Healthcheck`` and ``VolumeMount``, ``ExecResult``,
   ``shell_argv``, ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``,
   ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``,
-  ``ownership_labels``;
+  ``ownership_labels``, ``LoopClient`` (a cloud SDK's client per event loop, closed with it);
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
   ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
 * images, for a provider that builds with an engine: ``plan_build`` and its ``BuildPlan``
@@ -207,6 +207,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "PathOutsideSandbox": ("agent_env.sandbox.base", "PathOutsideSandbox"),
     "build_with_progress": ("agent_env.sandbox.base", "build_with_progress"),
     "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
+    "LoopClient": ("agent_env.sandbox.loop_client", "LoopClient"),
     "hermetic_context": ("agent_env.sandbox.docker_host", "hermetic_context"),
     "ownership_labels": ("agent_env.sandbox.ownership", "ownership_labels"),
     "split_chain": ("agent_env.sandbox.chain", "split_chain"),
@@ -403,6 +404,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
     from agent_env.sandbox.leftovers import find_leftovers
     from agent_env.sandbox.leftovers import remove as remove_leftovers
+    from agent_env.sandbox.loop_client import LoopClient
     from agent_env.sandbox.ownership import OWNER_LABEL, owner_label, ownership_labels
     from agent_env.scratch import owned_scratch
     from agent_env.settings import build as build_settings

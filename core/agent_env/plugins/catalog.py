@@ -100,6 +100,9 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     FirstPartyPlugin(
         "tenki", "agentenv-framework-tenki", "tenki", {"sandbox_provider": ("tenki",)}
     ),
+    FirstPartyPlugin(
+        "daytona", "agentenv-framework-daytona", "daytona", {"sandbox_provider": ("daytona",)}
+    ),
     FirstPartyPlugin("harbor", "agentenv-framework-harbor", "harbor",
                      {"bundle_format": ("harbor",)}),
     FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",

@@ -32,6 +32,7 @@ from agent_env.api import (
     ConfigError,
     DockerHostSandbox,
     ExecResult,
+    LoopClient,
     SandboxError,
     SandboxProvider,
     SandboxSpec,
@@ -131,15 +132,20 @@ class DaytonaSandbox(DockerHostSandbox):
     def __init__(self, provider: DaytonaSandboxProvider, handle: Any, mode: str) -> None:
         self.provider = provider
         self._handle = handle
-        self._client = provider.current_client
+        self._client = provider.clients.current
         self.id = str(handle.id)
         self.mode = mode
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The sandbox's Daytona labels (``agent-env gc`` judges a leftover by them)."""
+        return dict(self._handle.labels or {})
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "name": self._handle.name}
 
     async def handle(self) -> Any:
-        client = await self.provider.client()
+        client = await self.provider.clients.get()
         if client is not self._client:
             self._handle, self._client = await client.get(self.id), client
         return self._handle
@@ -287,8 +293,7 @@ class DaytonaSandboxProvider(SandboxProvider):
         self.snapshot = snapshot
         self.base_image = base_image or DEFAULT_BASE_IMAGE
         self.egress_hosts = tuple(egress_hosts)
-        self.current_client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.clients: LoopClient[Any] = LoopClient(self._make_client, lambda c: c.close())
 
     @classmethod
     def availability(cls) -> str | None:
@@ -299,17 +304,11 @@ class DaytonaSandboxProvider(SandboxProvider):
             return "the daytona SDK is not installed (pip install 'agentenv-framework[daytona]')"
         return None
 
-    async def client(self) -> Any:
-        """The SDK's client for the running event loop (its HTTP session is bound to one)."""
-        loop = asyncio.get_running_loop()
-        if self.current_client is None or self._loop is not loop:
-            from daytona import AsyncDaytona, DaytonaConfig
+    def _make_client(self) -> Any:
+        from daytona import AsyncDaytona, DaytonaConfig
 
-            self.current_client = AsyncDaytona(DaytonaConfig(
-                api_key=self.api_key, api_url=self.api_url, target=self.target,
-            ))
-            self._loop = loop
-        return self.current_client
+        return AsyncDaytona(DaytonaConfig(api_key=self.api_key, api_url=self.api_url,
+                                          target=self.target))
 
     # -- create ----------------------------------------------------------------------------
 
@@ -365,7 +364,7 @@ class DaytonaSandboxProvider(SandboxProvider):
             DaytonaValidationError,
         )
 
-        client = await self.client()
+        client = await self.clients.get()
         for attempt in range(CREATE_ATTEMPTS):
             task = asyncio.ensure_future(client.create(params, timeout=timeout))
             try:
@@ -405,7 +404,7 @@ class DaytonaSandboxProvider(SandboxProvider):
     async def _delete_named(self, name: str) -> None:
         from daytona import DaytonaError, DaytonaNotFoundError
 
-        client = await self.client()
+        client = await self.clients.get()
         try:
             handle = await client.get(name)
         except DaytonaNotFoundError:
@@ -446,7 +445,7 @@ class DaytonaSandboxProvider(SandboxProvider):
     async def attach(self, sandbox_id: str) -> DaytonaSandbox | None:
         from daytona import DaytonaError, DaytonaNotFoundError
 
-        client = await self.client()
+        client = await self.clients.get()
         try:
             handle = await client.get(sandbox_id)
         except DaytonaNotFoundError:
@@ -460,7 +459,7 @@ class DaytonaSandboxProvider(SandboxProvider):
     async def list_sandboxes(self, labels: dict[str, str]) -> list[DaytonaSandbox]:
         from daytona import DaytonaError, ListSandboxesQuery
 
-        client = await self.client()
+        client = await self.clients.get()
         found: list[DaytonaSandbox] = []
         try:
             async for handle in client.list(ListSandboxesQuery(labels={**labels})):

@@ -13,8 +13,9 @@ What it serves (learned from the SDK's generated clients, ``daytona_api_client_a
 
 Errors come in Daytona's shape (``{"statusCode", "message", "error"}``), which the SDK maps to
 its typed exceptions. Faults a test can inject: ``create_faults`` (answers for the next creates:
-a 429 with ``Retry-After``, a 403 quota refusal), ``unreachable`` (sandbox ids whose toolbox
-drops connections) and :meth:`vanish` (the service deletes a sandbox under a run).
+a 429 with ``Retry-After``, a 403 quota refusal), ``create_delay`` (a create that answers
+late), ``unreachable`` (sandbox ids whose toolbox drops connections) and :meth:`vanish`
+(the service deletes a sandbox under a run).
 Sandboxes are real containers (:mod:`sandbox_containers`).
 """
 
@@ -64,6 +65,7 @@ class FakeDaytona(FakeCloudServer):
         self.sandboxes: dict[str, dict[str, Any]] = {}
         self.create_faults: list[tuple[int, str, dict[str, str]]] = []
         self.unreachable: set[str] = set()
+        self.create_delay = 0.0  # seconds a create answers late, its sandbox made already
 
     async def close(self) -> None:
         for sandbox_id in list(self.sandboxes):
@@ -157,6 +159,7 @@ class FakeDaytona(FakeCloudServer):
             "disk": sent.get("disk") or 3, "target": sent.get("target") or "us",
             "created": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
         }
+        await asyncio.sleep(self.create_delay)
         return web.json_response(self.dto(sandbox_id))
 
     def list(self, request: web.Request) -> web.Response:

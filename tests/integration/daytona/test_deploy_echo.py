@@ -1,0 +1,33 @@
+"""``agent-env run echo-mcp`` through the daytona provider, end to end, on the fake API.
+
+The env and gateway images are built by the Docker daemon "inside" the sandbox, the gateway's
+port is reached on its public preview URL, the bundle's verifier makes its tool call through
+it, and teardown deletes the sandbox.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fake_daytona import API_KEY, FakeDaytona
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_echo_mcp_deploys_answers_and_is_torn_down(
+    fake_daytona: FakeDaytona, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_env import runtime
+    from agent_env.cli.run_cmd import run_bundle
+
+    runtime.configure(sandbox={"providers": {"daytona": {"config": {
+        "api_key": API_KEY, "api_url": f"{fake_daytona.url}/api",
+    }}}})
+    code = run_bundle("echo-mcp", sandbox="daytona")
+    out = capsys.readouterr()
+    assert code == 0, out.out + out.err
+    assert "passed" in out.out
+    assert fake_daytona.calls("POST", r"^/api/sandbox$")
+    assert fake_daytona.calls("GET", r"/ports/\d+/preview-url$")  # the gateway's public URL
+    assert fake_daytona.calls("DELETE", r"^/api/sandbox/")
+    assert fake_daytona.sandboxes == {}
+    assert fake_daytona.containers.leftovers() == []
