@@ -18,7 +18,8 @@ Groups, in the order a plugin author meets them:
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
 * steps: ``Step``, ``StepError``, ``InfraError`` (ends a run as ``error``, not scored),
   ``PreflightView``, ``TaskContext``, ``ScoreRow``,
-  ``AGGREGATORS``, ``open_provider``, ``choose_provider``;
+  ``AGGREGATORS``, ``open_provider``, ``choose_provider``, ``create_in_chain`` (a sandbox
+  on the first provider of a fallback chain that can make it);
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
   ``ContainerSpec`` with its ``Healthcheck`` and ``VolumeMount``, ``ExecResult``,
   ``shell_argv``, ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``,
@@ -171,6 +172,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "compare_run_groups": ("agent_env.evals.compare", "compare"),
     "render_leaderboard": ("agent_env.evals.compare", "render_board"),
     "choose_provider": ("agent_env.tasks.sandboxes", "choose_provider"),
+    "create_in_chain": ("agent_env.tasks.sandboxes", "create_in_chain"),
     # deployments that outlive their command (env deploy, a2a-agent deploy)
     "Deployment": ("agent_env.deployments", "Deployment"),
     "deployments": ("agent_env.deployments", "deployments"),
@@ -441,7 +443,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.tasks.engine import TaskResult, step_of
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances, failure_line
-    from agent_env.tasks.sandboxes import choose_provider, open_provider
+    from agent_env.tasks.sandboxes import choose_provider, create_in_chain, open_provider
     from agent_env.tasks.scores import AGGREGATORS, ScoreRow, rows_from_results
     from agent_env.tasks.session import RunRequest
     from agent_env.tasks.steps import (

@@ -14,7 +14,7 @@ the spec) stops a run early; it is recorded ``cancelled`` with the reason.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_env.episodes import last_resort
@@ -46,8 +46,8 @@ class EpisodeContext(TaskContext):
     #: register that can start them does so in place of their source images.
     committed_images: list[CommittedImage] | None = None
 
-    def add_sandbox(self, name: str, sandbox: Sandbox) -> None:
-        super().add_sandbox(name, sandbox)
+    def add_sandbox(self, name: str, sandbox: Sandbox, passed_over: Sequence[str] = ()) -> None:
+        super().add_sandbox(name, sandbox, passed_over)
         if self.committed_images and sandbox.can_commit:
             sandbox.start_from_committed(self.committed_images)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.tasks.records import storage_problem, unstorable_scalar
+from agent_env.tasks.records import SandboxRecord, storage_problem, unstorable_scalar
 from agent_env.tasks.scores import ScoreRow, Verification, aggregate
 from agent_env.tasks.steps import RunChoices, StepError
 from agent_env.tasks.teardown import Close, Endpoint, Teardown, TeardownItem
@@ -76,6 +76,8 @@ class TaskContext:
         self.sandbox_chain: list[str] | None = list(sandbox_chain) if sandbox_chain else None
         self.labels = {"agentenv.run": instance_id, **(labels or {})}
         self.sandboxes: dict[str, Sandbox] = {}
+        #: Every sandbox made, with its provider and the providers passed over (the record's).
+        self.sandbox_records: list[SandboxRecord] = []
         self.envs: dict[str, Any] = {}
         self.agents: dict[str, Any] = {}
         self.verifications: dict[str, Verification] = {}
@@ -141,19 +143,22 @@ class TaskContext:
         """Create a sandbox, register it by ``spec.name`` and for teardown, and return it."""
         import attrs
 
-        from agent_env.tasks.sandboxes import choose_provider, open_provider
+        from agent_env.tasks.sandboxes import create_in_chain
 
         if spec.name in self.sandboxes:
             raise StepError(f"a sandbox named '{spec.name}' is already up in this task")
-        provider = open_provider(choose_provider(self.provider_chain(sandbox_type)))
         spec = attrs.evolve(spec, labels={**self.labels, **spec.labels})
-        sandbox = await provider.create(spec)
-        self.add_sandbox(spec.name, sandbox)
+        sandbox, passed_over = await create_in_chain(self.provider_chain(sandbox_type), spec,
+                                                     note=self.note)
+        self.add_sandbox(spec.name, sandbox, passed_over)
         return sandbox
 
-    def add_sandbox(self, name: str, sandbox: Sandbox) -> None:
-        """Register a sandbox made elsewhere (an env type's host) by name, for teardown too."""
+    def add_sandbox(self, name: str, sandbox: Sandbox, passed_over: Sequence[str] = ()) -> None:
+        """Register a sandbox made elsewhere (an env type's host) by name, for teardown and the
+        record too (``passed_over``: the providers of its chain that could not make it)."""
         self.sandboxes[name] = sandbox
+        self.sandbox_records.append(SandboxRecord(name, sandbox.provider_name, sandbox.id,
+                                                  list(passed_over)))
         async def gone() -> bool:
             from agent_env.tasks.sandboxes import open_provider
 

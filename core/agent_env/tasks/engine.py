@@ -163,6 +163,7 @@ async def run_task(
     record.completed_steps, record.failures = result.completed_steps, run.failures
     record.step_timings = [run.timings[s.id] for s in run.steps if s.id in run.timings]
     record.retried_failures, record.cancel_reason = run.retried, result.cancel_reason
+    record.sandboxes = list(ctx.sandbox_records)
     record.duration_seconds = round(duration, 3)
     if instances is not None:
         _save_final(instances, record, ctx)

@@ -110,6 +110,17 @@ def failure_line(error_type: str, error: str, *, plain: bool) -> str:
 
 
 @attrs.define
+class SandboxRecord:
+    """A sandbox a run made: the provider that served it, and each provider of its fallback
+    chain passed over before that (``"<name>: <why>"``)."""
+
+    name: str
+    provider: str
+    sandbox_id: str
+    passed_over: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
 class InstanceRecord:
     """One run of one task."""
 
@@ -134,6 +145,8 @@ class InstanceRecord:
     #: ``step_id``, ``started_at_utc``, ``duration_seconds`` and ``outcome`` (completed/failed)
     #: of each step that ran, in the task's order (the explorer's timeline).
     step_timings: list[dict[str, Any]] = attrs.field(factory=list)
+    #: The sandboxes it made, in order, with the provider that served each.
+    sandboxes: list[SandboxRecord] = attrs.field(factory=list)
 
     @property
     def agents(self) -> str | None:

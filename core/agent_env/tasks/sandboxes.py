@@ -1,11 +1,26 @@
-"""Finding sandbox providers by name, and picking the first usable one of a fallback chain."""
+"""Finding sandbox providers by name, and going down a fallback chain.
+
+A chain (``--sandbox daytona,docker``) is read twice: before the run, the first provider that
+is installed and usable is opened, so a missing key is one error line (:func:`choose_provider`);
+then each sandbox is created on the first provider of the chain that manages to
+(:func:`create_in_chain`): a cloud out of quota, rate-limited past its retries, down, or unable
+to enforce the spec, hands the sandbox on to the next one. A config error is never passed over:
+it names a fix the user has to make.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from agent_env.errors import UserError
-from agent_env.sandbox.base import SandboxProvider
+from agent_env.errors import ConfigError, UserError
+from agent_env.sandbox.base import (
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+    SandboxUnsupported,
+)
 
 
 def open_provider(name: str) -> SandboxProvider:
@@ -34,3 +49,33 @@ def choose_provider(chain: list[str]) -> str:
     raise UserError(
         f"no sandbox provider of {','.join(chain)} is usable here", notes=reasons
     )
+
+
+async def create_in_chain(chain: list[str], spec: SandboxSpec, *,
+                          note: Callable[[str], None] | None = None
+                          ) -> tuple[Sandbox, list[str]]:
+    """Create ``spec`` on the first provider of ``chain`` that can; return the sandbox and one
+    line per provider passed over, saying why. The last provider's failure is raised."""
+    from agent_env.runtime import current
+
+    host = current().host
+    usable = [name for name in chain
+              if (cls := host.registry("sandbox_provider").get(name)) is not None
+              and cls.availability() is None]
+    if not usable:
+        choose_provider(chain)  # raises, naming why each one is unusable
+    passed: list[str] = []
+    for index, name in enumerate(usable):
+        try:
+            provider = open_provider(name)
+            return await provider.create(spec), passed
+        except ConfigError:
+            raise
+        except (SandboxError, SandboxUnsupported) as exc:
+            if index + 1 == len(usable):
+                raise
+            reason = f"{name}: {exc}"
+            passed.append(reason)
+            if note is not None:
+                note(f"sandbox {spec.name}: {reason}; trying {usable[index + 1]}")
+    raise AssertionError("unreachable")

@@ -859,7 +859,7 @@ class A2aAgentType:
 
     @staticmethod
     async def deploy(ctx: TaskContext, step: Any, setup: Any, source: Any) -> A2aAgent:
-        from agent_env.api import ContainerSpec, SandboxSpec, choose_provider, open_provider
+        from agent_env.api import ContainerSpec, SandboxSpec, create_in_chain
 
         def say(line: str) -> None:
             ctx.note(line)
@@ -879,9 +879,8 @@ class A2aAgentType:
                                labels={**ctx.labels, "agentenv.step": step.id}, **sized)
             chain = ctx.provider_chain(step.sandbox_type, role="agent")
             chain = list(dict.fromkeys("docker" if p == "local" else p for p in chain))
-            provider = open_provider(choose_provider(chain))
-            sandbox = await provider.create(spec)
-            ctx.add_sandbox(container, sandbox)
+            sandbox, passed_over = await create_in_chain(chain, spec, note=ctx.note)
+            ctx.add_sandbox(container, sandbox, passed_over)
         policy = getattr(step, "network_policy", None) or "sealed"
         if policy != "open" and (reason := sandbox.agent_isolation()) is not None:
             raise StepError(f"agent '{step.agent_name}' cannot be sealed: {reason}; set "

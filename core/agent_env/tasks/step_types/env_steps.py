@@ -146,7 +146,7 @@ class DeployEnv(Step):
     async def run(self, ctx: TaskContext) -> None:
         from agent_env.runtime import current
         from agent_env.sandbox.base import SandboxSpec
-        from agent_env.tasks.sandboxes import choose_provider, open_provider
+        from agent_env.tasks.sandboxes import choose_provider, create_in_chain
 
         source = await asyncio.to_thread(load_env_source, ctx.artifacts, self.env_id,
                                          self.env_version)
@@ -194,9 +194,14 @@ class DeployEnv(Step):
             raise StepError(f"snapshot_id {snapshot.snapshot_id} was saved on the "
                             f"'{snapshot.provider}' sandbox provider; deploy there, not on "
                             f"'{provider_name}'")
-        provider = open_provider(provider_name)
-        sandbox = await provider.create(spec)
-        ctx.add_sandbox(name, sandbox)  # from here on, teardown takes it down whatever happens
+        # a snapshot or a kept state pins the provider; otherwise the chain falls through
+        pinned = (state is not None and state.instance is not None) or snapshot is not None
+        chain = env_provider_chain(ctx, self.sandbox_type)
+        sandbox, passed_over = await create_in_chain(
+            [provider_name] if pinned else chain[chain.index(provider_name):], spec,
+            note=ctx.note)
+        # from here on, teardown takes it down whatever happens
+        ctx.add_sandbox(name, sandbox, passed_over)
         try:
             if snapshot is not None:
                 sandbox.start_from_committed(snapshot.images)
