@@ -45,6 +45,8 @@ from agent_env.sandbox.base import (
 
 SANDBOX_LABEL = "agentenv.sandbox"
 BUILD_TIMEOUT = 1800.0
+#: Seconds a started ``dockerd`` may take to answer.
+DOCKERD_WAIT = 60
 LOG_TAIL = 40
 
 
@@ -97,6 +99,34 @@ class DockerHostSandbox(Sandbox, abc.ABC):
     async def start_docker(self) -> None:
         """Install or start Docker in the sandbox after the first probe found none; raise
         :class:`~agent_env.sandbox.base.SandboxUnsupported` naming the setting that fixes it."""
+
+    async def start_dockerd(self, fix: str, *, wait_seconds: int = DOCKERD_WAIT) -> None:
+        """Start the image's own ``dockerd`` and wait until it answers; what a ``start_docker``
+        does for images that ship Docker but leave it stopped (cloud sandboxes mostly do).
+
+        Commands may run as a user with passwordless sudo rather than root: then the daemon
+        is started with ``sudo`` and its socket opened to that user. No ``dockerd``, or one
+        that does not answer within ``wait_seconds``, is
+        :class:`~agent_env.sandbox.base.SandboxUnsupported` ending with ``fix``.
+        """
+        started = await self.exec(
+            'S=""; [ "$(id -u)" = 0 ] || S="sudo -n"; '
+            "command -v dockerd >/dev/null || exit 3; "
+            "pgrep -x dockerd >/dev/null || "
+            "$S sh -c 'nohup setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &'; "
+            f"for i in $(seq {wait_seconds * 2}); do "
+            "if $S docker info >/dev/null 2>&1; then "
+            '[ -z "$S" ] || $S chmod 666 /var/run/docker.sock; exit 0; fi; '
+            "sleep 0.5; done; exit 4",
+            timeout=wait_seconds + 30,
+        )
+        if started.exit_code != 0:
+            why = ("has no dockerd" if started.exit_code == 3
+                   else f"did not get dockerd answering within {wait_seconds}s")
+            raise SandboxUnsupported(
+                f"{self.provider_name} sandbox {self.id} {why}, so it cannot run env "
+                f"containers; {fix}"
+            )
 
     @property
     def container_prefix(self) -> str:

@@ -36,7 +36,6 @@ from agent_env.api import (
     SandboxError,
     SandboxProvider,
     SandboxSpec,
-    SandboxUnsupported,
     get_logger,
 )
 
@@ -58,7 +57,6 @@ IMAGE_CREATE_TIMEOUT = 1800.0
 SNAPSHOT_CREATE_TIMEOUT = 300.0
 CREATE_ATTEMPTS = 5
 DELETE_ATTEMPTS = 5
-DOCKER_WAIT_SECONDS = 60
 GONE_STATES = frozenset({"destroyed", "destroying", "error", "build_failed"})
 
 #: Docker Engine and Compose on a Debian or Ubuntu base, from Docker's apt repository; the
@@ -87,7 +85,6 @@ _FRAMED = (
     'o=$(mktemp) && e=$(mktemp) || exit 125; "$@" >"$o" 2>"$e" </dev/null; c=$?; '
     'base64 -w0 <"$o"; echo; base64 -w0 <"$e"; echo; rm -f "$o" "$e"; exit $c'
 )
-_SUDO = 'S=""; [ "$(id -u)" = 0 ] || S="sudo -n"; '
 
 
 def _unframe(result: str) -> tuple[str, str]:
@@ -231,22 +228,9 @@ class DaytonaSandbox(DockerHostSandbox):
         await self.provider.delete(handle)
 
     async def start_docker(self) -> None:
-        """Start the image's ``dockerd`` (Daytona leaves it to the sandbox) and open its socket
-        to the command user."""
-        started = await self.exec(
-            _SUDO + "command -v dockerd >/dev/null || exit 3; "
-            "pgrep -x dockerd >/dev/null || "
-            "($S sh -c 'nohup setsid dockerd >/var/log/dockerd.log 2>&1 </dev/null &'); "
-            f"for i in $(seq {DOCKER_WAIT_SECONDS * 2}); do "
-            "$S docker info >/dev/null 2>&1 && { $S chmod 666 /var/run/docker.sock; exit 0; }; "
-            "sleep 0.5; done; exit 4"
-        )
-        if started.exit_code != 0:
-            raise SandboxUnsupported(
-                f"daytona sandbox {self.id} has no working Docker daemon, so it cannot run env "
-                f"containers; leave snapshot unset in {CONFIG_TABLE} (the provider then builds "
-                "a Docker host image) or name a Docker-capable snapshot"
-            )
+        """Start the image's ``dockerd``: Daytona leaves it to the sandbox."""
+        await self.start_dockerd(f"leave snapshot unset in {CONFIG_TABLE} (the provider then "
+                                 "builds a Docker host image) or name a Docker-capable snapshot")
 
 
 class DaytonaSandboxProvider(SandboxProvider):

@@ -40,7 +40,6 @@ CONFIG_TABLE = "[sandbox.providers.tensorlake.config]"
 #: Network policies Tensorlake enforces, and the create arguments each one means.
 NETWORK_POLICIES: dict[str, dict[str, Any]] = {"no-internet": {"allow_internet_access": False}}
 TIMEOUT_EXIT_CODE = 124
-DOCKER_WAIT_SECONDS = 60
 _NAME = re.compile(r"^agentenv-(vm|container)-")
 
 #: Where spec env vars live in a sandbox (the SDK's create takes none); every exec reads it.
@@ -172,18 +171,8 @@ class TensorlakeSandbox(DockerHostSandbox):
 
     async def start_docker(self) -> None:
         """The image's Docker daemon, started here when the image did not start it."""
-        started = await self.exec(
-            "command -v dockerd >/dev/null || exit 3; "
-            "(nohup dockerd >/var/log/dockerd.log 2>&1 &); "
-            f"for i in $(seq {DOCKER_WAIT_SECONDS * 2}); do "
-            "docker info >/dev/null 2>&1 && exit 0; sleep 0.5; done; exit 4"
-        )
-        if started.exit_code != 0:
-            raise SandboxUnsupported(
-                f"tensorlake sandbox {self.id} (image {self.image}) has no working Docker "
-                f"daemon, so it cannot run env containers; set image in {CONFIG_TABLE} "
-                f"to a Docker-capable image (the default is {DEFAULT_IMAGE})"
-            )
+        await self.start_dockerd(f"set image in {CONFIG_TABLE} to a Docker-capable image "
+                                 f"(the default is {DEFAULT_IMAGE})")
 
 
 class TensorlakeSandboxProvider(SandboxProvider):

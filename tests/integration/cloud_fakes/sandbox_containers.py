@@ -7,8 +7,9 @@ the host's socket and CLI mounted in, standing in for the Docker daemon of a VM-
 Each container carries ``<fake label>=<sandbox id>`` and ``agentenv.sandbox=<id>``, so removing
 a sandbox also removes what its "daemon" ran.
 
-:class:`FakeCloudServer` is the aiohttp side: it records every request, serves the app from its
-own thread and event loop (the SDK under test runs on the test's), and proxies public port URLs
+:class:`FakeCloudServer` is the aiohttp side: it records every request (header names
+lowercased), serves the app from its own thread and event loop (the SDK under test runs on
+the test's), and proxies public port URLs
 (``Host: <port>-<id>.localhost:<port of the fake>``; tests resolve ``*.localhost`` locally).
 """
 
@@ -160,7 +161,8 @@ class FakeCloudServer:
         body = await request.read()
         self.requests.append({
             "method": request.method, "path": request.path, "query": dict(request.query),
-            "host": host, "headers": dict(request.headers), "json": json_or_none(body),
+            "host": host, "headers": {k.lower(): v for k, v in request.headers.items()},
+            "json": json_or_none(body),
             "size": len(body),
         })
         return await self.handle(request, body)

@@ -80,7 +80,7 @@ async def test_create_sends_size_ttl_labels_env_and_the_docker_host_image(
     ))
     try:
         [create] = fake_daytona.calls("POST", r"^/api/sandbox$")
-        assert create["headers"]["Authorization"] == f"Bearer {API_KEY}"
+        assert create["headers"]["authorization"] == f"Bearer {API_KEY}"
         sent = create["json"]
         # raised to Daytona's Docker-in-Docker floor: 2 vCPU, 4 GiB, 10 GiB
         assert (sent["cpu"], sent["memory"], sent["disk"]) == (2, 4, 10)

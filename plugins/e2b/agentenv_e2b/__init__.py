@@ -1,0 +1,7 @@
+"""E2B cloud sandboxes for AgentEnv: the ``e2b`` sandbox provider.
+
+Modules: :mod:`.provider` (the provider and its sandboxes, on the ``e2b`` SDK), :mod:`.plugin`
+(the hook). Nothing imports the SDK at import time: the CLI loads this plugin on every start.
+"""
+
+__version__ = "0.1.0"
