@@ -104,6 +104,7 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
         "daytona", "agentenv-framework-daytona", "daytona", {"sandbox_provider": ("daytona",)}
     ),
     FirstPartyPlugin("e2b", "agentenv-framework-e2b", "e2b", {"sandbox_provider": ("e2b",)}),
+    FirstPartyPlugin("boxd", "agentenv-framework-boxd", "boxd", {"sandbox_provider": ("boxd",)}),
     FirstPartyPlugin("harbor", "agentenv-framework-harbor", "harbor",
                      {"bundle_format": ("harbor",)}),
     FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",

@@ -1,0 +1,10 @@
+"""boxd's hook implementation: the ``boxd`` sandbox provider (cheap to import)."""
+
+from __future__ import annotations
+
+from agent_env.api import Lazy, hookimpl
+
+
+@hookimpl
+def agent_env_sandbox_providers() -> list[Lazy]:
+    return [Lazy("boxd", "agentenv_boxd.provider:BoxdSandboxProvider")]

@@ -1,0 +1,29 @@
+"""Fixtures for the boxd plugin: the fake boxd (gRPC and key exchange, in a thread) on real
+Docker.
+
+Docker tests never skip under ``CI=true``: a missing daemon or base image fails there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_boxd import FakeBoxd
+
+
+@pytest.fixture(autouse=True)
+def _private_state(build_state_root: Path) -> Path:
+    """A private state root and config per test (stores, wheel caches, providers)."""
+    return build_state_root
+
+
+@pytest.fixture
+def fake_boxd(wildcard_localhost: None, docker_client: Any) -> Iterator[FakeBoxd]:
+    """The fake service on 127.0.0.1, served from its own thread and event loop."""
+    fake = FakeBoxd(docker_client)
+    fake.start()
+    yield fake
+    fake.stop()
