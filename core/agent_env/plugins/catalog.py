@@ -105,6 +105,9 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     ),
     FirstPartyPlugin("e2b", "agentenv-framework-e2b", "e2b", {"sandbox_provider": ("e2b",)}),
     FirstPartyPlugin("boxd", "agentenv-framework-boxd", "boxd", {"sandbox_provider": ("boxd",)}),
+    FirstPartyPlugin(
+        "vercel", "agentenv-framework-vercel", "vercel", {"sandbox_provider": ("vercel",)}
+    ),
     FirstPartyPlugin("harbor", "agentenv-framework-harbor", "harbor",
                      {"bundle_format": ("harbor",)}),
     FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",

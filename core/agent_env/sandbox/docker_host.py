@@ -128,6 +128,13 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                 f"containers; {fix}"
             )
 
+    def host_ports(self) -> tuple[int, ...]:
+        """The sandbox ports published container ports must bind to, in order of use. Empty
+        (the default): the daemon picks any port, which :meth:`expose` then makes public. A
+        provider that can make public only ports fixed when the sandbox was created (Vercel)
+        lists those."""
+        return ()
+
     @property
     def container_prefix(self) -> str:
         """What container and network names start with (unique per sandbox)."""
@@ -235,8 +242,9 @@ class DockerHostSandbox(Sandbox, abc.ABC):
             argv += ["--label", f"{key}={value}"]
         for key, value in sorted(spec.env.items()):
             argv += ["-e", f"{key}={value}"]
-        for port in spec.publish:
-            argv += ["-p", f"0.0.0.0::{port}"]
+        for port, host in zip(spec.publish, self._bind_ports(name, len(spec.publish)),
+                              strict=True):
+            argv += ["-p", f"0.0.0.0:{host or ''}:{port}"]
         if spec.private and not (spec.edge or spec.outbound):  # offline: fail lookups fast
             argv += ["--dns-opt", "timeout:1", "--dns-opt", "attempts:1"]
         check = spec.healthcheck
@@ -275,6 +283,24 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                                    f"{self.id} published no host port for {port}")
             urls[port] = await self.expose(host_port)
         return urls
+
+    def _bind_ports(self, container: str, count: int) -> list[int | None]:
+        """Host ports for ``count`` published ports of ``container`` (None: the daemon picks):
+        the free ones of :meth:`host_ports`, what a container being made again had first."""
+        fixed = self.host_ports()
+        if not fixed:
+            return [None] * count
+        bound: dict[int, str] = self.__dict__.setdefault("_bound_ports", {})
+        for host in [h for h, owner in bound.items() if owner == container]:
+            del bound[host]
+        free = [host for host in fixed if host not in bound]
+        if len(free) < count:
+            raise SandboxUnsupported(
+                f"the {self.provider_name} sandbox {self.id} has no public port left for "
+                f"container {container} (its ports {', '.join(map(str, fixed))} are taken)")
+        for host in free[:count]:
+            bound[host] = container
+        return list(free[:count])
 
     async def ensure_network(self) -> None:
         """Create the two networks once (Docker allows two networks of one name)."""

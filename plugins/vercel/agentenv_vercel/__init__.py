@@ -1,0 +1,8 @@
+"""Vercel Sandbox for AgentEnv: the ``vercel`` sandbox provider.
+
+Modules: :mod:`.provider` (the provider and its sandboxes, on the ``vercel-sandbox`` SDK),
+:mod:`.plugin` (the hook). Nothing imports the SDK at import time: the CLI loads this plugin
+on every start.
+"""
+
+__version__ = "0.1.0"
