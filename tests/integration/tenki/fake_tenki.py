@@ -12,15 +12,15 @@ errors are raised as the Connect errors the SDK maps (``not_found``, ...).
 
 from __future__ import annotations
 
-import io
 import queue
 import secrets
 import shutil
-import tarfile
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from sandbox_containers import SandboxContainers, get_file, put_file
 
 API_KEY = "tk_test_key"
 BASE_IMAGE = "python:3.11-slim"
@@ -177,32 +177,17 @@ class FakeTenkiRPC:
         from tenki_sandbox._pb import pb
 
         self.calls.append(("write_file", request))
-        container = self._container(request.session_id)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as tar:
-            info = tarfile.TarInfo(request.path.lstrip("/"))
-            info.size, info.mode, info.mtime = len(request.content), 0o644, int(time.time())
-            tar.addfile(info, io.BytesIO(request.content))
-        container.put_archive("/", buffer.getvalue())
+        put_file(self._container(request.session_id), request.path, request.content)
         return pb.WriteFileResponse(path=request.path, size_bytes=len(request.content))
 
     def read_file(self, request: Any, **_: Any) -> Any:
-        import docker.errors
         from tenki_sandbox._pb import pb
 
         self.calls.append(("read_file", request))
-        container = self._container(request.session_id)
-        try:
-            chunks, _stat = container.get_archive(request.path)
-        except docker.errors.NotFound:
-            raise _error("not_found", f"open {request.path}: no such file or directory") \
-                from None
-        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-            member = tar.next()
-            handle = tar.extractfile(member) if member is not None else None
-            if handle is None:
-                raise _error("not_found", f"open {request.path}: no such file or directory")
-            return pb.ReadFileResponse(path=request.path, content=handle.read())
+        data = get_file(self._container(request.session_id), request.path)
+        if data is None:
+            raise _error("not_found", f"open {request.path}: no such file or directory")
+        return pb.ReadFileResponse(path=request.path, content=data)
 
     def mkdir(self, request: Any, **_: Any) -> Any:
         from tenki_sandbox._pb import pb
@@ -234,8 +219,4 @@ class FakeTenkiRPC:
 
     def _remove(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)
-        label = {"label": f"agentenv.sandbox={session_id}"}
-        for container in self.docker.containers.list(all=True, filters=label):
-            container.remove(force=True)
-        for network in self.docker.networks.list(filters=label):
-            network.remove()
+        SandboxContainers(self.docker, FAKE_LABEL).remove(session_id)

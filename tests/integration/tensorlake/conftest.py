@@ -5,8 +5,6 @@ Docker tests never skip under ``CI=true``: a missing daemon or base image fails 
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,17 +22,11 @@ def _private_state(build_state_root: Path) -> Path:
 @pytest.fixture
 def fake_tensorlake(wildcard_localhost: None, docker_client: Any) -> Iterator[FakeTensorlake]:
     """The fake service on 127.0.0.1, served from its own thread and event loop."""
-    client = docker_client
     fake = FakeTensorlake(
-        client, api_key=API_KEY,
+        docker_client, api_key=API_KEY,
         images={"agentenv-dind-host-v1": BASE_IMAGE, BASE_IMAGE: BASE_IMAGE,
                 "plain-python": BASE_IMAGE},
     )
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(fake.start(), loop).result(30)
+    fake.start()
     yield fake
-    asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(120)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    fake.stop()

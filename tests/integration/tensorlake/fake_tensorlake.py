@@ -10,101 +10,61 @@ What it serves (learned from the SDK: its lifecycle client and the sandbox proxy
 * ingress: ``Host: <port>-<id>.localhost:<port of this server>`` is proxied to the sandbox's
   port (the cloud's public port URLs; tests resolve ``*.localhost`` to 127.0.0.1).
 
-Each sandbox is a real container on the local Docker engine so that exec, copies and ports
-really work: host networking (a sandbox port is that port on 127.0.0.1) and the host's Docker
-socket and CLI mounted in, standing in for the Docker daemon of ``agentenv-dind-host-v1``.
-Every request is recorded in ``requests`` (method, path, JSON body, authorization).
+Each sandbox is a real container on the local Docker engine (:mod:`sandbox_containers`), so
+exec, copies and ports really work; one booted from ``agentenv-dind-host-v1`` gets the host's
+Docker socket and CLI, standing in for its Docker daemon. Every request is recorded in
+``requests`` (method, path, headers, JSON body).
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 import secrets
-import tarfile
 import time
 from typing import Any
 
-import aiohttp
 from aiohttp import web
+from sandbox_containers import FakeCloudServer, SandboxContainers, get_file, put_file
 
 API_KEY = "tl-test-key"
 BASE_IMAGE = "python:3.11-slim"
 NAMESPACE_PATH = re.compile(r"^/v1/namespaces/(?P<ns>[^/]+)/sandboxes(?:/(?P<id>[^/]+))?$")
-INGRESS_HOST = re.compile(r"^(?P<port>\d+)-(?P<id>[^.]+)\.localhost(?::\d+)?$")
 FAKE_LABEL = "agentenv.fake-tensorlake"
-KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
-HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
-class FakeTensorlake:
+class FakeTensorlake(FakeCloudServer):
     """The fake service: its state, the aiohttp app and the containers behind sandboxes."""
 
     def __init__(self, docker_client: Any, *, images: dict[str, str], api_key: str,
                  docker_images: tuple[str, ...] = ("agentenv-dind-host-v1",)) -> None:
+        super().__init__()
+        self.containers = SandboxContainers(docker_client, FAKE_LABEL)
         self.docker = docker_client
         self.images = images  # Tensorlake image name -> local Docker image
         self.docker_images = docker_images  # images that come with a Docker daemon
         self.api_key = api_key
         self.sandboxes: dict[str, dict[str, Any]] = {}
-        self.requests: list[dict[str, Any]] = []
         self.unreachable: set[str] = set()  # sandbox ids whose daemon drops connections
-        self.port = 0
-        self._runner: web.AppRunner | None = None
-        self._http: aiohttp.ClientSession | None = None
 
-    # -- lifecycle of the fake -----------------------------------------------------------
-
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024**3)
-        app.router.add_route("*", "/{tail:.*}", self.dispatch)
-        return app
-
-    async def start(self) -> str:
-        self._runner = web.AppRunner(self.app())
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self.url
-
-    async def stop(self) -> None:
+    async def close(self) -> None:
         for sandbox_id in list(self.sandboxes):
             await asyncio.to_thread(self._remove, sandbox_id)
-        if self._http is not None:
-            await self._http.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def calls(self, method: str, path_pattern: str) -> list[dict[str, Any]]:
-        return [r for r in self.requests
-                if r["method"] == method and re.search(path_pattern, r["path"])]
+    def ingress_open(self, sandbox_id: str, port: int) -> bool:
+        record = self.sandboxes.get(sandbox_id)
+        return record is not None and port in record["exposed_ports"]
 
     # -- routing -------------------------------------------------------------------------
 
-    async def dispatch(self, request: web.Request) -> web.StreamResponse:
-        host = request.headers.get("Host", "")
-        ingress = INGRESS_HOST.match(host)
-        if ingress:
-            return await self.ingress(request, ingress["id"], int(ingress["port"]))
-        body = await request.read()
-        self.requests.append({
-            "method": request.method, "path": request.path, "query": dict(request.query),
-            "host": host, "authorization": request.headers.get("Authorization"),
-            "json": _json_or_none(body), "size": len(body),
-        })
+    async def handle(self, request: web.Request, body: bytes) -> web.StreamResponse:
         if request.headers.get("Authorization") != f"Bearer {self.api_key}":
             return web.json_response({"message": "invalid API key"}, status=401)
         lifecycle = NAMESPACE_PATH.match(request.path)
         if lifecycle:
             return await self.lifecycle(request, lifecycle["id"], body)
-        sandbox_id = host.split(".", 1)[0]
+        sandbox_id = request.headers.get("Host", "").split(".", 1)[0]
         if request.path.startswith("/api/v1/"):
             if sandbox_id in self.unreachable and request.transport is not None:
                 request.transport.close()  # the connection drops mid-request
@@ -146,8 +106,8 @@ class FakeTensorlake:
         if local is None:
             return web.json_response({"message": f"image {image} not found"}, status=400)
         sandbox_id = secrets.token_hex(8)
-        container = await asyncio.to_thread(self._start_container, sandbox_id, local,
-                                            image in self.docker_images)
+        container = await asyncio.to_thread(self.containers.start, sandbox_id, local,
+                                            with_docker=image in self.docker_images)
         resources = request.get("resources") or {}
         self.sandboxes[sandbox_id] = {
             "container": container, "image": image, "name": request.get("name"),
@@ -175,28 +135,9 @@ class FakeTensorlake:
             "sandbox_url": self.url, "ingress_endpoint": f"http://localhost:{self.port}",
         }
 
-    def _start_container(self, sandbox_id: str, image: str, with_docker: bool) -> Any:
-        import shutil
-
-        volumes: dict[str, dict[str, str]] = {}
-        docker_cli = shutil.which("docker")
-        if with_docker and docker_cli:
-            volumes["/var/run/docker.sock"] = {"bind": "/var/run/docker.sock", "mode": "rw"}
-            volumes[docker_cli] = {"bind": "/usr/local/bin/docker", "mode": "ro"}
-        return self.docker.containers.run(
-            image, KEEP_ALIVE, detach=True, name=f"fake-tensorlake-{sandbox_id}",
-            network_mode="host", volumes=volumes,
-            labels={FAKE_LABEL: sandbox_id, "agentenv.sandbox": sandbox_id},
-        )
-
     def _remove(self, sandbox_id: str) -> None:
-        """The sandbox's container and whatever its Docker daemon ran (they share ours)."""
         self.sandboxes.pop(sandbox_id, None)
-        label = {"label": f"agentenv.sandbox={sandbox_id}"}
-        for container in self.docker.containers.list(all=True, filters=label):
-            container.remove(force=True)
-        for network in self.docker.networks.list(filters=label):
-            network.remove()
+        self.containers.remove(sandbox_id)
 
     # -- the sandbox daemon ----------------------------------------------------------------
 
@@ -208,10 +149,10 @@ class FakeTensorlake:
         if request.path == "/api/v1/files":
             path = request.query.get("path", "")
             if request.method == "PUT":
-                await asyncio.to_thread(_put, container, path, body)
+                await asyncio.to_thread(put_file, container, path, body)
                 return web.Response(status=200)
             if request.method == "GET":
-                data = await asyncio.to_thread(_get, container, path)
+                data = await asyncio.to_thread(get_file, container, path)
                 if data is None:
                     return web.json_response({"message": f"{path}: no such file"}, status=404)
                 return web.Response(body=data, content_type="application/octet-stream")
@@ -243,60 +184,3 @@ class FakeTensorlake:
         await response.write(f"data: {json.dumps(exit_event)}\n\n".encode())
         await response.write_eof()
         return response
-
-    # -- ingress: public port URLs ----------------------------------------------------------
-
-    async def ingress(self, request: web.Request, sandbox_id: str,
-                      port: int) -> web.StreamResponse:
-        record = self.sandboxes.get(sandbox_id)
-        if record is None or port not in record["exposed_ports"]:
-            return web.Response(status=404, text=f"port {port} of {sandbox_id} is not exposed")
-        if self._http is None:
-            self._http = aiohttp.ClientSession(auto_decompress=False)
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
-        try:
-            upstream = await self._http.request(
-                request.method, f"http://127.0.0.1:{port}{request.path_qs}", headers=headers,
-                data=await request.read(), allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
-            )
-        except aiohttp.ClientError:
-            return web.Response(status=502, text="the sandbox port did not answer")
-        async with upstream:
-            response = web.StreamResponse(status=upstream.status, headers={
-                k: v for k, v in upstream.headers.items() if k.lower() not in HOP_HEADERS
-            })
-            await response.prepare(request)
-            async for chunk in upstream.content.iter_any():
-                await response.write(chunk)
-            await response.write_eof()
-            return response
-
-
-def _json_or_none(body: bytes) -> Any:
-    try:
-        return json.loads(body) if body else None
-    except ValueError:
-        return None
-
-
-def _put(container: Any, path: str, data: bytes) -> None:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo(path.lstrip("/"))
-        info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
-        tar.addfile(info, io.BytesIO(data))
-    container.put_archive("/", buffer.getvalue())
-
-
-def _get(container: Any, path: str) -> bytes | None:
-    import docker.errors
-
-    try:
-        chunks, _ = container.get_archive(path)
-    except docker.errors.NotFound:
-        return None
-    with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-        member = tar.next()
-        handle = tar.extractfile(member) if member is not None else None
-        return handle.read() if handle is not None else None

@@ -68,7 +68,7 @@ async def test_create_sends_resources_ttl_ports_and_the_default_image(
     ))
     try:
         [create] = fake_tensorlake.calls("POST", r"/v1/namespaces/default/sandboxes$")
-        assert create["authorization"] == f"Bearer {API_KEY}"
+        assert create["headers"]["authorization"] == f"Bearer {API_KEY}"
         sent = create["json"]
         assert sent["image"] == DEFAULT_IMAGE == "agentenv-dind-host-v1"
         assert sent["resources"] == {"cpus": 2.0, "memory_mb": 2048, "disk_mb": 8192}
