@@ -24,7 +24,9 @@ Groups, in the order a plugin author meets them:
   ``ContainerSpec`` with its ``Healthcheck`` and ``VolumeMount``, ``ExecResult``,
   ``shell_argv``, ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``,
   ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``,
-  ``ownership_labels``, ``LoopClient`` (a cloud SDK's client per event loop, closed with it);
+  ``ownership_labels``, ``LoopClient`` (a cloud SDK's client per event loop, closed with it),
+  and for cloud providers ``timed_argv``/``timed_result``, ``create_without_leaks`` and
+  ``delete_with_retries`` (see :mod:`agent_env.sandbox.cloud`);
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
   ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
 * images, for a provider that builds with an engine: ``plan_build`` and its ``BuildPlan``
@@ -210,6 +212,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "build_with_progress": ("agent_env.sandbox.base", "build_with_progress"),
     "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
     "LoopClient": ("agent_env.sandbox.loop_client", "LoopClient"),
+    "timed_argv": ("agent_env.sandbox.cloud", "timed_argv"),
+    "timed_result": ("agent_env.sandbox.cloud", "timed_result"),
+    "create_without_leaks": ("agent_env.sandbox.cloud", "create_without_leaks"),
+    "delete_with_retries": ("agent_env.sandbox.cloud", "delete_with_retries"),
     "hermetic_context": ("agent_env.sandbox.docker_host", "hermetic_context"),
     "ownership_labels": ("agent_env.sandbox.ownership", "ownership_labels"),
     "split_chain": ("agent_env.sandbox.chain", "split_chain"),
@@ -403,6 +409,12 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         shell_argv,
     )
     from agent_env.sandbox.chain import option_chain, split_chain
+    from agent_env.sandbox.cloud import (
+        create_without_leaks,
+        delete_with_retries,
+        timed_argv,
+        timed_result,
+    )
     from agent_env.sandbox.docker_host import DockerHostSandbox, hermetic_context
     from agent_env.sandbox.leftovers import find_leftovers
     from agent_env.sandbox.leftovers import remove as remove_leftovers

@@ -32,12 +32,15 @@ from agent_env.api import (
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    create_without_leaks,
+    delete_with_retries,
+    timed_argv,
+    timed_result,
 )
 
 DEFAULT_BASE_URL = "https://boxd.sh:9443"
 CONFIG_TABLE = "[sandbox.providers.boxd.config]"
 MANAGED_LABEL = "agentenv.managed"
-TIMEOUT_EXIT_CODE = 124
 DEFAULT_TTL_SECONDS = 3 * 3600
 #: boxd's machine sizes (vCPU, GiB memory), smallest first; a request gets the first that fits.
 SIZES = ((1, 4), (2, 8), (4, 16), (8, 32))
@@ -92,22 +95,16 @@ class BoxdSandbox(DockerHostSandbox):
     ) -> ExecResult:
         from boxd import BoxdError
 
-        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        if timeout:
-            argv = ["timeout", "-k", "5", f"{timeout:g}", *argv]
         try:
             client = await self.provider.clients.get()
             done = await client.machines.exec(
-                self.id, ["sh", "-c", _RUN, "agentenv", *argv], env=env,
+                self.id, ["sh", "-c", _RUN, "agentenv", *timed_argv(command, timeout)], env=env,
                 cwd=cwd, timeout=timeout + 30 if timeout else None, encoding="buffer")
         except (BoxdError, TimeoutError) as exc:
             return ExecResult(-1, "", f"lost boxd machine {self.id}: {type(exc).__name__}: "
                                       f"{exc}")
-        stdout = bytes(done.stdout).decode("utf-8", "replace")
-        stderr = bytes(done.stderr).decode("utf-8", "replace")
-        if timeout and done.exit_code == TIMEOUT_EXIT_CODE:
-            stderr = f"{stderr}timed out after {timeout:g}s"
-        return ExecResult(int(done.exit_code), stdout, stderr)
+        return timed_result(int(done.exit_code), bytes(done.stdout).decode("utf-8", "replace"),
+                            bytes(done.stderr).decode("utf-8", "replace"), timeout)
 
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         from boxd import BoxdError
@@ -249,40 +246,29 @@ class BoxdSandboxProvider(SandboxProvider):
             raise SandboxError(f"cannot write {ENV_FILE}: {wrote.stderr.strip()}")
 
     async def _create(self, arguments: dict[str, Any]) -> Any:
-        """``machines.create``, retried while rate limited, leaving no machine behind: a
-        create that fails or is cancelled may still have made one, found by its unique name."""
+        """``machines.create``, leaving no machine behind (what a failed or cancelled create
+        made is found by its unique name), its errors one line each."""
         from boxd import AuthenticationError, BoxdError, PermissionDeniedError, RateLimitError
 
         client = await self.clients.get()
         name = arguments["name"]
-        for attempt in range(CREATE_ATTEMPTS):
-            task = asyncio.ensure_future(client.machines.create(**arguments))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._reap(task, name))
-                raise
-            except RateLimitError as exc:
-                if attempt + 1 == CREATE_ATTEMPTS:
-                    raise SandboxError(f"boxd kept refusing machine {name} for rate or quota "
-                                       f"({CREATE_ATTEMPTS} attempts): {exc}") from None
-                await asyncio.sleep(2.0 ** attempt)
-            except (AuthenticationError, PermissionDeniedError) as exc:
-                raise SandboxError(f"boxd refused the API key: check api_key and org in "
-                                   f"{CONFIG_TABLE} ({exc})") from None
-            except BoxdError as exc:
-                await asyncio.shield(self._delete_quietly(name))
-                raise SandboxError(f"boxd could not create machine {name}: {exc}") from None
-            except BaseException:
-                await asyncio.shield(self._delete_quietly(name))
-                raise
-        raise AssertionError("unreachable")
 
-    async def _reap(self, task: asyncio.Future[Any], name: str) -> None:
-        """Delete what a create its caller gave up on made, once the create answers."""
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, READY_TIMEOUT)
-        await self._delete_quietly(name)
+        async def reclaim(_: Any) -> None:
+            await self._delete_quietly(name)
+
+        try:
+            return await create_without_leaks(
+                lambda: client.machines.create(**arguments), reclaim,
+                retry_on=(RateLimitError,), attempts=CREATE_ATTEMPTS,
+                made_nothing=(AuthenticationError, PermissionDeniedError))
+        except RateLimitError as exc:
+            raise SandboxError(f"boxd kept refusing machine {name} for rate or quota "
+                               f"({CREATE_ATTEMPTS} attempts): {exc}") from None
+        except (AuthenticationError, PermissionDeniedError) as exc:
+            raise SandboxError(f"boxd refused the API key: check api_key and org in "
+                               f"{CONFIG_TABLE} ({exc})") from None
+        except BoxdError as exc:
+            raise SandboxError(f"boxd could not create machine {name}: {exc}") from None
 
     async def _delete_quietly(self, machine: str) -> None:
         with contextlib.suppress(SandboxError):
@@ -293,19 +279,13 @@ class BoxdSandboxProvider(SandboxProvider):
         then reported (``agent-env gc`` finds what is left by label)."""
         from boxd import BoxdError, NotFoundError
 
-        error: Exception | None = None
-        for attempt in range(DELETE_ATTEMPTS):
-            try:
-                await (await self.clients.get()).machines.delete(machine)
-                return
-            except NotFoundError:
-                return
-            except BoxdError as exc:
-                error = exc
-            if attempt + 1 < DELETE_ATTEMPTS:
-                await asyncio.sleep(0.5 * 2 ** attempt)
-        raise SandboxError(f"cannot delete boxd machine {machine} after {DELETE_ATTEMPTS} "
-                           f"attempts: {error}")
+        client = await self.clients.get()
+        error = await delete_with_retries(lambda: client.machines.delete(machine),
+                                          retry_on=(BoxdError,), gone=(NotFoundError,),
+                                          attempts=DELETE_ATTEMPTS)
+        if error is not None:
+            raise SandboxError(f"cannot delete boxd machine {machine} after {DELETE_ATTEMPTS} "
+                               f"attempts: {error}")
 
     async def attach(self, sandbox_id: str) -> BoxdSandbox | None:
         from boxd import BoxdError, NotFoundError

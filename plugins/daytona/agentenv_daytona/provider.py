@@ -18,7 +18,6 @@ failure to answer during ``exec`` is exit code ``-1``, as the contract says.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import posixpath
@@ -36,7 +35,11 @@ from agent_env.api import (
     SandboxError,
     SandboxProvider,
     SandboxSpec,
+    create_without_leaks,
+    delete_with_retries,
     get_logger,
+    timed_argv,
+    timed_result,
 )
 
 log = get_logger("agentenv_daytona")
@@ -49,7 +52,6 @@ CONFIG_TABLE = "[sandbox.providers.daytona.config]"
 NETWORK_POLICIES: dict[str, dict[str, Any]] = {"no-internet": {"network_block_all": True}}
 MANAGED_LABEL = "agentenv.managed"
 MODE_LABEL = "agentenv.mode"
-TIMEOUT_EXIT_CODE = 124
 #: Docker-in-Docker needs at least this much (Daytona's guidance): vCPU, GiB memory, GiB disk.
 DOCKER_FLOOR = (2, 4, 10)
 #: Seconds a create may take: a first create from an image builds it; a snapshot only boots.
@@ -112,14 +114,6 @@ def _state(handle: Any) -> str:
     return str(getattr(state, "value", state) or "").lower()
 
 
-def _retry_after(exc: Exception) -> float | None:
-    for key, value in (getattr(exc, "headers", None) or {}).items():
-        if str(key).lower() == "retry-after":
-            with contextlib.suppress(TypeError, ValueError):
-                return float(value)
-    return None
-
-
 class DaytonaSandbox(DockerHostSandbox):
     """One Daytona sandbox; its SDK handle is fetched again when the provider's client changed
     (a handle is bound to the client, and so to the event loop, that made it)."""
@@ -157,10 +151,8 @@ class DaytonaSandbox(DockerHostSandbox):
     ) -> ExecResult:
         from daytona import DaytonaError
 
-        argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
-        if timeout:
-            argv = ["timeout", "-k", "5", f"{timeout:g}", *argv]
-        script = shlex.join(["sh", "-c", _FRAMED, "agentenv", *argv])
+        script = shlex.join(["sh", "-c", _FRAMED, "agentenv",
+                             *timed_argv(command, timeout, shell="sh")])
         wait = None if timeout is None else math.ceil(timeout) + 10
         try:
             handle = await self.handle()
@@ -168,10 +160,7 @@ class DaytonaSandbox(DockerHostSandbox):
         except DaytonaError as exc:
             return ExecResult(-1, "", f"lost daytona sandbox {self.id}: {exc}")
         code = -1 if answer.exit_code is None else int(answer.exit_code)
-        stdout, stderr = _unframe(answer.result or "")
-        if timeout and code == TIMEOUT_EXIT_CODE:
-            stderr = f"{stderr}timed out after {timeout:g}s"
-        return ExecResult(code, stdout, stderr)
+        return timed_result(code, *_unframe(answer.result or ""), timeout)
 
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         from daytona import DaytonaError
@@ -338,8 +327,8 @@ class DaytonaSandboxProvider(SandboxProvider):
         return DaytonaSandbox(self, handle, spec.mode)
 
     async def _create(self, params: Any, name: str, timeout: float) -> Any:
-        """``client.create``, retried while rate limited, leaving no sandbox behind: a create
-        that fails or is cancelled may still have made one, found by its unique name."""
+        """``client.create``, leaving no sandbox behind (what a failed or cancelled create made
+        is found by its unique name), its errors one line each."""
         from daytona import (
             DaytonaAuthenticationError,
             DaytonaError,
@@ -349,41 +338,28 @@ class DaytonaSandboxProvider(SandboxProvider):
         )
 
         client = await self.clients.get()
-        for attempt in range(CREATE_ATTEMPTS):
-            task = asyncio.ensure_future(client.create(params, timeout=timeout))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._reap(task, name))
-                raise
-            except DaytonaRateLimitError as exc:
-                if attempt + 1 == CREATE_ATTEMPTS:
-                    raise SandboxError(f"daytona kept rate-limiting the create of sandbox {name} "
-                                       f"({CREATE_ATTEMPTS} attempts): {exc}") from None
-                delay = min(_retry_after(exc) or 2.0 ** attempt, 30.0)
-                log.warning("daytona.rate_limited", sandbox=name, retry_in=delay)
-                await asyncio.sleep(delay)
-            except DaytonaAuthenticationError as exc:
-                raise SandboxError(f"daytona refused the API key: check api_key in "
-                                   f"{CONFIG_TABLE} ({exc})") from None
-            except (DaytonaForbiddenError, DaytonaValidationError) as exc:
-                raise SandboxError(f"daytona could not create sandbox {name}: {exc}") from None
-            except DaytonaError as exc:
-                await asyncio.shield(self._delete_named(name))
-                raise SandboxError(f"daytona could not create sandbox {name}: {exc}") from None
-            except BaseException:
-                await asyncio.shield(self._delete_named(name))
-                raise
-        raise AssertionError("unreachable")
 
-    async def _reap(self, task: asyncio.Future[Any], name: str) -> None:
-        """Delete what a create its caller gave up on made, once the create answers."""
+        async def reclaim(handle: Any) -> None:
+            if handle is None:
+                await self._delete_named(name)
+            else:
+                with contextlib.suppress(SandboxError):
+                    await self.delete(handle)
+
         try:
-            handle = await asyncio.wait_for(task, SNAPSHOT_CREATE_TIMEOUT)
-        except BaseException:
-            await self._delete_named(name)
-            return
-        await self.delete(handle)
+            return await create_without_leaks(
+                lambda: client.create(params, timeout=timeout), reclaim,
+                retry_on=(DaytonaRateLimitError,), attempts=CREATE_ATTEMPTS,
+                made_nothing=(DaytonaAuthenticationError, DaytonaForbiddenError,
+                              DaytonaValidationError))
+        except DaytonaRateLimitError as exc:
+            raise SandboxError(f"daytona kept rate-limiting the create of sandbox {name} "
+                               f"({CREATE_ATTEMPTS} attempts): {exc}") from None
+        except DaytonaAuthenticationError as exc:
+            raise SandboxError(f"daytona refused the API key: check api_key in {CONFIG_TABLE} "
+                               f"({exc})") from None
+        except DaytonaError as exc:
+            raise SandboxError(f"daytona could not create sandbox {name}: {exc}") from None
 
     async def _delete_named(self, name: str) -> None:
         from daytona import DaytonaError, DaytonaNotFoundError
@@ -405,24 +381,20 @@ class DaytonaSandboxProvider(SandboxProvider):
         and a failing API are retried, then reported (``agent-env gc`` finds what is left)."""
         from daytona import DaytonaConflictError, DaytonaError, DaytonaNotFoundError
 
-        for attempt in range(DELETE_ATTEMPTS):
+        async def attempt() -> None:
             try:
                 await handle.delete()
-                return
-            except DaytonaNotFoundError:
-                return
-            except DaytonaConflictError:
+            except DaytonaConflictError:  # another change in progress: fine if it is a delete
                 with contextlib.suppress(DaytonaError):
                     await handle.refresh_data()
-                if _state(handle) in GONE_STATES:
-                    return
-                error: Exception | None = None
-            except DaytonaError as exc:
-                error = exc
-            if attempt + 1 < DELETE_ATTEMPTS:
-                await asyncio.sleep(0.5 * 2 ** attempt)
-        raise SandboxError(f"cannot terminate daytona sandbox {handle.id} after "
-                           f"{DELETE_ATTEMPTS} attempts: {error or 'it kept changing state'}")
+                if _state(handle) not in GONE_STATES:
+                    raise
+
+        error = await delete_with_retries(attempt, retry_on=(DaytonaError,),
+                                          gone=(DaytonaNotFoundError,), attempts=DELETE_ATTEMPTS)
+        if error is not None:
+            raise SandboxError(f"cannot terminate daytona sandbox {handle.id} after "
+                               f"{DELETE_ATTEMPTS} attempts: {error}")
 
     # -- find ------------------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ Any SDK failure to answer during ``exec`` is exit code ``-1``, as the contract s
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import secrets
 import shlex
@@ -28,7 +27,11 @@ from agent_env.api import (
     SandboxError,
     SandboxProvider,
     SandboxSpec,
+    create_without_leaks,
+    delete_with_retries,
     get_logger,
+    timed_argv,
+    timed_result,
 )
 
 log = get_logger("agentenv_e2b")
@@ -39,11 +42,10 @@ NETWORK_POLICIES: dict[str, dict[str, Any]] = {"no-internet": {"allow_internet_a
 MANAGED_LABEL = "agentenv.managed"
 #: A label unique to one create, so a create that failed after E2B made the sandbox finds it.
 CREATE_LABEL = "agentenv.create"
-TIMEOUT_EXIT_CODE = 124
 DEFAULT_TTL_SECONDS = 3600
 CREATE_ATTEMPTS = 5
 KILL_ATTEMPTS = 5
-#: Seconds to wait for E2B to answer a create (booting a template is usually seconds).
+#: Seconds to wait for E2B to answer a create.
 CREATE_REQUEST_TIMEOUT = 300.0
 
 
@@ -78,13 +80,10 @@ class E2BSandbox(DockerHostSandbox):
     ) -> ExecResult:
         from e2b import CommandExitException
 
-        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        if timeout:
-            argv = ["timeout", "-k", "5", f"{timeout:g}", *argv]
         try:
             handle = await self.handle()
             done = await handle.commands.run(
-                shlex.join(argv), envs=env, cwd=cwd,
+                shlex.join(timed_argv(command, timeout)), envs=env, cwd=cwd,
                 timeout=timeout + 30 if timeout else 0,  # 0: no limit (ours is `timeout`)
             )
         except CommandExitException as exc:
@@ -94,9 +93,7 @@ class E2BSandbox(DockerHostSandbox):
                                       f"{exc}")
         else:
             code, stdout, stderr = int(done.exit_code), done.stdout, done.stderr
-        if timeout and code == TIMEOUT_EXIT_CODE:
-            stderr = f"{stderr}timed out after {timeout:g}s"
-        return ExecResult(code, stdout or "", stderr or "")
+        return timed_result(code, stdout or "", stderr or "", timeout)
 
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         """Written through envd's file API (which makes the parent folders)."""
@@ -213,45 +210,31 @@ class E2BSandboxProvider(SandboxProvider):
         return E2BSandbox(self, str(handle.sandbox_id), labels, handle)
 
     async def _create(self, sandbox_class: Any, arguments: dict[str, Any], marker: str) -> Any:
-        """``AsyncSandbox.create``, retried while rate limited, leaving no sandbox behind: a
-        create that fails or is cancelled may still have made one, found by its marker."""
+        """``AsyncSandbox.create``, leaving no sandbox behind (what a failed or cancelled
+        create made is found by its marker label), its errors one line each."""
         from e2b import AuthenticationException, RateLimitException, SandboxException
 
-        for attempt in range(CREATE_ATTEMPTS):
-            task = asyncio.ensure_future(sandbox_class.create(**arguments))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._reap(task, marker))
-                raise
-            except RateLimitException as exc:
-                if attempt + 1 == CREATE_ATTEMPTS:
-                    raise SandboxError(f"e2b kept rate-limiting the sandbox create "
-                                       f"({CREATE_ATTEMPTS} attempts): {exc}") from None
-                delay = 2.0 ** attempt
-                log.warning("e2b.rate_limited", retry_in=delay)
-                await asyncio.sleep(delay)
-            except AuthenticationException as exc:
-                raise SandboxError(f"e2b refused the API key: check api_key in {CONFIG_TABLE} "
-                                   f"({exc})") from None
-            except SandboxException as exc:
-                await asyncio.shield(self._kill_marked(marker))
-                raise SandboxError(f"e2b could not create a sandbox from template "
-                                   f"{arguments['template']}: {exc}") from None
-            except BaseException:
-                await asyncio.shield(self._kill_marked(marker))
-                raise
-        raise AssertionError("unreachable")
+        async def reclaim(handle: Any) -> None:
+            if handle is None:
+                await self._kill_marked(marker)
+            else:
+                with contextlib.suppress(SandboxError):
+                    await self.kill(str(handle.sandbox_id))
 
-    async def _reap(self, task: asyncio.Future[Any], marker: str) -> None:
-        """Kill what a create its caller gave up on made, once the create answers."""
         try:
-            handle = await asyncio.wait_for(task, CREATE_REQUEST_TIMEOUT)
-        except BaseException:
-            await self._kill_marked(marker)
-            return
-        with contextlib.suppress(SandboxError):
-            await self.kill(str(handle.sandbox_id))
+            return await create_without_leaks(
+                lambda: sandbox_class.create(**arguments), reclaim,
+                retry_on=(RateLimitException,), made_nothing=(AuthenticationException,),
+                attempts=CREATE_ATTEMPTS)
+        except RateLimitException as exc:
+            raise SandboxError(f"e2b kept rate-limiting the sandbox create "
+                               f"({CREATE_ATTEMPTS} attempts): {exc}") from None
+        except AuthenticationException as exc:
+            raise SandboxError(f"e2b refused the API key: check api_key in {CONFIG_TABLE} "
+                               f"({exc})") from None
+        except SandboxException as exc:
+            raise SandboxError(f"e2b could not create a sandbox from template "
+                               f"{arguments['template']}: {exc}") from None
 
     async def _kill_marked(self, marker: str) -> None:
         try:
@@ -269,20 +252,16 @@ class E2BSandboxProvider(SandboxProvider):
         (``agent-env gc`` finds what is left by label)."""
         from e2b import AsyncSandbox, AuthenticationException, SandboxException
 
-        error: Exception | None = None
-        for attempt in range(KILL_ATTEMPTS):
-            try:
-                await AsyncSandbox.kill(sandbox_id, **self.api_params())  # False: gone already
-                return
-            except AuthenticationException as exc:
-                raise SandboxError(f"e2b refused the API key killing sandbox {sandbox_id}: "
-                                   f"check api_key in {CONFIG_TABLE} ({exc})") from None
-            except SandboxException as exc:
-                error = exc
-            if attempt + 1 < KILL_ATTEMPTS:
-                await asyncio.sleep(0.5 * 2 ** attempt)
-        raise SandboxError(f"cannot kill e2b sandbox {sandbox_id} after {KILL_ATTEMPTS} "
-                           f"attempts: {error}")
+        try:  # AsyncSandbox.kill answers False for a sandbox gone already
+            error = await delete_with_retries(
+                lambda: AsyncSandbox.kill(sandbox_id, **self.api_params()),
+                retry_on=(SandboxException,), attempts=KILL_ATTEMPTS)
+        except AuthenticationException as exc:
+            raise SandboxError(f"e2b refused the API key killing sandbox {sandbox_id}: "
+                               f"check api_key in {CONFIG_TABLE} ({exc})") from None
+        if error is not None:
+            raise SandboxError(f"cannot kill e2b sandbox {sandbox_id} after {KILL_ATTEMPTS} "
+                               f"attempts: {error}")
 
     async def attach(self, sandbox_id: str) -> E2BSandbox | None:
         from e2b import AsyncSandbox, AuthenticationException, NotFoundException, SandboxException

@@ -17,7 +17,6 @@ Any SDK failure to answer during ``exec`` is exit code ``-1``, as the contract s
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import secrets
@@ -33,6 +32,10 @@ from agent_env.api import (
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    create_without_leaks,
+    delete_with_retries,
+    timed_argv,
+    timed_result,
 )
 
 CONFIG_TABLE = "[sandbox.providers.vercel.config]"
@@ -45,7 +48,6 @@ MANAGED_LABEL = "agentenv.managed"
 TAG_LABELS = ("agentenv.run", "agentenv.expires", "agentenv.owner", "agentenv.state",
               MANAGED_LABEL)
 NETWORK_POLICIES = ("no-internet",)
-TIMEOUT_EXIT_CODE = 124
 DEFAULT_TTL_SECONDS = 3 * 3600
 MEMORY_PER_VCPU_MB = 2048
 MAX_VCPUS = 32
@@ -106,20 +108,15 @@ class VercelSandbox(DockerHostSandbox):
         env: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> ExecResult:
-        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        if timeout:
-            argv = ["timeout", "-k", "5", f"{timeout:g}", *argv]
         try:
             done = await self._handle.run_process(
-                "sh", ["-c", 'exec "$@" </dev/null', "agentenv", *argv], cwd=cwd, env=env,
+                "sh", ["-c", 'exec "$@" </dev/null', "agentenv", *timed_argv(command, timeout)],
+                cwd=cwd, env=env,
                 capture_output=True)
         except Exception as exc:  # the SDK's API errors and its HTTP client's: no answer
             return ExecResult(-1, "", f"lost vercel sandbox {self.id}: {type(exc).__name__}: "
                                       f"{exc}")
-        stdout, stderr = done.stdout or "", done.stderr or ""
-        if timeout and done.returncode == TIMEOUT_EXIT_CODE:
-            stderr = f"{stderr}timed out after {timeout:g}s"
-        return ExecResult(int(done.returncode), stdout, stderr)
+        return timed_result(int(done.returncode), done.stdout or "", done.stderr or "", timeout)
 
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         """Written through Vercel's file API (a tar upload, which makes the parent folders)."""
@@ -282,46 +279,32 @@ class VercelSandboxProvider(SandboxProvider):
         return VercelSandbox(self, handle)
 
     async def _create(self, arguments: dict[str, Any]) -> Any:
-        """``create_sandbox``, retried while rate limited, leaving no sandbox behind: a create
-        that fails or is cancelled may still have made one, found by its unique name."""
-        from vercel.sandbox import SandboxApiError, SandboxCredentialsError
+        """``create_sandbox``, leaving no sandbox behind (what a failed or cancelled create
+        made is found by its unique name), its errors one line each."""
+        from vercel.sandbox import SandboxCredentialsError
         from vercel.sandbox import SandboxError as VercelError
 
         client = await self.clients.get()
         name = arguments["name"]
-        for attempt in range(CREATE_ATTEMPTS):
-            task = asyncio.ensure_future(client.create_sandbox(**arguments))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.shield(self._reap(task, name))
-                raise
-            except SandboxCredentialsError as exc:
-                raise SandboxError(f"vercel has no credentials: set token, team_id and "
-                                   f"project_id in {CONFIG_TABLE} ({exc})") from None
-            except SandboxApiError as exc:
-                status = _status(exc)
-                if status == 429 and attempt + 1 < CREATE_ATTEMPTS:
-                    await asyncio.sleep(2.0 ** attempt)
-                    continue
-                if status in (401, 403):
-                    raise SandboxError(f"vercel refused the credentials: check token, team_id "
-                                       f"and project_id in {CONFIG_TABLE} ({exc})") from None
-                if status is None or status >= 500:
-                    await asyncio.shield(self._delete_quietly(name))
-                raise SandboxError(f"vercel could not create sandbox {name}: {exc}") from None
-            except VercelError as exc:
-                await asyncio.shield(self._delete_quietly(name))
-                raise SandboxError(f"vercel could not create sandbox {name}: {exc}") from None
-            except BaseException:
-                await asyncio.shield(self._delete_quietly(name))
-                raise
-        raise AssertionError("unreachable")
 
-    async def _reap(self, task: asyncio.Future[Any], name: str) -> None:
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, 300)
-        await self._delete_quietly(name)
+        async def reclaim(_: Any) -> None:
+            await self._delete_quietly(name)
+
+        try:
+            return await create_without_leaks(
+                lambda: client.create_sandbox(**arguments), reclaim,
+                retry_on=lambda e: _status(e) == 429, attempts=CREATE_ATTEMPTS,
+                # refused before anything was made: credentials, a bad request
+                made_nothing=lambda e: isinstance(e, SandboxCredentialsError)
+                or 400 <= (_status(e) or 0) < 500)
+        except SandboxCredentialsError as exc:
+            raise SandboxError(f"vercel has no credentials: set token, team_id and "
+                               f"project_id in {CONFIG_TABLE} ({exc})") from None
+        except VercelError as exc:
+            if _status(exc) in (401, 403):
+                raise SandboxError(f"vercel refused the credentials: check token, team_id "
+                                   f"and project_id in {CONFIG_TABLE} ({exc})") from None
+            raise SandboxError(f"vercel could not create sandbox {name}: {exc}") from None
 
     async def _delete_quietly(self, name: str) -> None:
         with contextlib.suppress(SandboxError):
@@ -332,21 +315,17 @@ class VercelSandboxProvider(SandboxProvider):
         reported (``agent-env gc`` finds what is left by its tags)."""
         from vercel.sandbox import SandboxError as VercelError
 
-        error: Exception | None = None
         client = await self.clients.get()
-        for attempt in range(DELETE_ATTEMPTS):
-            try:
-                handle = await client.get_sandbox(name=name)
-                await handle.destroy()
-                return
-            except VercelError as exc:
-                if _status(exc) == 404:
-                    return
-                error = exc
-            if attempt + 1 < DELETE_ATTEMPTS:
-                await asyncio.sleep(0.5 * 2 ** attempt)
-        raise SandboxError(f"cannot destroy vercel sandbox {name} after {DELETE_ATTEMPTS} "
-                           f"attempts: {error}")
+
+        async def destroy() -> None:
+            await (await client.get_sandbox(name=name)).destroy()
+
+        error = await delete_with_retries(destroy, retry_on=(VercelError,),
+                                          gone=lambda e: _status(e) == 404,
+                                          attempts=DELETE_ATTEMPTS)
+        if error is not None:
+            raise SandboxError(f"cannot destroy vercel sandbox {name} after {DELETE_ATTEMPTS} "
+                               f"attempts: {error}")
 
     async def attach(self, sandbox_id: str) -> VercelSandbox | None:
         from vercel.sandbox import SandboxError as VercelError
