@@ -25,8 +25,8 @@ Groups, in the order a plugin author meets them:
   ``shell_argv``, ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``,
   ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``,
   ``ownership_labels``, ``LoopClient`` (a cloud SDK's client per event loop, closed with it),
-  and for cloud providers ``timed_argv``/``timed_result``, ``create_without_leaks`` and
-  ``delete_with_retries`` (see :mod:`agent_env.sandbox.cloud`);
+  and for cloud providers ``missing_sdk``, ``timed_argv``/``timed_result``,
+  ``create_without_leaks`` and ``delete_with_retries`` (see :mod:`agent_env.sandbox.cloud`);
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
   ``DEPLOYMENT_LABEL`` (see :mod:`agent_env.deployments`);
 * images, for a provider that builds with an engine: ``plan_build`` and its ``BuildPlan``
@@ -212,6 +212,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "build_with_progress": ("agent_env.sandbox.base", "build_with_progress"),
     "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
     "LoopClient": ("agent_env.sandbox.loop_client", "LoopClient"),
+    "missing_sdk": ("agent_env.sandbox.cloud", "missing_sdk"),
     "timed_argv": ("agent_env.sandbox.cloud", "timed_argv"),
     "timed_result": ("agent_env.sandbox.cloud", "timed_result"),
     "create_without_leaks": ("agent_env.sandbox.cloud", "create_without_leaks"),
@@ -412,6 +413,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.sandbox.cloud import (
         create_without_leaks,
         delete_with_retries,
+        missing_sdk,
         timed_argv,
         timed_result,
     )

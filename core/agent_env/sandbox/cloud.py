@@ -28,6 +28,17 @@ KILL_GRACE = 5
 ABANDONED_CREATE_WAIT = 300.0
 
 
+def missing_sdk(module: str, extra: str, what: str | None = None) -> str | None:
+    """A provider's ``availability()`` when its SDK is an extra: None when ``module`` imports,
+    else the one line naming the extra to install (nothing is imported to find out)."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        return (f"the {what or module} SDK is not installed "
+                f"(pip install 'agentenv-framework[{extra}]')")
+    return None
+
+
 def timed_argv(command: str | list[str], timeout: float | None, *,
                shell: str = "bash") -> list[str]:
     """The argv of ``command`` (a string runs in ``shell -c``), killed after ``timeout``."""

@@ -34,6 +34,7 @@ from agent_env.api import (
     SandboxUnsupported,
     create_without_leaks,
     delete_with_retries,
+    missing_sdk,
     timed_argv,
     timed_result,
 )
@@ -200,11 +201,7 @@ class BoxdSandboxProvider(SandboxProvider):
     @classmethod
     def availability(cls) -> str | None:
         """Usable when the SDK imports; a missing key is a config error, said on construction."""
-        import importlib.util
-
-        if importlib.util.find_spec("boxd") is None:
-            return "the boxd SDK is not installed (pip install 'agentenv-framework[boxd]')"
-        return None
+        return missing_sdk("boxd", "boxd")
 
     def _make_client(self) -> Any:
         from boxd import AsyncBoxd

@@ -38,6 +38,7 @@ from agent_env.api import (
     create_without_leaks,
     delete_with_retries,
     get_logger,
+    missing_sdk,
     timed_argv,
     timed_result,
 )
@@ -271,11 +272,7 @@ class DaytonaSandboxProvider(SandboxProvider):
     @classmethod
     def availability(cls) -> str | None:
         """Usable when the SDK imports; a missing key is a config error, said on construction."""
-        import importlib.util
-
-        if importlib.util.find_spec("daytona") is None:
-            return "the daytona SDK is not installed (pip install 'agentenv-framework[daytona]')"
-        return None
+        return missing_sdk("daytona", "daytona")
 
     def _make_client(self) -> Any:
         from daytona import AsyncDaytona, DaytonaConfig

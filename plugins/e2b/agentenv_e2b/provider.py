@@ -30,6 +30,7 @@ from agent_env.api import (
     create_without_leaks,
     delete_with_retries,
     get_logger,
+    missing_sdk,
     timed_argv,
     timed_result,
 )
@@ -178,11 +179,7 @@ class E2BSandboxProvider(SandboxProvider):
     @classmethod
     def availability(cls) -> str | None:
         """Usable when the SDK imports; a missing key is a config error, said on construction."""
-        import importlib.util
-
-        if importlib.util.find_spec("e2b") is None:
-            return "the e2b SDK is not installed (pip install 'agentenv-framework[e2b]')"
-        return None
+        return missing_sdk("e2b", "e2b")
 
     def api_params(self) -> dict[str, Any]:
         """What every SDK call takes to reach this account."""

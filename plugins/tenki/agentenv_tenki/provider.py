@@ -31,6 +31,7 @@ from agent_env.api import (
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    missing_sdk,
     ownership_labels,
 )
 
@@ -215,11 +216,7 @@ class TenkiSandboxProvider(SandboxProvider):
     @classmethod
     def availability(cls) -> str | None:
         """Usable when the SDK imports; a missing key is a config error, said by from_config."""
-        import importlib.util
-
-        if importlib.util.find_spec("tenki") is None:
-            return "the tenki SDK is not installed (pip install 'agentenv-framework[tenki]')"
-        return None
+        return missing_sdk("tenki", "tenki")
 
     @property
     def client(self) -> Any:

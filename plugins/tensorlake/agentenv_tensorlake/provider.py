@@ -32,6 +32,7 @@ from agent_env.api import (
     SandboxProvider,
     SandboxSpec,
     SandboxUnsupported,
+    missing_sdk,
 )
 
 DEFAULT_IMAGE = "agentenv-dind-host-v1"
@@ -213,12 +214,7 @@ class TensorlakeSandboxProvider(SandboxProvider):
     @classmethod
     def availability(cls) -> str | None:
         """Usable when the SDK imports; a missing key is a config error, said on construction."""
-        import importlib.util
-
-        if importlib.util.find_spec("tensorlake") is None:
-            return ("the tensorlake SDK is not installed "
-                    "(pip install 'agentenv-framework[tensorlake]')")
-        return None
+        return missing_sdk("tensorlake", "tensorlake")
 
     async def client(self) -> Any:
         """The SDK's lifecycle client, made on first use."""

@@ -34,6 +34,7 @@ from agent_env.api import (
     SandboxUnsupported,
     create_without_leaks,
     delete_with_retries,
+    missing_sdk,
     timed_argv,
     timed_result,
 )
@@ -214,9 +215,7 @@ class VercelSandboxProvider(SandboxProvider):
         """Without configured credentials the SDK finds its own (Vercel's OIDC token, or
         ``VERCEL_TOKEN`` with ``VERCEL_TEAM_ID`` and ``VERCEL_PROJECT_ID``); none is one error
         before the run, not a failed deploy."""
-        import importlib.util
-
-        if importlib.util.find_spec("vercel") is None:
+        if missing_sdk("vercel", "vercel") is not None:
             return  # availability() says what is missing
         from vercel.oidc.credentials import get_credentials
 
@@ -232,12 +231,7 @@ class VercelSandboxProvider(SandboxProvider):
     @classmethod
     def availability(cls) -> str | None:
         """Usable when the SDK imports; missing credentials are said on construction."""
-        import importlib.util
-
-        if importlib.util.find_spec("vercel") is None:
-            return ("the vercel-sandbox SDK is not installed "
-                    "(pip install 'agentenv-framework[vercel]')")
-        return None
+        return missing_sdk("vercel", "vercel", "vercel-sandbox")
 
     def _make_client(self) -> Any:
         from vercel.sandbox import SandboxClient, SandboxCredentials, SandboxServiceOptions

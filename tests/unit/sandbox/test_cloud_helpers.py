@@ -9,7 +9,13 @@ import asyncio
 
 import pytest
 
-from agent_env.api import create_without_leaks, delete_with_retries, timed_argv, timed_result
+from agent_env.api import (
+    create_without_leaks,
+    delete_with_retries,
+    missing_sdk,
+    timed_argv,
+    timed_result,
+)
 
 
 class RateLimited(Exception):
@@ -117,3 +123,9 @@ async def test_a_delete_is_retried_and_gone_counts_as_done() -> None:
 
     error = await delete_with_retries(broken, retry_on=(RuntimeError,), attempts=2)
     assert isinstance(error, RuntimeError)
+
+
+def test_a_missing_sdk_names_the_extra_to_install() -> None:
+    assert missing_sdk("json", "core") is None
+    assert missing_sdk("agentenv_no_such_sdk", "nosdk", "No-Such") == (
+        "the No-Such SDK is not installed (pip install 'agentenv-framework[nosdk]')")
