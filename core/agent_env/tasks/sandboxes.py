@@ -55,27 +55,28 @@ async def create_in_chain(chain: list[str], spec: SandboxSpec, *,
                           note: Callable[[str], None] | None = None
                           ) -> tuple[Sandbox, list[str]]:
     """Create ``spec`` on the first provider of ``chain`` that can; return the sandbox and one
-    line per provider passed over, saying why. The last provider's failure is raised."""
+    line per provider passed over, saying why. The last failure is raised. A provider not
+    installed or not usable here is skipped, as :func:`choose_provider` skips it; one is asked
+    whether it is usable only when the chain reaches it."""
     from agent_env.runtime import current
 
-    host = current().host
-    usable = [name for name in chain
-              if (cls := host.registry("sandbox_provider").get(name)) is not None
-              and cls.availability() is None]
-    if not usable:
-        choose_provider(chain)  # raises, naming why each one is unusable
+    registry = current().host.registry("sandbox_provider")
     passed: list[str] = []
-    for index, name in enumerate(usable):
+    failed: SandboxError | SandboxUnsupported | None = None
+    for name in chain:
+        provider_class: Any = registry.get(name)
+        if provider_class is None or provider_class.availability() is not None:
+            continue
+        if failed is not None and note is not None:
+            note(f"sandbox {spec.name}: {passed[-1]}; trying {name}")
         try:
-            provider = open_provider(name)
-            return await provider.create(spec), passed
+            return await open_provider(name).create(spec), passed
         except ConfigError:
-            raise
+            raise  # a setting to fix: never passed over
         except (SandboxError, SandboxUnsupported) as exc:
-            if index + 1 == len(usable):
-                raise
-            reason = f"{name}: {exc}"
-            passed.append(reason)
-            if note is not None:
-                note(f"sandbox {spec.name}: {reason}; trying {usable[index + 1]}")
-    raise AssertionError("unreachable")
+            failed = exc
+            passed.append(f"{name}: {exc}")
+    if failed is None:
+        choose_provider(chain)  # none usable: raises, naming why each one is not
+        raise AssertionError("unreachable")
+    raise failed
