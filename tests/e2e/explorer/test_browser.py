@@ -120,7 +120,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
             "network_policy": "open",
             "env_state": {"type": "local_postgres", "instance_id": None}}},
         "outputs": steps, "metadata": {"verifications": {"answer": {"score": 1.0, "results": [
-            {"result": True, "criterion": "says hi", "justification": "'hi' is in the reply"}]}}}}))
+            {"result": True, "criterion": "says hi", "justification": "'hi' is in the reply"}]}}}},
+        sandboxes=[{"name": "env-books", "provider": "docker", "sandbox_id": "c0ffee",
+                    "passed_over": ["daytona: daytona could not create sandbox "
+                                    "agentenv-vm-env-books-1a2b3c: quota exhausted"]}]))
     other = {"ask": {"agent_name": "agent", "trajectory": trajectory("bye")}}
     documents.insert("task_instances", record(
         FAILED_RUN, outcome="failed", scores={"answer": 0.0},
@@ -266,6 +269,9 @@ def test_a_run_step_by_step_with_its_transcript_escaped(
     # which network policy and env state each env had
     assert "env @local/demo/books: network open · env state local_postgres" in page.inner_text(
         "#run-head")
+    # which provider served each sandbox, and the one of its chain passed over
+    assert ("sandbox env-books: docker (passed over: daytona: daytona could not create sandbox "
+            "agentenv-vm-env-books-1a2b3c: quota exhausted)") in page.inner_text("#run-head")
 
 
 def test_filters_and_the_failed_runs_error(page: Any, server: tuple[str, Path]) -> None:

@@ -349,6 +349,13 @@ function envLines(run) {
   });
 }
 
+// which provider served each sandbox, and the ones of its fallback chain that could not
+function sandboxLines(run) {
+  return (run.sandboxes || []).map((box) => el("div", { class: "sandbox-line",
+    text: `sandbox ${box.name}: ${box.provider}` +
+      ((box.passed_over || []).length ? ` (passed over: ${box.passed_over.join("; ")})` : "") }));
+}
+
 async function runPage(main, id) {
   document.getElementById("where").textContent = "· run";
   const run = await api("/task-instances/" + enc(id));
@@ -361,6 +368,7 @@ async function runPage(main, id) {
     el("div", { text: `scores: ${fmtScores(run.scores) || "none"}` }),
     el("div", { text: `started ${run.started_at_utc} · finished ${run.finished_at_utc || "—"}` }),
     ...envLines(run),
+    ...sandboxLines(run),
     run.cancel_reason ? el("div", { class: "error", text: "cancelled: " + run.cancel_reason }) : null,
     el("button", { id: "run-again", text: "Run this task again", onclick: () => runAgain(run) }));
   // steps reported by run events while the run goes on (the record has them once it ends)
