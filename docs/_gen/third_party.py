@@ -1,7 +1,7 @@
 """Write THIRD_PARTY_NOTICES.md: every third-party package AgentEnv can install, and its license.
 
 Which packages: the closure of ``uv.lock`` from the workspace's distributions, with every extra
-a user can install (aws, gcp, tensorlake, tenki, smol, agents) and without the ones that only
+a user can install (aws, gcp, agents, each sandbox provider's...) and without the ones that only
 serve development (``dev``, ``docs``, the plugins' ``test``); a package needed on some platforms
 only is listed too. Versions are the locked ones, so the file changes only when the lock does.
 Licenses come from the installed packages' metadata (``License-Expression``, else the license
