@@ -95,9 +95,6 @@ class VercelSandbox(DockerHostSandbox):
         self.labels = dict(handle.tags or {})
         self.routes = {int(r.port): str(r.url) for r in handle.routes}
 
-    async def handle(self) -> Any:
-        return self._handle
-
     def host_ports(self) -> tuple[int, ...]:
         return tuple(port for port in PUBLIC_PORTS if port in self.routes)
 
