@@ -81,7 +81,10 @@ def _stop(process: subprocess.Popen[bytes]) -> str:
 def servers() -> Iterator[dict[str, int]]:
     """An env server and a gateway over it, as processes; after the test, their logs are
     checked: no traceback, and every line one line of ours."""
-    env_port, gateway_port = _free_port(), _free_port()
+    env_port = _free_port()
+    gateway_port = _free_port()
+    while gateway_port == env_port:  # bind(0) may hand out the same port twice in a row
+        gateway_port = _free_port()
     env = _start([sys.executable, "-c", ENV_SCRIPT],
                  {"MCP_HOST": "127.0.0.1", "MCP_PORT": str(env_port)})
     gateway = _start([sys.executable, "-m", "agentenv_protocol.gateway", "--child",
@@ -91,12 +94,20 @@ def servers() -> Iterator[dict[str, int]]:
         _wait_port(env_port)
         _wait_port(gateway_port)
         deadline = time.monotonic() + 20
-        while raw(gateway_port, "GET", f"/t/{TOKEN}/ready", [])[0] != 200:
-            assert time.monotonic() < deadline, "the gateway did not become ready"
+        while (answer := raw(gateway_port, "GET", f"/t/{TOKEN}/ready", []))[0] != 200:
+            exited = {name: p.returncode for name, p in (("env", env), ("gateway", gateway))
+                      if p.poll() is not None}
+            # Say why: a server that exited (its port taken) reads differently from one
+            # still waiting for its child.
+            assert not exited and time.monotonic() < deadline, (
+                f"the gateway did not become ready: /ready answered {answer[0]} "
+                f"{answer[1][:300]!r}; exited: {exited}")
             time.sleep(0.05)
         yield {"env": env_port, "gateway": gateway_port}
     finally:
         logs = {"env": _stop(env), "gateway": _stop(gateway)}
+        for name, log in logs.items():  # shown by pytest if the setup above failed
+            print(f"{name} stderr:\n{log}")
     for name, log in logs.items():
         assert "Traceback" not in log, (name, log)
         lines = [line for line in log.splitlines() if line.strip()]
