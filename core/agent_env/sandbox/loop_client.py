@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -21,7 +22,8 @@ T = TypeVar("T")
 class LoopClient(Generic[T]):
     """``await clients.get()``: this loop's client, made by ``make`` and closed by ``close``."""
 
-    def __init__(self, make: Callable[[], T], close: Callable[[T], Awaitable[object]]) -> None:
+    def __init__(self, make: Callable[[], T | Awaitable[T]],
+                 close: Callable[[T], Awaitable[object]]) -> None:
         self.make = make
         self.close = close
         self.current: T | None = None
@@ -31,7 +33,12 @@ class LoopClient(Generic[T]):
     async def get(self) -> T:
         loop = asyncio.get_running_loop()
         if self.current is None or self._loop is not loop:
-            client = self.make()
+            made = self.make()
+            # An SDK whose client connects as it is made (Modal's) makes it asynchronously.
+            client: T = await made if inspect.isawaitable(made) else made  # type: ignore[assignment]
+            if self.current is not None and self._loop is loop:  # another caller won the race
+                await self.close(client)
+                return self.current
             closer = self._close_at_shutdown(client)
             await closer.__anext__()  # started: the loop now closes it when it shuts down
             self.current, self._loop, self._closer = client, loop, closer
