@@ -108,6 +108,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     FirstPartyPlugin(
         "vercel", "agentenv-framework-vercel", "vercel", {"sandbox_provider": ("vercel",)}
     ),
+    FirstPartyPlugin("modal", "agentenv-framework-modal", "modal",
+                     {"sandbox_provider": ("modal", "modal_vm")}),
     FirstPartyPlugin("harbor", "agentenv-framework-harbor", "harbor",
                      {"bundle_format": ("harbor",)}),
     FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",

@@ -35,7 +35,7 @@ class LoopClient(Generic[T]):
         if self.current is None or self._loop is not loop:
             made = self.make()
             # An SDK whose client connects as it is made (Modal's) makes it asynchronously.
-            client: T = await made if inspect.isawaitable(made) else made  # type: ignore[assignment]
+            client: T = await made if inspect.isawaitable(made) else made
             if self.current is not None and self._loop is loop:  # another caller won the race
                 await self.close(client)
                 return self.current

@@ -14,8 +14,9 @@ container port is bound to the next free one of them.
 Config, ``[sandbox.providers.modal.config]`` (or ``modal_vm``): the reference's keys
 (``app_name``, ``environment_name``; ``modal`` also ``gpu``, ``ecr_pull_secret_name``) plus
 ``token_id``/``token_secret`` (else the SDK's own: ``MODAL_TOKEN_ID``/``MODAL_TOKEN_SECRET`` or
-the active profile of ``~/.modal.toml``) and ``vm_image`` (a registry image with Docker for VM
-sandboxes; default: Ubuntu with Docker, built and cached by Modal). The API endpoint is the
+the active profile of ``~/.modal.toml``; none at all is one error before the run) and
+``vm_image`` (a registry image with Docker for VM sandboxes; default: Ubuntu with Docker, built
+and cached by Modal). The API endpoint is the
 SDK's own setting (``MODAL_SERVER_URL``).
 
 Sandboxes carry the run's labels as Modal tags (``agent-env gc`` finds leftovers by them) and
@@ -29,6 +30,8 @@ import asyncio
 import contextlib
 import os
 import secrets
+import tomllib
+from pathlib import Path
 from typing import Any, ClassVar
 
 from agent_env.api import (
@@ -71,6 +74,27 @@ DOCKER_PACKAGES = ("docker.io", "curl", "ca-certificates", "python3")
 
 def _table(name: str) -> str:
     return f"[sandbox.providers.{name}.config]"
+
+
+def sdk_credentials() -> tuple[str, str] | None:
+    """The credentials the SDK would use: ``MODAL_TOKEN_ID``/``MODAL_TOKEN_SECRET``, else the
+    profile of ``~/.modal.toml`` (``MODAL_CONFIG_PATH``) named by ``MODAL_PROFILE`` or marked
+    active. Read without importing the SDK, so a missing token is said before a run starts."""
+    token_id, token_secret = os.environ.get("MODAL_TOKEN_ID"), \
+        os.environ.get("MODAL_TOKEN_SECRET")
+    if token_id and token_secret:
+        return token_id, token_secret
+    path = Path(os.environ.get("MODAL_CONFIG_PATH") or Path.home() / ".modal.toml")
+    try:
+        profiles = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    wanted = os.environ.get("MODAL_PROFILE")
+    for name, profile in profiles.items():
+        if isinstance(profile, dict) and (name == wanted if wanted else profile.get("active")):
+            if profile.get("token_id") and profile.get("token_secret"):
+                return str(profile["token_id"]), str(profile["token_secret"])
+    return None
 
 
 class ModalSandbox(DockerHostSandbox):
@@ -206,15 +230,21 @@ class ModalSandboxProvider(SandboxProvider):
         self.environment_name = environment_name
         self.gpu = gpu
         self.ecr_pull_secret_name = ecr_pull_secret_name
-        self.credentials = (token_id, token_secret) if token_id and token_secret else None
+        self.credentials = (token_id, token_secret) if token_id and token_secret \
+            else sdk_credentials()
+        if self.credentials is None:
+            raise ConfigError(
+                f"the {self.name} sandbox provider has no Modal credentials: set "
+                "MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, run `modal token new`, or set "
+                f"token_id and token_secret in {_table(self.name)}")
         self.vm_image = vm_image
         self.clients: LoopClient[Any] = LoopClient(self._make_client, lambda c: c.close.aio())
         self._apps: dict[int, Any] = {}
 
     @classmethod
     def availability(cls) -> str | None:
-        """Usable when the SDK imports; missing credentials are a config error, said when the
-        first sandbox is made (the SDK reads them from the environment then)."""
+        """Usable when the SDK imports; missing credentials are a config error, said on
+        construction."""
         return missing_sdk("modal", "modal", "Modal")
 
     @property
@@ -226,15 +256,9 @@ class ModalSandboxProvider(SandboxProvider):
 
     async def _make_client(self) -> Any:
         import modal
-        from modal.config import config
 
-        token_id, token_secret = self.credentials or (config["token_id"], config["token_secret"])
-        if not (token_id and token_secret):
-            raise ConfigError(
-                f"the {self.name} sandbox provider has no Modal credentials: set "
-                "MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, run `modal token new`, or set "
-                f"token_id and token_secret in {_table(self.name)}")
-        return await modal.Client.from_credentials.aio(token_id, token_secret)
+        assert self.credentials is not None
+        return await modal.Client.from_credentials.aio(*self.credentials)
 
     async def _app(self, client: Any) -> Any:
         import modal
@@ -269,8 +293,11 @@ class ModalSandboxProvider(SandboxProvider):
                      CREATE_LABEL: marker},
             "timeout": min(spec.ttl_seconds or DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS),
             "env": dict(spec.env_vars) or None,
-            "block_network": spec.network_policy == "no-internet",
         }
+        if spec.network_policy == "no-internet":
+            # An empty egress allowlist: nothing out, tunnels in (block_network would close
+            # the tunnels too, and Modal refuses it with ports).
+            arguments["outbound_cidr_allowlist"] = []
         if spec.mode == "vm":
             cpu, memory = max(cpu, VM_FLOOR[0]), max(memory, VM_FLOOR[1])
             arguments["experimental_options"] = {"vm_runtime": True}
@@ -329,13 +356,13 @@ class ModalSandboxProvider(SandboxProvider):
         return sandbox
 
     async def _delete_quietly(self, sandbox_id: str | None, marker: str) -> None:
+        """Terminate what one create made: by id, or every sandbox carrying its marker (the
+        SDK retries a create the API failed, so there may be several)."""
         with contextlib.suppress(SandboxError):
-            if sandbox_id is None:
-                found = await self.list_sandboxes({CREATE_LABEL: marker})
-                if not found:
-                    return
-                sandbox_id = found[0].id
-            await self.delete(sandbox_id)
+            ids = [sandbox_id] if sandbox_id is not None else \
+                [s.id for s in await self.list_sandboxes({CREATE_LABEL: marker})]
+            for made in ids:
+                await self.delete(made)
 
     async def delete(self, sandbox_id: str) -> None:
         """Terminate a sandbox by id; one already gone is fine, a failing API is retried,

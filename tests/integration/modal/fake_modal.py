@@ -17,6 +17,7 @@ and every other method answers ``UNIMPLEMENTED``. Tunnels are
 ``<port>-<id>.localhost:<port of the fake's HTTP side>``, proxied to the port.
 
 Faults a test can inject: ``create_faults`` (gRPC statuses for the next creates),
+``fail_after_make`` (statuses for the next creates, answered after the sandbox is made),
 ``create_delay`` and :meth:`vanish` (Modal ends a sandbox under a run). Sandboxes are real
 containers (:mod:`sandbox_containers`); a VM sandbox gets the host's Docker, standing in for
 the daemon inside a Modal VM.
@@ -117,6 +118,7 @@ class FakeModal(FakeCloudServer):
         self.execs: dict[str, Exec] = {}
         self.create_faults: list[Status] = []
         self.create_delay = 0.0
+        self.fail_after_make: list[Status] = []
         self.rpcs: list[tuple[str, Any]] = []  # (method, request) of every gRPC call
         self.unimplemented: list[str] = []
         self.router_jwt = _jwt()
@@ -288,6 +290,8 @@ class ControlPlane:
             raise GRPCError(status, {Status.RESOURCE_EXHAUSTED: "Sandbox quota exceeded"}
                             .get(status, status.name))
         record = await self.fake.make_sandbox(request)
+        if self.fake.fail_after_make:  # made, then the API failed before it answered
+            raise GRPCError(self.fake.fail_after_make.pop(0), "the API failed mid-create")
         await stream.send_message(api_pb2.SandboxCreateV2Response(
             sandbox_id=record["id"], task_id=record["task_id"],
             tunnels=self.fake.tunnels(record),
