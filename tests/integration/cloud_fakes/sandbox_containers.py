@@ -173,8 +173,10 @@ class FakeCloudServer:
     def ingress_open(self, sandbox_id: str, port: int) -> bool:
         raise NotImplementedError
 
-    async def _ingress(self, request: web.Request, sandbox_id: str,
-                       port: int) -> web.StreamResponse:
+    async def _ingress(self, request: web.Request, sandbox_id: str, port: int,
+                       path_qs: str | None = None) -> web.StreamResponse:
+        """Proxy ``request`` to ``port`` (to ``path_qs`` there, for services that route by
+        path rather than by host)."""
         if not self.ingress_open(sandbox_id, port):
             return web.Response(status=404, text=f"port {port} of {sandbox_id} is not public")
         if self._http is None:
@@ -182,7 +184,8 @@ class FakeCloudServer:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
         try:
             upstream = await self._http.request(
-                request.method, f"http://127.0.0.1:{port}{request.path_qs}", headers=headers,
+                request.method, f"http://127.0.0.1:{port}{path_qs or request.path_qs}",
+                headers=headers,
                 data=await request.read(), allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
             )
