@@ -110,6 +110,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     ),
     FirstPartyPlugin("modal", "agentenv-framework-modal", "modal",
                      {"sandbox_provider": ("modal", "modal_vm")}),
+    FirstPartyPlugin("sail_vm", "agentenv-framework-sail-vm", "sail",
+                     {"sandbox_provider": ("sail_vm",)}),
     FirstPartyPlugin("harbor", "agentenv-framework-harbor", "harbor",
                      {"bundle_format": ("harbor",)}),
     FirstPartyPlugin("ray_runner", "agentenv-framework-ray-runner", "ray",

@@ -100,7 +100,10 @@ def _rate_limited(error: BaseException) -> bool:
 
 
 def _refused(error: BaseException) -> bool:
-    return _status(error) in REFUSED
+    import sail
+
+    return isinstance(error, (sail.PermissionDeniedError, sail.InvalidArgumentError)) or \
+        _status(error) in REFUSED
 
 
 class SailSandbox(DockerHostSandbox):
@@ -314,7 +317,7 @@ class SailSandboxProvider(SandboxProvider):
             if status == 429:
                 raise SandboxError(f"Sail kept refusing Sailbox {name} for rate or quota "
                                    f"({CREATE_ATTEMPTS} attempts): {exc}") from None
-            if status in (401, 403):
+            if status in (401, 403) or isinstance(exc, sail.PermissionDeniedError):
                 raise SandboxError(f"Sail refused the API key: check api_key in "
                                    f"{CONFIG_TABLE} ({exc})") from None
             raise SandboxError(f"Sail could not create Sailbox {name}: {exc}") from None

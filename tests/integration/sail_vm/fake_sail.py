@@ -162,7 +162,7 @@ class FakeSail(FakeCloudServer):
         vcpu = {"s": 1, "m": 4, "l": 8}[sent.get("size") or "s"]
         box = {"id": box_id, "name": sent["name"], "app": sent["app_id"], "status": "running",
                "vcpu": vcpu, "memory_gib": sent.get("memory_limit_gib") or 2,
-               "disk_gib": sent.get("disk_limit_gib") or 8, "request": sent,
+               "disk_gib": sent.get("state_disk_limit_gib") or 8, "request": sent,
                "listeners": {p["guest_port"] for p in sent.get("ingress_ports") or []},
                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "order": time.monotonic()}
