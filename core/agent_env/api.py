@@ -17,6 +17,7 @@ Groups, in the order a plugin author meets them:
 * the runtime: ``current()`` (config, plugin registries, stores, providers, and
   ``state`` where a plugin keeps what its settings decided), ``build_settings``;
 * steps: ``Step``, ``StepError``, ``InfraError`` (ends a run as ``error``, not scored),
+  ``exec_for_step`` (a command a check judges; a lost sandbox is an ``InfraError``),
   ``PreflightView``, ``TaskContext``, ``ScoreRow``,
   ``AGGREGATORS``, ``open_provider``, ``choose_provider``, ``create_in_chain`` (a sandbox
   on the first provider of a fallback chain that can make it);
@@ -99,6 +100,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Step": ("agent_env.tasks.steps", "Step"),
     "StepError": ("agent_env.tasks.steps", "StepError"),
     "InfraError": ("agent_env.tasks.steps", "InfraError"),
+    "exec_for_step": ("agent_env.tasks.steps", "exec_for_step"),
     "PreflightView": ("agent_env.tasks.steps", "PreflightView"),
     "step_of": ("agent_env.tasks.engine", "step_of"),
     # people in the loop: reviews and asks (a person playing an agent)
@@ -467,6 +469,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         RunChoices,
         Step,
         StepError,
+        exec_for_step,
     )
     from agent_env.tasks.teardown import TeardownReport
 

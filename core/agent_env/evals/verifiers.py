@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from agent_env.tasks.scores import ScoreRow
-from agent_env.tasks.steps import PreflightView, Step, StepError, renamed_keys
+from agent_env.tasks.steps import (
+    PreflightView,
+    Step,
+    StepError,
+    exec_for_step,
+    renamed_keys,
+)
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
@@ -141,9 +147,9 @@ class RunContainerUnitTestsVerifier(Step):
         if self.reward_file:  # a reward the agent left behind is never graded
             await sandbox.exec(f"rm -f -- {shlex.quote(_in(self.base_dir, self.reward_file))}")
         try:
-            result = await sandbox.exec(self.test_command, cwd=self.base_dir,
-                                        env=self.env_vars or None,
-                                        timeout=float(self.timeout_seconds))
+            result = await exec_for_step(sandbox, self.test_command, cwd=self.base_dir,
+                                         env=self.env_vars or None,
+                                         timeout=float(self.timeout_seconds))
         except TimeoutError:
             row = ScoreRow(0, 0.0, False, f"timed out after {self.timeout_seconds:g}s",
                            criterion=criterion)

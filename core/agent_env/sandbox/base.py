@@ -61,6 +61,12 @@ class ExecResult:
     def ok(self) -> bool:
         return self.exit_code == 0
 
+    @property
+    def lost(self) -> bool:
+        """The sandbox stopped answering (it died, or its service ended it): what the command
+        would have done is unknown, so a check must not read this as a failure."""
+        return self.exit_code == -1
+
 
 @attrs.frozen
 class SandboxSpec:

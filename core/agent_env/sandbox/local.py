@@ -143,6 +143,9 @@ class LocalSandbox(Sandbox):
             if record is not None:
                 record.unlink(missing_ok=True)
         code = process.returncode if process.returncode is not None else -1
+        if process.returncode is not None and process.returncode < 0:
+            code = 128 - process.returncode  # killed by signal N: 128+N, as a shell says (-1
+            # is the contract's "lost", which a command killed by SIGHUP must not read as)
         return ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"))
 
     async def put_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:

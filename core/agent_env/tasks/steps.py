@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 if TYPE_CHECKING:
+    from agent_env.sandbox.base import ExecResult, Sandbox
     from agent_env.tasks.context import TaskContext
 
 #: Keys the engine reads from every step (``type`` selects the class and is not a field).
@@ -53,6 +54,22 @@ class InfraError(StepError):
     reached: the run ends as ``error``, counted apart from failures and never scored, so an
     outage does not read as a model that scored 0. Sandbox errors count as this too.
     """
+
+
+async def exec_for_step(sandbox: Sandbox, command: str | list[str], **options: Any) -> ExecResult:
+    """``sandbox.exec`` for a step that judges what the command did: a lost sandbox (exit code
+    -1) is an :class:`InfraError`, so a sandbox the service ended mid-run is never scored as
+    the agent's failure."""
+    result = await sandbox.exec(command, **options)
+    if result.lost:
+        detail = result.stderr.strip()[-300:] or "it stopped answering"
+        raise InfraError(f"the sandbox was lost while running {_short(command)}: {detail}")
+    return result
+
+
+def _short(command: str | list[str]) -> str:
+    text = command if isinstance(command, str) else " ".join(command)
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 @attrs.frozen

@@ -18,6 +18,7 @@ and every other method answers ``UNIMPLEMENTED``. Tunnels are
 
 Faults a test can inject: ``create_faults`` (gRPC statuses for the next creates),
 ``fail_after_make`` (statuses for the next creates, answered after the sandbox is made),
+``vanish_on`` (Modal ends the sandbox when an exec whose arguments contain it arrives),
 ``create_delay`` and :meth:`vanish` (Modal ends a sandbox under a run). Sandboxes are real
 containers (:mod:`sandbox_containers`); a VM sandbox gets the host's Docker, standing in for
 the daemon inside a Modal VM.
@@ -119,6 +120,7 @@ class FakeModal(FakeCloudServer):
         self.create_faults: list[Status] = []
         self.create_delay = 0.0
         self.fail_after_make: list[Status] = []
+        self.vanish_on = ""  # Modal ends the sandbox when an exec naming this arrives
         self.rpcs: list[tuple[str, Any]] = []  # (method, request) of every gRPC call
         self.unimplemented: list[str] = []
         self.router_jwt = _jwt()
@@ -380,6 +382,9 @@ class CommandRouter:
     async def TaskExecStart(self, stream: Stream) -> None:
         request = await self._request(stream, "TaskExecStart")
         record = self.fake.by_task(request.task_id)
+        if self.fake.vanish_on and any(self.fake.vanish_on in a for a in request.command_args):
+            await asyncio.to_thread(self.fake.vanish, record["id"])  # ended as this arrives
+            raise GRPCError(Status.NOT_FOUND, f"task {request.task_id} has finished")
         argv = ["docker", "exec", "-i"]
         if request.workdir:
             argv += ["-w", request.workdir]

@@ -43,6 +43,15 @@ async def test_timeout_kills_the_command(sandbox):
     assert result.exit_code == 124 and "timed out" in result.stderr
 
 
+async def test_a_command_killed_by_a_signal_exits_128_plus_n_never_minus_one(sandbox):
+    # -1 is the contract's "the sandbox was lost"; SIGHUP (1) must not read as that
+    hung_up = await sandbox.exec(["python3", "-c", "import os, signal; "
+                                  "os.kill(os.getpid(), signal.SIGHUP)"])
+    assert (hung_up.exit_code, hung_up.lost) == (129, False)
+    killed = await sandbox.exec(["python3", "-c", "import os; os.kill(os.getpid(), 9)"])
+    assert killed.exit_code == 137
+
+
 async def test_terminate_removes_the_folder_and_is_idempotent(tmp_path):
     provider = LocalSandboxProvider(tmp_path / "boxes")
     box = await provider.create(SandboxSpec("box", labels={"agentenv.run": "r1"}))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.tasks.steps import PreflightView, Step, StepError, exec_for_step
 
 if TYPE_CHECKING:
     from agent_env.tasks.artifacts import ArtifactContent
@@ -142,7 +142,7 @@ class RunCode(Step):
         await sandbox.put_file(f"{folder}/.input.json", payload)
         command = (f"python3 {folder}/.runner.py {shlex.quote(posixpath.join(folder, entry))} "
                    f"{shlex.quote(self.entrypoint)} < {folder}/.input.json")
-        result = await sandbox.exec(command, cwd=folder, timeout=timeout)
+        result = await exec_for_step(sandbox, command, cwd=folder, timeout=timeout)
         if not result.ok:
             raise StepError(f"{entry} failed: {_last_line(result.stderr)}")
         return result.stdout

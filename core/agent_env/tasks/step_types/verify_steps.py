@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from agent_env.tasks.scores import AGGREGATORS, ScoreRow
-from agent_env.tasks.steps import PreflightView, Step, StepError
+from agent_env.tasks.steps import PreflightView, Step, StepError, exec_for_step
 
 if TYPE_CHECKING:
     from agent_env.sandbox.base import Sandbox
@@ -100,7 +100,7 @@ class VerifySandbox(Step):
         timeout = float(self.shell_timeout_seconds)
         if kind == "bash_cmd_succeeds":
             command = criterion["bash_cmd"]
-            result = await sandbox.exec(command, cwd=self.base_dir, timeout=timeout)
+            result = await exec_for_step(sandbox, command, cwd=self.base_dir, timeout=timeout)
             if result.ok:
                 return True, f"'{command}' exited 0"
             output = (result.stderr or result.stdout).strip()[-300:]
@@ -111,7 +111,8 @@ class VerifySandbox(Step):
             flag = "-f" if kind == "probe_file_exists" else "-d"
             what = "file" if flag == "-f" else "folder"
             for path in paths:
-                result = await sandbox.exec(f"test {flag} {shlex.quote(path)}", timeout=timeout)
+                result = await exec_for_step(sandbox, f"test {flag} {shlex.quote(path)}",
+                                             timeout=timeout)
                 if not result.ok:
                     return False, f"{path} is not a {what}"
             return True, f"every path is a {what}"
