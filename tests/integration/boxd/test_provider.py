@@ -6,21 +6,16 @@ The calls are the ones the real SDK made to the fake boxd (:mod:`fake_boxd`).
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import grpc
 import pytest
+from cloud_cases import cli_without_credentials, gc_finds_an_expired_leftover, run_echo_mcp
 from fake_boxd import SNAPSHOT, FakeBoxd, fake_settings
 
 from agent_env.api import ConfigError, SandboxError, SandboxSpec, SandboxUnsupported
 from agent_env.runtime import Runtime
 from agentenv_boxd.provider import BoxdSandboxProvider
-
-AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
 def provider_from(settings: dict[str, object]) -> object:
@@ -127,18 +122,8 @@ async def test_a_create_cancelled_mid_way_leaves_no_machine(fake_boxd: FakeBoxd)
 
 @pytest.mark.docker
 async def test_gc_finds_an_expired_leftover_by_its_labels(fake_boxd: FakeBoxd) -> None:
-    from agent_env import runtime
-    from agent_env.sandbox.leftovers import find_leftovers
-
-    sandbox = await on_fake(fake_boxd).create(SandboxSpec(name="left", mode="vm", labels={
-        "agentenv.run": "gc-run", "agentenv.expires": str(int(time.time()) - 60)}))
-    try:
-        runtime.configure(sandbox={"providers": {"boxd": {"config": fake_settings(fake_boxd)}}})
-        found, _ = await find_leftovers({"agentenv.run": "gc-run"})
-        [leftover] = [f for f in found if f.provider == "boxd"]
-        assert (leftover.sandbox_id, leftover.remove) == (sandbox.id, True), leftover
-    finally:
-        await sandbox.terminate()
+    await gc_finds_an_expired_leftover(on_fake(fake_boxd), fake_settings(fake_boxd))
+    assert fake_boxd.machines == {}
 
 
 @pytest.mark.docker
@@ -146,14 +131,7 @@ async def test_gc_finds_an_expired_leftover_by_its_labels(fake_boxd: FakeBoxd) -
 def test_echo_mcp_deploys_answers_and_is_torn_down(
     fake_boxd: FakeBoxd, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent_env import runtime
-    from agent_env.cli.run_cmd import run_bundle
-
-    runtime.configure(sandbox={"providers": {"boxd": {"config": fake_settings(fake_boxd)}}})
-    code = run_bundle("echo-mcp", sandbox="boxd")
-    out = capsys.readouterr()
-    assert code == 0, out.out + out.err
-    assert "passed" in out.out
+    run_echo_mcp("boxd", fake_settings(fake_boxd), capsys)
     assert fake_boxd.called("CreateProxy")  # the gateway's public URL
     assert fake_boxd.called("DestroyVm")
     assert fake_boxd.machines == {}
@@ -161,12 +139,6 @@ def test_echo_mcp_deploys_answers_and_is_torn_down(
 
 
 def test_run_echo_mcp_without_an_api_key_fails_naming_the_missing_key(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_ENV_", "BOXD_"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "boxd"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith("Error: the boxd sandbox provider needs an API key: "
-                                  "set api_key in [sandbox.providers.boxd.config]")
-    assert done.stdout == ""
+    cli_without_credentials("boxd", tmp_path, env_prefixes=("BOXD_",), error=(
+        "the boxd sandbox provider needs an API key: set api_key in "
+        "[sandbox.providers.boxd.config]"))

@@ -6,20 +6,16 @@ The requests are the ones the real SDK sent to the fake API (:mod:`fake_daytona`
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cloud_cases import cli_without_credentials, gc_finds_an_expired_leftover
 from fake_daytona import API_KEY, DOCKER_SNAPSHOT, FakeDaytona
 
 from agent_env.api import ConfigError, SandboxError, SandboxSpec
 from agent_env.runtime import Runtime
 from agentenv_daytona.provider import DEFAULT_BASE_IMAGE, DaytonaSandboxProvider
-
-AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
 def provider_from(settings: dict[str, object]) -> object:
@@ -190,33 +186,12 @@ async def test_a_create_cancelled_mid_way_leaves_no_sandbox(fake_daytona: FakeDa
 
 @pytest.mark.docker
 async def test_gc_finds_an_expired_leftover_by_its_labels(fake_daytona: FakeDaytona) -> None:
-    from agent_env import runtime
-    from agent_env.sandbox.leftovers import find_leftovers
-
-    provider = on_fake(fake_daytona)
-    sandbox = await provider.create(SandboxSpec(name="left", mode="container", labels={
-        "agentenv.run": "gc-run", "agentenv.expires": str(int(time.time()) - 60)}))
-    try:
-        runtime.configure(sandbox={"providers": {"daytona": {"config": {
-            "api_key": API_KEY, "api_url": f"{fake_daytona.url}/api"}}}})
-        found, skipped = await find_leftovers({"agentenv.run": "gc-run"})
-        [leftover] = [f for f in found if f.provider == "daytona"]
-        assert (leftover.sandbox_id, leftover.remove) == (sandbox.id, True), leftover
-        assert "expired" in leftover.why and not [s for s in skipped if "daytona" in s]
-        await leftover.sandbox.terminate()
-        assert fake_daytona.sandboxes == {}
-    finally:
-        await sandbox.terminate()
+    await gc_finds_an_expired_leftover(on_fake(fake_daytona), {
+        "api_key": API_KEY, "api_url": f"{fake_daytona.url}/api"}, mode="container")
+    assert fake_daytona.sandboxes == {}
 
 
 def test_run_echo_mcp_without_an_api_key_fails_naming_the_missing_key(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AGENT_ENV_", "DAYTONA_"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "daytona"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith("Error: the daytona sandbox provider needs an API key: "
-                                  "set api_key in [sandbox.providers.daytona.config]")
-    assert done.stdout == ""
+    cli_without_credentials("daytona", tmp_path, env_prefixes=("DAYTONA_",), error=(
+        "the daytona sandbox provider needs an API key: set api_key in "
+        "[sandbox.providers.daytona.config]"))

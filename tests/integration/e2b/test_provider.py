@@ -6,20 +6,16 @@ The requests are the ones the real SDK sent to the fake E2B (:mod:`fake_e2b`).
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cloud_cases import cli_without_credentials, gc_finds_an_expired_leftover, run_echo_mcp
 from fake_e2b import DOCKER_TEMPLATE, FakeE2B, fake_settings
 
 from agent_env.api import ConfigError, SandboxError, SandboxSpec, SandboxUnsupported
 from agent_env.runtime import Runtime
 from agentenv_e2b.provider import E2BSandboxProvider
-
-AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
 def provider_from(settings: dict[str, object]) -> object:
@@ -154,20 +150,8 @@ async def test_a_command_past_its_timeout_is_124(fake_e2b: FakeE2B) -> None:
 
 @pytest.mark.docker
 async def test_gc_finds_an_expired_leftover_by_its_metadata(fake_e2b: FakeE2B) -> None:
-    from agent_env import runtime
-    from agent_env.sandbox.leftovers import find_leftovers
-
-    sandbox = await on_fake(fake_e2b).create(SandboxSpec(name="left", mode="vm", labels={
-        "agentenv.run": "gc-run", "agentenv.expires": str(int(time.time()) - 60)}))
-    try:
-        runtime.configure(sandbox={"providers": {"e2b": {"config": fake_settings(fake_e2b)}}})
-        found, _ = await find_leftovers({"agentenv.run": "gc-run"})
-        [leftover] = [f for f in found if f.provider == "e2b"]
-        assert (leftover.sandbox_id, leftover.remove) == (sandbox.id, True), leftover
-        await leftover.sandbox.terminate()
-        assert fake_e2b.sandboxes == {}
-    finally:
-        await sandbox.terminate()
+    await gc_finds_an_expired_leftover(on_fake(fake_e2b), fake_settings(fake_e2b))
+    assert fake_e2b.sandboxes == {}
 
 
 @pytest.mark.docker
@@ -175,14 +159,7 @@ async def test_gc_finds_an_expired_leftover_by_its_metadata(fake_e2b: FakeE2B) -
 def test_echo_mcp_deploys_answers_and_is_torn_down(
     fake_e2b: FakeE2B, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent_env import runtime
-    from agent_env.cli.run_cmd import run_bundle
-
-    runtime.configure(sandbox={"providers": {"e2b": {"config": fake_settings(fake_e2b)}}})
-    code = run_bundle("echo-mcp", sandbox="e2b")
-    out = capsys.readouterr()
-    assert code == 0, out.out + out.err
-    assert "passed" in out.out
+    run_echo_mcp("e2b", fake_settings(fake_e2b), capsys)
     assert fake_e2b.calls("POST", r"^/sandboxes$")
     assert fake_e2b.calls("POST", r"^/process.Process/Start$")
     assert fake_e2b.calls("DELETE", r"^/sandboxes/")
@@ -191,12 +168,6 @@ def test_echo_mcp_deploys_answers_and_is_torn_down(
 
 
 def test_run_echo_mcp_without_an_api_key_fails_naming_the_missing_key(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_ENV_", "E2B_"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "e2b"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith("Error: the e2b sandbox provider needs an API key: "
-                                  "set api_key in [sandbox.providers.e2b.config]")
-    assert done.stdout == ""
+    cli_without_credentials("e2b", tmp_path, env_prefixes=("E2B_",), error=(
+        "the e2b sandbox provider needs an API key: set api_key in "
+        "[sandbox.providers.e2b.config]"))

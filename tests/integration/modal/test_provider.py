@@ -7,13 +7,10 @@ The requests are the ones the real SDK sent to the fake Modal (:mod:`fake_modal`
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from cloud_cases import cli_without_credentials, gc_finds_an_expired_leftover, run_echo_mcp
 from fake_modal import BASE_IMAGE, FakeModal
 from grpclib.const import Status
 
@@ -24,8 +21,6 @@ from agentenv_modal.provider import (
     ModalSandboxProvider,
     ModalVmSandboxProvider,
 )
-
-AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
 def provider_from(name: str, settings: dict[str, object]) -> object:
@@ -206,19 +201,8 @@ async def test_a_create_cancelled_mid_way_leaves_no_sandbox(fake_modal: FakeModa
 
 @pytest.mark.docker
 async def test_gc_finds_an_expired_leftover_by_its_tags(fake_modal: FakeModal) -> None:
-    from agent_env import runtime
-    from agent_env.sandbox.leftovers import find_leftovers
-
-    sandbox = await on_fake().create(SandboxSpec(name="left", mode="vm", labels={
-        "agentenv.run": "gc-run", "agentenv.expires": str(int(time.time()) - 60)}))
-    try:
-        runtime.configure(sandbox={"providers": {"modal": {"config":
-                                                           {"vm_image": BASE_IMAGE}}}})
-        found, _ = await find_leftovers({"agentenv.run": "gc-run"})
-        [leftover] = [f for f in found if f.provider == "modal"]
-        assert (leftover.sandbox_id, leftover.remove) == (sandbox.id, True), leftover
-    finally:
-        await sandbox.terminate()
+    await gc_finds_an_expired_leftover(on_fake(), {"vm_image": BASE_IMAGE})
+    assert fake_modal.running() == []
 
 
 @pytest.mark.docker
@@ -226,27 +210,14 @@ async def test_gc_finds_an_expired_leftover_by_its_tags(fake_modal: FakeModal) -
 def test_echo_mcp_deploys_answers_and_is_torn_down(
     fake_modal: FakeModal, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent_env import runtime
-    from agent_env.cli.run_cmd import run_bundle
-
-    runtime.configure(sandbox={"providers": {"modal_vm": {"config":
-                                                          {"vm_image": BASE_IMAGE}}}})
-    code = run_bundle("echo-mcp", sandbox="modal_vm")
-    out = capsys.readouterr()
-    assert code == 0, out.out + out.err
-    assert "passed" in out.out
+    run_echo_mcp("modal_vm", {"vm_image": BASE_IMAGE}, capsys)
     assert fake_modal.called("SandboxTerminateV2")
     assert fake_modal.running() == []
     assert fake_modal.containers.leftovers() == []
 
 
 def test_run_echo_mcp_without_credentials_fails_naming_them(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_ENV_", "MODAL_"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    env["MODAL_CONFIG_PATH"] = str(tmp_path / "no-modal.toml")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "modal"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith("Error: the modal sandbox provider has no Modal credentials")
-    assert done.stdout == ""
+    cli_without_credentials(
+        "modal", tmp_path, env_prefixes=("MODAL_",),
+        error="the modal sandbox provider has no Modal credentials",
+        extra_env={"MODAL_CONFIG_PATH": str(tmp_path / "no-modal.toml")})

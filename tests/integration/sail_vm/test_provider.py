@@ -8,19 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from cloud_cases import cli_without_credentials, gc_finds_an_expired_leftover, run_echo_mcp
 from fake_sail import API_KEY, FakeSail
 
 from agent_env.api import ConfigError, SandboxError, SandboxSpec, SandboxUnsupported
 from agent_env.runtime import Runtime
 from agentenv_sail_vm.provider import LABELS_FILE, SailSandboxProvider
-
-AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
 def provider_from(settings: dict[str, object]) -> object:
@@ -136,18 +132,8 @@ async def test_a_create_cancelled_mid_way_leaves_no_sailbox(fake_sail: FakeSail)
 
 @pytest.mark.docker
 async def test_gc_finds_an_expired_leftover_by_its_labels_file(fake_sail: FakeSail) -> None:
-    from agent_env import runtime
-    from agent_env.sandbox.leftovers import find_leftovers
-
-    sandbox = await on_fake().create(SandboxSpec(name="left", mode="vm", labels={
-        "agentenv.run": "gc-run", "agentenv.expires": str(int(time.time()) - 60)}))
-    try:
-        runtime.configure(sandbox={"providers": {"sail_vm": {"config": {"api_key": API_KEY}}}})
-        found, _ = await find_leftovers({"agentenv.run": "gc-run"})
-        [leftover] = [f for f in found if f.provider == "sail_vm"]
-        assert (leftover.sandbox_id, leftover.remove) == (sandbox.id, True), leftover
-    finally:
-        await sandbox.terminate()
+    await gc_finds_an_expired_leftover(on_fake(), {"api_key": API_KEY})
+    assert fake_sail.running() == []
 
 
 @pytest.mark.docker
@@ -155,24 +141,11 @@ async def test_gc_finds_an_expired_leftover_by_its_labels_file(fake_sail: FakeSa
 def test_echo_mcp_deploys_answers_and_is_torn_down(
     fake_sail: FakeSail, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent_env import runtime
-    from agent_env.cli.run_cmd import run_bundle
-
-    runtime.configure(sandbox={"providers": {"sail_vm": {"config": {"api_key": API_KEY}}}})
-    code = run_bundle("echo-mcp", sandbox="sail_vm")
-    out = capsys.readouterr()
-    assert code == 0, out.out + out.err
-    assert "passed" in out.out
+    run_echo_mcp("sail_vm", {"api_key": API_KEY}, capsys)
     assert fake_sail.boxes and fake_sail.running() == []
     assert fake_sail.containers.leftovers() == []
 
 
 def test_run_echo_mcp_without_a_key_fails_naming_it(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_ENV_", "SAIL"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "sail_vm"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith("Error: the sail_vm sandbox provider needs an API key")
-    assert done.stdout == ""
+    cli_without_credentials("sail_vm", tmp_path, env_prefixes=("SAIL",),
+                            error="the sail_vm sandbox provider needs an API key")

@@ -5,12 +5,12 @@ The requests are the ones the real SDK sent to the fake API (:mod:`fake_tensorla
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cloud_cases import cli_without_credentials
 from fake_tensorlake import API_KEY, FakeTensorlake
 
 from agent_env.api import ConfigError, SandboxSpec, SandboxUnsupported
@@ -104,18 +104,9 @@ async def test_image_is_overridable_and_no_internet_is_enforced_by_the_api(
 
 def test_run_echo_mcp_without_an_api_key_fails_naming_the_missing_key(tmp_path: Path) -> None:
     """The issue's "done when": the CLI, as a user runs it, with no config at all."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AGENT_ENV_", "TENSORLAKE_"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "tensorlake"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    expected = ("the tensorlake sandbox provider needs an API key: set api_key in "
-                "[sandbox.providers.tensorlake.config]")
-    # checked before anything is written or run: one Error line, nothing on stdout
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith(f"Error: {expected}")
-    assert done.stdout == ""
+    cli_without_credentials("tensorlake", tmp_path, env_prefixes=("TENSORLAKE_",), error=(
+        "the tensorlake sandbox provider needs an API key: set api_key in "
+        "[sandbox.providers.tensorlake.config]"))
 
 
 def test_the_plugin_is_listed_active() -> None:

@@ -6,20 +6,15 @@ The requests are the ones the real SDK sent to the fake API (:mod:`fake_vercel`)
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from cloud_cases import cli_without_credentials, gc_finds_an_expired_leftover, run_echo_mcp
 from fake_vercel import PROJECT, TEAM, TOKEN, FakeVercel, fake_settings
 
 from agent_env.api import ConfigError, SandboxError, SandboxSpec, SandboxUnsupported
 from agent_env.runtime import Runtime
 from agentenv_vercel.provider import PUBLIC_PORTS, VercelSandboxProvider
-
-AGENT_ENV = str(Path(sys.executable).with_name("agent-env"))
 
 
 def provider_from(settings: dict[str, object]) -> object:
@@ -132,19 +127,8 @@ async def test_a_create_cancelled_mid_way_leaves_no_sandbox(fake_vercel: FakeVer
 
 @pytest.mark.docker
 async def test_gc_finds_an_expired_leftover_by_its_tags(fake_vercel: FakeVercel) -> None:
-    from agent_env import runtime
-    from agent_env.sandbox.leftovers import find_leftovers
-
-    sandbox = await on_fake(fake_vercel).create(SandboxSpec(name="left", mode="vm", labels={
-        "agentenv.run": "gc-run", "agentenv.expires": str(int(time.time()) - 60)}))
-    try:
-        runtime.configure(sandbox={"providers": {"vercel": {"config":
-                                                            fake_settings(fake_vercel)}}})
-        found, _ = await find_leftovers({"agentenv.run": "gc-run"})
-        [leftover] = [f for f in found if f.provider == "vercel"]
-        assert (leftover.sandbox_id, leftover.remove) == (sandbox.id, True), leftover
-    finally:
-        await sandbox.terminate()
+    await gc_finds_an_expired_leftover(on_fake(fake_vercel), fake_settings(fake_vercel))
+    assert fake_vercel.sandboxes == {}
 
 
 @pytest.mark.docker
@@ -152,25 +136,12 @@ async def test_gc_finds_an_expired_leftover_by_its_tags(fake_vercel: FakeVercel)
 def test_echo_mcp_deploys_answers_and_is_torn_down(
     fake_vercel: FakeVercel, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent_env import runtime
-    from agent_env.cli.run_cmd import run_bundle
-
-    runtime.configure(sandbox={"providers": {"vercel": {"config": fake_settings(fake_vercel)}}})
-    code = run_bundle("echo-mcp", sandbox="vercel")
-    out = capsys.readouterr()
-    assert code == 0, out.out + out.err
-    assert "passed" in out.out
+    run_echo_mcp("vercel", fake_settings(fake_vercel), capsys)
     assert fake_vercel.calls("DELETE", r"^/v2/sandboxes/")
     assert fake_vercel.sandboxes == {}
     assert fake_vercel.containers.leftovers() == []
 
 
 def test_run_echo_mcp_without_credentials_fails_naming_them(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_ENV_", "VERCEL_"))}
-    env["AGENT_ENV_STATE_DIR"] = str(tmp_path / "state")
-    done = subprocess.run([AGENT_ENV, "run", "echo-mcp", "--sandbox", "vercel"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()], done.stderr
-    assert done.stderr.startswith("Error: the vercel sandbox provider has no credentials")
-    assert done.stdout == ""
+    cli_without_credentials("vercel", tmp_path, env_prefixes=("VERCEL_",),
+                            error="the vercel sandbox provider has no credentials")
