@@ -63,6 +63,7 @@ class FakeSail(FakeCloudServer):
         self.stdin_offsets: dict[asyncio.subprocess.Process, int] = {}
         self.create_faults: list[int] = []
         self.create_delay = 0.0
+        self.dropped_streams = 0  # exec streams the SDK closed before the command's exit
 
     async def close(self) -> None:
         for process in self.execs.values():
@@ -228,14 +229,17 @@ class FakeSail(FakeCloudServer):
         assert process.stdout is not None and process.stderr is not None
         pumps = asyncio.gather(pump(process.stdout, "stdout"), pump(process.stderr, "stderr"))
         pumps.add_done_callback(lambda _: lines.put_nowait(None))
-        while (line := await lines.get()) is not None:
-            await response.write(json.dumps(line).encode() + b"\n")
-        code = await process.wait()
-        await response.write(json.dumps({
-            "type": "exit", "return_code": code, "stdout_seq": seqs["stdout"],
-            "stderr_seq": seqs["stderr"], "stdout_total_bytes": totals["stdout"],
-            "stderr_total_bytes": totals["stderr"]}).encode() + b"\n")
-        await response.write_eof()
+        try:
+            while (line := await lines.get()) is not None:
+                await response.write(json.dumps(line).encode() + b"\n")
+            code = await process.wait()
+            await response.write(json.dumps({
+                "type": "exit", "return_code": code, "stdout_seq": seqs["stdout"],
+                "stderr_seq": seqs["stderr"], "stdout_total_bytes": totals["stdout"],
+                "stderr_total_bytes": totals["stderr"]}).encode() + b"\n")
+            await response.write_eof()
+        except ConnectionResetError:  # the client let the stream go; the command runs on
+            self.dropped_streams += 1
         return response
 
     async def stdin(self, request: web.Request, body: bytes) -> web.Response:
