@@ -31,3 +31,5 @@ def fake_modal(wildcard_localhost: None, docker_client: Any,
         monkeypatch.setenv(name, value)
     yield fake
     fake.stop()
+    # a method the fake does not serve would have been an error the provider swallowed
+    assert fake.unimplemented == [], fake.unimplemented

@@ -9,11 +9,15 @@ generated service bases:
   ``FROM`` of a registry reference; build steps are recorded and refused, as the fake builds
   nothing), ``SandboxCreateV2``, ``SandboxGetCommandRouterAccess``, ``SandboxWaitV2``,
   ``SandboxGetTunnelsV2``, ``SandboxTagsGetV2``, ``SandboxListV2``, ``SandboxTerminateV2``;
+  and for the SDK's V1 sandboxes (what it makes for a GPU) ``SandboxCreate``,
+  ``SecretGetOrCreate`` (V1 sends env as a secret), ``SandboxGetTaskId``,
+  ``TaskGetCommandRouterAccess`` and the V1 twins of wait, tunnels, tags and terminate;
 * the task command router (``TaskCommandRouterBase``), reached with the JWT the control plane
   hands out: ``TaskExecStart`` (``docker exec`` in the sandbox's container), ``TaskExecStdioRead``
   (from an offset, streamed), ``TaskExecStdinWrite``, ``TaskExecWait`` and ``TaskExecPoll``;
 
-and every other method answers ``UNIMPLEMENTED``. Tunnels are
+and every other method answers ``UNIMPLEMENTED`` (and is recorded in ``unimplemented``, which
+the fixture checks is empty). Tunnels are
 ``<port>-<id>.localhost:<port of the fake's HTTP side>``, proxied to the port.
 
 Faults a test can inject: ``create_faults`` (gRPC statuses for the next creates),
@@ -115,6 +119,7 @@ class FakeModal(FakeCloudServer):
         self.docker = docker_client
         self.sandboxes: dict[str, dict[str, Any]] = {}
         self.images: dict[str, api_pb2.Image] = {}
+        self.secrets: dict[str, dict[str, str]] = {}
         self.apps: dict[str, str] = {}
         self.execs: dict[str, Exec] = {}
         self.create_faults: list[Status] = []
@@ -183,18 +188,22 @@ class FakeModal(FakeCloudServer):
 
     # -- the sandboxes -----------------------------------------------------------------------
 
-    async def make_sandbox(self, request: api_pb2.SandboxCreateV2Request) -> dict[str, Any]:
+    async def make_sandbox(self, request: Any, *, v1: bool = False) -> dict[str, Any]:
         definition = request.definition
         image = self.images.get(definition.image_id)
         if image is None:
             raise GRPCError(Status.NOT_FOUND, f"no image {definition.image_id}")
         reference = image.dockerfile_commands[0].split(maxsplit=1)[1]
         vm = definition.experimental_options_v2.get("vm_runtime") == "True"
-        sandbox_id = f"sb-{secrets.token_hex(10)}"
+        # the SDK tells V1 from V2 by the id's shape: "sb-" and 22 letters or digits is V1
+        sandbox_id = f"sb-{secrets.token_hex(11)}" if v1 else f"sb-{secrets.token_hex(10)}"
         ports = [p.port for p in definition.open_ports.ports]
-        env = _inline_env(request.secret_sources)
+        env = self.secret_env(definition.secret_ids) if v1 else \
+            _inline_env(request.secret_sources)
         record = {
-            "id": sandbox_id, "task_id": f"ta-{secrets.token_hex(10)}V", "image": reference,
+            "id": sandbox_id, "image": reference, "version": 1 if v1 else 2,
+            "task_id": f"ta-{secrets.token_hex(10)}{'' if v1 else 'V'}",
+            "gpu": definition.resources.gpu_config.gpu_type,
             "vm": vm, "ports": ports, "state": "running", "app_id": request.app_id,
             "tags": {t.tag_name: t.tag_value for t in request.tags}, "env": env,
             "block_network": definition.block_network, "created_at": time.time(),
@@ -205,6 +214,12 @@ class FakeModal(FakeCloudServer):
         await asyncio.to_thread(self.containers.start, sandbox_id, reference, with_docker=vm,
                                 env=env)
         return record
+
+    def secret_env(self, secret_ids: Any) -> dict[str, str]:
+        env: dict[str, str] = {}
+        for secret_id in secret_ids:
+            env.update(self.secrets.get(secret_id, {}))
+        return env
 
     def tunnels(self, record: dict[str, Any]) -> list[api_pb2.TunnelData]:
         return [api_pb2.TunnelData(host=f"{port}-{record['id']}.localhost", port=self.port,
@@ -283,6 +298,28 @@ class ControlPlane:
             return False
         return True
 
+    async def SandboxCreate(self, stream: Stream) -> None:
+        """V1: the SDK then polls ``SandboxGetTaskId`` and asks the router by task id."""
+        request = await self._request(stream, "SandboxCreate")
+        record = await self.fake.make_sandbox(request, v1=True)
+        await stream.send_message(api_pb2.SandboxCreateResponse(
+            sandbox_id=record["id"],
+            metadata=api_pb2.SandboxHandleMetadata(app_id=record["app_id"])))
+
+    async def TaskGetCommandRouterAccess(self, stream: Stream) -> None:
+        request = await self._request(stream, "TaskGetCommandRouterAccess")
+        self.fake.by_task(request.task_id)
+        access = self._access()
+        await stream.send_message(api_pb2.TaskGetCommandRouterAccessResponse(
+            url=access.url, jwt=access.jwt))
+
+    async def SecretGetOrCreate(self, stream: Stream) -> None:
+        """V1 sandboxes reference their env as a secret made first."""
+        request = await self._request(stream, "SecretGetOrCreate")
+        secret_id = f"st-{secrets.token_hex(8)}"
+        self.fake.secrets[secret_id] = dict(request.env_dict)
+        await stream.send_message(api_pb2.SecretGetOrCreateResponse(secret_id=secret_id))
+
     async def SandboxCreateV2(self, stream: Stream) -> None:
         request = await self._request(stream, "SandboxCreateV2")
         if self.fake.create_delay:
@@ -310,12 +347,24 @@ class ControlPlane:
             url=access.url, jwt=access.jwt))
 
     async def SandboxGetTaskIdV2(self, stream: Stream) -> None:
-        request = await self._request(stream, "SandboxGetTaskIdV2")
+        await self._sandbox_get_task_id(stream, "SandboxGetTaskIdV2")
+
+    async def SandboxGetTaskId(self, stream: Stream) -> None:  # V1 (the SDK uses it for a GPU)
+        await self._sandbox_get_task_id(stream, "SandboxGetTaskId")
+
+    async def _sandbox_get_task_id(self, stream: Stream, method: str) -> None:
+        request = await self._request(stream, method)
         record = self.fake.sandbox(request.sandbox_id)
         await stream.send_message(api_pb2.SandboxGetTaskIdResponse(task_id=record["task_id"]))
 
     async def SandboxWaitV2(self, stream: Stream) -> None:
-        request = await self._request(stream, "SandboxWaitV2")
+        await self._sandbox_wait(stream, "SandboxWaitV2")
+
+    async def SandboxWait(self, stream: Stream) -> None:  # V1 (the SDK uses it for a GPU)
+        await self._sandbox_wait(stream, "SandboxWait")
+
+    async def _sandbox_wait(self, stream: Stream, method: str) -> None:
+        request = await self._request(stream, method)
         record = self.fake.sandbox(request.sandbox_id)
         done = record["state"] != "running"
         await stream.send_message(api_pb2.SandboxWaitResponse(
@@ -323,13 +372,25 @@ class ControlPlane:
             metadata=api_pb2.SandboxHandleMetadata(app_id=record["app_id"])))
 
     async def SandboxGetTunnelsV2(self, stream: Stream) -> None:
-        request = await self._request(stream, "SandboxGetTunnelsV2")
+        await self._sandbox_get_tunnels(stream, "SandboxGetTunnelsV2")
+
+    async def SandboxGetTunnels(self, stream: Stream) -> None:  # V1 (the SDK uses it for a GPU)
+        await self._sandbox_get_tunnels(stream, "SandboxGetTunnels")
+
+    async def _sandbox_get_tunnels(self, stream: Stream, method: str) -> None:
+        request = await self._request(stream, method)
         record = self.fake.sandbox(request.sandbox_id)
         await stream.send_message(api_pb2.SandboxGetTunnelsResponse(
             result=SUCCESS, tunnels=self.fake.tunnels(record)))
 
     async def SandboxTagsGetV2(self, stream: Stream) -> None:
-        request = await self._request(stream, "SandboxTagsGetV2")
+        await self._sandbox_tags_get(stream, "SandboxTagsGetV2")
+
+    async def SandboxTagsGet(self, stream: Stream) -> None:  # V1 (the SDK uses it for a GPU)
+        await self._sandbox_tags_get(stream, "SandboxTagsGet")
+
+    async def _sandbox_tags_get(self, stream: Stream, method: str) -> None:
+        request = await self._request(stream, method)
         record = self.fake.sandbox(request.sandbox_id)
         await stream.send_message(api_pb2.SandboxTagsGetResponse(tags=[
             api_pb2.SandboxTag(tag_name=k, tag_value=v) for k, v in record["tags"].items()]))
@@ -352,7 +413,13 @@ class ControlPlane:
             for r in found]))
 
     async def SandboxTerminateV2(self, stream: Stream) -> None:
-        request = await self._request(stream, "SandboxTerminateV2")
+        await self._sandbox_terminate(stream, "SandboxTerminateV2")
+
+    async def SandboxTerminate(self, stream: Stream) -> None:  # V1 (the SDK uses it for a GPU)
+        await self._sandbox_terminate(stream, "SandboxTerminate")
+
+    async def _sandbox_terminate(self, stream: Stream, method: str) -> None:
+        request = await self._request(stream, method)
         record = self.fake.sandbox(request.sandbox_id)
         if record["state"] == "running":
             record["state"] = "terminated"
@@ -388,7 +455,8 @@ class CommandRouter:
         argv = ["docker", "exec", "-i"]
         if request.workdir:
             argv += ["-w", request.workdir]
-        for key, value in _inline_env(request.secret_sources).items():
+        env = {**self.fake.secret_env(request.secret_ids), **_inline_env(request.secret_sources)}
+        for key, value in env.items():
             argv += ["-e", f"{key}={value}"]
         container = f"{FAKE_LABEL.replace('.', '-')}-{record['id']}"
         process = await asyncio.create_subprocess_exec(

@@ -118,8 +118,6 @@ async def test_a_container_sandbox_boots_its_image_and_the_default_vm_image_has_
     fake_modal: FakeModal,
 ) -> None:
     spec = SandboxSpec(name="tool", mode="container", image=BASE_IMAGE, ports=(9000,))
-    # a GPU goes to the SDK's V1 sandboxes, which the fake does not serve: asked for, not run
-    assert on_fake(gpu="A10G").create_arguments(spec, "m")["gpu"] == "A10G"
     sandbox = await on_fake().create(spec)
     try:
         [create] = fake_modal.called("SandboxCreateV2")
@@ -139,6 +137,32 @@ async def test_a_container_sandbox_boots_its_image_and_the_default_vm_image_has_
     assert "image ubuntu:22.04 not found in its registry" in str(refused.value)
     assert "\n" not in str(refused.value)
     assert fake_modal.running() == []
+
+
+@pytest.mark.docker
+async def test_a_gpu_sandbox_takes_the_sdks_v1_path_env_and_commands_included(
+    fake_modal: FakeModal,
+) -> None:
+    provider = on_fake(gpu="A10G:2")
+    sandbox = await provider.create(SandboxSpec(
+        name="trainer", mode="container", image=BASE_IMAGE, env_vars={"SEED": "7"},
+        labels={"agentenv.run": "gpu-run"}))
+    try:
+        assert not fake_modal.called("SandboxCreateV2")  # a GPU is V1's, in SDK 1.6
+        [create] = fake_modal.called("SandboxCreate")
+        gpu = create.definition.resources.gpu_config
+        assert (gpu.gpu_type, gpu.count) == ("A10G", 2)
+        assert fake_modal.called("SecretGetOrCreate")  # V1 sends env as a secret
+        assert (await sandbox.exec("echo $SEED")).stdout == "7\n"
+        await sandbox.put_file("/tmp/data/x.bin", b"\x00\x01")
+        assert await sandbox.get_file("/tmp/data/x.bin") == b"\x00\x01"
+        assert (await provider.attach(sandbox.id)) is not None
+        assert [s.id for s in await provider.list_sandboxes({"agentenv.run": "gpu-run"})] == \
+            [sandbox.id]
+    finally:
+        await sandbox.terminate()
+    assert fake_modal.called("SandboxTerminate") and fake_modal.running() == []
+    assert await provider.attach(sandbox.id) is None
 
 
 @pytest.mark.docker
