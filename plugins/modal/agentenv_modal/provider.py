@@ -125,8 +125,7 @@ class ModalSandbox(DockerHostSandbox):
         timeout: float | None = None,
     ) -> ExecResult:
         try:
-            code, out, err = await self._run(timed_argv(command, timeout, shell="sh"), cwd=cwd,
-                                             env=env)
+            code, out, err = await self._run(timed_argv(command, timeout), cwd=cwd, env=env)
         except Exception as exc:  # the SDK's errors, and grpclib's under them
             return ExecResult(-1, "", f"lost modal sandbox {self.id}: {type(exc).__name__}: "
                                       f"{exc}")
