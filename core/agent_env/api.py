@@ -66,7 +66,9 @@ Groups, in the order a plugin author meets them:
   leftover reaping by label (``find_leftovers``, ``remove_leftovers``, ``owner_label``,
   ``OWNER_LABEL``).
 
-The episode API (``EpisodeSpec``, ``Task``) is for programs, not plugins: ``agent_env.task``.
+* episodes, for a plugin that serves tasks to a trainer: ``EpisodeSpec``, ``Episode``,
+  ``EpisodeError``, ``Turn``, ``TurnTools``, ``EpisodeTask`` (``agent_env.task.Task``) and
+  ``BundleTasks`` (:meth:`EpisodeTask.all_from_bundle`). Programs use ``agent_env.task``.
 """
 
 from __future__ import annotations
@@ -157,6 +159,14 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "READS_REPLY": ("agent_env.agents", "READS_REPLY"),
     "JUDGE_ROLE": ("agent_env.agents", "JUDGE_ROLE"),
     "find_reply": ("agent_env.agents", "find_reply"),
+    # the episode API, for plugins that serve tasks to trainers (OpenEnv, verifiers)
+    "EpisodeSpec": ("agent_env.episodes.spec", "EpisodeSpec"),
+    "Episode": ("agent_env.episodes.episode", "Episode"),
+    "EpisodeError": ("agent_env.episodes.errors", "EpisodeError"),
+    "EpisodeTask": ("agent_env.episodes.task_source", "Task"),
+    "BundleTasks": ("agent_env.episodes.task_source", "BundleTasks"),
+    "Turn": ("agent_env.episodes.turns", "Turn"),
+    "TurnTools": ("agent_env.episodes.turns", "TurnTools"),
     "default_agent_id": ("agent_env.agents", "default_agent_id"),
     "model_problem": ("agent_env.models", "model_problem"),
     "chat": ("agent_env.models", "chat"),
@@ -358,6 +368,12 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         network_policy_problem,
         write_env_files,
     )
+    from agent_env.episodes.episode import Episode
+    from agent_env.episodes.errors import EpisodeError
+    from agent_env.episodes.spec import EpisodeSpec
+    from agent_env.episodes.task_source import BundleTasks
+    from agent_env.episodes.task_source import Task as EpisodeTask
+    from agent_env.episodes.turns import Turn, TurnTools
     from agent_env.errors import ConfigError, MissingPluginError, UserError, cause
     from agent_env.evals.compare import compare as compare_run_groups
     from agent_env.evals.compare import eval_groups as eval_run_groups

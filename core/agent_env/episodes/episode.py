@@ -103,6 +103,10 @@ class Episode:
         #: What teardown did (None until it ran).
         self.teardown_report: TeardownReport | None = None
         self.abandon_reason: str | None = None
+        #: What became of each pooled env at teardown, by env id (``reuse_envs``): ``reset``
+        #: (lent again next), ``quarantined`` (its verified reset failed), ``reset failed`` or
+        #: ``torn down``.
+        self.env_returns: dict[str, str] = {}
         self.state = STARTING
         self._error: BaseException | None = None
         self._changed = asyncio.Event()
@@ -123,6 +127,14 @@ class Episode:
     def outcome(self) -> str | None:
         """``passed``, ``failed``, ``cancelled``... once the run ended."""
         return self.run_result.outcome if self.run_result is not None else None
+
+    @property
+    def scores_so_far(self) -> dict[str, float]:
+        """``{step_id: score}`` of the verifiers that have run so far: between two turns, the
+        scores a task records mid-episode (an intermediate reward), final once it finished."""
+        if self.run_result is not None:
+            return dict(self.run_result.scores)
+        return scores.reported_scores(self.ctx.verifications)
 
     # -- what the turns tell the episode -------------------------------------------------------
 

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 #: An idle env this close to its expiry is torn down rather than lent again.
 EXPIRY_MARGIN_SECONDS = 600
 RESET_TIMEOUT_SECONDS = 30.0
+#: What became of an env an episode gave back (``Episode.env_returns``).
+RESET, QUARANTINED, RESET_FAILED, TORN_DOWN = "reset", "quarantined", "reset failed", "torn down"
 
 
 @attrs.define(eq=False)
@@ -109,8 +111,9 @@ class EnvPool:
         if entry.sandbox_name:
             ctx.sandboxes[entry.sandbox_name] = entry.sandbox  # the pool's: no teardown here
         ctx.outputs[step.id] = {**entry.outputs, "reused": entry.uses > 1}
+        returns = getattr(getattr(ctx, "episode", None), "env_returns", None)
         ctx.on_teardown("env", f"env {env_id} (back to the pool)",
-                        functools.partial(self.give_back, entry))
+                        functools.partial(self.give_back, entry, returns))
 
     def _take(self, key: str) -> PooledEnv | None:
         idle = self.idle.get(key) or []
@@ -144,9 +147,15 @@ class EnvPool:
             entry.fresh_state = await state_digest(entry.deployment)
         return entry
 
-    async def give_back(self, entry: PooledEnv) -> None:
-        """An episode is done with ``entry``: reset it for the next one, or tear it down."""
+    async def give_back(self, entry: PooledEnv, returns: dict[str, str] | None = None) -> None:
+        """An episode is done with ``entry``: reset it for the next one, or tear it down.
+
+        ``returns`` (the episode's ``env_returns``) gets what became of it, by env id: ``reset``,
+        ``quarantined``, ``reset failed`` or ``torn down``, so whoever plays the episode can tell
+        its trainer why the next one runs on a fresh env."""
+        outcome = returns if returns is not None else {}
         if self.closed or not self.resettable(entry.key) or _expiring(entry.deployment):
+            outcome[entry.env_id] = TORN_DOWN
             await self._retire(entry)
             return
         from agent_env.logs import get_logger
@@ -158,18 +167,22 @@ class EnvPool:
         except Exception as exc:
             get_logger("episodes").warning("reset failed; tearing the env down",
                                            env=entry.env_id, error=str(exc))
+            outcome[entry.env_id] = RESET_FAILED
             await self._retire(entry)
             return
         if state != entry.fresh_state:
             self.quarantined += 1
+            outcome[entry.env_id] = QUARANTINED
             get_logger("episodes").warning(
                 "reset did not restore the env's fresh state; quarantined (torn down, not "
                 "lent again)", env=entry.env_id, fresh=entry.fresh_state, after_reset=state)
             await self._retire(entry)
             return
         if self.closed:  # closed while resetting
+            outcome[entry.env_id] = TORN_DOWN
             await self._retire(entry)
             return
+        outcome[entry.env_id] = RESET
         self.idle.setdefault(entry.key, []).append(entry)
 
     async def _retire(self, entry: PooledEnv, *, raise_on_failure: bool = True) -> None:

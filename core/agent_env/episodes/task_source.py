@@ -54,27 +54,14 @@ class Task:
     @classmethod
     def from_bundle(cls, bundle: str | Path, task_name: str) -> Task:
         """A bundle's task (a folder, or an installed bundle's name), stored like a run does."""
-        from agent_env.bundles.entities import StoredArtifacts, entity_exists
-        from agent_env.bundles.find import locate
-        from agent_env.bundles.ledger import Ledger
-        from agent_env.bundles.parse import parse_bundle
-        from agent_env.bundles.plan import plan_bundle
-        from agent_env.runtime import current
+        return _stored_from_bundle(bundle, [task_name]).tasks[0]
 
-        text = str(bundle)
-        if isinstance(bundle, Path) and not text.startswith((".", "/", "~")):
-            text = f"./{text}"
-        location = locate(text)
-        parsed, problems = parse_bundle(location.folder, location.id_root)
-        versioned, objects = current().versioned_store, current().object_store
-        plan = plan_bundle(parsed, parse_problems=problems, task_names=[task_name],
-                           stored=entity_exists(versioned))
-        ledger = Ledger(versioned, objects).write_plan(plan)
-        planned = plan.tasks[0]
-        version = ledger.version("tasks", planned.entry.id)
-        artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
-        return cls(planned.entry.id, planned.entry.name, planned.spec.raw_steps, version,
-                   planned.entry.label, artifacts)
+    @classmethod
+    def all_from_bundle(cls, bundle: str | Path) -> BundleTasks:
+        """Every task of a bundle, stored in one write as ``agent-env run BUNDLE`` stores them,
+        with the bundle's evals by name: what a server of many tasks (OpenEnv, verifiers)
+        offers as splits."""
+        return _stored_from_bundle(bundle, None)
 
     @classmethod
     def from_steps(
@@ -85,6 +72,46 @@ class Task:
         checked = _preflight(task_id, [dict(s) for s in steps], stored=True)
         return cls(task_id, name or task_id.rsplit("/", 1)[-1], checked, None, task_id,
                    artifacts if artifacts is not None else MemoryArtifacts())
+
+
+@attrs.frozen
+class BundleTasks:
+    """A bundle's tasks, stored, and its evals as the task names each one runs."""
+
+    #: The bundle's folder name.
+    name: str
+    tasks: tuple[Task, ...]
+    #: eval name -> the names of its tasks, in the eval's order.
+    evals: Mapping[str, tuple[str, ...]]
+
+
+def _stored_from_bundle(bundle: str | Path, task_names: Sequence[str] | None) -> BundleTasks:
+    """Plan ``task_names`` of ``bundle`` (every task when None), write the plan like a run does
+    and return the tasks with their stored versions."""
+    from agent_env.bundles.entities import StoredArtifacts, entity_exists
+    from agent_env.bundles.find import locate
+    from agent_env.bundles.ledger import Ledger
+    from agent_env.bundles.parse import parse_bundle
+    from agent_env.bundles.plan import plan_bundle
+    from agent_env.runtime import current
+
+    text = str(bundle)
+    if isinstance(bundle, Path) and not text.startswith((".", "/", "~")):
+        text = f"./{text}"
+    location = locate(text)
+    parsed, problems = parse_bundle(location.folder, location.id_root)
+    names = [t.name for t in parsed.tasks] if task_names is None else list(task_names)
+    versioned, objects = current().versioned_store, current().object_store
+    plan = plan_bundle(parsed, parse_problems=problems, task_names=names,
+                       stored=entity_exists(versioned))
+    ledger = Ledger(versioned, objects).write_plan(plan)
+    artifacts = StoredArtifacts(versioned, objects, ledger.versions.get("artifacts", {}))
+    tasks = tuple(
+        Task(planned.entry.id, planned.entry.name, planned.spec.raw_steps,
+             ledger.version("tasks", planned.entry.id), planned.entry.label, artifacts)
+        for planned in plan.tasks)
+    evals = {entry.name: tuple(entry.task_names) for entry in parsed.evals}
+    return BundleTasks(location.folder.name, tasks, evals)
 
 
 def _preflight(label: str, raw_steps: list[Any], *, stored: bool) -> list[dict[str, Any]]:

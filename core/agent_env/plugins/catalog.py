@@ -88,6 +88,8 @@ FIRST_PARTY: tuple[FirstPartyPlugin, ...] = (
     # contributes only the `up` command (a CLI claim, made when the CLI starts, not a
     # contribution kind the host lists at load time)
     FirstPartyPlugin("explorer", "agentenv-framework-explorer", "explorer", {}),
+    # contributes only the `openenv` command group (`agent-env openenv serve`) and build_app
+    FirstPartyPlugin("openenv", "agentenv-framework-openenv", "openenv", {}),
     FirstPartyPlugin(
         "smol_vm", "agentenv-framework-smol-vm", "smol", {"sandbox_provider": ("smol_vm",)}
     ),
