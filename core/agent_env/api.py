@@ -68,7 +68,9 @@ Groups, in the order a plugin author meets them:
 
 * episodes, for a plugin that serves tasks to a trainer: ``EpisodeSpec``, ``Episode``,
   ``EpisodeError``, ``Turn``, ``TurnTools``, ``EpisodeTask`` (``agent_env.task.Task``) and
-  ``BundleTasks`` (:meth:`EpisodeTask.all_from_bundle`). Programs use ``agent_env.task``.
+  ``BundleTasks`` (:meth:`EpisodeTask.all_from_bundle`); a bundle's playable tasks and their
+  rewards (``served_tasks``, ``ServedTasks``, ``ServedTask``, ``episode_reward``,
+  ``mean_score``: see :mod:`agent_env.episodes.serving`). Programs use ``agent_env.task``.
 """
 
 from __future__ import annotations
@@ -165,6 +167,12 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "EpisodeError": ("agent_env.episodes.errors", "EpisodeError"),
     "EpisodeTask": ("agent_env.episodes.task_source", "Task"),
     "BundleTasks": ("agent_env.episodes.task_source", "BundleTasks"),
+    "Reward": ("agent_env.episodes.serving", "Reward"),
+    "ServedTask": ("agent_env.episodes.serving", "ServedTask"),
+    "ServedTasks": ("agent_env.episodes.serving", "ServedTasks"),
+    "served_tasks": ("agent_env.episodes.serving", "served_tasks"),
+    "episode_reward": ("agent_env.episodes.serving", "reward_function"),
+    "mean_score": ("agent_env.episodes.serving", "mean_score"),
     "Turn": ("agent_env.episodes.turns", "Turn"),
     "TurnTools": ("agent_env.episodes.turns", "TurnTools"),
     "default_agent_id": ("agent_env.agents", "default_agent_id"),
@@ -370,6 +378,14 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.episodes.episode import Episode
     from agent_env.episodes.errors import EpisodeError
+    from agent_env.episodes.serving import (
+        Reward,
+        ServedTask,
+        ServedTasks,
+        mean_score,
+        served_tasks,
+    )
+    from agent_env.episodes.serving import reward_function as episode_reward
     from agent_env.episodes.spec import EpisodeSpec
     from agent_env.episodes.task_source import BundleTasks
     from agent_env.episodes.task_source import Task as EpisodeTask

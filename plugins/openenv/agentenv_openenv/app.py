@@ -11,14 +11,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from agent_env.api import EpisodeError, EpisodeSpec, EpisodeTask, UserError, get_logger
-from agentenv_openenv.environment import (
-    AgentEnvEnvironment,
-    EpisodeObservation,
-    Served,
-    ServedTask,
-)
-from agentenv_openenv.rewards import Reward, reward_function
+from agent_env.api import Reward, UserError, get_logger, served_tasks
+from agentenv_openenv.environment import AgentEnvEnvironment, EpisodeObservation, Served
 
 #: The split that holds every task of the bundle.
 ALL = "all"
@@ -50,30 +44,15 @@ def build_app(
             or max_concurrent_envs < 1:
         raise UserError(f"max_concurrent_envs must be a positive whole number, "
                         f"not {max_concurrent_envs!r}")
-    found = EpisodeTask.all_from_bundle(bundle)
-    served_tasks: dict[str, ServedTask] = {}
-    refused: list[str] = []
-    for task in found.tasks:
-        try:
-            spec = EpisodeSpec.from_task(task, turn_timeout=turn_timeout, reuse_envs=reuse_envs,
-                                         sandbox=sandbox)
-        except EpisodeError as exc:
-            refused.append(str(exc))
-            continue
-        served_tasks[task.name] = ServedTask(task, spec, reward_function(task, reward))
-    if not served_tasks:
-        why = "; ".join(refused) or "the bundle has no tasks"
-        raise UserError(f"{found.name}: no task can be served as an OpenEnv env: {why}")
+    found = served_tasks(bundle, reward=reward, sandbox=sandbox, turn_timeout=turn_timeout,
+                         reuse_envs=reuse_envs)
     log = get_logger("openenv")
-    for why in refused:
-        log.warning("task left out: it can't run as an episode", reason=why)
-    splits = {ALL: tuple(served_tasks.values())}
-    for name, task_names in found.evals.items():
-        if name == ALL:
-            raise UserError(f"{found.name}: eval 'all' has the name of the split of every "
-                            "task; rename the eval")
-        splits[name] = tuple(served_tasks[n] for n in task_names if n in served_tasks)
-    served = Served(splits)
+    for why in found.refused:
+        log.warning("task left out", reason=why)
+    if ALL in found.evals:
+        raise UserError(f"{found.name}: eval 'all' has the name of the split of every task; "
+                        "rename the eval")
+    served = Served({ALL: found.tasks, **found.evals})
     app = create_app(functools.partial(AgentEnvEnvironment, served), CallToolAction,
                      EpisodeObservation, env_name=found.name.replace(".", "-"),
                      max_concurrent_envs=max_concurrent_envs)

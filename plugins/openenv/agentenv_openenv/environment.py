@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -33,8 +33,7 @@ from pydantic import Field
 from agent_env.api import (
     Episode,
     EpisodeError,
-    EpisodeSpec,
-    EpisodeTask,
+    ServedTask,
     Turn,
     TurnTools,
     get_logger,
@@ -73,15 +72,6 @@ class EpisodeObservation(Observation):
     task: dict[str, Any] | None = Field(default=None, description="name, id, split, index")
     envs: dict[str, bool] = Field(default_factory=dict,
                                   description="deploy step id -> whether the env was reused")
-
-
-@attrs.frozen
-class ServedTask:
-    """A task served as episodes, and how its scores make a reward."""
-
-    task: EpisodeTask
-    spec: EpisodeSpec
-    reward: Callable[[Mapping[str, float]], float | None]
 
 
 @attrs.define(eq=False)

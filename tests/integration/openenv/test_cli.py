@@ -69,8 +69,8 @@ def test_bad_input_is_a_clear_error_naming_the_fix(tmp_path: Path) -> None:
     cases = [
         ([str(tmp_path / "missing")], "is not a folder"),
         ([str(EXAMPLE), "--reward", "score"],
-         "reward='score': task 'todo' has no step 'score' (its steps: deploy, planner, ask, "
-         "list_state, reply)"),
+         "reward='score': task 'todo' records no score at a step 'score' (it records them "
+         "at list_state, reply)"),
         ([str(nothing)], "the bundle has no tasks to run"),
     ]
     for args, message in cases:
