@@ -48,6 +48,7 @@ BENCHMARKS = {
     "agents": ("bench.agents", True),
     "ray_runner": ("bench.ray_runner", True),
     "forks": ("bench.forks", True),
+    "trainers": ("bench.trainers", True),
     "explorer": ("bench.explorer", False),
 }
 FORMAT_VERSION = 2  # 2: bars judged per run ("bars"), "figures" per series, no per-series "bar"
