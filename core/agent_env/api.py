@@ -70,7 +70,8 @@ Groups, in the order a plugin author meets them:
   ``EpisodeError``, ``Turn``, ``TurnTools``, ``EpisodeTask`` (``agent_env.task.Task``) and
   ``BundleTasks`` (:meth:`EpisodeTask.all_from_bundle`); a bundle's playable tasks and their
   rewards (``served_tasks``, ``ServedTasks``, ``ServedTask``, ``episode_reward``,
-  ``mean_score``: see :mod:`agent_env.episodes.serving`). Programs use ``agent_env.task``.
+  ``mean_score``: see :mod:`agent_env.episodes.serving`); ``tool_result_text`` (an MCP
+  result's text). Programs use ``agent_env.task``.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "mean_score": ("agent_env.episodes.serving", "mean_score"),
     "Turn": ("agent_env.episodes.turns", "Turn"),
     "TurnTools": ("agent_env.episodes.turns", "TurnTools"),
+    "tool_result_text": ("agent_env.episodes.turns", "result_text"),
     "default_agent_id": ("agent_env.agents", "default_agent_id"),
     "model_problem": ("agent_env.models", "model_problem"),
     "chat": ("agent_env.models", "chat"),
@@ -390,6 +392,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.episodes.task_source import BundleTasks
     from agent_env.episodes.task_source import Task as EpisodeTask
     from agent_env.episodes.turns import Turn, TurnTools
+    from agent_env.episodes.turns import result_text as tool_result_text
     from agent_env.errors import ConfigError, MissingPluginError, UserError, cause
     from agent_env.evals.compare import compare as compare_run_groups
     from agent_env.evals.compare import eval_groups as eval_run_groups

@@ -37,6 +37,7 @@ from agent_env.api import (
     Turn,
     TurnTools,
     get_logger,
+    tool_result_text,
 )
 
 END_TURN = Tool(
@@ -264,8 +265,7 @@ class AgentEnvEnvironment(Environment):  # type: ignore[misc]
         except TimeoutError:
             return _tool_error(name, ToolErrorType.TIMEOUT,
                                f"{name} did not answer within {timeout_s} s")
-        text = "\n".join(str(c.get("text", "")) for c in result.get("content") or []
-                         if isinstance(c, dict) and c.get("type") == "text")
+        text = tool_result_text(result)
         if result.get("isError"):
             return _tool_error(name, ToolErrorType.EXECUTION_ERROR, text)
         return CallToolObservation(tool_name=name, result={

@@ -32,6 +32,7 @@ from agent_env.api import (
     TurnTools,
     get_logger,
     served_tasks,
+    tool_result_text,
 )
 
 #: The key of this environment's own record in a rollout's state.
@@ -131,27 +132,27 @@ class AgentEnvEnvironment(vf.MultiTurnEnv):  # type: ignore[misc]
             prompt, play.pending = play.pending, None
             state["tool_defs"] = play.tool_defs()
             return [vf.UserMessage(content=prompt)]
-        last = messages[-1]
         answers: list[vf.Message] = []
-        for call in getattr(last, "tool_calls", None) or []:
-            answers.append(vf.ToolMessage(tool_call_id=call.id,
+        for raw in _field(messages[-1], "tool_calls") or []:
+            call = json.loads(raw) if isinstance(raw, str) else raw  # verifiers' wire form
+            answers.append(vf.ToolMessage(tool_call_id=str(_field(call, "id")),
                                           content=await self._call(play, call)))
         return answers
 
     async def _call(self, play: Play, call: Any) -> str:
+        name, raw = str(_field(call, "name")), _field(call, "arguments")
         try:
-            arguments = json.loads(call.arguments or "{}")
+            arguments = json.loads(raw or "{}") if isinstance(raw, str) else raw
         except ValueError as exc:
             return f"the arguments are not JSON: {exc}"
         if not isinstance(arguments, dict):
             return "the arguments must be a JSON object"
         assert play.tools is not None
         try:
-            result = await play.tools.call(call.name, arguments)
+            result = await play.tools.call(name, arguments)
         except Exception as exc:  # an unknown tool, a turn out of time: the model is told
             return f"{type(exc).__name__}: {exc}"
-        text = "\n".join(str(c.get("text", "")) for c in result.get("content") or []
-                         if isinstance(c, dict) and c.get("type") == "text")
+        text = tool_result_text(result)
         return f"error: {text}" if result.get("isError") else text
 
     @vf.stop
@@ -161,9 +162,14 @@ class AgentEnvEnvironment(vf.MultiTurnEnv):  # type: ignore[misc]
         if play is None or not state["trajectory"] or play.turn is None:
             return False
         last = state["trajectory"][-1]["completion"][-1]
-        if getattr(last, "role", None) != "assistant" or getattr(last, "tool_calls", None):
+        if _field(last, "role") != "assistant" or _field(last, "tool_calls"):
             return False
-        return not await play.end_turn(_text(last))
+        try:
+            return not await play.end_turn(_text(last))
+        except Exception as exc:  # the run failed (a step, the env): the rollout's error
+            play.error = f"{type(exc).__name__}: {exc}"
+            state["error"] = vf.Error(f"task {play.served.task.name!r}: {play.error}")
+            return True
 
     @vf.cleanup
     async def finish_episode(self, state: vf.State) -> None:
@@ -201,8 +207,13 @@ def _score_metric(step_id: str) -> Any:
     return metric
 
 
+def _field(message: Any, name: str) -> Any:
+    """A message's field: verifiers holds messages as its models, and some as dicts."""
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+
+
 def _text(message: Any) -> str:
-    content = getattr(message, "content", None)
+    content = _field(message, "content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -215,7 +226,7 @@ def _text(message: Any) -> str:
 def _last_assistant_text(state: vf.State) -> str:
     for step in reversed(state.get("trajectory") or []):
         for message in reversed(step["completion"]):
-            if getattr(message, "role", None) == "assistant" and _text(message):
+            if _field(message, "role") == "assistant" and _text(message):
                 return _text(message)
     return ""
 

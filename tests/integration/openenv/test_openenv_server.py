@@ -189,3 +189,47 @@ async def test_bad_resets_and_steps_answer_a_clear_status(serve: Any) -> None:
             assert (bad.done, bad.observation["status"], bad.observation["message"]) == (
                 True, "error", message)
     assert server.spec.pool.deploys == 0  # nothing was deployed for a bad reset
+
+
+async def test_a_model_plays_the_shipped_agents_smoke_bundle_over_openenv(serve: Any) -> None:
+    """The policy is the bundle's own scripted model (a test double, named scripted:...)
+    behind AgentEnv's model gateway, asked with the openai SDK: a model's loop over OpenEnv."""
+    import openai
+
+    from agentenv_agents.model_gateway import ModelGateway
+    from agentenv_agents.plugin import agent_env_bundles
+    from agentenv_agents.scripted import ScriptedUpstream
+
+    [source] = [b for b in agent_env_bundles() if b.name == "agents-smoke"]
+    script = source.path / "artifacts" / "echo_script" / "script.json"
+    gateway = ModelGateway(ScriptedUpstream(script), token="t", host="127.0.0.1")
+    await gateway.start()
+    server = await serve(bundle="agents-smoke")
+    model = openai.AsyncOpenAI(base_url=f"{gateway.url}/v1", api_key="t", max_retries=0)
+    try:
+        async with client(server) as env:
+            first = await env.reset()
+            listed = await env.step({"type": "list_tools"})
+            tools = [{"type": "function", "function": {
+                "name": t["name"], "description": t["description"],
+                "parameters": t["input_schema"]}}
+                for t in listed.observation["tools"] if t["name"] != "end_turn"]
+            messages: list[Any] = [{"role": "user", "content": first.observation["prompt"]}]
+            while True:
+                answer = await model.chat.completions.create(
+                    model="scripted:echo_script", messages=messages, tools=tools)
+                reply = answer.choices[0].message
+                messages.append(reply.model_dump(exclude_none=True))
+                if not reply.tool_calls:
+                    break
+                for tool_call in reply.tool_calls:
+                    step = await call(env, tool_call.function.name,
+                                      **json.loads(tool_call.function.arguments))
+                    messages.append({"role": "tool", "tool_call_id": tool_call.id,
+                                     "content": step.observation["result"]["data"]})
+            ended = await call(env, "end_turn", response=reply.content)
+    finally:
+        await gateway.stop()
+    assert answer.model == "scripted:echo_script"
+    assert (ended.done, ended.reward) == (True, 1.0)
+    assert ended.observation["result"]["scores"] == {"answer": 1.0, "echoes": 1.0}

@@ -52,7 +52,7 @@ async def environment(state_root: Any, docker_client: Any) -> AsyncIterator[Any]
     made: list[Any] = []
 
     def load(**options: Any) -> Any:
-        env = vf.load_environment("agentenv-verifiers", bundle=EXAMPLE, **options)
+        env = vf.load_environment("agentenv-verifiers", **{"bundle": EXAMPLE, **options})
         made.append(env)
         return env
 
@@ -124,3 +124,25 @@ async def test_bad_arguments_name_the_fix(environment: Any) -> None:
     with pytest.raises(RuntimeError, match=r"records no score at a step 'ask' \(it records "
                                            r"them at list_state, reply\)"):
         environment(reward="ask")
+
+
+async def test_the_shipped_agents_smoke_bundle_scores_with_its_own_scripted_model(
+        environment: Any, tmp_path: Path) -> None:
+    """The bundle's own script (artifacts/echo_script) is the policy, as under agent-env run."""
+    from agentenv_agents.plugin import agent_env_bundles
+
+    [source] = [b for b in agent_env_bundles() if b.name == "agents-smoke"]
+    script = Path(source.path) / "artifacts" / "echo_script" / "script.json"
+    gateway = ModelGateway(ScriptedUpstream(script), token=TOKEN, host="127.0.0.1")
+    await gateway.start()
+    try:
+        client = OpenAIChatCompletionsClient(openai.AsyncOpenAI(
+            base_url=f"{gateway.url}/v1", api_key=TOKEN, max_retries=0))
+        env = environment(bundle="agents-smoke", turn_timeout=120)
+        outputs = await env.evaluate(client, model="scripted:echo_script", num_examples=-1,
+                                     rollouts_per_example=1, on_progress=[])
+    finally:
+        await gateway.stop()
+    [rollout] = rollouts(outputs)
+    assert rollout["reward"] == 1.0, rollout["metrics"]
+    assert (rollout["metrics"]["score_answer"], rollout["metrics"]["score_echoes"]) == (1.0, 1.0)
