@@ -233,3 +233,45 @@ async def test_a_model_plays_the_shipped_agents_smoke_bundle_over_openenv(serve:
     assert answer.model == "scripted:echo_script"
     assert (ended.done, ended.reward) == (True, 1.0)
     assert ended.observation["result"]["scores"] == {"answer": 1.0, "echoes": 1.0}
+
+
+TWO_TURNS = [
+    {"id": "deploy", "type": "deploy_env", "env_id": "todo", "sandbox_type": "docker"},
+    {"id": "planner", "type": "deploy_agent", "agent_name": "planner", "env_ids": ["todo"],
+     "role": "planner"},
+    {"id": "first", "type": "prompt_agent", "agent_name": "planner", "prompt": "Add 'buy milk'."},
+    {"id": "after_first", "type": "env_outcome_verifier", "env_id": "todo",
+     "file_artifact_id": "check_todo", "verifier_id": "after_first"},
+    {"id": "second", "type": "prompt_agent", "agent_name": "planner",
+     "prompt": "Add 'walk the dog', complete 'buy milk', and say how many are open."},
+    {"id": "list_state", "type": "env_outcome_verifier", "env_id": "todo",
+     "file_artifact_id": "check_todo", "verifier_id": "list_state"},
+]
+
+
+async def test_a_verifier_between_turns_gives_an_intermediate_reward(
+        serve: Any, tmp_path: Any) -> None:
+    import shutil
+
+    from .conftest import EXAMPLE
+
+    bundle = tmp_path / "two-turns"
+    shutil.copytree(EXAMPLE, bundle, ignore=shutil.ignore_patterns("tasks", "__pycache__"))
+    (bundle / "tasks").mkdir()
+    (bundle / "tasks" / "two.json").write_text(json.dumps(TWO_TURNS))
+    server = await serve(bundle=bundle)
+    async with client(server) as env:
+        first = await env.reset()
+        assert first.observation["prompt"] == "Add 'buy milk'."
+        await call(env, "add_item", text="buy milk")
+        between = await call(env, "end_turn", response="Added.")
+        result = between.observation["result"]
+        assert not between.done and result["turn"] == "second"
+        assert result["prompt"].startswith("Add 'walk the dog'")
+        # what the verifier between the turns scored (the list is not done yet: 0)
+        assert (result["scores"], between.reward) == ({"after_first": 0.0}, 0.0)
+        await call(env, "add_item", text="walk the dog")
+        await call(env, "complete_item", item_id=1)
+        ended = await call(env, "end_turn", response="1 is open.")
+    assert ended.observation["result"]["scores"] == {"after_first": 0.0, "list_state": 1.0}
+    assert ended.done and ended.reward == 0.5  # the task's reward: the mean of its scores
