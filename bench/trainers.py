@@ -10,7 +10,8 @@ fast a reused env turns around, and what the OpenEnv adapter adds to a step.
   of what it was after the first (memory stays bounded as rounds go on).
 * **memory per deployed env**: the resident memory (cgroup usage less the page cache) of each
   idle pooled env's containers (gateway, env server and the DNS helper every docker VM has),
-  summed per env: the median over the pool's envs.
+  summed per env: the median over the pool's envs, at most ``MEMORY_MIB`` (issue 39: 32 envs
+  up at once then fit in 2 GiB). The note splits it by container.
 * **turnaround**: one env, episodes one after another: the time from ``episode.result()``
   returning (the env reset and back in the pool) to the next episode's first turn being open
   on that env (``start()`` plus the lend).
@@ -43,6 +44,7 @@ from bench.measure import Series
 GROUP, MAX_ENVS, ROUNDS = 64, 12, 2
 SMOKE_GROUP, SMOKE_MAX_ENVS = 4, 2
 RSS_GROWTH_MIB = 64
+MEMORY_MIB = 60
 TURNAROUNDS, CALLS, STORM = 20, 200, 1000
 REUSE, REDEPLOY = "episodes/min, group of {n}, reuse", "episodes/min, group of {n}, redeploy"
 MEMORY = "memory per idle deployed env (MiB)"
@@ -55,6 +57,7 @@ BARS = (
     Bar(REUSE.format(n=GROUP), "leaked", at_most=0, unit=""),
     Bar(REDEPLOY.format(n=GROUP), "leaked", at_most=0, unit=""),
     Bar(REUSE.format(n=GROUP), "rss_growth_mib", at_most=RSS_GROWTH_MIB, unit="MiB"),
+    Bar(MEMORY, "median", at_most=MEMORY_MIB, unit="MiB"),
     Bar(OPENENV, "overhead_ms", at_most=2, unit="ms"),
     Bar(RESETS, "median", at_least=1000, unit="/min"),
     Bar(RESETS, "containers_added", at_most=0, unit=""),
@@ -74,15 +77,16 @@ def _task() -> Any:
 
 
 async def group_rates(size: int, rounds: int, reuse: bool, max_envs: int
-                      ) -> tuple[list[float], int, float, list[float]]:
-    """(episodes/min per timed round, things leaked, RSS growth MiB, MiB per idle env)."""
+                      ) -> tuple[list[float], int, float, tuple[list[float], dict[str, float]]]:
+    """(episodes/min per timed round, things leaked, RSS growth MiB, MiB per idle env and
+    the median MiB of each kind of container)."""
     from agent_env.task import EpisodeSpec
 
     spec = EpisodeSpec.from_task(_task(), turn_timeout=300, reuse_envs=reuse,
                                  max_envs=max_envs)
     rates: list[float] = []
     rss: list[float] = []
-    memory: list[float] = []
+    memory: tuple[list[float], dict[str, float]] = ([], {})
     async with spec:
         for round_number in range(rounds + 1):
             started = time.perf_counter()
@@ -99,19 +103,23 @@ async def group_rates(size: int, rounds: int, reuse: bool, max_envs: int
     return rates, leaked(spec.id), rss[-1] - rss[1 if len(rss) > 1 else 0], memory
 
 
-def env_memory(spec_id: str) -> list[float]:
-    """MiB of resident memory per env the spec has up: its containers summed by sandbox."""
+def env_memory(spec_id: str) -> tuple[list[float], dict[str, float]]:
+    """MiB of resident memory per env the spec has up (its containers summed by sandbox),
+    and the median MiB of each kind of container (gateway, dns, the env server's name)."""
     from agent_env.episodes.episode import SPEC_LABEL
     from agentenv_docker_env.engine import docker_client
 
     client = docker_client()
     per_env: dict[str, float] = {}
+    per_kind: dict[str, list[float]] = {}
     for container in client.containers.list(filters={"label": f"{SPEC_LABEL}={spec_id}"}):
         stats = container.stats(stream=False).get("memory_stats") or {}
         usage = stats.get("usage", 0) - (stats.get("stats") or {}).get("inactive_file", 0)
         sandbox = container.labels.get("agentenv.sandbox", container.name)
         per_env[sandbox] = per_env.get(sandbox, 0.0) + usage / 2**20
-    return sorted(per_env.values())
+        kind = container.labels.get("agentenv.container", "other")
+        per_kind.setdefault(kind, []).append(usage / 2**20)
+    return sorted(per_env.values()), {k: statistics.median(v) for k, v in per_kind.items()}
 
 
 async def turnarounds(count: int) -> list[float]:
@@ -212,17 +220,20 @@ def run(*, quick: bool, workdir: Path, agent_env: list[str], smoke: bool = False
     size, max_envs, rounds = (SMOKE_GROUP, SMOKE_MAX_ENVS, 1) if smoke else (
         GROUP, MAX_ENVS, ROUNDS)
     series: list[Series] = []
-    memory: list[float] = []
+    memory: tuple[list[float], dict[str, float]] = ([], {})
     for reuse in (False, True):
         rates, left, growth, measured = asyncio.run(group_rates(size, rounds, reuse, max_envs))
-        memory = measured or memory
+        memory = measured if measured[0] else memory
         name = (REUSE if reuse else REDEPLOY).format(n=size)
         series.append(Series(
             name, rates, unit="ep/min", baseline=REDEPLOY.format(n=size) if reuse else None,
             note=f"max_envs={max_envs}; {left} leaked; RSS +{growth:.0f} MiB over the rounds",
             figures={"leaked": left, "rss_growth_mib": growth}))
-    series.append(Series(MEMORY, memory, unit="MiB",
-                         note=f"{len(memory)} idle envs: gateway + env server + DNS helper"))
+    per_env, per_kind = memory
+    split = ", ".join(f"{kind} {mib:.1f}" for kind, mib in sorted(per_kind.items()))
+    series.append(Series(MEMORY, per_env, unit="MiB",
+                         note=f"{len(per_env)} idle envs; median MiB per container: {split}",
+                         figures={f"{kind}_mib": mib for kind, mib in per_kind.items()}))
     series.append(Series(TURNAROUND, asyncio.run(turnarounds(3 if smoke else TURNAROUNDS)),
                          note="one env, episodes one after another"))
     direct, stepped, storm = asyncio.run(openenv_costs(20 if smoke else CALLS,
