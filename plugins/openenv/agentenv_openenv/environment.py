@@ -10,7 +10,6 @@ error), never in an exception the client would see as a broken connection.
 from __future__ import annotations
 
 import asyncio
-import statistics
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
@@ -37,6 +36,7 @@ from agent_env.api import (
     Turn,
     TurnTools,
     get_logger,
+    mean_score,
     tool_result_text,
 )
 
@@ -286,7 +286,7 @@ class AgentEnvEnvironment(Environment):  # type: ignore[misc]
                 new = {k: v for k, v in episode.scores_so_far.items() if k not in before}
                 return CallToolObservation(
                     tool_name=END_TURN.name, done=False,
-                    reward=statistics.fmean(new.values()) if new else None,
+                    reward=mean_score(new),
                     result={"prompt": following.prompt, "system_prompt": following.system_prompt,
                             "turn": following.step_id, "scores": new})
             scores = await episode.result()
