@@ -110,7 +110,10 @@ def _stored_from_bundle(bundle: str | Path, task_names: Sequence[str] | None) ->
         Task(planned.entry.id, planned.entry.name, planned.spec.raw_steps,
              ledger.version("tasks", planned.entry.id), planned.entry.label, artifacts)
         for planned in plan.tasks)
-    evals = {entry.name: tuple(entry.task_names) for entry in parsed.evals}
+    # an eval may name a task by stem, file name or tasks/<file>: keep the task's own name
+    evals = {entry.name: tuple(task.name for name in entry.task_names
+                               if (task := parsed.task(name)) is not None)
+             for entry in parsed.evals}
     return BundleTasks(location.folder.name, tasks, evals)
 
 

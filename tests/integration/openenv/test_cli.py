@@ -79,3 +79,19 @@ def test_bad_input_is_a_clear_error_naming_the_fix(tmp_path: Path) -> None:
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert done.stderr.startswith("Error: ") and message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_each_eval_of_the_bundle_is_a_split(tmp_path: Path, state_root: Path) -> None:
+    """An eval names its tasks by file name; the split lists them by their own names."""
+    import shutil
+
+    from agentenv_openenv import build_app
+
+    bundle = tmp_path / "with-evals"
+    shutil.copytree(EXAMPLE, bundle, ignore=shutil.ignore_patterns("__pycache__"))
+    (bundle / "evals").mkdir()
+    (bundle / "evals" / "nightly.toml").write_text('tasks = ["tasks/todo.json"]\n')
+    served = build_app(bundle).state.agentenv.describe()
+    assert {split: [t["name"] for t in tasks] for split, tasks in served.items()} == {
+        "all": ["todo"], "nightly": ["todo"]}
+    assert served["nightly"][0]["split"] == "nightly"
