@@ -112,12 +112,11 @@ class AgentEnvEnvironment(vf.MultiTurnEnv):  # type: ignore[misc]
                            f"(it serves {', '.join(self.served)})")
         served = self.served[name]
         try:
-            episode = await served.spec.start()
-            turn = await episode.next_turn()
+            play = Play(served, await served.spec.start())
+            state[PLAY] = play  # from here on, the cleanup below ends the episode
+            turn = await play.episode.next_turn()
             if turn is None:
                 raise vf.Error(f"task {name!r} ended before the agent's first turn")
-            play = Play(served, episode)
-            state[PLAY] = play
             await play.open(turn)
         except vf.Error:
             raise
@@ -186,9 +185,10 @@ class AgentEnvEnvironment(vf.MultiTurnEnv):  # type: ignore[misc]
                 last = ""
         except Exception as exc:
             play.error = f"{type(exc).__name__}: {exc}"
-            await play.episode.abandon(play.error)
         finally:
             await play.close_tools()
+            if play.scores is None:  # never scored (setup cut short, a failure): stop the run
+                await play.episode.abandon(play.error or "the rollout ended")
         if play.error:
             get_logger("verifiers").warning("rollout not scored", error=play.error)
 
