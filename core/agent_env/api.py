@@ -69,9 +69,9 @@ Groups, in the order a plugin author meets them:
 * episodes, for a plugin that serves tasks to a trainer: ``EpisodeSpec``, ``Episode``,
   ``EpisodeError``, ``Turn``, ``TurnTools``, ``EpisodeTask`` (``agent_env.task.Task``) and
   ``BundleTasks`` (:meth:`EpisodeTask.all_from_bundle`); a bundle's playable tasks and their
-  rewards (``served_tasks``, ``ServedTasks``, ``ServedTask``, ``episode_reward``,
-  ``mean_score``: see :mod:`agent_env.episodes.serving`); ``tool_result_text`` (an MCP
-  result's text). Programs use ``agent_env.task``.
+  rewards (``served_tasks``, ``ServedTasks``, ``ServedTask``, ``episode_reward``: see
+  :mod:`agent_env.episodes.serving`); ``mean_score`` (a run's score, as an eval's table
+  averages it); ``tool_result_text`` (an MCP result's text). Programs use ``agent_env.task``.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "ServedTasks": ("agent_env.episodes.serving", "ServedTasks"),
     "served_tasks": ("agent_env.episodes.serving", "served_tasks"),
     "episode_reward": ("agent_env.episodes.serving", "reward_function"),
-    "mean_score": ("agent_env.episodes.serving", "mean_score"),
+    "mean_score": ("agent_env.tasks.scores", "mean_score"),
     "Turn": ("agent_env.episodes.turns", "Turn"),
     "TurnTools": ("agent_env.episodes.turns", "TurnTools"),
     "tool_result_text": ("agent_env.episodes.turns", "result_text"),
@@ -380,13 +380,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     )
     from agent_env.episodes.episode import Episode
     from agent_env.episodes.errors import EpisodeError
-    from agent_env.episodes.serving import (
-        Reward,
-        ServedTask,
-        ServedTasks,
-        mean_score,
-        served_tasks,
-    )
+    from agent_env.episodes.serving import Reward, ServedTask, ServedTasks, served_tasks
     from agent_env.episodes.serving import reward_function as episode_reward
     from agent_env.episodes.spec import EpisodeSpec
     from agent_env.episodes.task_source import BundleTasks
@@ -495,7 +489,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
     from agent_env.tasks.plan import TaskSpec
     from agent_env.tasks.records import StoredInstances, failure_line
     from agent_env.tasks.sandboxes import choose_provider, create_in_chain, open_provider
-    from agent_env.tasks.scores import AGGREGATORS, ScoreRow, rows_from_results
+    from agent_env.tasks.scores import AGGREGATORS, ScoreRow, mean_score, rows_from_results
     from agent_env.tasks.session import RunRequest
     from agent_env.tasks.steps import (
         ChoiceProblem,

@@ -8,7 +8,6 @@ tasks with the same rewards through each of them.
 from __future__ import annotations
 
 import functools
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from agent_env.episodes.errors import EpisodeError
 from agent_env.episodes.spec import EpisodeSpec
 from agent_env.episodes.task_source import Task
 from agent_env.errors import UserError
+from agent_env.tasks.scores import mean_score
 
 Reward = Callable[[Mapping[str, float]], float | None]
 
@@ -101,10 +101,6 @@ def reward_function(task: Task, reward: str | Reward | None,
         raise UserError(f"reward={reward!r}: task '{task.name}' records no score at a step "
                         f"{reward!r} (it records them at {', '.join(scoring) or 'no step'})")
     return functools.partial(_score_at, reward)
-
-
-def mean_score(scores: Mapping[str, float]) -> float | None:
-    return statistics.fmean(scores.values()) if scores else None
 
 
 def _score_at(step_id: str, scores: Mapping[str, float]) -> float:

@@ -19,7 +19,7 @@ from agent_env.evals.groups import Group, Slot
 from agent_env.evals.passk import pass_at_k
 from agent_env.evals.stats import model_usage
 from agent_env.plural import plural
-from agent_env.tasks.scores import COMPLETED, ERROR, FAILED, PASSED
+from agent_env.tasks.scores import COMPLETED, ERROR, FAILED, PASSED, mean_score
 
 if TYPE_CHECKING:
     from agent_env.tasks.engine import TaskResult
@@ -42,9 +42,9 @@ class EvalRun:
 
     @property
     def score(self) -> float | None:
-        scores = self.result.scores
-        if scores:
-            return sum(scores.values()) / len(scores)
+        mean = mean_score(self.result.scores)
+        if mean is not None:
+            return mean
         return 0.0 if self.outcome == FAILED else None
 
 

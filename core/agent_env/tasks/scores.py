@@ -137,6 +137,12 @@ def reported_scores(verifications: Mapping[str, Verification]) -> dict[str, floa
     return {v.step_id: v.score for v in verifications.values()}
 
 
+def mean_score(scores: Mapping[str, float]) -> float | None:
+    """A run's score: the mean of its reported scores (None when it reported none). What an
+    eval's table averages and what an episode's trainer gets as its reward by default."""
+    return sum(scores.values()) / len(scores) if scores else None
+
+
 def outcome(*, cancelled: bool, failed: bool, scores: Mapping[str, float],
             errored: bool = False) -> str:
     """cancelled > error (infrastructure) > failed > unscored > passed > scored below 1."""
