@@ -7,6 +7,7 @@ tasks with the same rewards through each of them.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -48,6 +49,15 @@ class ServedTasks:
 
     def by_name(self) -> dict[str, ServedTask]:
         return {served.task.name: served for served in self.tasks}
+
+    async def close(self) -> None:
+        """Tear every task's env pool down (reused envs stay up between episodes): all of
+        them, then raise the first failure, if any."""
+        results = await asyncio.gather(*(served.spec.close() for served in self.tasks),
+                                       return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
 
 def served_tasks(bundle: str | Path, *, reward: str | Reward | None = None,

@@ -52,7 +52,7 @@ def build_app(
     if ALL in found.evals:
         raise UserError(f"{found.name}: eval 'all' has the name of the split of every task; "
                         "rename the eval")
-    served = Served({ALL: found.tasks, **found.evals})
+    served = Served(found, {ALL: found.tasks, **found.evals})
     app = create_app(functools.partial(AgentEnvEnvironment, served), CallToolAction,
                      EpisodeObservation, env_name=found.name.replace(".", "-"),
                      max_concurrent_envs=max_concurrent_envs)

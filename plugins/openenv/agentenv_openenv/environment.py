@@ -10,6 +10,7 @@ error), never in an exception the client would see as a broken connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
@@ -33,6 +34,7 @@ from agent_env.api import (
     Episode,
     EpisodeError,
     ServedTask,
+    ServedTasks,
     Turn,
     TurnTools,
     get_logger,
@@ -80,6 +82,8 @@ class Served:
     """What every session of one server shares: the tasks by split, the sessions holding an
     episode, and the teardowns still running, which the server's shutdown waits for."""
 
+    #: every task served, whose env pools the shutdown tears down
+    tasks: ServedTasks
     splits: dict[str, tuple[ServedTask, ...]]
     sessions: set[AgentEnvEnvironment] = attrs.field(factory=set)
     ending: set[asyncio.Future[Any]] = attrs.field(factory=set)
@@ -100,8 +104,8 @@ class Served:
         await asyncio.gather(*(s.release_when_free("the server shut down")
                                for s in list(self.sessions)), return_exceptions=True)
         await asyncio.gather(*list(self.ending), return_exceptions=True)
-        specs = {id(t.spec): t.spec for tasks in self.splits.values() for t in tasks}
-        await asyncio.gather(*(spec.close() for spec in specs.values()), return_exceptions=True)
+        with contextlib.suppress(Exception):  # a pool that failed to go down logged it
+            await self.tasks.close()
 
 
 class AgentEnvEnvironment(Environment):  # type: ignore[misc]

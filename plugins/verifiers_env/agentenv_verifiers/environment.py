@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -28,6 +27,7 @@ from agent_env.api import (
     Episode,
     Reward,
     ServedTask,
+    ServedTasks,
     Turn,
     TurnTools,
     get_logger,
@@ -92,11 +92,13 @@ class Play:
 class AgentEnvEnvironment(vf.MultiTurnEnv):  # type: ignore[misc]
     """See the module docstring."""
 
-    def __init__(self, tasks: dict[str, ServedTask], rows: list[dict[str, Any]],
-                 max_turns: int, **kwargs: Any) -> None:
+    def __init__(self, found: ServedTasks, tasks: dict[str, ServedTask],
+                 rows: list[dict[str, Any]], max_turns: int, **kwargs: Any) -> None:
         from datasets import Dataset
 
-        self.served = tasks
+        #: what the bundle serves (whose env pools :func:`close` tears down), and the tasks
+        #: this environment's rows play, by name
+        self.found, self.served = found, tasks
         metrics = sorted({step_id for t in tasks.values() for step_id in t.scoring})
         rubric = vf.Rubric(funcs=[self.task_reward], weights=[1.0])
         for step_id in metrics:
@@ -263,11 +265,10 @@ def load_environment(bundle: str | Path, *, tasks: list[str] | None = None,
         rows.append({"prompt": prompt, "answer": "",
                      "info": {"agentenv_task": name, "agentenv_task_id": served.task.id,
                               "agent": first.agent}})
-    return AgentEnvEnvironment(by_name, rows, max_turns, env_id="agentenv-verifiers",
+    return AgentEnvEnvironment(found, by_name, rows, max_turns, env_id="agentenv-verifiers",
                                **kwargs)
 
 
 async def close(environment: AgentEnvEnvironment) -> None:
     """Tear the environment's env pools down (reused envs stay up between rollouts)."""
-    specs = {id(t.spec): t.spec for t in environment.served.values()}
-    await asyncio.gather(*(spec.close() for spec in specs.values()))
+    await environment.found.close()
