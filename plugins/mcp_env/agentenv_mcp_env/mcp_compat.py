@@ -204,14 +204,17 @@ def streams_module_1x() -> types.ModuleType:
     return view
 
 
-def script_builtins(source: str) -> dict[str, Any] | None:
+def script_builtins(source: str, *, uses_mcp: bool = True) -> dict[str, Any] | None:
     """Builtins for a verify script's module (None: it needs no compatibility view).
 
     Its ``__import__`` hands the script the 1.x view of ``mcp.client.streamable_http``; every
-    other import is the ordinary one."""
+    other import is the ordinary one. ``uses_mcp``: whether the script or a module beside it
+    imports ``mcp``; when none does, the camelCase aliases are not installed, because that
+    imports ``mcp_types`` (pydantic: about 0.3 s) between a ready env and its verdict."""
     if not needs_compat():
         return None
-    install_attribute_aliases()
+    if uses_mcp:
+        install_attribute_aliases()
     if unpacks_two(source) or STREAMS_MODULE not in source:
         return None
     view: list[types.ModuleType] = []

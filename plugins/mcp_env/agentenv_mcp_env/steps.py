@@ -50,11 +50,12 @@ def deployment(ctx: TaskContext, env_id: str) -> GatewayDeployment:
 
 
 #: A script line importing the official ``mcp`` package (``import mcp``, ``from mcp.x import``).
-_IMPORTS_MCP = re.compile(r"^\s*(?:from|import)\s+mcp(?:\.|\s|$)", re.MULTILINE)
+_IMPORTS_MCP = re.compile(r"^\s*(?:from|import)\s+mcp(?:_types)?(?:\.|\s|$)", re.MULTILINE)
 
 
 def imports_mcp(script: str) -> bool:
-    """Whether a verify script imports the official ``mcp`` client (worth loading early)."""
+    """Whether a verify script imports the official ``mcp`` client (or its ``mcp_types``):
+    worth loading early, and the only scripts whose results need 1.x attribute names."""
     return _IMPORTS_MCP.search(script) is not None
 
 
@@ -219,7 +220,10 @@ def _load_entry(path: Path, name: str, artifact_id: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     from agentenv_mcp_env.mcp_compat import script_builtins
 
-    compat = script_builtins(path.read_text(encoding="utf-8", errors="replace"))
+    uses_mcp = any(imports_mcp(py.read_text(encoding="utf-8", errors="replace"))
+                   for py in path.parent.rglob("*.py"))  # the artifact's own files
+    compat = script_builtins(path.read_text(encoding="utf-8", errors="replace"),
+                             uses_mcp=uses_mcp)
     if compat is not None:  # an mcp 1.x script on mcp 2.x: see mcp_compat
         module.__dict__["__builtins__"] = compat
     sys.path.insert(0, str(path.parent))

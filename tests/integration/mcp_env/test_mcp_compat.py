@@ -138,3 +138,24 @@ def test_which_scripts_get_the_view() -> None:
     assert (mcp_compat.script_builtins(REFERENCE_STYLE) is not None) is expected
     assert mcp_compat.script_builtins(NEW_STYLE) is None
     assert mcp_compat.script_builtins("import json\n") is None
+
+
+@pytest.mark.parametrize(("files", "loaded"), [
+    ({"verify.py": "async def verify(url):\n    return []\n"}, False),
+    ({"verify.py": "import helper\nasync def verify(url):\n    return []\n",
+      "helper.py": "from mcp import ClientSession\n"}, True),
+], ids=["no-mcp", "mcp-in-a-helper"])
+def test_a_script_without_mcp_does_not_load_it(tmp_path: Path, files: dict[str, str],
+                                               loaded: bool) -> None:
+    """The 1.x aliases import pydantic's mcp_types (about 0.3 s that sat between a ready env
+    and its verdict): only a script whose artifact imports mcp pays for them."""
+    import subprocess
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    probe = ("import sys\nfrom pathlib import Path\nfrom agentenv_mcp_env.steps import "
+             f"_load_entry\n_load_entry(Path({str(tmp_path / 'verify.py')!r}), 'verify', 'c')\n"
+             "print('mcp_types' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == str(loaded and mcp_compat.needs_compat())
