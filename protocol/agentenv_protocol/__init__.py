@@ -9,7 +9,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .tls import defer_aiohttp_certificates
+
 __version__ = "0.1.0"
+
+# Before anything imports aiohttp: its TLS contexts get their CA certificates on first use.
+defer_aiohttp_certificates()
 
 _EXPORTS = {
     "AgentEnvEnvironment": "env",
