@@ -15,14 +15,15 @@ loaded at import, as without it) when aiohttp no longer picks its contexts in
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 CONNECTOR = "aiohttp.connector"
 #: The certificate loads aiohttp's import skipped: (context, the skipped method, its args).
@@ -35,10 +36,8 @@ def defer_aiohttp_certificates() -> bool:
     too late (aiohttp imported) or there is no ``ssl``."""
     if CONNECTOR in sys.modules or any(isinstance(f, _ConnectorFinder) for f in sys.meta_path):
         return False
-    try:
-        import ssl  # noqa: F401
-    except ImportError:
-        return False
+    # Nothing is imported here (not even ssl): this runs in every process that imports
+    # agentenv_protocol, most of which never load aiohttp.
     sys.meta_path.insert(0, _ConnectorFinder())
     return True
 
@@ -53,11 +52,12 @@ def load_deferred() -> int:
         return len(pending)
 
 
-class _ConnectorFinder(importlib.abc.MetaPathFinder):
-    """Wraps the loading of ``aiohttp.connector`` in :func:`_skipping_loads`."""
+class _ConnectorFinder:
+    """A meta path finder (``importlib.abc`` itself costs 18 ms to import, so none is
+    subclassed) that wraps the loading of ``aiohttp.connector`` in :func:`_skipping_loads`."""
 
     def find_spec(self, name: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if name != CONNECTOR:
             return None
         sys.meta_path.remove(self)  # once: the real finders find it
@@ -77,7 +77,11 @@ class _ConnectorFinder(importlib.abc.MetaPathFinder):
 def _skipping_loads(run: Callable[[], None]) -> None:
     """Run ``run`` (the connector's import) with the CA loads it makes itself recorded instead
     of run; a load from anywhere else (another thread) runs as usual."""
-    import ssl
+    try:
+        import ssl
+    except ImportError:  # no TLS at all: nothing to defer
+        run()
+        return
 
     originals = {name: getattr(ssl.SSLContext, name)
                  for name in ("load_default_certs", "set_default_verify_paths")}
