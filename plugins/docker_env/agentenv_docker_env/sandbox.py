@@ -122,6 +122,14 @@ while True:
 """
 #: The internal network's bridge gets no address on the host, so the host has no route to it.
 NO_HOST_ADDRESS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
+#: Where a sandbox's private (internal) network takes its /24: a random one of these 8,192, so
+#: its DNS answerer can have a known address (``.2``) before it starts. The engine refuses a
+#: subnet another network holds (another is tried); with no host address on the bridge, a
+#: host route into the same range does not matter.
+PRIVATE_SUBNETS = (10 << 24 | 224 << 16, 1 << 13)  # 10.224.0.0/11: first address, /24s in it
+#: Subnets tried before the engine picks one itself (then the answerer's address is known only
+#: once it runs, and an offline container waits for its start, as before).
+SUBNET_TRIES = 6
 KEEP_ALIVE = ["/bin/sh", "-c", "while :; do sleep 3600; done"]
 #: At most this many engine calls at once in one teardown (the SDK's pool holds 10 connections).
 PARALLEL_CALLS = 8
@@ -242,6 +250,10 @@ class DockerSandbox(Sandbox):
         #: the DNS answerer's address ("" when it could not start; None before its first use)
         self._dns: str | None = None
         self._dns_lock = threading.Lock()
+        #: the answerer's address on a private network of a known subnet (see
+        #: ``PRIVATE_SUBNETS``), fixed before it starts; None: the engine chose the subnet
+        self.dns_planned: str | None = None
+        self._dns_warming = False
 
     @property
     def memory_mb(self) -> int:
@@ -358,7 +370,13 @@ class DockerSandbox(Sandbox):
                  for mount in volumes}
         offline = (self.mode == "vm" and self.has_edge and private and not outbound
                    and not sealed and not publish and not egress and role != "dns")
-        answerer = self._dns_address() if offline else None
+        answerer = None
+        if offline and self.dns_planned is not None:
+            # its address is known: this container starts beside it, not after it
+            self.warm_dns()
+            answerer = self.dns_planned
+        elif offline:
+            answerer = self._dns_address()
         host_config = api.create_host_config(
             port_bindings={port: (LOOPBACK, None) for port in publish},
             init=True,
@@ -384,8 +402,9 @@ class DockerSandbox(Sandbox):
                 if outbound:
                     self._outbound_blocking()
                     joins.append(self.outbound_network)
+            address = self.dns_planned if role == "dns" and joins[0] == self.network else None
             networking = api.create_networking_config(
-                {joins[0]: api.create_endpoint_config(aliases=aliases)}
+                {joins[0]: api.create_endpoint_config(aliases=aliases, ipv4_address=address)}
             )
         try:  # no image lookup first: a missing image is the create call's 404
             created = api.create_container(
@@ -711,8 +730,10 @@ class DockerSandbox(Sandbox):
             return self._dns or None
 
     def warm_dns(self) -> None:
-        """Start the DNS answerer in the background (a deploy's builds hide its start)."""
-        if self.mode == "vm" and self.has_edge and self._dns is None:
+        """Start the DNS answerer in the background (a deploy's builds hide its start), once."""
+        if self.mode == "vm" and self.has_edge and self._dns is None \
+                and not self._dns_warming:
+            self._dns_warming = True
             threading.Thread(target=self._dns_address, daemon=True).start()
 
     def _start_dns(self) -> str | None:
@@ -993,9 +1014,36 @@ class DockerSandboxProvider(SandboxProvider):
 
     @staticmethod
     def _create_network(sandbox: DockerSandbox, name: str, *, internal: bool) -> None:
-        sandbox.client.api.create_network(name, driver="bridge", internal=internal,
-                                          options=NO_HOST_ADDRESS if internal else None,
-                                          labels=sandbox._labels("network"))
+        """Make one of the sandbox's networks. The private one of a sandbox with an edge
+        takes a subnet of ``PRIVATE_SUBNETS`` whose ``.2`` is kept for the DNS answerer
+        (automatic addresses come from its upper half), so offline containers start beside
+        the answerer instead of after it (a third of a warm echo-mcp deploy)."""
+        import docker.errors
+        import docker.types
+
+        api = sandbox.client.api
+        options = NO_HOST_ADDRESS if internal else None
+        labels = sandbox._labels("network")
+        if internal and sandbox.has_edge and name == sandbox.network:
+            first, count = PRIVATE_SUBNETS
+            for _ in range(SUBNET_TRIES):
+                base = first + (secrets.randbelow(count) << 8)
+                prefix = ".".join(str(base >> shift & 255) for shift in (24, 16, 8))
+                pool = docker.types.IPAMPool(subnet=f"{prefix}.0/24",
+                                             iprange=f"{prefix}.128/25", gateway=f"{prefix}.1")
+                try:
+                    api.create_network(name, driver="bridge", internal=True, options=options,
+                                       labels=labels,
+                                       ipam=docker.types.IPAMConfig(pool_configs=[pool]))
+                except docker.errors.APIError as exc:
+                    why = str(exc).lower()  # "Pool overlaps ...", or "failed to allocate
+                    if "overlap" not in why and "already in use" not in why:  # gateway (...):
+                        raise  # Address already in use" (20.10, the same subnet elsewhere)
+                    continue  # another network holds that subnet: try another
+                sandbox.dns_planned = f"{prefix}.2"
+                return
+        api.create_network(name, driver="bridge", internal=internal, options=options,
+                           labels=labels)
 
     @staticmethod
     def _start_main(sandbox: DockerSandbox, spec: SandboxSpec) -> None:

@@ -269,3 +269,59 @@ async def test_commands_and_files_inside_a_container_and_how_it_ended(
         assert status == "exited with code 3"
     finally:
         await sandbox.terminate()
+
+
+@pytest.mark.parametrize("subnets_taken", [False, True], ids=["planned", "engine-chosen"])
+async def test_offline_containers_start_beside_the_dns_answerer(
+        docker_client: Any, run_id: str, subnets_taken: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The private network takes a known /24, so the DNS answerer's address (``.2``) is fixed
+    before it starts and an offline container is created with it at once, instead of after
+    the answerer's start (a third of a warm echo-mcp deploy). When every subnet tried is held
+    by another network, the engine picks one and the answerer is waited for, as before; either
+    way an outside name fails fast."""
+    from agentenv_docker_env import sandbox as docker_sandbox
+
+    blocker = None
+    if subnets_taken:  # the one subnet offered is held already
+        blocker = docker_client.networks.create(
+            f"{run_id}-blocker", driver="bridge", internal=True, labels={"agentenv.run": run_id},
+            ipam={"Config": [{"Subnet": "10.254.77.0/24"}]})
+        monkeypatch.setattr(docker_sandbox, "PRIVATE_SUBNETS", (10 << 24 | 254 << 16 | 77 << 8, 1))
+        monkeypatch.setattr(docker_sandbox, "SUBNET_TRIES", 2)
+    sandbox = await _docker_sandbox(run_id)
+    try:
+        assert isinstance(sandbox, docker_sandbox.DockerSandbox)
+        config = docker_client.networks.get(sandbox.network).attrs["IPAM"]["Config"][0]
+        if subnets_taken:
+            assert sandbox.dns_planned is None
+            assert config["Subnet"] != "10.254.77.0/24"
+        else:
+            prefix = config["Subnet"].rsplit(".", 1)[0]
+            assert config["Subnet"].startswith("10.") and config["IPRange"] == f"{prefix}.128/25"
+            assert sandbox.dns_planned == f"{prefix}.2"
+        await sandbox.run_container(ContainerSpec(
+            name="closed", image=IMAGE, command=("sleep", "600")))
+        closed = docker_client.containers.get(sandbox.container_name("closed"))
+        answerer = docker_client.containers.get(f"{sandbox.id}-dns")
+        for _ in range(100):  # the answerer may still be starting beside it
+            answerer.reload()
+            if answerer.status == "running":
+                break
+            await asyncio.sleep(0.1)
+        address = answerer.attrs["NetworkSettings"]["Networks"][sandbox.network]["IPAddress"]
+        assert closed.attrs["HostConfig"]["Dns"] == [address]
+        if not subnets_taken:
+            assert address == sandbox.dns_planned
+            mine = closed.attrs["NetworkSettings"]["Networks"][sandbox.network]["IPAddress"]
+            assert int(mine.rsplit(".", 1)[1]) >= 128  # automatic addresses: the upper half
+        lookup = ("import socket, time; t = time.time()\n"
+                  "try: socket.getaddrinfo('example.com', 80)\n"
+                  "except OSError: pass\n"
+                  "print(round(time.time() - t, 2))")
+        waited = float((await _exec_in(docker_client, sandbox, "closed", lookup)).strip())
+        assert waited < 0.1, waited
+    finally:
+        await sandbox.terminate()
+        if blocker is not None:
+            blocker.remove()
