@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -106,3 +107,11 @@ def time_calls(fn: Callable[[], object], *, repeat: int) -> list[float]:
         fn()
         samples.append(time.perf_counter() - start)
     return samples
+
+
+def resident_mib(container: Any) -> float:
+    """A Docker container's resident memory in MiB: its cgroup's usage less the page cache
+    (``inactive_file``), as ``docker stats`` counts it."""
+    stats = container.stats(stream=False).get("memory_stats") or {}
+    usage = stats.get("usage", 0) - (stats.get("stats") or {}).get("inactive_file", 0)
+    return float(usage) / 2**20

@@ -8,11 +8,12 @@ from pathlib import Path
 from bench.bars import Bar
 from bench.measure import Series, time_command
 
-#: The team lead's startup targets (tightened from 8x and 25x): ``--version`` measures about
-#: 2.0-2.3x on the reference machine, so 3x leaves it room for noise.
+#: The startup targets: ``--version`` measures about 2.0-2.3x on the reference machine, so 3x
+#: leaves it room for noise; ``plugin list`` at most 8x (issue 39, from 12x), with every
+#: plugin installed (contributions stay lazy).
 BARS = (
     Bar("agent-env --version", at_most=3),
-    Bar("agent-env plugin list", at_most=12),
+    Bar("agent-env plugin list", at_most=8),
 )
 
 

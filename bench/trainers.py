@@ -39,7 +39,7 @@ from typing import Any
 
 from bench.bars import Bar
 from bench.episodes import EXAMPLE, leaked, play
-from bench.measure import Series
+from bench.measure import Series, resident_mib
 
 GROUP, MAX_ENVS, ROUNDS = 64, 12, 2
 SMOKE_GROUP, SMOKE_MAX_ENVS = 4, 2
@@ -113,12 +113,11 @@ def env_memory(spec_id: str) -> tuple[list[float], dict[str, float]]:
     per_env: dict[str, float] = {}
     per_kind: dict[str, list[float]] = {}
     for container in client.containers.list(filters={"label": f"{SPEC_LABEL}={spec_id}"}):
-        stats = container.stats(stream=False).get("memory_stats") or {}
-        usage = stats.get("usage", 0) - (stats.get("stats") or {}).get("inactive_file", 0)
+        mib = resident_mib(container)
         sandbox = container.labels.get("agentenv.sandbox", container.name)
-        per_env[sandbox] = per_env.get(sandbox, 0.0) + usage / 2**20
+        per_env[sandbox] = per_env.get(sandbox, 0.0) + mib
         kind = container.labels.get("agentenv.container", "other")
-        per_kind.setdefault(kind, []).append(usage / 2**20)
+        per_kind.setdefault(kind, []).append(mib)
     return sorted(per_env.values()), {k: statistics.median(v) for k, v in per_kind.items()}
 
 
