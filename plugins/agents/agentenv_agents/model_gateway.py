@@ -432,7 +432,7 @@ class ModelGateway:
             refusal = self._refuse(api, 401, "model gateway: wrong or missing token")
             return self._finish(call, t0, refusal, "gateway: wrong or missing token")
         call.caller = caller or None
-        raw = await request.read()
+        raw = sent = await request.read()
         body = _json_object(raw)
         if body is None:
             return self._finish(call, t0, self._refuse(
@@ -461,11 +461,11 @@ class ModelGateway:
             model=call.model, api_key=self._caller_keys.get(caller) if caller else None))
         call.status = reply.status
         if reply.chunks is None:
-            return await self._answer_whole(request, call, t0, reply)
-        return await self._answer_stream(request, call, t0, reply, strip_usage)
+            return await self._answer_whole(request, call, t0, reply, sent)
+        return await self._answer_stream(request, call, t0, reply, strip_usage, sent)
 
     async def _answer_whole(self, request: web.Request, call: ModelCall, t0: float,
-                            reply: UpstreamReply) -> web.StreamResponse:
+                            reply: UpstreamReply, sent: bytes) -> web.StreamResponse:
         body = reply.body or b""
         response = web.Response(status=reply.status, body=body, headers=reply.headers)
         error: str | None = None
@@ -475,7 +475,7 @@ class ModelGateway:
         except (ConnectionError, asyncio.CancelledError) as exc:
             error = f"gateway: the agent went away before the answer was sent ({exc!r})"
             if isinstance(exc, asyncio.CancelledError):
-                self._finish(call, t0, None, error)
+                self._finish(call, t0, None, error, sent=sent)
                 raise
         parsed = _json_any(body)
         call.response = parsed if parsed is not None else body.decode("utf-8", "replace")
@@ -486,10 +486,11 @@ class ModelGateway:
         elif reply.status >= 400:
             message = error_message(parsed) or body[:300].decode("utf-8", "replace")
             error = f"upstream answered HTTP {reply.status}: {message}"
-        return self._finish(call, t0, response, error)
+        return self._finish(call, t0, response, error, sent=sent)
 
     async def _answer_stream(self, request: web.Request, call: ModelCall, t0: float,
-                             reply: UpstreamReply, strip_usage: bool) -> web.StreamResponse:
+                             reply: UpstreamReply, strip_usage: bool,
+                             sent: bytes) -> web.StreamResponse:
         assert reply.chunks is not None
         headers = {**reply.headers, "Cache-Control": "no-cache"}
         headers.setdefault("Content-Type", "text/event-stream")
@@ -528,14 +529,18 @@ class ModelGateway:
             error = error or f"gateway: the agent went away mid-stream ({exc!r})"
         except asyncio.CancelledError:
             self._finish(call, t0, None, "gateway: the agent went away mid-stream",
-                         b"".join(seen))
+                         b"".join(seen), sent=sent)
             raise
         finally:
             await _release(reply)
-        return self._finish(call, t0, response, error or reply.error, b"".join(seen))
+        return self._finish(call, t0, response, error or reply.error, b"".join(seen),
+                            sent=sent)
 
     def _finish(self, call: ModelCall, t0: float, response: web.StreamResponse | None,
-                error: str | None, streamed: bytes | None = None) -> web.StreamResponse:
+                error: str | None, streamed: bytes | None = None, *,
+                sent: bytes | None = None) -> web.StreamResponse:
+        """Record ``call`` (``sent``: the body the agent sent, which ``call.request`` was
+        parsed from) and return ``response``."""
         call.latency_ms = (time.perf_counter() - t0) * 1000
         if call.first_byte_ms is None:
             call.first_byte_ms = call.latency_ms
@@ -548,7 +553,7 @@ class ModelGateway:
             error = error or (f"upstream: error event in the stream: {summary.error}"
                               if summary.error else None)
         call.error = error
-        self.recorder.record(call)
+        self.recorder.record(call, sent)
         return response  # type: ignore[return-value]
 
 

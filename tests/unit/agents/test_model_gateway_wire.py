@@ -120,6 +120,27 @@ def test_records_round_trip_and_total(tmp_path) -> None:
                                            "output_tokens": 4}
 
 
+
+@pytest.mark.parametrize("raw", [
+    b'{"model": "m",\r\n  "messages": [{"role": "user", "content": "line one\\nline \xc3\xa9"}]}\n',
+    b'  {"model":"m","messages":[]}  ',
+    '{"model": "m", "messages": []}'.encode("utf-16"),  # not UTF-8: encoded again instead
+    b'\xef\xbb\xbf{"model": "m", "messages": []}',  # a BOM: encoded again instead
+], ids=["pretty-printed", "padded", "utf-16", "bom"])
+def test_a_request_is_kept_as_sent_and_reads_back_the_same(tmp_path, raw: bytes) -> None:
+    """The gateway hands the recorder the body as the agent sent it, to write as it is (no
+    second encoding of a long history); each line stays one JSON object holding the request."""
+    request = json.loads(raw)
+    recorder = CallRecorder(tmp_path / "calls.jsonl")
+    call = ModelCall(api="chat_completions", upstream="u", requested_model="m", model="m",
+                     stream=False, status=200, request=request, response={"ok": True})
+    recorder.record(call, raw)
+    recorder.close()
+    lines = (tmp_path / "calls.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1
+    assert [c.request for c in CallRecorder.read(tmp_path / "calls.jsonl")] == [request]
+    assert recorder.calls == [call]
+
 # -- scripts -----------------------------------------------------------------------------------
 
 def test_a_toml_script_loads_with_its_file_name(tmp_path) -> None:
