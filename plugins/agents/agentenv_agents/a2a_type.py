@@ -41,7 +41,7 @@ import time
 import tomllib
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -76,6 +76,8 @@ _log = logging.getLogger(__name__)
 AGENT_PORT = 8000
 MODEL_GATEWAY_PORT = 4000
 MODEL_GATEWAY_CONTAINER = "model-gateway"
+#: Where an agent in the sandbox reaches the model gateway (by its container's name).
+PRIVATE_MODEL_BASE_URL = f"http://{MODEL_GATEWAY_CONTAINER}:{MODEL_GATEWAY_PORT}/v1"
 MODEL_GATEWAY_IMAGE = "agentenv-model-gateway"
 DEFAULT_READY_TIMEOUT = 120.0
 POLL_INTERVAL = 0.2
@@ -141,7 +143,7 @@ class ModelGatewayHandle:
 
     @property
     def private_base_url(self) -> str:
-        return f"http://{MODEL_GATEWAY_CONTAINER}:{MODEL_GATEWAY_PORT}/v1"
+        return PRIVATE_MODEL_BASE_URL
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_token}"}
@@ -200,11 +202,17 @@ class ModelGatewayHandle:
         return int((await self._calls(2**62)).get("count") or 0)
 
 
-async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGatewayHandle:
-    """The sandbox's model gateway, started on first use (once per sandbox and run: the
-    handle lives in the run's plugin state, so agents of one sandbox share it)."""
-    from agent_env.api import ContainerSpec
+@attrs.frozen
+class StartedGateway:
+    """A model gateway whose container runs (its image and URL), maybe not answering yet."""
 
+    url: str
+    image: str
+
+
+async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGatewayHandle:
+    """The sandbox's model gateway, started on first use and answering (once per sandbox and
+    run: the handle lives in the run's plugin state, so agents of one sandbox share it)."""
     key = f"agents.model_gateway:{sandbox.id}"
     lock = ctx.state.setdefault(f"{key}:lock", asyncio.Lock())
     async with lock:
@@ -220,28 +228,12 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         token, admin = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         for secret in (token, admin, api_key, *settings.secret_header_values()):
             ctx.register_secret(secret)
-        with owned_scratch("agent-env-model-gateway-") as folder:  # gc finds it after kill -9
-            write_gateway_context(folder)
-            image = await build_with_progress(sandbox, str(folder), MODEL_GATEWAY_IMAGE,
-                                {"agentenv.role": "model-gateway"}, "model-gateway", say)
-        env = {"AGENTENV_MODEL_TOKEN": token, "AGENTENV_MODEL_ADMIN_TOKEN": admin,
-               "AGENTENV_MODEL_PORT": str(MODEL_GATEWAY_PORT)}
-        if base_url:
-            env["AGENTENV_UPSTREAM_BASE_URL"] = str(base_url)
-            if api_key:
-                env["AGENTENV_UPSTREAM_API_KEY"] = str(api_key)
-            if settings.headers:  # [model] headers, or the host's $LITELLM_EXTRA_HEADERS
-                env["AGENTENV_UPSTREAM_HEADERS"] = json.dumps(settings.headers)
-        urls = await sandbox.run_container(ContainerSpec(
-            name=MODEL_GATEWAY_CONTAINER, image=image, env=env, publish=(MODEL_GATEWAY_PORT,),
-            labels={**ctx.labels, "agentenv.role": "model-gateway"}, private=False, egress=True))
-        url = (urls.get(MODEL_GATEWAY_PORT) or "").rstrip("/")
-        if not url:
-            raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
-                             f"model gateway's port {MODEL_GATEWAY_PORT}")
+        started = await _start_model_gateway(ctx, sandbox, say, token, admin, base_url, api_key,
+                                             settings.headers)
+        url = started.url
         await _wait_http(f"{url}/healthz", DEFAULT_READY_TIMEOUT, sandbox,
                          MODEL_GATEWAY_CONTAINER, "the model gateway")
-        handle = ModelGatewayHandle(url, token, admin, image,
+        handle = ModelGatewayHandle(url, token, admin, started.image,
                                     upstream=str(base_url) if base_url else None)
         ctx.state[key] = handle
         ctx.add_endpoint(f"model gateway (OpenAI and Anthropic APIs) of sandbox {sandbox.id}",
@@ -254,6 +246,57 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
             ctx.model_endpoint = (f"{url}/v1", judge)
         await load_run_scripts(ctx, handle)
         return handle
+
+
+async def model_gateway_started(ctx: TaskContext, sandbox: Sandbox,
+                                gateway: asyncio.Future[ModelGatewayHandle]) -> StartedGateway:
+    """What ``gateway`` (a :func:`model_gateway` under way) has started: its container runs,
+    though it may not answer yet. Raises what ``gateway`` raised if it failed first.
+
+    Why: an agent's own containers need only the gateway's image and its private address,
+    so a deploy starts them while the gateway comes up instead of after (issue 39)."""
+    started = ctx.state.setdefault(f"agents.model_gateway:{sandbox.id}:started",
+                                   asyncio.get_running_loop().create_future())
+    await asyncio.wait({started, gateway}, return_when=asyncio.FIRST_COMPLETED)
+    if started.done():
+        return cast(StartedGateway, started.result())
+    handle = gateway.result()  # raises what stopped it
+    return StartedGateway(handle.url, handle.image)
+
+
+async def _start_model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any, token: str,
+                               admin: str, base_url: Any, api_key: Any,
+                               headers: Any) -> StartedGateway:
+    """Build (or find) the gateway's image and start its container; tell
+    :func:`model_gateway_started`'s waiters."""
+    from agent_env.api import ContainerSpec
+
+    with owned_scratch("agent-env-model-gateway-") as folder:  # gc finds it after kill -9
+        write_gateway_context(folder)
+        image = await build_with_progress(sandbox, str(folder), MODEL_GATEWAY_IMAGE,
+                                          {"agentenv.role": "model-gateway"}, "model-gateway",
+                                          say)
+    env = {"AGENTENV_MODEL_TOKEN": token, "AGENTENV_MODEL_ADMIN_TOKEN": admin,
+           "AGENTENV_MODEL_PORT": str(MODEL_GATEWAY_PORT)}
+    if base_url:
+        env["AGENTENV_UPSTREAM_BASE_URL"] = str(base_url)
+        if api_key:
+            env["AGENTENV_UPSTREAM_API_KEY"] = str(api_key)
+        if headers:  # [model] headers, or the host's $LITELLM_EXTRA_HEADERS
+            env["AGENTENV_UPSTREAM_HEADERS"] = json.dumps(headers)
+    urls = await sandbox.run_container(ContainerSpec(
+        name=MODEL_GATEWAY_CONTAINER, image=image, env=env, publish=(MODEL_GATEWAY_PORT,),
+        labels={**ctx.labels, "agentenv.role": "model-gateway"}, private=False, egress=True))
+    url = (urls.get(MODEL_GATEWAY_PORT) or "").rstrip("/")
+    if not url:
+        raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
+                         f"model gateway's port {MODEL_GATEWAY_PORT}")
+    started = StartedGateway(url, image)
+    waiting = ctx.state.setdefault(f"agents.model_gateway:{sandbox.id}:started",
+                                   asyncio.get_running_loop().create_future())
+    if not waiting.done():
+        waiting.set_result(started)
+    return started
 
 
 def _judge_key(ctx: TaskContext, run_key: str | None) -> str | None:
@@ -827,13 +870,13 @@ async def agent_image(sandbox: Sandbox, source: Any, say: Any) -> str:
 
 
 def agent_environment(source: Any, extra: dict[str, str], *, port: int, token: str,
-                      gateway: ModelGatewayHandle, model_token: str, model: str | None,
+                      model_base_url: str, model_token: str, model: str | None,
                       role: str | None) -> dict[str, str]:
     """What an A2A agent AgentEnv starts finds in its environment: its folder's
     ``default_env_vars``, then ``extra``, then what AgentEnv sets (its port and bearer token,
     the model gateway's URL and its own model token, the model, ``max_turns``, its role)."""
     env = {**source.default_env_vars, **extra, "A2A_PORT": str(port), "A2A_TOKEN": token,
-           "AGENTENV_MODEL_BASE_URL": gateway.private_base_url,
+           "AGENTENV_MODEL_BASE_URL": model_base_url,
            "AGENTENV_MODEL_TOKEN": model_token}
     if model:
         env["AGENTENV_MODEL_NAME"] = str(model)
@@ -886,45 +929,59 @@ class A2aAgentType:
             raise StepError(f"agent '{step.agent_name}' cannot be sealed: {reason}; set "
                             'network_policy = "open" on its deploy_agent step to give it a '
                             "route out")
-        gateway = await model_gateway(ctx, sandbox, say)
-        image = await agent_image(sandbox, source, say)
-        model = agent_model(ctx, source)
-        token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        ctx.register_secret(token)
-        ctx.register_secret(model_token)
+        reserved = sorted(k for k in step.env_vars
+                          if k.startswith(("A2A_", "AGENTENV_MODEL_")))
+        if reserved:
+            raise StepError(f"env_vars may not set {', '.join(reserved)}: AgentEnv sets them")
+        # The gateway comes up (its /healthz, judge caller, scripts) while the agent's own
+        # containers start: they need only its image and private address, not its answers.
+        coming = asyncio.ensure_future(model_gateway(ctx, sandbox, say))
+        try:
+            image = await agent_image(sandbox, source, say)
+            started = await model_gateway_started(ctx, sandbox, coming)
+            model = agent_model(ctx, source)
+            token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+            ctx.register_secret(token)
+            ctx.register_secret(model_token)
+            env = agent_environment(source, step.env_vars, port=AGENT_PORT, token=token,
+                                    model_base_url=PRIVATE_MODEL_BASE_URL,
+                                    model_token=model_token, model=model, role=setup.role)
+            labels = {**ctx.labels, AGENT_LABEL: source.name}
+            allowed: tuple[str, ...] = ()
+            if policy == "allowlist":
+                allowed = (*step.allow_hosts, *step.allow_cidrs)
+                env.update(await _egress_proxy(ctx, sandbox, container, started.image, step,
+                                               envs, labels))
+                say(f"agents/{source.name}: '{step.agent_name}' may also reach "
+                    f"{', '.join(allowed)} (through its egress proxy)")
+            # sealed: on a network whose only other members are the gateways and agent fronts
+            await sandbox.run_container(ContainerSpec(
+                name=container, image=image, env=env,
+                labels={**labels, "agentenv.role": "agent"}, private=False,
+                sealed=policy != "open"))
+            # Only the front is published: it checks the token whatever SDK the agent was
+            # built on.
+            urls = await sandbox.run_container(ContainerSpec(
+                name=f"{container}-front", image=started.image,
+                command=("python", "-m", "agentenv_agents.agent_front"),
+                env={"AGENTENV_FRONT_TARGET": f"http://{container}:{AGENT_PORT}",
+                     "AGENTENV_FRONT_TOKEN": token, "AGENTENV_FRONT_PORT": str(AGENT_PORT)},
+                publish=(AGENT_PORT,), labels={**labels, "agentenv.role": "agent-front"},
+                private=False))
+            gateway = await coming
+        except BaseException:
+            if not coming.done():
+                coming.cancel()
+            await asyncio.wait({coming})
+            if not coming.cancelled():
+                coming.exception()  # retrieved: what the step hears is the first failure
+            raise
         # an agent deployed as a rubric's judge asks with the judges' key
         from agent_env.api import JUDGE_ROLE, upstream_key
 
         judge_key = _judge_key(ctx, upstream_key(ctx.choices, "agent")) \
             if setup.role == JUDGE_ROLE else None
         await gateway.add_caller(container, model_token, judge_key)
-        reserved = sorted(k for k in step.env_vars
-                          if k.startswith(("A2A_", "AGENTENV_MODEL_")))
-        if reserved:
-            raise StepError(f"env_vars may not set {', '.join(reserved)}: AgentEnv sets them")
-        env = agent_environment(source, step.env_vars, port=AGENT_PORT, token=token,
-                                gateway=gateway, model_token=model_token, model=model,
-                                role=setup.role)
-        labels = {**ctx.labels, AGENT_LABEL: source.name}
-        allowed: tuple[str, ...] = ()
-        if policy == "allowlist":
-            allowed = (*step.allow_hosts, *step.allow_cidrs)
-            env.update(await _egress_proxy(ctx, sandbox, container, gateway, step, envs, labels))
-            say(f"agents/{source.name}: '{step.agent_name}' may also reach "
-                f"{', '.join(allowed)} (through its egress proxy)")
-        # sealed: on a network whose only other members are the gateways and agent fronts
-        await sandbox.run_container(ContainerSpec(
-            name=container, image=image, env=env,
-            labels={**labels, "agentenv.role": "agent"}, private=False,
-            sealed=policy != "open"))
-        # Only the front is published: it checks the token whatever SDK the agent was built on.
-        urls = await sandbox.run_container(ContainerSpec(
-            name=f"{container}-front", image=gateway.image,
-            command=("python", "-m", "agentenv_agents.agent_front"),
-            env={"AGENTENV_FRONT_TARGET": f"http://{container}:{AGENT_PORT}",
-                 "AGENTENV_FRONT_TOKEN": token, "AGENTENV_FRONT_PORT": str(AGENT_PORT)},
-            publish=(AGENT_PORT,), labels={**labels, "agentenv.role": "agent-front"},
-            private=False))
         url = (urls.get(AGENT_PORT) or "").rstrip("/")
         if not url:
             raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for "
@@ -948,7 +1005,7 @@ EGRESS_PORT = 3128
 
 
 async def _egress_proxy(ctx: TaskContext, sandbox: Any, container: str,
-                        gateway: ModelGatewayHandle, step: Any, envs: dict[str, Any],
+                        gateway_image: str, step: Any, envs: dict[str, Any],
                         labels: dict[str, str]) -> dict[str, str]:
     """Start the egress proxy of an ``allowlist`` agent; the variables that point the agent's
     HTTP clients at it (and its gateways past it: they are on its sealed network)."""
@@ -961,13 +1018,13 @@ async def _egress_proxy(ctx: TaskContext, sandbox: Any, container: str,
     name = f"{container}-egress"
     # an edge container with a route out that sealed containers reach (sealed_peer)
     await sandbox.run_container(ContainerSpec(
-        name=name, image=gateway.image, command=("python", "-m", "agentenv_agents.egress_proxy"),
+        name=name, image=gateway_image, command=("python", "-m", "agentenv_agents.egress_proxy"),
         env={"AGENTENV_EGRESS_TOKEN": token, "AGENTENV_EGRESS_PORT": str(EGRESS_PORT),
              "AGENTENV_EGRESS_HOSTS": ",".join(step.allow_hosts),
              "AGENTENV_EGRESS_CIDRS": ",".join(step.allow_cidrs)},
         labels={**labels, "agentenv.role": "agent-egress"}, private=False, egress=True,
         sealed_peer=True, memory_mb=64))
-    direct = ["localhost", "127.0.0.1", "::1", urlsplit(gateway.private_base_url).hostname]
+    direct = ["localhost", "127.0.0.1", "::1", urlsplit(PRIVATE_MODEL_BASE_URL).hostname]
     direct += [urlsplit(str(d.internal_url)).hostname for d in envs.values()]
     proxy = f"http://agentenv:{token}@{name}:{EGRESS_PORT}"
     bypass = ",".join(dict.fromkeys(h for h in direct if h))

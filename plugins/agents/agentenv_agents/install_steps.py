@@ -224,7 +224,8 @@ class InstallAgent(Step):
         await gateway.add_caller(caller, model_token)
         env = agent_environment(
             source, {"PYTHONUNBUFFERED": "1", "PYTHONPATH": f"{root}/app:{root}/site"},
-            port=port, token=token, gateway=gateway, model_token=model_token, model=model,
+            port=port, token=token, model_base_url=gateway.private_base_url,
+            model_token=model_token, model=model,
             role=self.role)
         await self._start(target, root, env, [str(a) for a in manifest["command"]])
         card = await self._wait_card(target, root, url, source.name)
