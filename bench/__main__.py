@@ -106,19 +106,19 @@ def print_table(series: Sequence[Series], bars: Sequence[Bar] = ()) -> None:
 
 
 def report_bars(verdicts: Sequence[Verdict]) -> list[Verdict]:
-    """Print how many bars were met and every one missed; return the verdicts that fail."""
+    """Print every bar with what was measured for it (the misses first), in one table;
+    return the verdicts that fail."""
     counts = {status: sum(v.status == status for v in verdicts)
               for status in ("met", "missed", "missed (within noise)", "no figure")}
     print(f"\nBars: {len(verdicts)} judged, " + ", ".join(
         f"{n} {status}" for status, n in counts.items() if n or status == "met")
         + f" (noise margin {NOISE_MARGIN:.0%} of the bar)")
     rows = [["VERDICT", "SERIES", "MEASURED", "BAR", "OFF BY"]]
-    for v in verdicts:
-        if v.status != "met":
-            measured = "-" if v.measured is None else show(v.measured, v.bar.unit)
-            if v.bar.figure not in ("ratio", "median") and v.measured is not None:
-                measured = f"{v.bar.figure} {measured}"
-            rows.append([v.status, v.bar.series, measured, v.bar.text(), v.off_by()])
+    for v in sorted(verdicts, key=lambda v: v.status == "met"):  # stable: misses first
+        measured = "-" if v.measured is None else show(v.measured, v.bar.unit)
+        if v.bar.figure not in ("ratio", "median") and v.measured is not None:
+            measured = f"{v.bar.figure} {measured}"
+        rows.append([v.status, v.bar.series, measured, v.bar.text(), v.off_by()])
     if len(rows) > 1:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for row in rows:
