@@ -1,12 +1,13 @@
 """aiohttp's default TLS contexts, given their CA certificates when a connection first needs them.
 
 Why: aiohttp builds two client TLS contexts when ``aiohttp.connector`` is imported, and loading
-the system's CA certificates into them costs about 65 ms of CPU and 4 MiB of memory in every
+the system's CA certificates into them costs about 60 ms of CPU and 2-4 MiB of memory in every
 process that imports it: each env server, each gateway and the CLI, though most of them never
 open a TLS connection (issue 39). :func:`defer_aiohttp_certificates`, called before aiohttp is
 imported (``import agentenv_protocol`` calls it), lets aiohttp build its contexts without the
-certificates and loads them the first time aiohttp picks one of those contexts for a
-connection. The checks a TLS connection makes are unchanged; only the loading moves.
+certificates and loads them the first time aiohttp picks one of those contexts for an https
+request. The checks a TLS connection makes are unchanged; only the loading moves, to that
+first request, which waits the 60 ms once (on the event loop, as any other work of it).
 
 It touches nothing when aiohttp is imported already, and changes nothing (the certificates are
 loaded at import, as without it) when aiohttp no longer picks its contexts in
