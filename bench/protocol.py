@@ -163,7 +163,7 @@ async def _measure(quick: bool, smoke: bool) -> list[Series]:
                          "env_cpu_us": env_us, "cpu_bound_ratio": bound,
                          **({} if of_env is None else {"gateway_cpu_of_env": of_env})},
             ))
-        out.append(await _proxy_floor(env_port, server.pid, smoke, quick))
+        out.append(await _proxy_floor(env_port, server.pid, per_client, warm_up))
         return out
     finally:
         for process in (gateway, server):
@@ -172,16 +172,17 @@ async def _measure(quick: bool, smoke: bool) -> list[Series]:
                 process.wait()
 
 
-async def _proxy_floor(env_port: int, server_pid: int, smoke: bool, quick: bool) -> Series:
-    """16 clients through :mod:`bench.tcp_proxy` in the gateway's place: its CPU per call is
-    the floor of any asyncio gateway's (the sockets alone, no HTTP or JSON read)."""
+async def _proxy_floor(env_port: int, server_pid: int, per_client: int,
+                       warm_up: int) -> Series:
+    """16 clients (``per_client`` calls each, as the 16-client round) through
+    :mod:`bench.tcp_proxy` in the gateway's place: its CPU per call is the floor of any
+    asyncio gateway's (the sockets alone, no HTTP or JSON read)."""
     from agentenv_protocol.testing import free_port
 
     port = free_port()
     proxy = subprocess.Popen([sys.executable, str(TCP_PROXY), str(port), str(env_port)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        per_client, warm_up = (20, 2) if smoke else (40, 20) if quick else (300, 20)
         await _wait_ready(f"http://127.0.0.1:{port}/ready")
         before, before_env = _cpu_seconds(proxy.pid), _cpu_seconds(server_pid)
         latencies, rate, _ = await _calls(f"http://127.0.0.1:{port}/mcp", 16, per_client,

@@ -41,7 +41,7 @@ import time
 import tomllib
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -255,11 +255,10 @@ async def model_gateway_started(ctx: TaskContext, sandbox: Sandbox,
 
     Why: an agent's own containers need only the gateway's image and its private address,
     so a deploy starts them while the gateway comes up instead of after (issue 39)."""
-    started = ctx.state.setdefault(f"agents.model_gateway:{sandbox.id}:started",
-                                   asyncio.get_running_loop().create_future())
+    started = _started(ctx, sandbox)
     await asyncio.wait({started, gateway}, return_when=asyncio.FIRST_COMPLETED)
     if started.done():
-        return cast(StartedGateway, started.result())
+        return started.result()
     handle = gateway.result()  # raises what stopped it
     return StartedGateway(handle.url, handle.image)
 
@@ -292,11 +291,17 @@ async def _start_model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any, tok
         raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
                          f"model gateway's port {MODEL_GATEWAY_PORT}")
     started = StartedGateway(url, image)
-    waiting = ctx.state.setdefault(f"agents.model_gateway:{sandbox.id}:started",
-                                   asyncio.get_running_loop().create_future())
+    waiting = _started(ctx, sandbox)
     if not waiting.done():
         waiting.set_result(started)
     return started
+
+
+def _started(ctx: TaskContext, sandbox: Sandbox) -> asyncio.Future[StartedGateway]:
+    """The run's future of the sandbox's started model gateway (made by whoever asks first)."""
+    future: asyncio.Future[StartedGateway] = ctx.state.setdefault(
+        f"agents.model_gateway:{sandbox.id}:started", asyncio.get_running_loop().create_future())
+    return future
 
 
 def _judge_key(ctx: TaskContext, run_key: str | None) -> str | None:

@@ -193,6 +193,5 @@ def _line(call: ModelCall, raw_request: bytes | None) -> str:
             data.pop("request", None)
             head = json.dumps(data, default=str)
             text = text.replace("\r", " ").replace("\n", " ")
-            return f'{head[:-1]}, "request": {text}}}\n' if data else \
-                f'{{"request": {text}}}\n'
+            return f'{head[:-1]}, "request": {text}}}\n'  # a call has fields besides it
     return json.dumps(call.to_dict(), default=str) + "\n"

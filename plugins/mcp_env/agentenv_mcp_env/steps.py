@@ -31,6 +31,8 @@ from agentenv_mcp_env.deployment import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from agent_env.api import TaskContext
 
 DEFAULT_VERIFY_TIMEOUT = 300.0
@@ -57,6 +59,12 @@ def imports_mcp(script: str) -> bool:
     """Whether a verify script imports the official ``mcp`` client (or its ``mcp_types``):
     worth loading early, and the only scripts whose results need 1.x attribute names."""
     return _IMPORTS_MCP.search(script) is not None
+
+
+def artifact_imports_mcp(sources: Iterable[bytes]) -> bool:
+    """Whether any Python file of a verifier's artifact (its ``verify.py`` or a module beside
+    it) imports ``mcp``: what decides both the early load and the 1.x aliases."""
+    return any(imports_mcp(source.decode("utf-8", "replace")) for source in sources)
 
 
 async def preload_mcp_client() -> None:
@@ -156,9 +164,8 @@ class EnvOutcomeVerifier(Step):
     async def prepare(self, ctx: TaskContext) -> None:
         """Load the official ``mcp`` client while the env deploys, if the script uses it."""
         artifact = await ctx.artifact(self.file_artifact_id, self.pinned("file_artifact_id"))
-        entry = self._entry(artifact)
-        script = next(f.data for f in artifact.files if f.path == entry)
-        if imports_mcp(script.decode("utf-8", "replace")):
+        self._entry(artifact)  # no verify.py: said now, not after the deploy
+        if artifact_imports_mcp(f.data for f in artifact.files if f.path.endswith(".py")):
             await preload_mcp_client()
 
     async def run(self, ctx: TaskContext) -> None:
@@ -220,10 +227,10 @@ def _load_entry(path: Path, name: str, artifact_id: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     from agentenv_mcp_env.mcp_compat import script_builtins
 
-    uses_mcp = any(imports_mcp(py.read_text(encoding="utf-8", errors="replace"))
-                   for py in path.parent.rglob("*.py"))  # the artifact's own files
-    compat = script_builtins(path.read_text(encoding="utf-8", errors="replace"),
-                             uses_mcp=uses_mcp)
+    source = path.read_bytes()
+    uses_mcp = artifact_imports_mcp([source, *(py.read_bytes() for py in path.parent.rglob("*.py")
+                                               if py != path)])  # the artifact's own files
+    compat = script_builtins(source.decode("utf-8", "replace"), uses_mcp=uses_mcp)
     if compat is not None:  # an mcp 1.x script on mcp 2.x: see mcp_compat
         module.__dict__["__builtins__"] = compat
     sys.path.insert(0, str(path.parent))
