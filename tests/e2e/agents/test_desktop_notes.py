@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,30 @@ async def verify(mcp_url):
 '''
 
 
+def terminal_up_when_served(docker_client: Any, image: str) -> None:
+    """An agent acts as soon as the env is ready: by then openbox runs and the xterm's window
+    is mapped and focused, so its first keystrokes reach the terminal."""
+    container = docker_client.containers.run(image, detach=True)
+    try:
+        deadline = time.monotonic() + 60
+        while b"serving on" not in container.logs():
+            container.reload()
+            assert container.status == "running", container.logs().decode()[-2000:]
+            assert time.monotonic() < deadline, container.logs().decode()[-2000:]
+            time.sleep(0.02)
+        shown = container.exec_run(["xdotool", "search", "--onlyvisible", "--name",
+                                    "^Terminal$"])
+        assert shown.exit_code == 0, "the driver served before the terminal was on the screen"
+        focused = container.exec_run(["xdotool", "getwindowfocus", "getwindowname"])
+        assert focused.output.decode().strip() == "Terminal"
+    finally:
+        container.remove(force=True)
+
+
+
 def test_desktop_notes_writes_the_file_through_the_computer_tools(agent_env: Any,
-                                                                  left_by: Any) -> None:
+                                                                  left_by: Any,
+                                                                  docker_client: Any) -> None:
     run = agent_env("run", "desktop-notes", timeout=900)
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
@@ -60,6 +83,10 @@ def test_desktop_notes_writes_the_file_through_the_computer_tools(agent_env: Any
     sizes, text = screenshots_on_run_page(agent_env, instance.group(1))
     assert sizes == [[1280, 800], [1280, 800]]
     assert "computer_type" in text and "Typed 29 characters" in text
+    # the image this run deployed is ready only with its terminal up (else typing is lost)
+    image = re.search(r"envs/desktop: image (agentenv/desktop:[0-9a-f]{16})", out)
+    assert image is not None, out
+    terminal_up_when_served(docker_client, image.group(1))
 
 
 def conformance_bundle(folder: Path, driver: Path, name: str) -> Path:
