@@ -1,24 +1,21 @@
-"""Calls the echo tool through the gateway with the official MCP client, as an agent would."""
+"""Calls the echo tool through the gateway, as an agent would, with AgentEnv's MCP client.
 
-from mcp import ClientSession
+The run has that client loaded already, so the check costs one round trip. A script may just as
+well use the official ``mcp`` client (the reference's bundles do); the run then loads it while
+the env deploys, about 0.7 s of CPU, which on 2 cores made a warm ``agents-smoke`` run 0.5 s
+slower (4.6 s against 4.1 s).
+"""
 
-try:  # mcp 2.x
-    from mcp.client.streamable_http import streamable_http_client as open_streams
-except ImportError:  # mcp 1.x
-    from mcp.client.streamable_http import streamablehttp_client as open_streams
+from agentenv_protocol.client import McpClient
 
 TEXT = "hello from agent-env"
 
 
 async def verify(mcp_url):
-    async with open_streams(mcp_url) as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            result = await session.call_tool("echo", {"text": TEXT})
-    is_error = getattr(result, "is_error", getattr(result, "isError", False))
-    echoed = "".join(getattr(part, "text", "") for part in result.content)
+    async with McpClient(mcp_url) as client:
+        result = await client.call_tool("echo", {"text": TEXT})
     return [{
         "id": "echoes",
-        "result": echoed == TEXT and not is_error,
-        "description": f"echo returned {echoed!r}",
+        "result": result.text == TEXT and not result.is_error,
+        "description": f"echo returned {result.text!r}",
     }]
