@@ -273,7 +273,15 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                           + shlex.join(argv) + " >/dev/null" + connect
                           + f" && docker start {shlex.quote(name)} >/dev/null")
         if spec.publish:
-            published.add(spec.name)
+            # Under the seal's lock: a seal made while this container was created either lists
+            # it below (it runs by then) or came first, and then it joins the sealed network
+            # here, as it would have at create.
+            async with self._seal_lock():
+                published.add(spec.name)
+                if self.__dict__.get("_sealed_ready") and self.sealed_network_name not in joins:
+                    await self.docker(
+                        f"docker network connect --alias {shlex.quote(spec.name)} "
+                        f"{shlex.quote(self.sealed_network_name)} {shlex.quote(name)}")
         urls: dict[int, str] = {}
         for port in spec.publish:
             mapped = await self.docker(f"docker port {shlex.quote(name)} {port}/tcp")
@@ -320,12 +328,15 @@ class DockerHostSandbox(Sandbox, abc.ABC):
                 f"docker network create --label {own} {edge} >/dev/null)")
             self.__dict__["_network_ready"] = True
 
-    async def ensure_sealed_network(self, published: set[str]) -> None:
-        """Create the sealed network once and connect the publishing containers to it."""
+    def _seal_lock(self) -> Any:
+        """The lock the seal and the publishing containers' joining take (one per sandbox)."""
         import asyncio
 
-        lock = self.__dict__.setdefault("_seal_lock", asyncio.Lock())
-        async with lock:
+        return self.__dict__.setdefault("_seal_lock_", asyncio.Lock())
+
+    async def ensure_sealed_network(self, published: set[str]) -> None:
+        """Create the sealed network once and connect the publishing containers to it."""
+        async with self._seal_lock():
             if self.__dict__.get("_sealed_ready"):
                 return
             sealed = shlex.quote(self.sealed_network_name)

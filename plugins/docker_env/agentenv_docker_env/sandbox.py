@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import io
 import os
 import posixpath
@@ -91,6 +92,9 @@ PROVIDER_LABEL = "agentenv.provider"
 MODE_LABEL = "agentenv.mode"
 ROLE_LABEL = "agentenv.role"  # main | host | container | network
 NAME_LABEL = "agentenv.container"
+#: on a container that publishes ports: the seal finds it even before it starts (a created
+#: container lists no published port yet)
+PUBLISHES_LABEL = "agentenv.publishes"
 HOST_IMAGE_LABEL = "agentenv.host_image"
 PORTS_LABEL = "agentenv.ports"
 #: the sandbox's memory limit per container, MiB (its spec's ``memory_mb`` or the default)
@@ -246,7 +250,9 @@ class DockerSandbox(Sandbox):
         #: the sealed network exists and publishing containers join it (made on first use)
         self._sealed = False
         self._outbound = False
-        self._seal_lock = threading.Lock()
+        # reentrant: a publishing container holds it from its joins to its create, and may
+        # make the outbound network meanwhile
+        self._seal_lock = threading.RLock()
         #: the DNS answerer's address ("" when it could not start; None before its first use)
         self._dns: str | None = None
         self._dns_lock = threading.Lock()
@@ -389,40 +395,46 @@ class DockerSandbox(Sandbox):
         networking = None
         aliases = [alias] if alias else None
         joins: list[str] = []
-        if self.mode == "vm":
-            edge = edge or bool(publish) or not private
-            if sealed:
-                joins = [self.sealed_network]
-            elif not self.has_edge:
-                joins = [self.network]
-            else:  # Docker 20.10's create takes one network; the others are connected after
-                joins = [self.network] * private + [self.edge_network] * edge
-                if (publish and self._sealed) or sealed_peer:
-                    joins.append(self.sealed_network)
-                if outbound:
-                    self._outbound_blocking()
-                    joins.append(self.outbound_network)
-            address = self.dns_planned if role == "dns" and joins[0] == self.network else None
-            networking = api.create_networking_config(
-                {joins[0]: api.create_endpoint_config(aliases=aliases, ipv4_address=address)}
-            )
-        try:  # no image lookup first: a missing image is the create call's 404
-            created = api.create_container(
-                image,
-                command=command,
-                entrypoint=entrypoint,
-                name=name,
-                environment=env or None,
-                labels=self._labels(role, **(extra_labels or {})),
-                ports=list(publish) or None,
-                host_config=host_config,
-                networking_config=networking,
-                healthcheck=_docker_healthcheck(healthcheck),
-            )
-        except docker.errors.ImageNotFound:
-            raise SandboxError(
-                f"image {image} is not on the local Docker engine (build or pull it first)"
-            ) from None
+        # A publishing container decides whether it joins the sealed network and is created
+        # under the seal's lock: a seal made meanwhile either finds it (created, maybe not
+        # started) or was made before it looked, so it joins at create.
+        guard = self._seal_lock if publish else contextlib.nullcontext()
+        with guard:
+            if self.mode == "vm":
+                edge = edge or bool(publish) or not private
+                if sealed:
+                    joins = [self.sealed_network]
+                elif not self.has_edge:
+                    joins = [self.network]
+                else:  # Docker 20.10's create takes one network; the others are connected after
+                    joins = [self.network] * private + [self.edge_network] * edge
+                    if (publish and self._sealed) or sealed_peer:
+                        joins.append(self.sealed_network)
+                    if outbound:
+                        self._outbound_blocking()
+                        joins.append(self.outbound_network)
+                address = self.dns_planned if role == "dns" and joins[0] == self.network else None
+                networking = api.create_networking_config(
+                    {joins[0]: api.create_endpoint_config(aliases=aliases, ipv4_address=address)}
+                )
+            try:  # no image lookup first: a missing image is the create call's 404
+                created = api.create_container(
+                    image,
+                    command=command,
+                    entrypoint=entrypoint,
+                    name=name,
+                    environment=env or None,
+                    labels=self._labels(role, **(extra_labels or {}),
+                                        **({PUBLISHES_LABEL: "1"} if publish else {})),
+                    ports=list(publish) or None,
+                    host_config=host_config,
+                    networking_config=networking,
+                    healthcheck=_docker_healthcheck(healthcheck),
+                )
+            except docker.errors.ImageNotFound:
+                raise SandboxError(
+                    f"image {image} is not on the local Docker engine (build or pull it first)"
+                ) from None
         self._remember(name)
         try:
             for network in joins[1:]:
@@ -778,15 +790,21 @@ class DockerSandbox(Sandbox):
                 api.create_network(name, driver="bridge", internal=True,
                                    options=NO_HOST_ADDRESS, labels=self._labels("network"))
             self._sealed = True  # from here on, new publishing containers join at create
-            for container in api.containers(filters={"label": f"{SANDBOX_LABEL}={self.id}"}):
+            # every state: a publishing container created before the seal may not run yet
+            for container in api.containers(all=True,
+                                            filters={"label": f"{SANDBOX_LABEL}={self.id}"}):
                 networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
-                published = any(p.get("PublicPort") for p in container.get("Ports") or ())
+                labels = container.get("Labels") or {}
+                published = PUBLISHES_LABEL in labels or any(
+                    p.get("PublicPort") for p in container.get("Ports") or ())
                 if not published or name in networks:
                     continue
-                alias = (container.get("Labels") or {}).get(NAME_LABEL)
+                alias = labels.get(NAME_LABEL)
                 try:
                     api.connect_container_to_network(container["Id"], name,
                                                      aliases=[alias] if alias else None)
+                except docker.errors.NotFound:
+                    continue  # removed meanwhile (a failed start): nothing to seal
                 except docker.errors.APIError as exc:
                     if "already exists" not in str(exc):
                         raise

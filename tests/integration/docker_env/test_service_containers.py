@@ -231,6 +231,36 @@ async def test_a_sealed_container_reaches_a_sealed_peer_and_not_other_edge_conta
     assert docker_client.networks.list(filters=owned) == []
 
 
+@pytest.mark.parametrize("make", [_docker_sandbox, _host_shell_sandbox],
+                         ids=["docker", "docker-host"])
+async def test_publishing_containers_started_beside_the_seal_all_join_it(
+        docker_client: Any, run_id: str, make: Any) -> None:
+    """An agent's deploy starts its sealed container beside publishing ones (its front, the
+    model gateway): whichever comes first, every publishing container ends on the sealed
+    network, where the agent reaches it."""
+    sandbox = await make(run_id)
+    names = [f"front{n}" for n in range(4)]
+    try:
+        await asyncio.gather(
+            *(sandbox.run_container(ContainerSpec(
+                name=name, image=IMAGE, command=("sleep", "600"), private=False,
+                publish=(8080,))) for name in names[:2]),
+            sandbox.run_container(ContainerSpec(
+                name="agent", image=IMAGE, command=("sleep", "600"), private=False,
+                sealed=True)),
+            *(sandbox.run_container(ContainerSpec(
+                name=name, image=IMAGE, command=("sleep", "600"), private=False,
+                publish=(8080,))) for name in names[2:]))
+        sealed = getattr(sandbox, "sealed_network", None) or sandbox.sealed_network_name
+        for name in names:
+            container = docker_client.containers.get(sandbox.container_name(name))
+            assert sealed in container.attrs["NetworkSettings"]["Networks"], name
+    finally:
+        await sandbox.terminate()
+    owned = {"label": f"agentenv.sandbox={sandbox.id}"}
+    assert docker_client.networks.list(filters=owned) == []
+
+
 def test_a_sealed_peer_is_an_edge_container_with_egress() -> None:
     with pytest.raises(ValueError, match="a sealed peer is an edge container with egress"):
         ContainerSpec(name="p", image=IMAGE, sealed_peer=True)
