@@ -157,6 +157,8 @@ class ContainerSpec:
     ``publish``, ``egress`` or ``private``): a sealed container's only peers are the sandbox's
     publishing containers (the env gateway, the model gateway, agent fronts) and its
     ``sealed_peer`` ones (an egress proxy), and it has no route out and no address on the host.
+    That holds whatever the order: a publishing container started beside the first sealed one
+    (an agent type starts an agent, its front and the model gateway at once) is its peer too.
     Why: an agent runs code a model wrote, so by default it may reach its tools and its model
     and nothing else. A provider that cannot do this says so in
     :meth:`Sandbox.agent_isolation`.

@@ -40,8 +40,9 @@ import shutil
 import time
 import tomllib
 import uuid
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -73,6 +74,8 @@ if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
 
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 AGENT_PORT = 8000
 MODEL_GATEWAY_PORT = 4000
 MODEL_GATEWAY_CONTAINER = "model-gateway"
@@ -248,26 +251,26 @@ async def model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any) -> ModelGa
         return handle
 
 
-async def model_gateway_started(ctx: TaskContext, sandbox: Sandbox,
-                                gateway: asyncio.Future[ModelGatewayHandle]) -> StartedGateway:
-    """What ``gateway`` (a :func:`model_gateway` under way) has started: its container runs,
-    though it may not answer yet. Raises what ``gateway`` raised if it failed first.
+async def model_gateway_image(ctx: TaskContext, sandbox: Sandbox,
+                              gateway: asyncio.Future[ModelGatewayHandle]) -> str:
+    """The image of ``gateway`` (a :func:`model_gateway` under way) once it is built or found,
+    before its container starts. Raises what ``gateway`` raised if it failed first.
 
-    Why: an agent's own containers need only the gateway's image and its private address,
-    so a deploy starts them while the gateway comes up instead of after (issue 39)."""
-    started = _started(ctx, sandbox)
-    await asyncio.wait({started, gateway}, return_when=asyncio.FIRST_COMPLETED)
-    if started.done():
-        return started.result()
-    handle = gateway.result()  # raises what stopped it
-    return StartedGateway(handle.url, handle.image)
+    Why: an agent's own containers need only the gateway's image (their front runs it) and
+    its private address, so a deploy starts them beside the gateway's container instead of
+    after it (issue 39). The sandbox's seal connects the gateway whenever it is created."""
+    built = _built(ctx, sandbox)
+    await asyncio.wait({built, gateway}, return_when=asyncio.FIRST_COMPLETED)
+    if built.done():
+        return built.result()
+    return gateway.result().image  # raises what stopped it
 
 
 async def _start_model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any, token: str,
                                admin: str, base_url: Any, api_key: Any,
                                headers: Any) -> StartedGateway:
-    """Build (or find) the gateway's image and start its container; tell
-    :func:`model_gateway_started`'s waiters."""
+    """Build (or find) the gateway's image, tell :func:`model_gateway_image`'s waiters, and
+    start its container."""
     from agent_env.api import ContainerSpec
 
     with owned_scratch("agent-env-model-gateway-") as folder:  # gc finds it after kill -9
@@ -275,6 +278,8 @@ async def _start_model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any, tok
         image = await build_with_progress(sandbox, str(folder), MODEL_GATEWAY_IMAGE,
                                           {"agentenv.role": "model-gateway"}, "model-gateway",
                                           say)
+    if not (built := _built(ctx, sandbox)).done():
+        built.set_result(image)
     env = {"AGENTENV_MODEL_TOKEN": token, "AGENTENV_MODEL_ADMIN_TOKEN": admin,
            "AGENTENV_MODEL_PORT": str(MODEL_GATEWAY_PORT)}
     if base_url:
@@ -290,18 +295,33 @@ async def _start_model_gateway(ctx: TaskContext, sandbox: Sandbox, say: Any, tok
     if not url:
         raise InfraError(f"the '{sandbox.provider_name}' sandbox published no URL for the "
                          f"model gateway's port {MODEL_GATEWAY_PORT}")
-    started = StartedGateway(url, image)
-    waiting = _started(ctx, sandbox)
-    if not waiting.done():
-        waiting.set_result(started)
-    return started
+    return StartedGateway(url, image)
 
 
-def _started(ctx: TaskContext, sandbox: Sandbox) -> asyncio.Future[StartedGateway]:
-    """The run's future of the sandbox's started model gateway (made by whoever asks first)."""
-    future: asyncio.Future[StartedGateway] = ctx.state.setdefault(
-        f"agents.model_gateway:{sandbox.id}:started", asyncio.get_running_loop().create_future())
+def _built(ctx: TaskContext, sandbox: Sandbox) -> asyncio.Future[str]:
+    """The run's future of the sandbox's model gateway image (made by whoever asks first)."""
+    future: asyncio.Future[str] = ctx.state.setdefault(
+        f"agents.model_gateway:{sandbox.id}:image", asyncio.get_running_loop().create_future())
     return future
+
+
+async def _side_by_side(*calls: Awaitable[T]) -> list[T]:
+    """Await ``calls`` at once and ALL to the end, then raise the first error.
+
+    Why all: a container still starting when the step unwinds (another's start failed, or
+    the run was cancelled) would be created after the teardown listed the sandbox."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        await asyncio.shield(asyncio.wait(tasks))
+    except asyncio.CancelledError:
+        await asyncio.wait(tasks)
+        for task in tasks:
+            task.exception()  # retrieved: the cancellation is what the caller hears
+        raise
+    errors = [t.exception() for t in tasks if t.exception() is not None]
+    if errors:
+        raise errors[0]  # type: ignore[misc]
+    return [t.result() for t in tasks]
 
 
 def _judge_key(ctx: TaskContext, run_key: str | None) -> str | None:
@@ -938,12 +958,12 @@ class A2aAgentType:
                           if k.startswith(("A2A_", "AGENTENV_MODEL_")))
         if reserved:
             raise StepError(f"env_vars may not set {', '.join(reserved)}: AgentEnv sets them")
-        # The gateway comes up (its /healthz, judge caller, scripts) while the agent's own
-        # containers start: they need only its image and private address, not its answers.
+        # The gateway comes up (its container, /healthz, judge caller, scripts) while the
+        # agent's own containers start: they need only its image and private address.
         coming = asyncio.ensure_future(model_gateway(ctx, sandbox, say))
         try:
             image = await agent_image(sandbox, source, say)
-            started = await model_gateway_started(ctx, sandbox, coming)
+            gateway_image = await model_gateway_image(ctx, sandbox, coming)
             model = agent_model(ctx, source)
             token, model_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
             ctx.register_secret(token)
@@ -955,24 +975,25 @@ class A2aAgentType:
             allowed: tuple[str, ...] = ()
             if policy == "allowlist":
                 allowed = (*step.allow_hosts, *step.allow_cidrs)
-                env.update(await _egress_proxy(ctx, sandbox, container, started.image, step,
+                env.update(await _egress_proxy(ctx, sandbox, container, gateway_image, step,
                                                envs, labels))
                 say(f"agents/{source.name}: '{step.agent_name}' may also reach "
                     f"{', '.join(allowed)} (through its egress proxy)")
-            # sealed: on a network whose only other members are the gateways and agent fronts
-            await sandbox.run_container(ContainerSpec(
-                name=container, image=image, env=env,
-                labels={**labels, "agentenv.role": "agent"}, private=False,
-                sealed=policy != "open"))
+            # sealed: on a network whose only other members are the gateways and agent fronts.
             # Only the front is published: it checks the token whatever SDK the agent was
-            # built on.
-            urls = await sandbox.run_container(ContainerSpec(
-                name=f"{container}-front", image=started.image,
-                command=("python", "-m", "agentenv_agents.agent_front"),
-                env={"AGENTENV_FRONT_TARGET": f"http://{container}:{AGENT_PORT}",
-                     "AGENTENV_FRONT_TOKEN": token, "AGENTENV_FRONT_PORT": str(AGENT_PORT)},
-                publish=(AGENT_PORT,), labels={**labels, "agentenv.role": "agent-front"},
-                private=False))
+            # built on. It finds the agent by name, so the two start side by side.
+            _, urls = await _side_by_side(
+                sandbox.run_container(ContainerSpec(
+                    name=container, image=image, env=env,
+                    labels={**labels, "agentenv.role": "agent"}, private=False,
+                    sealed=policy != "open")),
+                sandbox.run_container(ContainerSpec(
+                    name=f"{container}-front", image=gateway_image,
+                    command=("python", "-m", "agentenv_agents.agent_front"),
+                    env={"AGENTENV_FRONT_TARGET": f"http://{container}:{AGENT_PORT}",
+                         "AGENTENV_FRONT_TOKEN": token, "AGENTENV_FRONT_PORT": str(AGENT_PORT)},
+                    publish=(AGENT_PORT,), labels={**labels, "agentenv.role": "agent-front"},
+                    private=False)))
             gateway = await coming
         except BaseException:
             if not coming.done():
