@@ -24,8 +24,9 @@ Groups, in the order a plugin author meets them:
 * sandboxes: the provider contract (``SandboxProvider``, ``Sandbox``, ``SandboxSpec``,
   ``ContainerSpec`` with its ``Healthcheck`` and ``VolumeMount``, ``ExecResult``,
   ``shell_argv``, ``SandboxError``, ``SandboxUnsupported``, ``PathOutsideSandbox``,
-  ``build_with_progress``, ``CommittedImage``), ``DockerHostSandbox``, ``hermetic_context``,
-  ``ownership_labels``, ``LoopClient`` (a cloud SDK's client per event loop, closed with it),
+  ``build_with_progress``, ``side_by_side``, ``CommittedImage``), ``DockerHostSandbox``,
+  ``hermetic_context``, ``ownership_labels``, ``LoopClient`` (a cloud SDK's client per event
+  loop, closed with it),
   and for cloud providers ``missing_sdk``, ``timed_argv``/``timed_result``,
   ``create_without_leaks`` and ``delete_with_retries`` (see :mod:`agent_env.sandbox.cloud`);
 * deployments that outlive their command: ``Deployment``, ``deployments`` (the ledger),
@@ -232,6 +233,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "SandboxUnsupported": ("agent_env.sandbox.base", "SandboxUnsupported"),
     "PathOutsideSandbox": ("agent_env.sandbox.base", "PathOutsideSandbox"),
     "build_with_progress": ("agent_env.sandbox.base", "build_with_progress"),
+    "side_by_side": ("agent_env.sandbox.base", "side_by_side"),
     "DockerHostSandbox": ("agent_env.sandbox.docker_host", "DockerHostSandbox"),
     "LoopClient": ("agent_env.sandbox.loop_client", "LoopClient"),
     "missing_sdk": ("agent_env.sandbox.cloud", "missing_sdk"),
@@ -439,6 +441,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time names load 
         VolumeMount,
         build_with_progress,
         shell_argv,
+        side_by_side,
     )
     from agent_env.sandbox.chain import option_chain, split_chain
     from agent_env.sandbox.cloud import (

@@ -28,13 +28,15 @@ The conformance suite every provider runs is :mod:`agent_env.testing.provider_co
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
 from agent_env._tuples import int_tuple, str_tuple
 from agent_env.errors import UserError
+
+T = TypeVar("T")
 
 
 class SandboxError(Exception):
@@ -445,6 +447,32 @@ class SandboxProvider(abc.ABC):
                 f"the '{self.name}' sandbox provider cannot enforce network policy "
                 f"'{spec.network_policy}' (it enforces: {enforced})"
             )
+
+
+async def side_by_side(*calls: Awaitable[T]) -> list[T]:
+    """Await ``calls`` at once and ALL of them to the end, then raise the first error.
+
+    Why all: a container still being made when the caller unwinds (another call failed, or
+    the run was cancelled) would appear after the teardown listed the sandbox. Cancelled
+    meanwhile, it still waits for the calls before re-raising; a second cancellation stops
+    the wait."""
+    import asyncio
+
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    if not tasks:
+        return []
+    try:
+        await asyncio.shield(asyncio.wait(tasks))
+    except asyncio.CancelledError:
+        await asyncio.wait(tasks)
+        for task in tasks:
+            if not task.cancelled():
+                task.exception()  # retrieved: the cancellation is what the caller hears
+        raise
+    errors = [t.exception() for t in tasks if t.exception() is not None]
+    if errors:
+        raise errors[0]  # type: ignore[misc]
+    return [t.result() for t in tasks]
 
 
 async def build_with_progress(

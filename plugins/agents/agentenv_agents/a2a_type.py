@@ -40,9 +40,8 @@ import shutil
 import time
 import tomllib
 import uuid
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -54,6 +53,7 @@ from agent_env.api import (
     build_with_progress,
     cause,
     owned_scratch,
+    side_by_side,
 )
 
 from .object_forms import card_extension, forget_staged, offers_objects
@@ -74,8 +74,6 @@ if TYPE_CHECKING:
     from agent_env.api import Sandbox, TaskContext
 
 _log = logging.getLogger(__name__)
-T = TypeVar("T")
-
 AGENT_PORT = 8000
 MODEL_GATEWAY_PORT = 4000
 MODEL_GATEWAY_CONTAINER = "model-gateway"
@@ -303,25 +301,6 @@ def _built(ctx: TaskContext, sandbox: Sandbox) -> asyncio.Future[str]:
     future: asyncio.Future[str] = ctx.state.setdefault(
         f"agents.model_gateway:{sandbox.id}:image", asyncio.get_running_loop().create_future())
     return future
-
-
-async def _side_by_side(*calls: Awaitable[T]) -> list[T]:
-    """Await ``calls`` at once and ALL to the end, then raise the first error.
-
-    Why all: a container still starting when the step unwinds (another's start failed, or
-    the run was cancelled) would be created after the teardown listed the sandbox."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    try:
-        await asyncio.shield(asyncio.wait(tasks))
-    except asyncio.CancelledError:
-        await asyncio.wait(tasks)
-        for task in tasks:
-            task.exception()  # retrieved: the cancellation is what the caller hears
-        raise
-    errors = [t.exception() for t in tasks if t.exception() is not None]
-    if errors:
-        raise errors[0]  # type: ignore[misc]
-    return [t.result() for t in tasks]
 
 
 def _judge_key(ctx: TaskContext, run_key: str | None) -> str | None:
@@ -982,7 +961,7 @@ class A2aAgentType:
             # sealed: on a network whose only other members are the gateways and agent fronts.
             # Only the front is published: it checks the token whatever SDK the agent was
             # built on. It finds the agent by name, so the two start side by side.
-            _, urls = await _side_by_side(
+            _, urls = await side_by_side(
                 sandbox.run_container(ContainerSpec(
                     name=container, image=image, env=env,
                     labels={**labels, "agentenv.role": "agent"}, private=False,

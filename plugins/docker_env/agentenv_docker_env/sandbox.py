@@ -84,6 +84,7 @@ from agent_env.api import (
     image_slug,
     ownership_labels,
     shell_argv,
+    side_by_side,
 )
 from agentenv_docker_env import RUN_LABEL, SANDBOX_LABEL
 from agentenv_docker_env.engine import daemon_problem, docker_client
@@ -145,21 +146,9 @@ T = TypeVar("T")
 
 async def settle(*calls: Callable[[], T]) -> list[T]:
     """Run blocking calls side by side in threads and wait for ALL of them, then raise the first
-    error. Cancelled meanwhile, it still waits for the threads before re-raising, so what they
-    create is there (and labelled) when teardown lists the sandbox; a second cancellation stops
-    the wait."""
-    tasks = [asyncio.ensure_future(asyncio.to_thread(call)) for call in calls]
-    try:
-        await asyncio.shield(asyncio.wait(tasks))
-    except asyncio.CancelledError:
-        await asyncio.wait(tasks)
-        for task in tasks:
-            task.exception()  # retrieved: the cancellation is what the caller hears
-        raise
-    errors = [t.exception() for t in tasks if t.exception() is not None]
-    if errors:
-        raise errors[0]  # type: ignore[misc]
-    return [t.result() for t in tasks]
+    error (:func:`agent_env.api.side_by_side`: what they create is there, and labelled, when
+    teardown lists the sandbox)."""
+    return await side_by_side(*(asyncio.to_thread(call) for call in calls))
 
 
 def _side_by_side(calls: list[Callable[[], Any]]) -> list[BaseException | None]:
