@@ -214,7 +214,12 @@ async def test_a_sandbox_ended_by_modal_mid_run_is_minus_one_then_gone(
 async def test_a_create_cancelled_mid_way_leaves_no_sandbox(fake_modal: FakeModal) -> None:
     fake_modal.create_delay = 1.5
     create = asyncio.ensure_future(on_fake().create(SandboxSpec(name="c", mode="vm")))
-    await asyncio.sleep(0.5)
+    # cancelled once the API has the create (a fixed 0.5 s was before it, on a loaded CI)
+    for _ in range(200):
+        if fake_modal.called("SandboxCreateV2"):
+            break
+        await asyncio.sleep(0.05)
+    assert fake_modal.called("SandboxCreateV2"), "the create never reached the API"
     create.cancel()
     with pytest.raises(asyncio.CancelledError):
         await create
