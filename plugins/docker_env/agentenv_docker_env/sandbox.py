@@ -236,9 +236,8 @@ class DockerSandbox(Sandbox):
         #: committed images to start instead of their source (start_from_committed), by name
         self._committed: dict[str, CommittedImage] = {}
         self._started_committed: set[str] = set()
-        #: the sealed network exists and publishing containers join it (made on first use)
-        self._sealed = False
-        #: the seal's connecting of the publishing containers there were (see _seal_blocking)
+        #: set once the sealed network exists (made on first use; publishing containers then
+        #: join it at create): the connecting of those there were (see _seal_blocking)
         self._sealing: concurrent.futures.Future[None] | None = None
         self._outbound = False
         # reentrant: a publishing container holds it from its joins to its create, and may
@@ -399,7 +398,7 @@ class DockerSandbox(Sandbox):
                     joins = [self.network]
                 else:  # Docker 20.10's create takes one network; the others are connected after
                     joins = [self.network] * private + [self.edge_network] * edge
-                    if (publish and self._sealed) or sealed_peer:
+                    if (publish and self._sealing is not None) or sealed_peer:
                         joins.append(self.sealed_network)
                     if outbound:
                         self._outbound_blocking()
@@ -792,7 +791,6 @@ class DockerSandbox(Sandbox):
             if not any(n.get("Name") == name for n in api.networks(names=[name])):
                 api.create_network(name, driver="bridge", internal=True,
                                    options=NO_HOST_ADDRESS, labels=self._labels("network"))
-            self._sealed = True  # from here on, new publishing containers join at create
             # every state: a publishing container created before the seal may not run yet
             joining = []
             for container in api.containers(all=True,
@@ -804,7 +802,7 @@ class DockerSandbox(Sandbox):
                 if published and name not in networks:
                     joining.append((str(container["Id"]), labels.get(NAME_LABEL)))
             sealing: concurrent.futures.Future[None] = concurrent.futures.Future()
-            self._sealing = sealing
+            self._sealing = sealing  # from here on, new publishing containers join at create
         threading.Thread(target=self._join_sealed, args=(joining, sealing), daemon=True).start()
         return sealing
 
@@ -823,9 +821,12 @@ class DockerSandbox(Sandbox):
                 if "already exists" not in str(exc):
                     raise
 
-        failed = [exc for exc in _side_by_side([
-            (lambda cid=cid, alias=alias: join(cid, alias)) for cid, alias in joining])
-            if exc is not None]
+        try:
+            failed = [exc for exc in _side_by_side([
+                (lambda cid=cid, alias=alias: join(cid, alias)) for cid, alias in joining])
+                if exc is not None]
+        except BaseException as exc:  # the pool itself: the waiter hears it rather than hangs
+            failed = [exc]
         if failed:
             sealing.set_exception(failed[0])
         else:

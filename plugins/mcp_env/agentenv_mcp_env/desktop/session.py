@@ -32,17 +32,8 @@ def start_x() -> subprocess.Popen:
     # client after the readiness probe below could find no display (measured: 2 of 16 starts)
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{size}x24", "-nolisten", "tcp",
                              "-ac", "-noreset"], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + X_WAIT_S
-    while time.monotonic() < deadline:
-        if xvfb.poll() is not None:
-            said = Path("/tmp/xvfb.log").read_text(errors="replace").strip().splitlines()[-3:]
-            fail(f"the X server (Xvfb {display} {size}) exited with code {xvfb.returncode}: "
-                 + " | ".join(said))
-        if subprocess.run(["xdpyinfo"], capture_output=True).returncode == 0:
-            return xvfb
-        time.sleep(0.1)
-    fail(f"the X server (Xvfb {display}) did not answer within {X_WAIT_S} s")
-    raise AssertionError
+    wait_for(f"the X server (Xvfb {display} {size})", ["xdpyinfo"], "", xvfb, "/tmp/xvfb.log")
+    return xvfb
 
 
 def says(argv: list[str], text: str) -> bool:
@@ -57,14 +48,13 @@ def wait_for(what: str, argv: list[str], text: str, process: subprocess.Popen,
     or when 20 s pass."""
     deadline = time.monotonic() + X_WAIT_S
     while time.monotonic() < deadline:
-        if says(argv, text):
-            return
         if process.poll() is not None:
             said = " | ".join(Path(log).read_text(errors="replace").strip().splitlines()[-3:])
-            fail(f"{what} exited with code {process.returncode} before it was on the screen: "
-                 f"{said}")
+            fail(f"{what} exited with code {process.returncode}: {said}")
+        if says(argv, text):
+            return
         time.sleep(POLL_S)
-    fail(f"{what} was not on the screen within {X_WAIT_S} s")
+    fail(f"{what} did not come up within {X_WAIT_S} s")
 
 
 def main() -> None:
