@@ -27,7 +27,12 @@ def main() -> None:
 
 
 def console() -> None:
-    """The console script (and ``python -m agent_env``): :func:`main`, then a quick exit."""
+    """The console script (and ``python -m agent_env``): :func:`main` with generated code
+    cached (:mod:`agent_env.cli.code_cache`), then a quick exit."""
+    if sys.argv[1:] != ["--version"]:
+        from agent_env.cli.code_cache import install
+
+        install()
     try:
         main()
     except SystemExit as done:

@@ -1,0 +1,32 @@
+"""Commands keep the code attrs and cattrs generate in the user's cache folder, and the next
+command uses it (:mod:`agent_env.cli.code_cache`)."""
+
+from __future__ import annotations
+
+import re
+
+
+def test_the_second_run_compiles_nothing_and_runs_the_same(agent_env) -> None:
+    cache_home = agent_env.root / "cache"
+    agent_env.env["XDG_CACHE_HOME"] = str(cache_home)
+    first = agent_env("run", "hello")
+    assert first.returncode == 0, first.stdout + first.stderr
+    [cache] = (cache_home / "agent-env").glob("generated-code-*.marshal")
+    written = cache.stat().st_mtime_ns
+    second = agent_env("run", "hello")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert cache.stat().st_mtime_ns == written  # every snippet found: nothing new to write
+
+    def steady(out: str) -> str:
+        return re.sub(r"hello-\w+|v\d+(, unchanged| \(new\))?|\d+\.\d+s", "#", out)
+
+    assert steady(second.stdout) == steady(first.stdout)
+
+
+def test_an_unwritable_cache_folder_changes_nothing(agent_env) -> None:
+    blocked = agent_env.root / "not-a-folder"
+    blocked.write_text("a file where the cache folder would go")
+    agent_env.env["XDG_CACHE_HOME"] = str(blocked)
+    done = agent_env("run", "hello")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
