@@ -82,6 +82,11 @@ PRIVATE_MODEL_BASE_URL = f"http://{MODEL_GATEWAY_CONTAINER}:{MODEL_GATEWAY_PORT}
 MODEL_GATEWAY_IMAGE = "agentenv-model-gateway"
 DEFAULT_READY_TIMEOUT = 120.0
 POLL_INTERVAL = 0.2
+#: A prompt's first ``tasks/get`` waits this long; each next wait is half as long again, up to
+#: ``POLL_INTERVAL``. Why: a fixed 0.2 s made a quick answer (a scripted turn, a short task:
+#: 40 ms of work) wait for the next poll, most of a lone prompt's 0.22 s; growing, it is seen
+#: at 50 ms, and a long task still costs five polls a second.
+FIRST_POLL = 0.02
 #: Consecutive failed polls after which the agent counts as gone (then its state is checked).
 DEAD_AFTER = 3
 LOG_LINES = 30
@@ -644,7 +649,8 @@ class A2aAgent:
         if model and "model" in supported:
             config["model"] = model  # the agent's default model, or the scripted one loaded
         context_id = step.context_id or self.context_id
-        poll = step.poll_interval_seconds or POLL_INTERVAL
+        fixed = step.poll_interval_seconds  # the step's own interval, else growing waits
+        poll = fixed or FIRST_POLL
         deadline = time.monotonic() + timeout
         calls_before = await self.gateway.count()
         async with aiohttp.ClientSession(headers=self.auth_headers) as http:
@@ -673,6 +679,8 @@ class A2aAgent:
                     raise StepError(f"agent '{self.name}' did not answer within {timeout:g}s "
                                     f"(task {task_id} cancelled)")
                 await asyncio.sleep(poll)
+                if not fixed:
+                    poll = min(poll * 1.5, POLL_INTERVAL)
                 try:
                     task = await self._rpc(http, "tasks/get", {"id": task_id}, timeout=10)
                     failures = 0

@@ -416,7 +416,8 @@ class PromptAgent(Step):
     model_params: dict[str, Any] | None = None
     #: The A2A conversation this prompt continues (default: the agent's own one).
     context_id: str | None = None
-    #: How often the agent's task is polled (default 0.2 s, finer than the reference's 2 s).
+    #: How often the agent's task is polled. Default: after 0.02 s, then each wait half as
+    #: long again up to 0.2 s (the reference polls every 2 s).
     poll_interval_seconds: float | None = None
     #: Object-store prefix of the trajectory (default ``runs/<instance>/prompt_agent_
     #: trajectories/prompt_id=<id>/``); the file is ``trajectory-<agent>.json`` under it.

@@ -96,6 +96,44 @@ async def test_a_prompt_is_polled_finely_and_its_trajectory_read() -> None:
     assert "'slow' answered (completed) with model m2" in notes.lines[-1]
 
 
+class Polls:
+    """Seconds from the last ``message/send`` to each ``tasks/get`` after it (the a2a type's
+    RPC wrapped for the test)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent = 0.0
+        self.times: list[float] = []
+        real = A2aAgent._rpc
+
+        async def rpc(agent: A2aAgent, http: Any, method: str, params: dict[str, Any],
+                      **options: Any) -> Any:
+            if method == "message/send":
+                self.sent, self.times = time.monotonic(), []
+            elif method == "tasks/get":
+                self.times.append(time.monotonic() - self.sent)
+            return await real(agent, http, method, params, **options)
+
+        monkeypatch.setattr(A2aAgent, "_rpc", rpc)
+
+
+async def test_the_default_poll_starts_fine_and_grows_to_five_a_second(monkeypatch) -> None:
+    """A quick answer is seen within tens of milliseconds; a long task is not polled at that
+    rate all along (waits of 0.02 s growing by half to 0.2 s); a step's own interval stays."""
+    polls = Polls(monkeypatch)
+    async with serve_app(create_app(SlowAgent())) as server:
+        agent = await agent_at(server.url, Notes())
+        await agent.prompt(PromptAgent(id="p", prompt="1.0"), 30)
+        times = polls.times
+        assert 0.02 <= times[0] < 0.15, times
+        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        assert gaps[0] < 0.15 and max(gaps) >= 0.19, gaps  # grew to the steady wait
+        assert 7 <= len(times) <= 12, times  # 0.02 s throughout would be 50
+        reply = await agent.prompt(PromptAgent(id="q", prompt="0"), 30)
+        assert reply.response == "slept with m1" and len(polls.times) <= 3, polls.times
+        await agent.prompt(PromptAgent(id="r", prompt="0.5", poll_interval_seconds=0.3), 30)
+        assert polls.times[0] >= 0.3 and len(polls.times) <= 3, polls.times
+
+
 async def test_a_prompt_past_its_timeout_is_cancelled_and_fails() -> None:
     sdk_agent = SlowAgent()
     async with serve_app(create_app(sdk_agent)) as server:
