@@ -13,8 +13,10 @@ what it has not seen. The code comes back from :mod:`marshal`, as a ``.pyc``'s d
 code object a compile makes. New entries are written once, at exit, to
 ``$XDG_CACHE_HOME/agent-env/generated-code-<python magic>.marshal`` (written whole and moved
 into place, so parallel commands never leave it half written; a file that does not load is
-ignored and rewritten). Where a library stops calling ``compile`` by that name, or the cache
-cannot be read or written, everything compiles as before.
+ignored and rewritten). It is code this process runs, so a file or folder that is not the
+user's own, or that others may write to, is not used. Where a library stops calling
+``compile`` by that name, or the cache cannot be read or written, everything compiles as
+before.
 
 One part of a snippet differs from process to process: attrs seeds a frozen class's
 ``__hash__`` with ``hash()`` of a string, which Python randomises per process. The key leaves
@@ -60,10 +62,12 @@ class CodeCache:
         self.used: set[str] = set()
         self.hits = 0
         self.compiled = 0
+        if not (_ours(path.parent) and _ours(path)):
+            return  # none yet, or another user could have written it: start empty
         try:
             loaded = marshal.loads(path.read_bytes())
         except (OSError, ValueError, EOFError, TypeError):
-            return  # none yet, or unreadable: start empty (the write replaces it)
+            return  # unreadable: start empty (the write replaces it)
         if isinstance(loaded, dict):
             self.entries = loaded
 
@@ -108,12 +112,28 @@ class CodeCache:
             entries = {k: v for k, v in entries.items() if k in self.used}
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _ours(self.path.parent):
+                return
             temporary.write_bytes(marshal.dumps(entries))
             os.replace(temporary, self.path)
         except OSError:  # a read-only or missing folder: the next command compiles again
             with contextlib.suppress(OSError):
                 temporary.unlink(missing_ok=True)
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is this user's and no one else may write it. The cache is code this
+    process runs, so a file or folder another user could have written is neither read nor
+    written (ssh's rule for its keys); where there are no such owners (Windows), the folder's
+    access rules decide."""
+    if not hasattr(os, "getuid"):
+        return path.exists()
+    try:
+        found = path.stat()
+    except OSError:
+        return False
+    return found.st_uid == os.getuid() and not found.st_mode & 0o022
 
 
 def _reseeded(code: types.CodeType, old: Any, new: Any) -> types.CodeType:

@@ -99,3 +99,25 @@ def test_attrs_classes_built_with_it_behave_as_without(tmp_path: Path, monkeypat
         assert Pair(1) == Pair(1, "x") and Pair(1) != Pair(2)
         assert hash(Pair(1)) == hash(Pair(1, "x"))
         assert repr(Pair(1)) == "Pair(a=1, b='x')"
+
+
+def test_a_file_or_folder_others_may_write_is_not_used(tmp_path: Path) -> None:
+    """The cache is code the CLI runs: one another user could have written is not read, and
+    a folder others may write to is not written to."""
+    folder = tmp_path / "agent-env"
+    path = folder / "code.marshal"
+    first = CodeCache(path)
+    first.compile(SNIPPET, NAME, "exec")
+    first.save()
+    assert folder.stat().st_mode & 0o777 == 0o700
+    path.chmod(0o666)
+    assert CodeCache(path).entries == {}  # world-writable file: ignored
+    path.chmod(0o644)
+    assert len(CodeCache(path).entries) == 1
+    folder.chmod(0o777)
+    shared = CodeCache(path)
+    assert shared.entries == {}  # world-writable folder: ignored
+    shared.compile(SNIPPET + "\n", NAME, "exec")
+    path.unlink()
+    shared.save()
+    assert not path.exists()  # and not written to
