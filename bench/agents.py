@@ -65,8 +65,8 @@ EIGHT = "8 agents prompted side by side (one env)"
 STEADY_POLL = 0.2
 #: The same on the default poll (after 0.02 s, growing to 0.2 s): how the work itself scales
 #: (no bar: 8 prompts on 2 cores cost 8 prompts' CPU whatever AgentEnv does).
-ONE_FINE = "1 agent prompted, the default poll"
-EIGHT_FINE = "8 agents side by side, the default poll"
+ONE_DEFAULT = "1 agent prompted, the default poll"
+EIGHT_DEFAULT = "8 agents side by side, the default poll"
 SIDE_BY_SIDE = 8
 TEXT = "agents smoke 7431"
 PROMPT = f"Call the echo tool with the text '{TEXT}' and answer with what it returned."
@@ -349,8 +349,8 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
     names = [f"agent{n}" for n in range(SIDE_BY_SIDE)]
     one: list[float] = []
     eight: list[float] = []
-    one_fine: list[float] = []
-    eight_fine: list[float] = []
+    one_default: list[float] = []
+    eight_default: list[float] = []
     try:
         await DeployEnv(id="deploy", env_id=ids["echo"], sandbox_type="docker").run(ctx)
         await ScriptedModel(id="model", script_artifact_id=ids[SCRIPT]).run(ctx)
@@ -376,8 +376,8 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
         for _ in range(rounds):  # alternate, so drift hits all alike
             one.append(await timed(names[:1], STEADY_POLL))
             eight.append(await timed(names, STEADY_POLL))
-            one_fine.append(await timed(names[:1]))
-            eight_fine.append(await timed(names))
+            one_default.append(await timed(names[:1]))
+            eight_default.append(await timed(names))
     finally:
         report = await ctx.teardown.run()
         if report.failed:
@@ -386,8 +386,8 @@ async def _side_by_side(rounds: int, workdir: Path) -> list[Series]:
         Series(ONE, one, note=f"prompt_agent: message/send, tasks/get every {STEADY_POLL:g} s "
                "(set on the step), records"),
         Series(EIGHT, eight, baseline=ONE, note="8 model-agents, one model gateway, one env"),
-        Series(ONE_FINE, one_fine, note="no bar: the work without a steady poll's wait"),
-        Series(EIGHT_FINE, eight_fine, baseline=ONE_FINE),
+        Series(ONE_DEFAULT, one_default, note="no bar: the work without a steady poll's wait"),
+        Series(EIGHT_DEFAULT, eight_default, baseline=ONE_DEFAULT),
     ]
 
 

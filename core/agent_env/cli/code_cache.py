@@ -154,8 +154,8 @@ def default_path() -> Path:
 
 
 def install(path: Path | None = None) -> CodeCache | None:
-    """Cache the compiles of :data:`MODULES` (imported now) for this process; None when it
-    cannot (no home folder to keep the file in)."""
+    """Cache the compiles of :data:`MODULES` for this process (each given its ``compile`` now
+    if imported, else when it is); None when it cannot (no home folder for the file)."""
     import importlib
 
     try:
@@ -163,9 +163,9 @@ def install(path: Path | None = None) -> CodeCache | None:
     except RuntimeError:  # Path.home() with no home
         return None
     for name in MODULES:
-        if name in sys.modules or name == MODULES[0]:
+        if name in sys.modules:
             importlib.import_module(name).compile = cache.compile  # type: ignore[attr-defined]
-        else:  # not every command needs cattrs: given its compile when it is imported
+        else:  # not every command imports them (plugin list never loads cattrs)
             sys.meta_path.insert(0, _GiveCompile(name, cache))
     atexit.register(cache.save)
     return cache
